@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): measured, printed, never asserted."""

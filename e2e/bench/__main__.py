@@ -1,0 +1,26 @@
+"""`python -m e2e.bench [NAME ...]`: run the named benchmarks (all by default) and print their figures."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+BENCHMARKS = {
+    "admission": "e2e.bench.admission_bench",
+    "topology": "e2e.bench.topology_bench",
+}
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(BENCHMARKS)
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}", file=sys.stderr)
+        return 2
+    for name in names:
+        print(f"=== {name} ===", flush=True)
+        importlib.import_module(BENCHMARKS[name]).main()
+    return 0
+
+
+sys.exit(main(sys.argv[1:]))

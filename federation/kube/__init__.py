@@ -1,0 +1,1 @@
+"""The only package that talks to Kubernetes: clients from kubeconfigs, list+watch caches, retries, leases."""

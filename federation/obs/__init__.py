@@ -1,0 +1,1 @@
+"""Observability: structlog setup, Prometheus metrics and the /healthz and /readyz endpoints."""

@@ -1,0 +1,1 @@
+"""Topology-aware placement, failed-node replacement and capacity summaries (pure)."""

@@ -1,0 +1,1 @@
+"""kfed-manager: global Kueue queues on the manager cluster, capacity-probed dispatch, Job status sync."""

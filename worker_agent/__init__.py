@@ -1,0 +1,1 @@
+"""kfed-agent: local admission with topology-aware placement and node-failure repair on one worker cluster."""
