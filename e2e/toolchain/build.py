@@ -81,9 +81,7 @@ def _run(cmd: list[str], *, cwd: Path, label: str) -> None:
     """Run a Go command, printing a progress line every 20 s; raise with the output's tail on failure."""
     started = time.monotonic()
     lines: list[str] = []
-    proc = subprocess.Popen(
-        cmd, cwd=cwd, env=_go_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    proc = subprocess.Popen(cmd, cwd=cwd, env=_go_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     stop = threading.Event()
 
     def heartbeat() -> None:
@@ -105,7 +103,11 @@ def _run(cmd: list[str], *, cwd: Path, label: str) -> None:
 def _module_gomod(go: str, module: str, version: str, *, cwd: Path) -> str:
     out = subprocess.run(
         [go, "mod", "download", "-json", f"{module}@{version}"],
-        cwd=cwd, env=_go_env(), capture_output=True, text=True, check=False,
+        cwd=cwd,
+        env=_go_env(),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if out.returncode != 0:
         raise ToolchainError(f"cannot download {module}@{version}: {out.stderr or out.stdout}")
@@ -146,8 +148,10 @@ def _write_wrapper(go: str, comp: pins.Component, src: Path) -> None:
 def _build_component(go: str, comp: pins.Component, root: Path) -> None:
     bins = root / "bin"
     stamp = bins / f".{comp.name}.built"
-    if stamp.exists() and stamp.read_text().strip() == comp.version and all(
-        (bins / b).exists() for b in comp.binary_names
+    if (
+        stamp.exists()
+        and stamp.read_text().strip() == comp.version
+        and all((bins / b).exists() for b in comp.binary_names)
     ):
         return
     src = root / "src" / comp.name
@@ -183,7 +187,8 @@ def ensure_built() -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         bins = root / "bin"
         missing = [
-            c for c in pins.COMPONENTS
+            c
+            for c in pins.COMPONENTS
             if not all((bins / b).exists() for b in c.binary_names) or not (bins / f".{c.name}.built").exists()
         ]
         if not missing:

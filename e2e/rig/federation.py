@@ -1,0 +1,193 @@
+"""A whole local federation: the manager cluster and N workers, their kwok nodes, kfed's CRDs, kubeconfigs.
+
+This is the one place that knows the rig's directory layout:
+
+    DIR/rig.json                  what is running (for `down`), servers, kubeconfig paths
+    DIR/kubeconfigs/<name>.yaml   admin kubeconfigs with inline credentials (manager.yaml, worker-1.yaml, ...)
+    DIR/clusters/<name>/          certs, etcd data, logs/ of each process, audit log
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from e2e.rig.cluster import ClusterOptions, LocalCluster, RigError
+from e2e.rig.nodes import NodeShape, node_manifests
+from e2e.rig.processes import ProcessRecord, stop_records
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CRD_DIR = REPO_ROOT / "charts" / "kfed-agent" / "crds"
+MANAGER = "manager"
+
+
+def worker_name(index: int) -> str:
+    return f"worker-{index}"
+
+
+@dataclass
+class FederationSpec:
+    workers: int = 2
+    node_shapes: dict[str, NodeShape] = field(default_factory=dict)
+    """Per worker name; workers not listed get ``default_shape``."""
+    default_shape: NodeShape = field(default_factory=NodeShape)
+    job_seconds: float = 5.0
+    node_monitor_grace_seconds: int = 40
+
+    def shape(self, worker: str) -> NodeShape:
+        return self.node_shapes.get(worker, self.default_shape)
+
+
+class Federation:
+    """Start, use and stop a rig. Use :func:`running` (context manager) so it is stopped also on failure."""
+
+    def __init__(self, directory: Path, bin_dir: Path, spec: FederationSpec, *, die_with_parent: bool) -> None:
+        self.directory = directory.resolve()
+        self.bin_dir = bin_dir
+        self.spec = spec
+        names = [MANAGER] + [worker_name(i) for i in range(1, spec.workers + 1)]
+        self.clusters: dict[str, LocalCluster] = {
+            name: LocalCluster(
+                options=ClusterOptions(
+                    name=name,
+                    run_pods=name != MANAGER,
+                    job_seconds=spec.job_seconds,
+                    node_monitor_grace_seconds=spec.node_monitor_grace_seconds,
+                ),
+                directory=self.directory / "clusters" / name,
+                bin_dir=bin_dir,
+                die_with_parent=die_with_parent,
+            )
+            for name in names
+        }
+
+    @property
+    def workers(self) -> list[str]:
+        return [name for name in self.clusters if name != MANAGER]
+
+    def kubeconfig(self, cluster: str) -> Path:
+        return self.directory / "kubeconfigs" / f"{cluster}.yaml"
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+
+    def up(self) -> float:
+        """Start everything and return the seconds it took; on any failure stop what was started and raise."""
+        started = time.monotonic()
+        if (self.directory / "rig.json").exists() and any(r.alive() for r in read_state_records(self.directory)):
+            raise RigError(f"a rig is already running in {self.directory}; run `python -m e2e.rig down` first")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            for cluster in self.clusters.values():
+                cluster.start_control_plane()
+                self._save_state()
+            for cluster in self.clusters.values():
+                cluster.wait_apiserver()
+            for cluster in self.clusters.values():
+                cluster.start_components()
+                self._save_state()
+                shutil.copyfile(cluster.kubeconfig_path, _ensure_parent(self.kubeconfig(cluster.name)))
+            self._install_crds()
+            for name in self.workers:
+                self.kubectl(name, "apply", "-f", "-", input=_yaml_stream(node_manifests(name, self.spec.shape(name))))
+            for cluster in self.clusters.values():
+                cluster.wait_components_healthy()
+            for name in self.workers:
+                self.kubectl(name, "wait", "--for=condition=Ready", "node", "--all", "--timeout=90s")
+            for name in self.clusters:
+                self._wait_default_service_account(name)
+        except BaseException:
+            self.down()
+            raise
+        return time.monotonic() - started
+
+    def down(self) -> list[str]:
+        left: list[str] = []
+        for cluster in reversed(list(self.clusters.values())):
+            left += cluster.stop()
+        self._save_state()
+        return left
+
+    def restart_apiserver(self, cluster: str) -> None:
+        self.clusters[cluster].restart_apiserver()
+        self._save_state()
+
+    # -- helpers ---------------------------------------------------------------------------------------------
+
+    def kubectl(
+        self, cluster: str, *args: str, input: str | None = None, check: bool = True, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        cmd = [str(self.bin_dir / "kubectl"), f"--kubeconfig={self.kubeconfig(cluster)}", *args]
+        result = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout, check=False)
+        if check and result.returncode != 0:
+            raise RigError(f"kubectl on {cluster} failed ({result.returncode}): {' '.join(args)}\n{result.stderr}")
+        return result
+
+    def _install_crds(self) -> None:
+        if not CRD_DIR.is_dir() or not any(CRD_DIR.glob("*.yaml")):
+            raise RigError(f"no CRDs in {CRD_DIR}; run `make crds`")
+        for name in self.clusters:
+            self.kubectl(name, "apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
+        for name in self.clusters:
+            self.kubectl(name, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+
+    def _wait_default_service_account(self, cluster: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.kubectl(cluster, "get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0:
+                return
+            time.sleep(0.25)
+        raise RigError(f"{cluster}: the default ServiceAccount never appeared (is kube-controller-manager running?)")
+
+    def _save_state(self) -> None:
+        records = [r.to_json() for c in self.clusters.values() for r in c.records]
+        state = {
+            "clusters": {
+                name: {"server": c.server, "kubeconfig": str(self.kubeconfig(name))}
+                for name, c in self.clusters.items()
+            },
+            "processes": records,
+        }
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / "rig.json").write_text(json.dumps(state, indent=2) + "\n")
+
+
+def read_state_records(directory: Path) -> list[ProcessRecord]:
+    try:
+        state = json.loads((directory / "rig.json").read_text())
+    except (OSError, ValueError):
+        return []
+    return [ProcessRecord.from_json(item) for item in state.get("processes", [])]
+
+
+def stop_directory(directory: Path) -> list[str]:
+    """Stop every process recorded in ``directory/rig.json`` (the `down` command); returns names left alive."""
+    records = read_state_records(directory)
+    return stop_records(list(reversed(records)))
+
+
+@contextmanager
+def running(directory: Path, bin_dir: Path, spec: FederationSpec) -> Iterator[Federation]:
+    """A rig for the duration of a block, stopped on the way out whatever happens (used by tests)."""
+    fed = Federation(directory, bin_dir, spec, die_with_parent=True)
+    fed.up()
+    try:
+        yield fed
+    finally:
+        fed.down()
+
+
+def _ensure_parent(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _yaml_stream(docs: list[dict[str, object]]) -> str:
+    return yaml.safe_dump_all(docs, sort_keys=False)

@@ -1,0 +1,238 @@
+"""The kwok Stage configuration that plays kubelet for the rig's fake nodes and pods.
+
+Nodes become Ready at once and keep a heartbeat; pods go Running as soon as they are bound; pods owned by a
+Job succeed after ``job_seconds`` (overridable per pod with kwok's ``pod-complete.stage.kwok.x-k8s.io/delay``
+annotation, e.g. "30s"); deleted pods are removed.
+"""
+
+from __future__ import annotations
+
+COMPLETE_DELAY_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
+
+_NODE_STATUS = """\
+{{ $now := Now }}
+conditions:
+- type: Ready
+  status: "True"
+  reason: KubeletReady
+  message: kwok node is ready
+  lastHeartbeatTime: {{ $now | Quote }}
+  lastTransitionTime: {{ or .metadata.creationTimestamp $now | Quote }}
+- type: MemoryPressure
+  status: "False"
+  reason: KubeletHasSufficientMemory
+  message: kwok node has sufficient memory
+  lastHeartbeatTime: {{ $now | Quote }}
+  lastTransitionTime: {{ or .metadata.creationTimestamp $now | Quote }}
+- type: DiskPressure
+  status: "False"
+  reason: KubeletHasNoDiskPressure
+  message: kwok node has no disk pressure
+  lastHeartbeatTime: {{ $now | Quote }}
+  lastTransitionTime: {{ or .metadata.creationTimestamp $now | Quote }}
+- type: PIDPressure
+  status: "False"
+  reason: KubeletHasSufficientPID
+  message: kwok node has sufficient PID
+  lastHeartbeatTime: {{ $now | Quote }}
+  lastTransitionTime: {{ or .metadata.creationTimestamp $now | Quote }}
+addresses:
+- address: {{ NodeIP | Quote }}
+  type: InternalIP
+- address: {{ .metadata.name | Quote }}
+  type: Hostname
+allocatable:
+{{ YAML .status.allocatable 1 }}
+capacity:
+{{ YAML .status.capacity 1 }}
+nodeInfo:
+  architecture: amd64
+  operatingSystem: linux
+  kubeletVersion: {{ printf "kwok-%s" Version | Quote }}
+  kubeProxyVersion: {{ printf "kwok-%s" Version | Quote }}
+  containerRuntimeVersion: kwok
+  kernelVersion: kwok
+  osImage: kwok
+  machineID: ""
+  systemUUID: ""
+  bootID: ""
+phase: Running
+"""
+
+_POD_RUNNING = """\
+{{ $now := Now }}
+conditions:
+- type: PodScheduled
+  status: "True"
+  lastTransitionTime: {{ $now | Quote }}
+- type: Initialized
+  status: "True"
+  lastTransitionTime: {{ $now | Quote }}
+- type: ContainersReady
+  status: "True"
+  lastTransitionTime: {{ $now | Quote }}
+- type: Ready
+  status: "True"
+  lastTransitionTime: {{ $now | Quote }}
+containerStatuses:
+{{ range .spec.containers }}
+- name: {{ .name | Quote }}
+  image: {{ .image | Quote }}
+  ready: true
+  started: true
+  restartCount: 0
+  state:
+    running:
+      startedAt: {{ $now | Quote }}
+{{ end }}
+hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+podIP: {{ PodIPWith .spec.nodeName false .metadata.uid .metadata.name .metadata.namespace | Quote }}
+phase: Running
+startTime: {{ $now | Quote }}
+"""
+
+_POD_SUCCEEDED = """\
+{{ $now := Now }}
+conditions:
+- type: PodScheduled
+  status: "True"
+  lastTransitionTime: {{ $now | Quote }}
+- type: Initialized
+  status: "True"
+  lastTransitionTime: {{ $now | Quote }}
+- type: ContainersReady
+  status: "False"
+  reason: PodCompleted
+  lastTransitionTime: {{ $now | Quote }}
+- type: Ready
+  status: "False"
+  reason: PodCompleted
+  lastTransitionTime: {{ $now | Quote }}
+containerStatuses:
+{{ range .spec.containers }}
+- name: {{ .name | Quote }}
+  image: {{ .image | Quote }}
+  ready: false
+  started: false
+  restartCount: 0
+  state:
+    terminated:
+      exitCode: 0
+      reason: Completed
+      finishedAt: {{ $now | Quote }}
+{{ end }}
+phase: Succeeded
+"""
+
+
+def _indent(text: str, spaces: int) -> str:
+    pad = " " * spaces
+    return "".join(pad + line if line.strip() else line for line in text.splitlines(keepends=True))
+
+
+def render_stages(*, job_seconds: float) -> str:
+    """Multi-document YAML of every Stage kwok needs, with Job pods completing after ``job_seconds``."""
+    job_ms = int(job_seconds * 1000)
+    return f"""\
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: kfed-node-initialize
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Node
+  selector:
+    matchExpressions:
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: NotIn
+      values: ["True"]
+  next:
+    statusTemplate: |
+{_indent(_NODE_STATUS, 6)}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: kfed-node-heartbeat
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Node
+  selector:
+    matchExpressions:
+    - key: '.status.phase'
+      operator: In
+      values: ["Running"]
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: In
+      values: ["True"]
+  delay:
+    durationMilliseconds: 20000
+    jitterDurationMilliseconds: 25000
+  next:
+    statusTemplate: |
+{_indent(_NODE_STATUS, 6)}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: kfed-pod-running
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.spec.nodeName'
+      operator: Exists
+    - key: '.status.phase'
+      operator: In
+      values: ["Pending"]
+  next:
+    statusTemplate: |
+{_indent(_POD_RUNNING, 6)}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: kfed-pod-job-complete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.status.phase'
+      operator: In
+      values: ["Running"]
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: In
+      values: ["Job"]
+  delay:
+    durationMilliseconds: {job_ms}
+    durationFrom:
+      expressionFrom: '.metadata.annotations["{COMPLETE_DELAY_ANNOTATION}"]'
+  next:
+    statusTemplate: |
+{_indent(_POD_SUCCEEDED, 6)}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: kfed-pod-delete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: Exists
+  next:
+    delete: true
+"""

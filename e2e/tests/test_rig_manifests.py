@@ -1,0 +1,29 @@
+import yaml
+
+from e2e.rig.kwok_stages import render_stages
+from e2e.rig.nodes import BLOCK_LABEL, HOSTNAME_LABEL, RACK_LABEL, NodeShape, node_manifests
+
+
+def test_nodes_are_grouped_into_racks_and_blocks() -> None:
+    nodes = node_manifests("worker-1", NodeShape(count=6, hosts_per_rack=2, racks_per_block=2))
+    labels = [n["metadata"]["labels"] for n in nodes]
+    assert [lab[RACK_LABEL] for lab in labels] == [
+        "worker-1-b0-r0",
+        "worker-1-b0-r0",
+        "worker-1-b0-r1",
+        "worker-1-b0-r1",
+        "worker-1-b1-r0",
+        "worker-1-b1-r0",
+    ]
+    assert {lab[BLOCK_LABEL] for lab in labels} == {"worker-1-b0", "worker-1-b1"}
+    assert all(lab[HOSTNAME_LABEL] == n["metadata"]["name"] for lab, n in zip(labels, nodes, strict=True))
+    assert nodes[0]["status"]["allocatable"]["nvidia.com/gpu"] == "4"
+
+
+def test_stages_parse_and_cover_nodes_and_pods() -> None:
+    docs = list(yaml.safe_load_all(render_stages(job_seconds=2.5)))
+    kinds = {(d["spec"]["resourceRef"]["kind"], d["metadata"]["name"]) for d in docs}
+    assert {k for k, _ in kinds} == {"Node", "Pod"}
+    complete = next(d for d in docs if d["metadata"]["name"] == "kfed-pod-job-complete")
+    assert complete["spec"]["delay"]["durationMilliseconds"] == 2500
+    assert "phase: Succeeded" in complete["spec"]["next"]["statusTemplate"]
