@@ -1,0 +1,242 @@
+"""Informer-like list+watch caches of raw objects, one task per (cluster, resource).
+
+A controller never polls: it reads a :class:`WatchCache`'s store and reacts to its events. The cache lists once,
+then watches from the list's resourceVersion with bookmarks; on a dropped connection it re-watches from the last
+resourceVersion it saw, after a capped, jittered exponential backoff; on 410 Gone it re-lists and emits the
+difference (synthetic DELETED for objects that vanished meanwhile, ADDED/MODIFIED for new/changed ones), so
+handlers never miss a transition. Each cache runs in its own task and only ever waits on its own cluster, so a
+slow or dead cluster never stalls the others.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import anyio
+import structlog
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from federation.kube.api import KubeApi, Obj
+from federation.kube.errors import Gone
+from federation.kube.resources import Resource
+from federation.kube.store import ADDED, DELETED, MODIFIED, Change, Store
+
+log = structlog.get_logger(__name__)
+
+Handler = Callable[[str, Obj, Obj | None], Awaitable[None] | None]
+"""``handler(event_type, obj, old_obj)``; may be sync or async. Exceptions are logged, never fatal."""
+
+BOOKMARK = "BOOKMARK"
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Capped exponential backoff with jitter: ``min(maximum, initial * factor**(n-1) * (1 + jitter * r))``."""
+
+    initial: float = 0.8
+    maximum: float = 30.0
+    factor: float = 2.0
+    jitter: float = 1.0
+
+    def delay(self, failures: int, rand: float | None = None) -> float:
+        """Delay before retry number ``failures`` (1-based); ``rand`` in [0, 1) (random when None)."""
+        if failures <= 0:
+            return 0.0
+        r = random.random() if rand is None else rand
+        exponent = min(failures - 1, 64)
+        base = self.initial * math.pow(self.factor, exponent)
+        return float(min(self.maximum, base * (1.0 + self.jitter * r)))
+
+
+class WatchCache:
+    """List+watch cache of one resource on one cluster (optionally one namespace / label-selected).
+
+    Run it with ``tg.start_soon(cache.run)``; cancel the task group to stop it. Read ``cache.store``; get events
+    through :meth:`add_handler` callbacks or :meth:`subscribe` channels (backpressure: a full channel slows only
+    this cache).
+    """
+
+    def __init__(
+        self,
+        api: KubeApi,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        handlers: Sequence[Handler] = (),
+        backoff: Backoff | None = None,
+        page_size: int | None = 500,
+        watch_timeout_seconds: int | None = None,
+        quiet_period: float = 5.0,
+    ) -> None:
+        self.api = api
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.backoff = backoff or Backoff()
+        self.page_size = page_size
+        self.watch_timeout_seconds = watch_timeout_seconds
+        self.quiet_period = quiet_period
+        self.store = Store()
+        self.resource_version = ""
+        self.relists = 0
+        self.last_error: str | None = None
+        self._handlers: list[Handler] = list(handlers)
+        self._senders: list[MemoryObjectSendStream[Change]] = []
+        self._synced = anyio.Event()
+        self._connected = False
+        self._failures = 0
+        self._log = log.bind(cluster=api.cluster, resource=resource.label, namespace=namespace or "")
+
+    # -- public -------------------------------------------------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        """True once the first list has been stored and dispatched (stays True across reconnects)."""
+        return self._synced.is_set()
+
+    @property
+    def connected(self) -> bool:
+        """True while a watch stream is open (for readiness: "remote connected")."""
+        return self._connected
+
+    def add_handler(self, handler: Handler) -> None:
+        self._handlers.append(handler)
+
+    def subscribe(self, max_buffer: float = 1024) -> MemoryObjectReceiveStream[Change]:
+        """A channel receiving every :class:`Change`; it is closed when the cache stops."""
+        send, receive = anyio.create_memory_object_stream[Change](max_buffer_size=max_buffer)
+        self._senders.append(send)
+        return receive
+
+    async def wait_synced(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
+        """Wait for the initial list; False if ``timeout`` seconds passed first."""
+        if timeout is None:
+            await self._synced.wait()
+            return True
+        with anyio.move_on_after(timeout):
+            await self._synced.wait()
+        return self._synced.is_set()
+
+    async def run(self) -> None:
+        """List, watch, reconnect and re-list until cancelled."""
+        try:
+            await self._loop()
+        finally:
+            self._connected = False
+            for sender in self._senders:
+                sender.close()
+
+    # -- internals ----------------------------------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        need_list = True
+        while True:
+            try:
+                if need_list:
+                    await self._relist()
+                    need_list = False
+                opened = time.monotonic()
+                received = await self._watch_once()
+                if received == 0 and time.monotonic() - opened < self.quiet_period:
+                    self._failures += 1  # the server keeps closing at once: do not spin
+                    await anyio.sleep(self.backoff.delay(self._failures))
+            except Gone as exc:
+                self._failures += 1
+                self.last_error = str(exc)
+                self._log.info("kube.watch.gone", resource_version=self.resource_version, error=str(exc))
+                need_list = True
+                if self._failures > 1:
+                    await anyio.sleep(self.backoff.delay(self._failures - 1))
+            except Exception as exc:  # a cache must outlive any error (incl. bugs in parsing) and keep retrying
+                self._failures += 1
+                self._connected = False
+                self.last_error = str(exc) or type(exc).__name__
+                delay = self.backoff.delay(self._failures)
+                self._log.warning(
+                    "kube.watch.retry",
+                    phase="list" if need_list else "watch",
+                    error=self.last_error[:300],
+                    error_type=type(exc).__name__,
+                    failures=self._failures,
+                    delay=round(delay, 2),
+                )
+                await anyio.sleep(delay)
+
+    async def _relist(self) -> None:
+        result = await self.api.list(
+            self.resource,
+            namespace=self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            page_size=self.page_size,
+        )
+        first = not self._synced.is_set()
+        changes = self.store.replace_all(result.items)
+        self.resource_version = result.resource_version
+        if not first:
+            self.relists += 1
+        self._log.info(
+            "kube.cache.listed", items=len(result.items), changes=len(changes), resource_version=self.resource_version
+        )
+        for change in changes:
+            await self._dispatch(change)
+        self._synced.set()
+
+    async def _watch_once(self) -> int:
+        received = 0
+        async with self.api.watch(
+            self.resource,
+            resource_version=self.resource_version,
+            namespace=self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            timeout_seconds=self.watch_timeout_seconds,
+        ) as stream:
+            self._connected = True
+            try:
+                async for event in stream:
+                    received += 1
+                    self._failures = 0
+                    self.last_error = None
+                    await self._apply(event.type, event.object)
+            finally:
+                self._connected = False
+        return received
+
+    async def _apply(self, event_type: str, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        version = meta.get("resourceVersion")
+        if version:
+            self.resource_version = str(version)
+        if event_type == BOOKMARK:
+            return
+        if event_type == DELETED:
+            old = self.store.delete(obj)
+            await self._dispatch(Change(DELETED, obj, old))
+        elif event_type in (ADDED, MODIFIED):
+            old = self.store.upsert(obj)
+            await self._dispatch(Change(ADDED if old is None else MODIFIED, obj, old))
+        else:
+            self._log.warning("kube.watch.unknown_event", event_type=event_type)
+
+    async def _dispatch(self, change: Change) -> None:
+        for handler in self._handlers:
+            try:
+                result = handler(change.type, change.obj, change.old)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                self._log.exception("kube.cache.handler_failed", event_type=change.type)
+        for sender in list(self._senders):
+            try:
+                await sender.send(change)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._senders.remove(sender)

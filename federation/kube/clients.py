@@ -1,0 +1,281 @@
+"""kubernetes_asyncio clients built from kubeconfigs, one connection pool per cluster.
+
+This is the only module that touches kubernetes_asyncio and aiohttp. It turns a kubeconfig (a file the operator
+mounts, or YAML text the manager reads from a worker's Secret) into a :class:`~federation.kube.api.KubeApi` whose
+transport sends raw requests through ``ApiClient.call_api(..., _preload_content=False)`` and reads the aiohttp
+response bytes itself, so no generated model class is ever built. :class:`ClusterClients` keeps many clusters
+open at once and closes every session on shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import anyio
+from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.config import kube_config
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from federation.kube import transport as tp
+from federation.kube.api import KubeApi, RetryPolicy
+from federation.kube.errors import Unavailable
+from federation.kube.kubeconfig import KubeconfigError, load_kubeconfig_text, parse_validated_kubeconfig
+from federation.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS
+
+USER_AGENT = "kfed/0.1"
+_CONNECT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class ClientOptions:
+    """Per-cluster client settings. Defaults are generous, like Kueue's 300 QPS / 500 burst."""
+
+    qps: float = DEFAULT_QPS
+    burst: int = DEFAULT_BURST
+    max_connections: int = 100
+    """Size of this cluster's aiohttp pool; every open watch holds one connection."""
+    request_timeout: float = 30.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    user_agent: str = USER_AGENT
+
+
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+
+
+class _AiohttpStream:
+    def __init__(self, response: Any, *, description: str) -> None:
+        self._response = response
+        self._description = description
+
+    @property
+    def status(self) -> int:
+        return int(self._response.status)
+
+    async def read(self) -> bytes:
+        try:
+            return bytes(await self._response.read())
+        except _CONNECTION_ERRORS as exc:
+            raise Unavailable(f"{self._description}: {type(exc).__name__}: {exc}") from exc
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        content = self._response.content
+        while True:
+            try:
+                line = await content.readline()
+            except _CONNECTION_ERRORS as exc:
+                raise Unavailable(f"{self._description}: watch stream broken: {type(exc).__name__}: {exc}") from exc
+            if not line:
+                return
+            yield bytes(line)
+
+
+class ApiClientTransport:
+    """:class:`~federation.kube.transport.Transport` over a kubernetes_asyncio ``ApiClient`` (which it owns)."""
+
+    def __init__(self, api_client: Any, *, cluster: str = "") -> None:
+        self.api_client = api_client
+        self.cluster = cluster
+        self._closed = False
+
+    def _describe(self, request: tp.Request) -> str:
+        who = f"cluster {self.cluster}: " if self.cluster else ""
+        return f"{who}{request.method} {request.path}"
+
+    async def _open(self, request: tp.Request, client_timeout: aiohttp.ClientTimeout) -> Any:
+        headers = {"Accept": tp.JSON, "Content-Type": request.content_type}
+        try:
+            return await self.api_client.call_api(
+                request.path,
+                request.method,
+                query_params=list(request.query),
+                header_params=headers,
+                body=request.body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=client_timeout,
+            )
+        except _CONNECTION_ERRORS as exc:
+            raise Unavailable(f"{self._describe(request)}: {type(exc).__name__}: {exc}") from exc
+
+    async def send(self, request: tp.Request) -> tp.Response:
+        timeout = aiohttp.ClientTimeout(total=request.timeout, connect=_CONNECT_TIMEOUT)
+        response = await self._open(request, timeout)
+        try:
+            body = await response.read()  # reads to the end and returns the connection to the pool
+        except BaseException as exc:
+            response.close()  # a half-read connection must not go back to the pool
+            if isinstance(exc, _CONNECTION_ERRORS):
+                raise Unavailable(f"{self._describe(request)}: {type(exc).__name__}: {exc}") from exc
+            raise
+        return tp.Response(int(response.status), bytes(body), response.headers.get("Retry-After"))
+
+    @asynccontextmanager
+    async def stream(self, request: tp.Request) -> AsyncIterator[tp.StreamResponse]:
+        # No total timeout (a watch lasts minutes); sock_read bounds the silence between chunks.
+        timeout = aiohttp.ClientTimeout(
+            total=None, connect=_CONNECT_TIMEOUT, sock_connect=_CONNECT_TIMEOUT, sock_read=request.timeout
+        )
+        response = await self._open(request, timeout)
+        try:
+            yield _AiohttpStream(response, description=self._describe(request))
+        finally:
+            # Closing (not releasing) drops the connection of an unfinished stream instead of draining it.
+            response.close()
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            await self.api_client.close()
+
+
+async def _configuration_from_dict(config: dict[str, Any], *, context: str | None) -> Any:
+    configuration = Configuration()
+    try:
+        await kube_config.load_kube_config_from_dict(
+            config_dict=config, context=context, client_configuration=configuration
+        )
+    except (ConfigException, KeyError, AssertionError, ValueError, TypeError) as exc:
+        raise KubeconfigError([f"kubeconfig cannot be loaded: {exc or type(exc).__name__}"]) from exc
+    return configuration
+
+
+def _api_from_configuration(configuration: Any, *, cluster: str, options: ClientOptions) -> KubeApi:
+    configuration.connection_pool_maxsize = options.max_connections
+    try:
+        api_client = ApiClient(configuration=configuration)
+    except (OSError, ValueError) as exc:  # ssl errors (bad CA / cert data) are OSErrors
+        raise KubeconfigError([f"TLS material in kubeconfig is unusable: {exc}"]) from exc
+    api_client.user_agent = options.user_agent
+    return KubeApi(
+        ApiClientTransport(api_client, cluster=cluster),
+        cluster=cluster,
+        qps=options.qps,
+        burst=options.burst,
+        retry=options.retry,
+        request_timeout=options.request_timeout,
+    )
+
+
+async def connect_kubeconfig_text(
+    text: str,
+    *,
+    cluster: str,
+    options: ClientOptions | None = None,
+    validate: bool = True,
+) -> KubeApi:
+    """A client from kubeconfig YAML text (e.g. a Secret's ``kubeconfig`` key).
+
+    With ``validate`` (the default) the kubeconfig must pass :func:`~federation.kube.kubeconfig.validate_kubeconfig`;
+    raises :class:`KubeconfigError` listing every problem. Must be called inside the event loop.
+    """
+    config = parse_validated_kubeconfig(text) if validate else load_kubeconfig_text(text)
+    configuration = await _configuration_from_dict(config, context=None)
+    return _api_from_configuration(configuration, cluster=cluster, options=options or ClientOptions())
+
+
+async def connect_kubeconfig_file(
+    path: str | os.PathLike[str],
+    *,
+    cluster: str,
+    options: ClientOptions | None = None,
+    context: str | None = None,
+    validate: bool = False,
+) -> KubeApi:
+    """A client from a kubeconfig file the operator controls (file references are resolved relative to it).
+
+    Not validated by default: a mounted kubeconfig may legitimately point at mounted certificate files.
+    """
+    text = await anyio.Path(path).read_text()
+    if validate:
+        parse_validated_kubeconfig(text)
+    configuration = Configuration()
+    try:
+        await kube_config.load_kube_config(
+            config_file=os.fspath(path), context=context, client_configuration=configuration
+        )
+    except (ConfigException, KeyError, AssertionError, ValueError, TypeError) as exc:
+        raise KubeconfigError([f"kubeconfig {os.fspath(path)} cannot be loaded: {exc or type(exc).__name__}"]) from exc
+    return _api_from_configuration(configuration, cluster=cluster, options=options or ClientOptions())
+
+
+async def connect_in_cluster(*, cluster: str, options: ClientOptions | None = None) -> KubeApi:
+    """A client from the pod's service account (how kfed-manager and kfed-agent reach their own apiserver)."""
+    from kubernetes_asyncio.config import incluster_config
+
+    configuration = Configuration()
+    incluster_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    return _api_from_configuration(configuration, cluster=cluster, options=options or ClientOptions())
+
+
+class ClusterClients:
+    """Open clients for many clusters, each with its own connection pool and rate limiter.
+
+    Use as ``async with ClusterClients() as clients:``; leaving the block closes every session.
+    """
+
+    def __init__(self, *, options: ClientOptions | None = None) -> None:
+        self.options = options or ClientOptions()
+        self._apis: dict[str, KubeApi] = {}
+
+    async def __aenter__(self) -> ClusterClients:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __contains__(self, cluster: object) -> bool:
+        return cluster in self._apis
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._apis))
+
+    def __len__(self) -> int:
+        return len(self._apis)
+
+    def get(self, cluster: str) -> KubeApi:
+        return self._apis[cluster]
+
+    def items(self) -> list[tuple[str, KubeApi]]:
+        return list(self._apis.items())
+
+    async def _put(self, cluster: str, api: KubeApi) -> KubeApi:
+        old = self._apis.pop(cluster, None)
+        self._apis[cluster] = api
+        if old is not None:
+            await old.aclose()
+        return api
+
+    def add(self, cluster: str, api: KubeApi) -> None:
+        """Register an already-built client (e.g. one over the in-memory fake); replaced ones are not closed."""
+        self._apis[cluster] = api
+
+    async def add_from_text(
+        self, cluster: str, text: str, *, options: ClientOptions | None = None, validate: bool = True
+    ) -> KubeApi:
+        """Connect (or reconnect, closing the old client) from kubeconfig text; raises :class:`KubeconfigError`."""
+        api = await connect_kubeconfig_text(text, cluster=cluster, options=options or self.options, validate=validate)
+        return await self._put(cluster, api)
+
+    async def add_from_file(
+        self, cluster: str, path: str | os.PathLike[str], *, options: ClientOptions | None = None
+    ) -> KubeApi:
+        api = await connect_kubeconfig_file(path, cluster=cluster, options=options or self.options)
+        return await self._put(cluster, api)
+
+    async def remove(self, cluster: str) -> None:
+        api = self._apis.pop(cluster, None)
+        if api is not None:
+            await api.aclose()
+
+    async def aclose(self) -> None:
+        apis, self._apis = list(self._apis.values()), {}
+        for api in apis:
+            await api.aclose()
