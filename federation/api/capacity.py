@@ -1,0 +1,161 @@
+"""ClusterCapacity (kfed.io/v1alpha1): the free capacity a worker's agent publishes for the manager to probe.
+
+One cluster-scoped object per worker, status only. `status.generation` increases with every published report so
+the manager can tell a new report from a re-list and reconcile its in-flight ledger against it. Quantities are
+strings (or integers) exactly as Kubernetes writes them; arithmetic is `federation.quantity`'s job.
+
+Two views of capacity:
+- quota: per local ClusterQueue and flavor, nominal quota, usage (reserved) and free quota per resource, plus how
+  much more could be borrowed from the cohort right now;
+- topology: per TAS flavor, a summary of free capacity per topology domain above the host level (e.g. per block
+  and per rack), so the manager can tell whether a workload that needs one rack fits anywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, StrictStr
+
+from federation.api.base import (
+    AGE_COLUMN,
+    KFED_GROUP,
+    KFED_VERSION,
+    ApiObject,
+    KubeModel,
+    PrinterColumn,
+    Resource,
+)
+from federation.api.common import (
+    DNS1123_LABEL,
+    Bool,
+    ClusterQueueReference,
+    CohortReference,
+    Int32,
+    Int64,
+    Quantity,
+    ResourceFlavorReference,
+    ResourceList,
+    ResourceName,
+    Time,
+    TopologyReference,
+)
+from federation.api.core import Conditions
+from federation.api.schema import Crd
+
+CLUSTER_CAPACITY_NAME = "local"
+"""The conventional name of the one ClusterCapacity object in a worker cluster."""
+
+
+class ResourceCapacity(KubeModel):
+    """Quota of one resource in one flavor of one ClusterQueue."""
+
+    name: ResourceName
+    nominal: Quantity
+    usage: Quantity
+    """Quota reserved by workloads (admitted or reserving)."""
+    free: Quantity
+    """nominal - usage, never below zero."""
+    borrowing_headroom: Quantity | None = None
+    """How much more the ClusterQueue could borrow from its cohort now (unset: not in a cohort)."""
+
+
+class FlavorCapacity(KubeModel):
+    name: ResourceFlavorReference
+    resources: Annotated[list[ResourceCapacity], Field(max_length=64), Crd(list_type="map", map_keys=("name",))]
+
+
+class ClusterQueueCapacity(KubeModel):
+    """Quota state of one local ClusterQueue."""
+
+    name: ClusterQueueReference
+    cohort_name: CohortReference | None = None
+    active: Bool | None = None
+    pending_workloads: Annotated[Int32, Field(ge=0)] | None = None
+    flavors: Annotated[list[FlavorCapacity], Field(max_length=64), Crd(list_type="map", map_keys=("name",))]
+
+    def flavor(self, name: str) -> FlavorCapacity | None:
+        return next((f for f in self.flavors if f.name == name), None)
+
+
+class PodShape(KubeModel):
+    """A pod size the agent counts free slots for in each topology domain (e.g. '1 GPU + 8 CPU')."""
+
+    name: Annotated[StrictStr, Field(max_length=63, pattern=DNS1123_LABEL)]
+    requests: ResourceList
+
+
+class TopologyDomainCapacity(KubeModel):
+    """Free capacity of one topology domain (e.g. one rack), identified by its value at each summarised level."""
+
+    level_values: Annotated[
+        list[Annotated[StrictStr, Field(max_length=63)]], Field(min_length=1, max_length=16), Crd(list_type="atomic")
+    ]
+    free: ResourceList | None = None
+    """Allocatable minus requests of non-terminal pods, summed over the domain's schedulable nodes."""
+    largest_node_free: ResourceList | None = None
+    """Per resource, the most any single node of the domain has free (bounds what one pod can get)."""
+    pods_of_shape: dict[str, Annotated[Int32, Field(ge=0)]] | None = None
+    """Pod shape name to how many such pods fit in the domain, counted node by node."""
+    nodes: Annotated[Int32, Field(ge=0)] | None = None
+
+
+class TopologyCapacity(KubeModel):
+    """The capacity summary of one TAS flavor."""
+
+    name: ResourceFlavorReference
+    """The ResourceFlavor's name."""
+    topology_name: TopologyReference
+    levels: Annotated[
+        list[Annotated[StrictStr, Field(max_length=317)]],
+        Field(min_length=1, max_length=16),
+        Crd(list_type="atomic"),
+    ]
+    """Node labels the domains are keyed by, highest first; usually the Topology's levels above the host."""
+    pod_shapes: Annotated[list[PodShape], Field(max_length=16), Crd(list_type="map", map_keys=("name",))] | None = None
+    topology_summary: (
+        Annotated[list[TopologyDomainCapacity], Field(max_length=10000), Crd(list_type="atomic")] | None
+    ) = None
+
+
+class ClusterCapacityStatus(KubeModel):
+    generation: Annotated[Int64, Field(ge=0)]
+    """Increases by one with every report the agent publishes."""
+    observed_time: Time
+    """When the agent computed this report."""
+    cluster_queues: (
+        Annotated[list[ClusterQueueCapacity], Field(max_length=1000), Crd(list_type="map", map_keys=("name",))] | None
+    ) = None
+    topologies: (
+        Annotated[list[TopologyCapacity], Field(max_length=64), Crd(list_type="map", map_keys=("name",))] | None
+    ) = None
+    conditions: Conditions | None = None
+
+    def cluster_queue(self, name: str) -> ClusterQueueCapacity | None:
+        return next((cq for cq in self.cluster_queues or () if cq.name == name), None)
+
+    def topology(self, flavor: str) -> TopologyCapacity | None:
+        return next((t for t in self.topologies or () if t.name == flavor), None)
+
+
+class ClusterCapacity(ApiObject):
+    """Free quota and topology capacity of one worker cluster, published by its kfed agent."""
+
+    resource: ClassVar[Resource] = Resource(
+        group=KFED_GROUP,
+        version=KFED_VERSION,
+        kind="ClusterCapacity",
+        plural="clustercapacities",
+        scope="Cluster",
+        short_names=("ccap",),
+        categories=("kfed",),
+        printer_columns=(
+            PrinterColumn("Generation", ".status.generation", "integer", "Report counter"),
+            PrinterColumn("Observed", ".status.observedTime", "date", "When the report was computed"),
+            AGE_COLUMN,
+        ),
+    )
+
+    api_version: Literal["kfed.io/v1alpha1"] = Field(default="kfed.io/v1alpha1", alias="apiVersion")
+    kind: Literal["ClusterCapacity"] = "ClusterCapacity"
+    status: ClusterCapacityStatus | None = None

@@ -1,0 +1,92 @@
+"""MultiKueueConfig and MultiKueueCluster (kueue.x-k8s.io/v1beta2): which worker clusters, and how to reach them."""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, StrictStr
+
+from federation.api.base import (
+    AGE_COLUMN,
+    KUEUE_GROUP,
+    KUEUE_VERSION,
+    ApiObject,
+    KubeModel,
+    PrinterColumn,
+    Resource,
+)
+from federation.api.core import Conditions
+from federation.api.schema import Crd
+
+LocationType = Literal["Secret", "Path"]
+KUBECONFIG_SECRET_KEY = "kubeconfig"
+"""The key of a MultiKueueCluster's Secret that holds the kubeconfig."""
+
+
+class KubeConfig(KubeModel):
+    """Where the worker's kubeconfig is: a Secret in the controller's namespace (default) or a file path."""
+
+    location: Annotated[StrictStr, Field(min_length=1, max_length=256)]
+    location_type: Annotated[LocationType, Crd(defaulted=True)] = "Secret"
+
+
+class ClusterSource(KubeModel):
+    kube_config: KubeConfig
+
+
+class MultiKueueClusterSpec(KubeModel):
+    cluster_source: ClusterSource
+
+
+class MultiKueueClusterStatus(KubeModel):
+    conditions: Conditions | None = None
+
+
+class MultiKueueCluster(ApiObject):
+    """A worker cluster and how to connect to it."""
+
+    resource: ClassVar[Resource] = Resource(
+        group=KUEUE_GROUP,
+        version=KUEUE_VERSION,
+        kind="MultiKueueCluster",
+        plural="multikueueclusters",
+        scope="Cluster",
+        categories=("kueue",),
+        printer_columns=(
+            PrinterColumn(
+                "Connected", ".status.conditions[?(@.type=='Active')].status", "string", "The cluster is connected"
+            ),
+            AGE_COLUMN,
+        ),
+    )
+
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = Field(default="kueue.x-k8s.io/v1beta2", alias="apiVersion")
+    kind: Literal["MultiKueueCluster"] = "MultiKueueCluster"
+    spec: MultiKueueClusterSpec
+    status: MultiKueueClusterStatus | None = None
+
+
+class MultiKueueConfigSpec(KubeModel):
+    clusters: Annotated[
+        list[Annotated[StrictStr, Field(max_length=256)]],
+        Field(min_length=1, max_length=20),
+        Crd(list_type="set"),
+    ]
+
+
+class MultiKueueConfig(ApiObject):
+    """The ordered list of MultiKueueClusters a MultiKueue AdmissionCheck dispatches to."""
+
+    resource: ClassVar[Resource] = Resource(
+        group=KUEUE_GROUP,
+        version=KUEUE_VERSION,
+        kind="MultiKueueConfig",
+        plural="multikueueconfigs",
+        scope="Cluster",
+        categories=("kueue",),
+        status_subresource=False,
+    )
+
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = Field(default="kueue.x-k8s.io/v1beta2", alias="apiVersion")
+    kind: Literal["MultiKueueConfig"] = "MultiKueueConfig"
+    spec: MultiKueueConfigSpec
