@@ -1,0 +1,149 @@
+"""Plain inputs and outputs of the topology core.
+
+Why this module exists: the snapshot, the placement, the replacement and the summary all speak about the same
+few things (a node, a taint, a pod set's topology request, a placement). Keeping them here, as frozen dataclasses
+with no behaviour beyond small derived views, lets the agent's controllers build them from API objects without
+importing any algorithm, and lets tests build them by hand.
+
+Units: every resource amount is a plain ``int`` in a canonical unit chosen by the caller. The convention kfed
+uses is milli-units for ``cpu`` and bytes for ``memory``; everything else (``pods``, ``nvidia.com/gpu``,
+``ephemeral-storage``...) in its base unit. The core never converts: it only compares and subtracts, so any
+consistent unit works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+PODS_RESOURCE = "pods"
+
+REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
+UNCONSTRAINED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
+SLICE_REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE_ANNOTATION = "kueue.x-k8s.io/podset-slice-size"
+
+NODE_FAILURES_REASON = "NodeFailures"
+
+NO_SCHEDULE = "NoSchedule"
+NO_EXECUTE = "NoExecute"
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A node taint (``spec.taints[]``)."""
+
+    key: str
+    effect: str
+    value: str = ""
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """A pod toleration; an empty ``key`` with ``Exists`` tolerates everything, an empty ``effect`` every effect."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """What the topology core needs to know about one Node.
+
+    ``allocatable`` is ``status.allocatable`` in canonical integer units. A node that reports no ``pods``
+    allocatable has no pod-count limit.
+    """
+
+    name: str
+    labels: Mapping[str, str]
+    allocatable: Mapping[str, int]
+    taints: tuple[Taint, ...] = ()
+
+
+@dataclass(frozen=True)
+class TopologyRequest:
+    """A pod set's topology request, as carried by Kueue's pod set annotations.
+
+    Exactly one of ``required``, ``preferred`` or ``unconstrained`` applies; with none set the pod set is
+    placed unconstrained (like a pod set without annotations on a TAS flavor). ``slice_level`` and
+    ``slice_size`` group consecutive ranks into slices that each must sit in one domain of ``slice_level``.
+    """
+
+    required: str | None = None
+    preferred: str | None = None
+    unconstrained: bool = False
+    slice_level: str | None = None
+    slice_size: int | None = None
+
+    @classmethod
+    def from_annotations(cls, annotations: Mapping[str, str]) -> TopologyRequest:
+        size_text = annotations.get(SLICE_SIZE_ANNOTATION)
+        return cls(
+            required=annotations.get(REQUIRED_TOPOLOGY_ANNOTATION),
+            preferred=annotations.get(PREFERRED_TOPOLOGY_ANNOTATION),
+            unconstrained=annotations.get(UNCONSTRAINED_TOPOLOGY_ANNOTATION, "").lower() == "true",
+            slice_level=annotations.get(SLICE_REQUIRED_TOPOLOGY_ANNOTATION),
+            slice_size=int(size_text) if size_text else None,
+        )
+
+
+@dataclass(frozen=True)
+class PodSetRequest:
+    """One pod set to place: ``count`` identical pods with per-pod ``requests`` (each pod also uses 1 ``pods``)."""
+
+    count: int
+    requests: Mapping[str, int]
+    topology: TopologyRequest = field(default_factory=TopologyRequest)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+
+    def per_pod_usage(self) -> dict[str, int]:
+        """The per-pod amounts the placement checks, ``pods: 1`` included."""
+        usage = {name: amount for name, amount in self.requests.items() if amount > 0}
+        usage[PODS_RESOURCE] = 1
+        return usage
+
+
+@dataclass(frozen=True)
+class NodePods:
+    """``count`` pods of a pod set on node ``node``; ``values`` is the node's domain value at every topology level."""
+
+    node: str
+    values: tuple[str, ...]
+    count: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a pod set's pods go, one entry per node, in rank order (rank 0 on the first entry's first pod)."""
+
+    levels: tuple[str, ...]
+    node_pods: tuple[NodePods, ...]
+
+    @property
+    def pod_count(self) -> int:
+        return sum(entry.count for entry in self.node_pods)
+
+    def pods_per_node(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for entry in self.node_pods:
+            counts[entry.node] = counts.get(entry.node, 0) + entry.count
+        return counts
+
+    def usage_per_node(self, per_pod: Mapping[str, int]) -> dict[str, dict[str, int]]:
+        """The usage to book on each node (``per_pod`` must include ``pods``; see ``PodSetRequest.per_pod_usage``)."""
+        return {
+            node: {name: amount * count for name, amount in per_pod.items()}
+            for node, count in self.pods_per_node().items()
+        }
+
+
+@dataclass(frozen=True)
+class PlacementFailure:
+    """The pod set cannot be placed now; ``message`` says why in terms a user can act on."""
+
+    message: str
