@@ -26,7 +26,9 @@ from e2e.rig.processes import ProcessRecord, stop_records
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "charts" / "kfed-agent" / "crds"
+JOB_POLICY = REPO_ROOT / "charts" / "kfed-manager" / "templates" / "job-admission-policy.yaml"
 MANAGER = "manager"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def worker_name(index: int) -> str:
@@ -95,6 +97,7 @@ class Federation:
                 self._save_state()
                 shutil.copyfile(cluster.kubeconfig_path, _ensure_parent(self.kubeconfig(cluster.name)))
             self._install_crds()
+            self._install_job_policy()
             for name in self.workers:
                 self.kubectl(name, "apply", "-f", "-", input=_yaml_stream(node_manifests(name, self.spec.shape(name))))
             for cluster in self.clusters.values():
@@ -137,6 +140,37 @@ class Federation:
             self.kubectl(name, "apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
         for name in self.clusters:
             self.kubectl(name, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+
+    def _install_job_policy(self, timeout: float = 30) -> None:
+        """The manager's MutatingAdmissionPolicy; returns once a server-side dry run shows it in effect."""
+        self.kubectl(MANAGER, "apply", "-f", str(JOB_POLICY))
+        probe = yaml.safe_dump(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": "kfed-rig-policy-probe", "namespace": "default", "labels": {QUEUE_LABEL: "x"}},
+                "spec": {
+                    "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+                },
+            }
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            result = self.kubectl(
+                MANAGER,
+                "create",
+                "--dry-run=server",
+                "-o",
+                "jsonpath={.spec.managedBy}",
+                "-f",
+                "-",
+                input=probe,
+                check=False,
+            )
+            if result.returncode == 0 and result.stdout.strip() == "kueue.x-k8s.io/multikueue":
+                return
+            time.sleep(0.25)
+        raise RigError("the manager's job admission policy did not take effect in time")
 
     def _wait_default_service_account(self, cluster: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
