@@ -1,0 +1,69 @@
+"""The manager↔agent protocol: what each side writes in a worker's apiserver and what the other reads.
+
+Manager and agent never talk directly; everything crosses the worker's apiserver (DESIGN §1). This module is
+the one place that names the objects, labels, condition reasons and timings both sides rely on.
+
+Dispatch (manager → worker W, after reserving global quota and recording W in
+``status.nominatedClusterNames`` of the manager Workload):
+  1. Workload copy: same namespace and name as the manager Workload; ``spec`` copied (podSets, queueName,
+     priority, priorityClassRef); labels ``kueue.x-k8s.io/multikueue-origin: <origin>`` and
+     ``kfed.io/manager-workload-uid: <uid of the manager Workload>``; no status.
+  2. Job copy: same namespace and name as the manager Job; ``spec.managedBy`` cleared, ``spec.selector`` and the
+     Job controller's generated labels dropped, ``spec.suspend: true``; labels as above plus
+     ``kueue.x-k8s.io/prebuilt-workload-name: <workload name>``.
+  Creates are idempotent: AlreadyExists is adopted only when the object carries our origin label and the same
+  manager uid; anything else is never touched (SCENARIOS S7).
+
+Local admission (agent on W):
+  3. The agent admits the Workload copy against its own ClusterQueue (the one its LocalQueue ``spec.queueName``
+     points to): one status write sets ``status.admission`` and the ``QuotaReserved`` and ``Admitted``
+     conditions (the worker has no admission checks).
+  4. It then injects the assigned flavors' nodeLabels into the Job's pod template and sets
+     ``spec.suspend: false`` (one write), so the worker's Job controller creates pods.
+  5. When the Job has a ``Complete`` or ``Failed`` condition, the agent sets the Workload's ``Finished``
+     condition (reason ``Succeeded`` or ``Failed``), which releases its quota.
+
+Capacity (agent → manager): the agent keeps one cluster-scoped ``ClusterCapacity`` (named
+``federation.api.capacity.CLUSTER_CAPACITY_NAME``) current: published within ``CAPACITY_DEBOUNCE_SECONDS`` of any
+change and at least every ``CAPACITY_HEARTBEAT_SECONDS``, ``status.generation`` +1 each time,
+``status.observedTime`` from the agent's clock. The manager keeps an in-flight ledger of what it dispatched to W;
+an entry stops counting once W reports a capacity computed after the copy's ``QuotaReserved`` transition (both
+times come from the agent's clock), or when the copy is gone. A report older than ``CAPACITY_STALE_SECONDS`` makes
+W ineligible for new dispatches.
+
+Status and finish (manager): the manager mirrors the remote Job's ``.status`` onto the manager Job once the
+remote Workload is admitted (setting ``spec.suspend: false`` on the manager Job first), marks the manager
+Workload ``Admitted`` with ``status.clusterName: W``, and when the remote Job has finished copies the final
+status, finishes the manager Workload, and only then deletes the remote Job and Workload.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
+"""AdmissionCheck controllerName and Job spec.managedBy value that mean 'dispatched by MultiKueue (kfed)'."""
+DEFAULT_ORIGIN: Final = "multikueue"
+"""Value of ``kueue.x-k8s.io/multikueue-origin`` on remote objects (configurable per manager, as in Kueue)."""
+MANAGER_UID_LABEL: Final = "kfed.io/manager-workload-uid"
+
+CAPACITY_DEBOUNCE_SECONDS: Final = 0.2
+CAPACITY_HEARTBEAT_SECONDS: Final = 30.0
+CAPACITY_STALE_SECONDS: Final = 120.0
+
+# Reasons kfed writes in conditions (Kueue's where Kueue has one).
+REASON_INADMISSIBLE: Final = "Inadmissible"
+REASON_PENDING: Final = "Pending"
+REASON_QUOTA_RESERVED: Final = "QuotaReserved"
+REASON_ADMITTED: Final = "Admitted"
+REASON_SUCCEEDED: Final = "Succeeded"
+REASON_FAILED: Final = "Failed"
+REASON_NO_WORKER_CAPACITY: Final = "NoWorkerCapacity"
+
+JOB_GENERATED_LABELS: Final = (
+    "controller-uid",
+    "batch.kubernetes.io/controller-uid",
+    "job-name",
+    "batch.kubernetes.io/job-name",
+)
+"""Labels the Job API adds to a Job's selector and pod template; a copy for another cluster drops them."""
