@@ -1,0 +1,39 @@
+import json
+
+from federation.topology import CapacitySummary, PodSetRequest, summarize, summary_fits
+from federation.topology.model import HOSTNAME_LABEL
+from federation.topology.tests.helpers import BLOCK, RACK, grid, request, snapshot_of
+
+
+def test_summary_has_whole_topology_blocks_and_racks_and_round_trips() -> None:
+    snapshot = snapshot_of(grid(2, 3, 4))
+    summary = summarize(snapshot)
+    assert len(summary.domains) == 1 + 2 + 6
+    whole = summary.domains[0]
+    assert whole.values == ()
+    assert whole.nodes == 24
+    assert whole.free["cpu"] == 24 * 8000
+    assert CapacitySummary.from_dict(json.loads(json.dumps(summary.to_dict()))) == summary
+
+
+def test_feasibility_by_level() -> None:
+    snapshot = snapshot_of(grid(2, 2, 2))  # 8 pods per host, 16 per rack, 32 per block
+    summary = summarize(snapshot)
+    assert summary_fits(summary, request(16, required=RACK)).fits
+    assert not summary_fits(summary, request(17, required=RACK)).fits
+    assert summary_fits(summary, request(32, required=BLOCK)).fits
+    assert summary_fits(summary, request(64, preferred=RACK)).fits
+    assert not summary_fits(summary, request(65, preferred=RACK)).fits
+    assert summary_fits(summary, request(8, required=HOSTNAME_LABEL)).fits
+    assert not summary_fits(summary, request(9, required=HOSTNAME_LABEL)).fits
+    assert not summary_fits(summary, PodSetRequest(count=1, requests={"nvidia.com/gpu": 1})).fits
+    assert summary_fits(summary, request(16, required=BLOCK, slice_level=HOSTNAME_LABEL, slice_size=8)).fits
+    assert not summary_fits(summary, request(18, required=RACK, slice_level=HOSTNAME_LABEL, slice_size=6)).fits
+
+
+def test_overcommitted_node_lends_nothing() -> None:
+    snapshot = snapshot_of(grid(1, 1, 2))
+    snapshot.bind_pod("hog", "b0-r0-h0", {"cpu": 12000})
+    summary = summarize(snapshot)
+    assert summary.domains[0].free["cpu"] == 8000
+    assert summary_fits(summary, request(8, required=RACK)).fits
