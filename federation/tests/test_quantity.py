@@ -107,7 +107,15 @@ def test_formatting_round_trips_exactly(milli: int, quantity_format: QuantityFor
 def test_parsing_never_rounds_down(whole: int, fraction: str, suffix: str) -> None:
     text = f"{whole}.{fraction}{suffix}" if fraction else f"{whole}{suffix}"
     milli = parse_quantity(text)
-    exact = {"": 1, "m": Fraction(1, 1000), "k": 10**3, "M": 10**6, "Ki": 1024, "Mi": 1024**2, "Gi": 1024**3}
+    exact: dict[str, int | Fraction] = {
+        "": 1,
+        "m": Fraction(1, 1000),
+        "k": 10**3,
+        "M": 10**6,
+        "Ki": 1024,
+        "Mi": 1024**2,
+        "Gi": 1024**3,
+    }
     if suffix in exact:
         value = Fraction(f"{whole}.{fraction or '0'}") * exact[suffix] * 1000
         assert milli >= value
