@@ -55,8 +55,5 @@ def parse_object(obj: Mapping[str, Any], *, lenient: bool = False) -> ApiObject:
     """
     model = model_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
     if lenient:
-        pruned = prune(model_schema(model), dict(obj))
-        if "metadata" in obj:
-            pruned["metadata"] = obj["metadata"]  # metadata keeps unknown fields anyway
-        obj = pruned
+        obj = prune(model_schema(model), dict(obj))
     return model.model_validate(obj)

@@ -321,10 +321,18 @@ def _default_in_place(schema: Mapping[str, Any], obj: Any) -> None:
 
 
 def prune(schema: Mapping[str, Any], obj: Any) -> Any:
-    """Return a copy of `obj` without the fields the schema does not declare (the apiserver's pruning).
+    """Return a copy of an object without the fields its schema does not declare (the apiserver's pruning).
 
-    Useful to read objects written by a newer Kueue than the one kfed models: prune, then validate.
+    `metadata` at the root is left alone: the apiserver owns it and keeps every ObjectMeta field. Useful to read
+    objects written by a newer Kueue than the one kfed models: prune, then validate.
     """
+    out = _prune(schema, obj)
+    if isinstance(obj, dict) and isinstance(out, dict) and "metadata" in obj:
+        out["metadata"] = copy.deepcopy(obj["metadata"])
+    return out
+
+
+def _prune(schema: Mapping[str, Any], obj: Any) -> Any:
     if isinstance(obj, dict):
         if schema.get("x-kubernetes-preserve-unknown-fields"):
             return copy.deepcopy(obj)
@@ -333,12 +341,12 @@ def prune(schema: Mapping[str, Any], obj: Any) -> Any:
         out: JsonDict = {}
         for key, value in obj.items():
             if key in props:
-                out[key] = prune(props[key], value)
+                out[key] = _prune(props[key], value)
             elif isinstance(extra, Mapping):
-                out[key] = prune(extra, value)
+                out[key] = _prune(extra, value)
         return out
     if isinstance(obj, list) and "items" in schema:
-        return [prune(schema["items"], item) for item in obj]
+        return [_prune(schema["items"], item) for item in obj]
     return copy.deepcopy(obj)
 
 
