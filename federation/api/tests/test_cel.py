@@ -7,7 +7,7 @@ evaluation is covered by e2e/integration/test_api_manifests.py.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,144 +17,12 @@ from federation.api import ALL_KINDS, parse_object
 from federation.api.crdgen import openapi_schema
 from federation.api.kinds import model_for
 from federation.api.schema import Crd, apply_defaults
-from federation.api.tests.support import example_documents, failing_rules, rule_messages
+from federation.api.tests.support import RULE_CASES, Mutation, example_documents, failing_rules, rule_messages
 
 DOCS = dict(example_documents())
-Mutation = Callable[[dict[str, Any]], None]
 
 
-def _set(path: str, value: Any) -> Mutation:
-    def run(doc: dict[str, Any]) -> None:
-        *parents, last = path.split(".")
-        node: Any = doc
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node[part]
-        if isinstance(node, list):
-            node[int(last)] = value
-        else:
-            node[last] = value
-
-    return run
-
-
-def _delete(path: str) -> Mutation:
-    def run(doc: dict[str, Any]) -> None:
-        *parents, last = path.split(".")
-        node: Any = doc
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node[part]
-        del node[last]
-
-    return run
-
-
-CASES: list[tuple[str, str, Mutation, str]] = [
-    (
-        "cq-borrowing-no-cohort",
-        "clusterqueue.yaml#0",
-        _delete("spec.cohortName"),
-        "borrowingLimit must be nil when cohort is empty",
-    ),
-    (
-        "cq-flavor-order",
-        "clusterqueue.yaml#0",
-        _set("spec.resourceGroups.0.coveredResources", ["memory", "cpu"]),
-        "each flavor must list the coveredResources, in the same order",
-    ),
-    (
-        "cq-flavor-count",
-        "clusterqueue.yaml#0",
-        _set("spec.resourceGroups.0.coveredResources", ["cpu"]),
-        "flavors must have the same number of resources as the coveredResources",
-    ),
-    (
-        "cq-reclaim-never",
-        "clusterqueue.yaml#0",
-        _set("spec.preemption.reclaimWithinCohort", "Never"),
-        "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
-    ),
-    (
-        "cohort-limit-no-parent",
-        "cohort.yaml#1",
-        _delete("spec.parentName"),
-        "borrowingLimit must be nil when parentName is empty",
-    ),
-    (
-        "rf-tas-no-labels",
-        "resourceflavor.yaml#2",
-        _delete("spec.nodeLabels"),
-        "at least one nodeLabel is required when topology is set",
-    ),
-    (
-        "rf-taint-effect",
-        "resourceflavor.yaml#1",
-        _set("spec.nodeTaints.0.effect", "Sometimes"),
-        "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
-    ),
-    (
-        "rf-toleration-operator",
-        "resourceflavor.yaml#1",
-        _set("spec.tolerations.0.operator", "Like"),
-        "supported toleration values: 'Equal'(default), 'Exists'",
-    ),
-    (
-        "topology-hostname-high",
-        "topology.yaml#0",
-        _set("spec.levels", [{"nodeLabel": "kubernetes.io/hostname"}, {"nodeLabel": "rack"}]),
-        "the kubernetes.io/hostname label can only be used at the lowest level of topology",
-    ),
-    (
-        "topology-unique",
-        "topology.yaml#0",
-        _set("spec.levels", [{"nodeLabel": "a"}, {"nodeLabel": "a"}]),
-        "must be unique",
-    ),
-    (
-        "wl-priority",
-        "workload.yaml#0",
-        _delete("spec.priority"),
-        "priority should not be nil when priorityClassRef is set",
-    ),
-    (
-        "wl-mincount",
-        "workload.yaml#0",
-        _set("spec.podSets.1.minCount", 9),
-        "minCount should be positive and less or equal to count",
-    ),
-    (
-        "wl-class-kind",
-        "workload.yaml#0",
-        _set("spec.priorityClassRef.kind", "PriorityClass"),
-        "only the WorkloadPriorityClass kind is allowed for the kueue.x-k8s.io group",
-    ),
-    (
-        "wl-assignments",
-        "workload-admitted.yaml#0",
-        _set("status.admission.podSetAssignments", []),
-        "podSetAssignments must have the same number of podSets as the spec",
-    ),
-    (
-        "wl-nominated",
-        "workload-admitted.yaml#0",
-        _set("status.nominatedClusterNames", ["worker-2"]),
-        "clusterName and nominatedClusterNames are mutually exclusive",
-    ),
-    (
-        "wl-universal-and-roots",
-        "workload-admitted.yaml#0",
-        _set("status.admission.podSetAssignments.0.topologyAssignment.slices.0.valuesPerLevel.0.universalValue", "x"),
-        "Exactly one of roots, universalValue must be set",
-    ),
-    (
-        "wl-levels",
-        "workload-admitted.yaml#0",
-        _set("status.admission.podSetAssignments.0.topologyAssignment.levels", ["rack", "kubernetes.io/hostname"]),
-        "valuesPerLevel must have the same length as the number of levels in this TopologyAssignment",
-    ),
-]
-
-
-@pytest.mark.parametrize(("doc_id", "mutate", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("doc_id", "mutate", "message"), [c[1:] for c in RULE_CASES], ids=[c[0] for c in RULE_CASES])
 def test_python_twin_and_cel_reject_with_the_same_message(doc_id: str, mutate: Mutation, message: str) -> None:
     doc = copy.deepcopy(DOCS[doc_id])
     mutate(doc)
