@@ -1,0 +1,61 @@
+"""What a pod template asks of quota: its effective requests, computed the way Kubernetes and Kueue do.
+
+Effective request per resource = max(sum over containers, max over init containers) + pod overhead, where a
+container's limit stands in for a missing request. Sidecar init containers (``restartPolicy: Always``) run
+beside the main containers, so they add to the sum and to every later init container. Amounts are integer
+milli-units (``federation.quantity``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from federation.quantity import parse_quantity
+
+
+def container_requests(container: Mapping[str, Any]) -> dict[str, int]:
+    resources = container.get("resources") or {}
+    amounts = {name: parse_quantity(str(q)) for name, q in (resources.get("limits") or {}).items()}
+    amounts.update({name: parse_quantity(str(q)) for name, q in (resources.get("requests") or {}).items()})
+    return amounts
+
+
+def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
+    for name, amount in more.items():
+        into[name] = into.get(name, 0) + amount
+
+
+def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for name, amount in other.items():
+        into[name] = max(into.get(name, 0), amount)
+
+
+def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
+    """Effective requests of one pod of this spec (milli-units), without the implicit ``pods: 1``."""
+    main: dict[str, int] = {}
+    for container in pod_spec.get("containers") or ():
+        _add(main, container_requests(container))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for init in pod_spec.get("initContainers") or ():
+        amounts = container_requests(init)
+        if init.get("restartPolicy") == "Always":
+            _add(sidecars, amounts)
+            continue
+        with_sidecars = dict(sidecars)
+        _add(with_sidecars, amounts)
+        _max(init_peak, with_sidecars)
+    total = dict(main)
+    _add(total, sidecars)
+    _max(total, init_peak)
+    _add(total, {name: parse_quantity(str(q)) for name, q in (pod_spec.get("overhead") or {}).items()})
+    return {name: amount for name, amount in total.items() if amount}
+
+
+def total_requests(pod_sets: Iterable[tuple[Mapping[str, Any], int]]) -> dict[str, int]:
+    """Sum of ``count`` times the per-pod requests over ``(pod spec, count)`` pairs."""
+    total: dict[str, int] = {}
+    for pod_spec, count in pod_sets:
+        _add(total, {name: amount * count for name, amount in pod_requests(pod_spec).items()})
+    return total

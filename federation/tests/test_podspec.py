@@ -1,0 +1,30 @@
+from federation.podspec import pod_requests, total_requests
+
+
+def _c(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None, **extra: str) -> dict[str, object]:
+    resources: dict[str, object] = {}
+    if requests:
+        resources["requests"] = requests
+    if limits:
+        resources["limits"] = limits
+    return {"name": "c", "resources": resources, **extra}
+
+
+def test_containers_add_up_and_limits_stand_in_for_missing_requests() -> None:
+    spec = {"containers": [_c({"cpu": "500m"}), _c(limits={"cpu": "1", "memory": "1Gi"})]}
+    assert pod_requests(spec) == {"cpu": 1500, "memory": 1024**3 * 1000}
+
+
+def test_init_containers_count_at_their_peak_and_sidecars_add() -> None:
+    spec = {
+        "containers": [_c({"cpu": "1"})],
+        "initContainers": [_c({"cpu": "3"}), _c({"cpu": "250m"}, restartPolicy="Always"), _c({"cpu": "2"})],
+        "overhead": {"cpu": "100m"},
+    }
+    # main 1 + sidecar 0.25 = 1.25; init peak: max(3, 2 + 0.25) = 3 -> 3 + overhead 0.1
+    assert pod_requests(spec) == {"cpu": 3100}
+
+
+def test_total_multiplies_by_count() -> None:
+    spec = {"containers": [_c({"cpu": "2", "nvidia.com/gpu": "1"})]}
+    assert total_requests([(spec, 3)]) == {"cpu": 6000, "nvidia.com/gpu": 3000}
