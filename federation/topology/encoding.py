@@ -129,7 +129,12 @@ def _group(domains: Sequence[DomainCount], level_count: int, overhead: int) -> l
         if index == start:
             prefixes = [value[:MAX_AFFIX_LENGTH] for value in values]
             continue
-        narrowed = [_common_prefix([prefixes[level], values[level]]) for level in range(level_count)]
+        narrowed = [
+            prefixes[level]
+            if values[level].startswith(prefixes[level])
+            else _common_prefix([prefixes[level], values[level]])
+            for level in range(level_count)
+        ]
         lost = sum(len(prefixes[level]) - len(narrowed[level]) for level in range(level_count))
         if lost * (index - start) > overhead:
             groups.append(domains[start:index])

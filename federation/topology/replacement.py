@@ -33,7 +33,7 @@ from federation.topology.model import (
     PlacementFailure,
     PodSetRequest,
 )
-from federation.topology.placement import Planner, least_free, resolve_shape, to_placement
+from federation.topology.placement import Planner, resolve_shape, to_placement
 from federation.topology.snapshot import TopologySnapshot
 from federation.topology.tree import Domain, NodeState
 
@@ -155,22 +155,28 @@ def _replace_pods(
     excluded: set[str],
     survivors: list[Domain],
 ) -> list[tuple[Domain, int]] | ReplacementImpossible:
-    counts = _scoped_counts(snapshot.root, fit, excluded, {})
-    planner = Planner(snapshot, counts, slice_depth=snapshot.node_depth, slice_size=1)
     chosen: list[tuple[Domain, int]] = []
     if mode == "unconstrained":
-        nodes = [(state.domain, counts.get(state.domain.uid, 0)) for state in _nodes_under(snapshot.root)]
-        missing = least_free(nodes, need, chosen)
-        if missing:
-            return ReplacementImpossible(f"no room for {need} replacement pods; {need - missing} fit")
-        return chosen
+        # Least free capacity first, straight from the shape's bucket index, skipping failed nodes.
+        for count in sorted(fit.buckets):
+            for path in fit.buckets[count]:
+                state = snapshot.node_at(path)
+                if state is None or state.spec.name in excluded:
+                    continue
+                take = min(count, need)
+                chosen.append((state.domain, take))
+                need -= take
+                if need == 0:
+                    return chosen
+        return ReplacementImpossible(f"no room for {need} more replacement pods")
     home = _common_ancestor_at(survivors, depth)
     if mode == "required":
+        if home is None and survivors:
+            return ReplacementImpossible("surviving pods are not inside one required domain")
+        counts = _scoped_counts(home or snapshot.root, fit, excluded, {})
+        planner = Planner(snapshot, counts, slice_depth=snapshot.node_depth, slice_size=1)
         if home is None:
-            if survivors:
-                return ReplacementImpossible("surviving pods are not inside one required domain")
-            candidates = list(snapshot.domains_at(depth))
-            home, _ = planner.tightest(candidates, need)
+            home, _ = planner.tightest(snapshot.domains_at(depth), need)
         if home is None or planner.units(home) < need:
             level = snapshot.tree_levels[depth]
             room = planner.units(home) if home is not None else 0
@@ -184,6 +190,8 @@ def _replace_pods(
         scopes.append(domain)
         domain = domain.parent
     if not scopes:
+        counts = _scoped_counts(snapshot.root, fit, excluded, {})
+        planner = Planner(snapshot, counts, slice_depth=snapshot.node_depth, slice_size=1)
         for level_depth in range(depth, -1, -1):
             best, _ = planner.tightest(snapshot.domains_at(level_depth), need)
             if best is not None:
@@ -191,6 +199,8 @@ def _replace_pods(
                 break
         scopes.append(snapshot.root)
     for scope in scopes:
+        counts = _scoped_counts(scope, fit, excluded, {})
+        planner = Planner(snapshot, counts, slice_depth=snapshot.node_depth, slice_size=1)
         if planner.units(scope) >= need:
             planner.descend(scope, need, chosen)
             return chosen

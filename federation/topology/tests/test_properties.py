@@ -29,7 +29,7 @@ from federation.topology.model import HOSTNAME_LABEL
 from federation.topology.taints import selector_matches, taints_tolerated
 from federation.topology.tests.helpers import BLOCK, LEVELS, RACK
 
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite
