@@ -33,6 +33,7 @@ from federation.api.common import (
     CohortReference,
     Int32,
     Int64,
+    LocalQueueName,
     Quantity,
     ResourceFlavorReference,
     ResourceList,
@@ -76,6 +77,14 @@ class ClusterQueueCapacity(KubeModel):
 
     def flavor(self, name: str) -> FlavorCapacity | None:
         return next((f for f in self.flavors if f.name == name), None)
+
+
+class LocalQueueRoute(KubeModel):
+    """Which local ClusterQueue a LocalQueue feeds, so the manager can map a workload's queueName to its quota."""
+
+    namespace: Annotated[StrictStr, Field(min_length=1, max_length=63, pattern=DNS1123_LABEL)]
+    name: LocalQueueName
+    cluster_queue: ClusterQueueReference
 
 
 class PodShape(KubeModel):
@@ -126,6 +135,11 @@ class ClusterCapacityStatus(KubeModel):
     cluster_queues: (
         Annotated[list[ClusterQueueCapacity], Field(max_length=1000), Crd(list_type="map", map_keys=("name",))] | None
     ) = None
+    local_queues: (
+        Annotated[list[LocalQueueRoute], Field(max_length=10000), Crd(list_type="map", map_keys=("namespace", "name"))]
+        | None
+    ) = None
+    """Every LocalQueue of the worker and the ClusterQueue it points to."""
     topologies: (
         Annotated[list[TopologyCapacity], Field(max_length=64), Crd(list_type="map", map_keys=("name",))] | None
     ) = None
@@ -133,6 +147,9 @@ class ClusterCapacityStatus(KubeModel):
 
     def cluster_queue(self, name: str) -> ClusterQueueCapacity | None:
         return next((cq for cq in self.cluster_queues or () if cq.name == name), None)
+
+    def local_queue(self, namespace: str, name: str) -> LocalQueueRoute | None:
+        return next((q for q in self.local_queues or () if q.namespace == namespace and q.name == name), None)
 
     def topology(self, flavor: str) -> TopologyCapacity | None:
         return next((t for t in self.topologies or () if t.name == flavor), None)
