@@ -41,13 +41,13 @@ def _check_int64(value: int) -> int:
 
 
 def _check_quantity(value: str | int) -> str | int:
-    if isinstance(value, str) and not _QUANTITY_RE.match(value):
+    if isinstance(value, str) and not _QUANTITY_RE.fullmatch(value):
         raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. '500m', '2Gi', '1.5', 4)")
     return value
 
 
 def _check_time(value: str) -> str:
-    if not _RFC3339_RE.match(value):
+    if not _RFC3339_RE.fullmatch(value):
         raise ValueError(f"{value!r} is not an RFC 3339 date-time (e.g. '2025-01-02T03:04:05Z')")
     return value
 
@@ -92,4 +92,4 @@ def is_quantity(value: Any) -> bool:
         return False
     if isinstance(value, int):
         return True
-    return isinstance(value, str) and _QUANTITY_RE.match(value) is not None
+    return isinstance(value, str) and _QUANTITY_RE.fullmatch(value) is not None
