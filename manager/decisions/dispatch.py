@@ -1,0 +1,132 @@
+"""Capacity probing: pick the one worker a workload goes to, from the workers' capacity reports.
+
+A worker is a candidate when it is usable (connected, fresh report) and its LocalQueue of the workload's name
+feeds a ClusterQueue whose free quota, less what the manager already sent there and the report does not show
+yet (the in-flight ledger), covers every requested resource. Candidates are ranked: fits without borrowing
+first, then best fit (the least free quota left over, as a share of nominal, on the tightest resource), then the
+order of the MultiKueueConfig. Per resource the check takes the roomiest flavor, so for ClusterQueues with several
+flavors it can accept what the worker then cannot admit as one flavor choice; the dispatch timeout covers that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from federation.quantity import format_quantity
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorRoom:
+    """One flavor of a worker ClusterQueue, in milli-units per resource."""
+
+    name: str
+    nominal: Mapping[str, int]
+    free: Mapping[str, int]
+    borrowable: Mapping[str, int] = field(default_factory=dict)
+    """How much more could be borrowed from the cohort now (absent: none)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerCapacity:
+    """What one worker's latest report says (already parsed)."""
+
+    local_queues: Mapping[tuple[str, str], str]
+    """(namespace, LocalQueue name) → ClusterQueue name."""
+    cluster_queues: Mapping[str, Sequence[FlavorRoom]]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerState:
+    name: str
+    usable: bool
+    unusable_reason: str = ""
+    capacity: WorkerCapacity | None = None
+    in_flight: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """ClusterQueue → requests dispatched there that the report does not reflect yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    worker: str
+    cluster_queue: str
+    borrows: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NoWorker:
+    message: str
+    """Per worker, why it cannot take the workload; fit for a condition message."""
+
+
+def _room(flavors: Sequence[FlavorRoom], resource: str, *, borrowing: bool) -> tuple[int, int] | None:
+    """(most room in any flavor, that flavor's nominal) for ``resource``; None if no flavor covers it."""
+    best: tuple[int, int] | None = None
+    for flavor in flavors:
+        if resource not in flavor.nominal:
+            continue
+        room = flavor.free.get(resource, 0) + (flavor.borrowable.get(resource, 0) if borrowing else 0)
+        if best is None or room > best[0]:
+            best = (room, flavor.nominal[resource])
+    return best
+
+
+def _evaluate(
+    worker: WorkerState, *, namespace: str, queue_name: str, requests: Mapping[str, int]
+) -> tuple[tuple[int, float], Dispatch] | str:
+    if not worker.usable:
+        return worker.unusable_reason or "not usable"
+    if worker.capacity is None:
+        return "no capacity report yet"
+    cluster_queue = worker.capacity.local_queues.get((namespace, queue_name))
+    if cluster_queue is None:
+        return f"no LocalQueue {namespace}/{queue_name}"
+    flavors = worker.capacity.cluster_queues.get(cluster_queue)
+    if flavors is None:
+        return f"ClusterQueue {cluster_queue} not reported"
+    in_flight = worker.in_flight.get(cluster_queue, {})
+    tightest = 1.0
+    borrows = False
+    for resource, amount in sorted(requests.items()):
+        if amount <= 0:
+            continue
+        nominal_room = _room(flavors, resource, borrowing=False)
+        if nominal_room is None:
+            return f"ClusterQueue {cluster_queue} has no quota for {resource}"
+        room, nominal = nominal_room
+        room -= in_flight.get(resource, 0)
+        if room < amount:
+            with_borrowing = _room(flavors, resource, borrowing=True)
+            assert with_borrowing is not None
+            if with_borrowing[0] - in_flight.get(resource, 0) < amount:
+                free = max(room, 0)
+                return (
+                    f"insufficient {resource} in ClusterQueue {cluster_queue}: "
+                    f"requested {format_quantity(amount)}, free {format_quantity(free)}"
+                )
+            borrows = True
+        left_over = (room - amount) / nominal if nominal > 0 else 0.0
+        tightest = min(tightest, max(left_over, 0.0))
+    return (int(borrows), tightest), Dispatch(worker=worker.name, cluster_queue=cluster_queue, borrows=borrows)
+
+
+def choose_worker(
+    *, namespace: str, queue_name: str, requests: Mapping[str, int], workers: Sequence[WorkerState]
+) -> Dispatch | NoWorker:
+    """The best worker for a workload needing ``requests`` (milli-units, all pod sets) via LocalQueue ``queue_name``."""
+    best: tuple[tuple[int, float, int], Dispatch] | None = None
+    reasons: list[str] = []
+    for order, worker in enumerate(workers):
+        result = _evaluate(worker, namespace=namespace, queue_name=queue_name, requests=requests)
+        if isinstance(result, str):
+            reasons.append(f"{worker.name}: {result}")
+            continue
+        (borrow_rank, left_over), dispatch = result
+        rank = (borrow_rank, left_over, order)
+        if best is None or rank < best[0]:
+            best = (rank, dispatch)
+    if best is not None:
+        return best[1]
+    if not workers:
+        return NoWorker("no worker clusters are configured in the MultiKueueConfig")
+    return NoWorker("no worker has room: " + "; ".join(reasons))

@@ -1,0 +1,72 @@
+"""The objects the manager creates in the chosen worker: the Workload copy and the Job copy (see protocol).
+
+Copies keep the user's labels and annotations, carry the origin and manager-uid labels that make them ours, and
+drop everything the manager cluster's apiserver generated (uid, resourceVersion, owner references, the Job's
+selector and controller-uid labels, status), so the worker's apiserver accepts them as new objects.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL
+from federation.protocol import JOB_GENERATED_LABELS, MANAGER_UID_LABEL
+from manager.decisions.workload_from_job import clean_template
+
+_META_KEPT = ("name", "namespace", "labels", "annotations")
+_ANNOTATIONS_DROPPED = ("kubectl.kubernetes.io/last-applied-configuration",)
+
+
+def _copied_meta(meta: Mapping[str, Any], *, extra_labels: Mapping[str, str]) -> dict[str, Any]:
+    kept = {k: copy.deepcopy(meta[k]) for k in _META_KEPT if k in meta}
+    labels = {k: v for k, v in (kept.get("labels") or {}).items() if k not in JOB_GENERATED_LABELS}
+    labels.update(extra_labels)
+    kept["labels"] = labels
+    annotations = {k: v for k, v in (kept.get("annotations") or {}).items() if k not in _ANNOTATIONS_DROPPED}
+    if annotations:
+        kept["annotations"] = annotations
+    else:
+        kept.pop("annotations", None)
+    return kept
+
+
+def ownership_labels(*, origin: str, manager_workload_uid: str) -> dict[str, str]:
+    return {MULTIKUEUE_ORIGIN_LABEL: origin, MANAGER_UID_LABEL: manager_workload_uid}
+
+
+def is_ours(remote: Mapping[str, Any], *, origin: str, manager_workload_uid: str | None = None) -> bool:
+    """True when a remote object carries our origin label (and, if given, the same manager Workload uid)."""
+    labels = (remote.get("metadata") or {}).get("labels") or {}
+    if labels.get(MULTIKUEUE_ORIGIN_LABEL) != origin:
+        return False
+    return manager_workload_uid is None or labels.get(MANAGER_UID_LABEL) == manager_workload_uid
+
+
+def remote_workload(manager_workload: Mapping[str, Any], *, origin: str) -> dict[str, Any]:
+    meta = manager_workload["metadata"]
+    labels = ownership_labels(origin=origin, manager_workload_uid=meta["uid"])
+    return {
+        "apiVersion": manager_workload.get("apiVersion", "kueue.x-k8s.io/v1beta2"),
+        "kind": "Workload",
+        "metadata": _copied_meta(meta, extra_labels=labels),
+        "spec": copy.deepcopy(manager_workload["spec"]),
+    }
+
+
+def remote_job(manager_job: Mapping[str, Any], *, manager_workload: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    wl_meta = manager_workload["metadata"]
+    labels = ownership_labels(origin=origin, manager_workload_uid=wl_meta["uid"])
+    labels[PREBUILT_WORKLOAD_LABEL] = wl_meta["name"]
+    spec = copy.deepcopy(dict(manager_job["spec"]))
+    for field in ("managedBy", "selector", "manualSelector"):
+        spec.pop(field, None)
+    spec["suspend"] = True
+    spec["template"] = clean_template(spec.get("template", {}))
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _copied_meta(manager_job["metadata"], extra_labels=labels),
+        "spec": spec,
+    }

@@ -1,0 +1,89 @@
+"""What the manager does about one dispatched workload, given both sides' objects (pure).
+
+Inputs are the manager Workload and Job and the remote copies in the nominated worker (None when absent).
+The answer is a short, ordered plan of steps the status-sync controller carries out; re-running it after each
+step converges, so the plan is always derived from what the API says now, never from memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from federation.conditions import find_condition, is_true
+
+Obj = Mapping[str, Any]
+
+Step = Literal[
+    "create_remote_workload",
+    "create_remote_job",
+    "mark_admitted",
+    "unsuspend_manager_job",
+    "mirror_job_status",
+    "finish_manager_workload",
+    "delete_remote",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    succeeded: bool
+    message: str
+
+
+def job_finish(job: Obj | None) -> Finish | None:
+    """Complete or Failed (with the condition's message), or None while the Job runs."""
+    if job is None:
+        return None
+    for condition_type, succeeded in (("Complete", True), ("Failed", False)):
+        found = find_condition(job, condition_type)
+        if found is not None and found.get("status") == "True":
+            return Finish(succeeded=succeeded, message=str(found.get("message") or found.get("reason") or ""))
+    return None
+
+
+def workload_finished(workload: Obj | None) -> bool:
+    return workload is not None and is_true(workload, "Finished")
+
+
+def remote_reserved(remote_workload: Obj | None) -> bool:
+    return remote_workload is not None and is_true(remote_workload, "QuotaReserved")
+
+
+def status_mirrored(manager_job: Obj, remote_job: Obj) -> bool:
+    return (manager_job.get("status") or {}) == (remote_job.get("status") or {})
+
+
+def plan(
+    *,
+    manager_workload: Obj,
+    manager_job: Obj | None,
+    remote_workload: Obj | None,
+    remote_job: Obj | None,
+) -> list[Step]:
+    """The next steps for a workload whose quota is reserved on the manager and that names one worker."""
+    if workload_finished(manager_workload):
+        return ["delete_remote"] if remote_workload is not None or remote_job is not None else []
+    finish = job_finish(remote_job)
+    admitted_here = is_true(manager_workload, "Admitted")
+    steps: list[Step] = []
+    # Copies are only ever created before the manager saw the worker admit them: a copy that vanishes later is
+    # never re-created (it could run the Job twice); requeueing it is the eviction path's job.
+    if not admitted_here:
+        if remote_workload is None and finish is None:
+            steps.append("create_remote_workload")
+        if remote_job is None and manager_job is not None:
+            steps.append("create_remote_job")
+    if steps or remote_job is None:
+        return steps
+    if (remote_reserved(remote_workload) or finish is not None) and not admitted_here:
+        steps.append("mark_admitted")
+    if manager_job is not None and (admitted_here or steps):
+        if (manager_job.get("spec") or {}).get("suspend", False):
+            steps.append("unsuspend_manager_job")
+        if not status_mirrored(manager_job, remote_job):
+            steps.append("mirror_job_status")
+    if finish is not None:
+        steps.append("finish_manager_workload")
+    return steps

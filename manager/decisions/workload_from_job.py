@@ -1,0 +1,127 @@
+"""Job → Workload: the manager's Workload for a queued batch/v1 Job, as Kueue's Job integration builds it.
+
+The name is deterministic (``job-<job name>-<5 hex digits of the job's uid>``, at most 63 characters, so it also
+fits the ``kueue.x-k8s.io/prebuilt-workload-name`` label); the Workload is owned by the Job, so deleting the
+Job deletes it. One pod set, ``main``, of ``parallelism`` pods (fewer if ``completions`` is smaller), with
+``minCount`` from ``kueue.x-k8s.io/job-min-parallelism`` for partial admission.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from federation.api.labels import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from federation.protocol import JOB_GENERATED_LABELS
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+WORKLOAD_API_VERSION = "kueue.x-k8s.io/v1beta2"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
+POD_SET_NAME = "main"
+_MAX_NAME = 63
+_HASH_LEN = 5
+
+
+class JobNotQueueable(ValueError):
+    """The Job cannot become a Workload; the message says why in words a user can act on."""
+
+
+def workload_name_for_job(job_name: str, job_uid: str) -> str:
+    digest = hashlib.sha256(f"{job_name}/{job_uid}".encode()).hexdigest()[:_HASH_LEN]
+    prefix = f"job-{job_name}".lower()[: _MAX_NAME - _HASH_LEN - 1]
+    prefix = re.sub(r"[^a-z0-9]+$", "", prefix)
+    return f"{prefix}-{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class Priority:
+    """The resolved priority of a Job: the WorkloadPriorityClass it names (if any) and its value."""
+
+    class_name: str | None
+    value: int
+
+
+def queue_name_of(job: Mapping[str, Any]) -> str | None:
+    return ((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL)
+
+
+def priority_class_of(job: Mapping[str, Any]) -> str | None:
+    return ((job.get("metadata") or {}).get("labels") or {}).get(PRIORITY_CLASS_LABEL)
+
+
+def pod_count(job_spec: Mapping[str, Any]) -> int:
+    parallelism = job_spec.get("parallelism")
+    count = 1 if parallelism is None else int(parallelism)
+    completions = job_spec.get("completions")
+    if completions is not None and int(completions) < count:
+        count = int(completions)
+    return count
+
+
+def clean_template(template: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod template without the labels the Job API generates (they name the manager Job's uid)."""
+    cleaned = copy.deepcopy(dict(template))
+    labels = (cleaned.get("metadata") or {}).get("labels")
+    if labels:
+        for key in JOB_GENERATED_LABELS:
+            labels.pop(key, None)
+    return cleaned
+
+
+def workload_for_job(job: Mapping[str, Any], *, priority: Priority) -> dict[str, Any]:
+    meta = job.get("metadata") or {}
+    name, namespace, uid = meta.get("name"), meta.get("namespace"), meta.get("uid")
+    if not (name and namespace and uid):
+        raise JobNotQueueable("the Job has no name, namespace or uid yet")
+    queue = queue_name_of(job)
+    if not queue:
+        raise JobNotQueueable(f"the Job has no {QUEUE_NAME_LABEL} label")
+    spec = job.get("spec") or {}
+    count = pod_count(spec)
+    pod_set: dict[str, Any] = {
+        "name": POD_SET_NAME,
+        "count": count,
+        "template": clean_template(spec.get("template", {})),
+    }
+    min_text = (meta.get("annotations") or {}).get(MIN_PARALLELISM_ANNOTATION)
+    if min_text is not None:
+        try:
+            min_count = int(min_text)
+        except ValueError:
+            raise JobNotQueueable(f"{MIN_PARALLELISM_ANNOTATION}={min_text!r} is not a whole number") from None
+        if not 0 < min_count <= count:
+            raise JobNotQueueable(f"{MIN_PARALLELISM_ANNOTATION}={min_count} must be between 1 and {count}")
+        if min_count < count:
+            pod_set["minCount"] = min_count
+    workload_spec: dict[str, Any] = {"queueName": queue, "podSets": [pod_set], "priority": priority.value}
+    if priority.class_name:
+        workload_spec["priorityClassRef"] = {
+            "group": KUEUE_GROUP,
+            "kind": "WorkloadPriorityClass",
+            "name": priority.class_name,
+        }
+    return {
+        "apiVersion": WORKLOAD_API_VERSION,
+        "kind": "Workload",
+        "metadata": {
+            "name": workload_name_for_job(name, uid),
+            "namespace": namespace,
+            "labels": {JOB_UID_LABEL: uid},
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": name,
+                    "uid": uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": workload_spec,
+    }

@@ -1,0 +1,77 @@
+from typing import Any
+
+from manager.decisions.sync import plan
+
+
+def cond(kind: str, status: bool = True, message: str = "") -> dict[str, Any]:
+    return {"type": kind, "status": "True" if status else "False", "reason": kind, "message": message}
+
+
+def obj(
+    *conditions: dict[str, Any], suspend: bool | None = None, status: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    o: dict[str, Any] = {"metadata": {"name": "x"}, "status": {"conditions": list(conditions), **(status or {})}}
+    if suspend is not None:
+        o["spec"] = {"suspend": suspend}
+    return o
+
+
+RESERVED = obj(cond("QuotaReserved"))
+
+
+def test_nothing_remote_yet_creates_both_copies() -> None:
+    job = obj(suspend=True)
+    assert plan(manager_workload=RESERVED, manager_job=job, remote_workload=None, remote_job=None) == [
+        "create_remote_workload",
+        "create_remote_job",
+    ]
+
+
+def test_remote_not_admitted_yet_waits() -> None:
+    job = obj(suspend=True)
+    assert plan(manager_workload=RESERVED, manager_job=job, remote_workload=obj(), remote_job=obj()) == []
+
+
+def test_remote_admission_marks_admitted_then_starts_and_mirrors() -> None:
+    job = obj(suspend=True)
+    remote_job = obj(status={"active": 1})
+    steps = plan(manager_workload=RESERVED, manager_job=job, remote_workload=RESERVED, remote_job=remote_job)
+    assert steps == ["mark_admitted", "unsuspend_manager_job", "mirror_job_status"]
+
+
+def test_fast_finish_still_syncs_final_status_before_finishing() -> None:
+    job = obj(suspend=True)
+    done = obj(cond("Complete", message="Reached expected number of succeeded pods"), status={"succeeded": 1})
+    steps = plan(manager_workload=RESERVED, manager_job=job, remote_workload=obj(), remote_job=done)
+    assert steps == ["mark_admitted", "unsuspend_manager_job", "mirror_job_status", "finish_manager_workload"]
+
+
+def test_finished_manager_workload_only_cleans_up() -> None:
+    finished = obj(cond("QuotaReserved"), cond("Finished"))
+    assert plan(manager_workload=finished, manager_job=None, remote_workload=obj(), remote_job=None) == [
+        "delete_remote"
+    ]
+    assert plan(manager_workload=finished, manager_job=None, remote_workload=None, remote_job=None) == []
+
+
+def test_mirrored_running_job_needs_nothing() -> None:
+    admitted = obj(cond("QuotaReserved"), cond("Admitted"))
+    status = {"active": 1, "startTime": "2026-11-21T10:00:00Z"}
+    job = obj(suspend=False, status=status)
+    remote_job = obj(status=status)
+    remote_job["status"]["conditions"] = []
+    job["status"]["conditions"] = []
+    assert plan(manager_workload=admitted, manager_job=job, remote_workload=RESERVED, remote_job=remote_job) == []
+
+
+def test_a_vanished_remote_job_is_never_recreated_after_admission() -> None:
+    admitted = obj(cond("QuotaReserved"), cond("Admitted"))
+    job = obj(suspend=False)
+    assert plan(manager_workload=admitted, manager_job=job, remote_workload=RESERVED, remote_job=None) == []
+
+
+def test_a_missing_remote_job_is_created_while_the_workload_is_reserved_there() -> None:
+    job = obj(suspend=True)
+    assert plan(manager_workload=RESERVED, manager_job=job, remote_workload=RESERVED, remote_job=None) == [
+        "create_remote_job"
+    ]

@@ -1,0 +1,66 @@
+import pytest
+
+from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
+from manager.decisions.workload_from_job import (
+    JobNotQueueable,
+    Priority,
+    workload_for_job,
+    workload_name_for_job,
+)
+from manager.tests.builders import make_job
+
+
+def test_workload_mirrors_the_job() -> None:
+    job = make_job("train").queue("lq").priority_class("high").parallelism(4, 3).request("cpu", "2").obj()
+    wl = workload_for_job(job, priority=Priority("high", 1000))
+    assert wl["metadata"]["name"] == workload_name_for_job("train", "uid-train")
+    assert wl["metadata"]["ownerReferences"][0] | {} == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "train",
+        "uid": "uid-train",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    assert wl["spec"]["queueName"] == "lq"
+    assert wl["spec"]["priority"] == 1000
+    assert wl["spec"]["priorityClassRef"]["name"] == "high"
+    [pod_set] = wl["spec"]["podSets"]
+    assert pod_set["count"] == 3  # completions < parallelism
+    assert pod_set["template"]["metadata"]["labels"] == {"app": "x"}
+
+
+def test_names_are_deterministic_short_and_valid() -> None:
+    long_name = "a" * 80
+    name = workload_name_for_job(long_name, "uid-1")
+    assert name == workload_name_for_job(long_name, "uid-1")
+    assert name != workload_name_for_job(long_name, "uid-2")
+    assert len(name) <= 63
+    assert name[-6] == "-"
+
+
+def test_min_parallelism_enables_partial_admission_and_bad_values_are_refused() -> None:
+    job = make_job("p").queue("lq").parallelism(5).annotation("kueue.x-k8s.io/job-min-parallelism", "2").obj()
+    assert workload_for_job(job, priority=Priority(None, 0))["spec"]["podSets"][0]["minCount"] == 2
+    bad = make_job("p").queue("lq").parallelism(5).annotation("kueue.x-k8s.io/job-min-parallelism", "9").obj()
+    with pytest.raises(JobNotQueueable, match="between 1 and 5"):
+        workload_for_job(bad, priority=Priority(None, 0))
+
+
+def test_remote_copies_drop_manager_only_fields_and_carry_ownership() -> None:
+    job = make_job("train").queue("lq").obj()
+    wl = workload_for_job(job, priority=Priority(None, 0))
+    wl["metadata"].update(uid="wl-uid", resourceVersion="7")
+    copy_wl = remote_workload(wl, origin="multikueue")
+    assert "ownerReferences" not in copy_wl["metadata"]
+    assert "uid" not in copy_wl["metadata"]
+    assert copy_wl["spec"] == wl["spec"]
+    copy_job = remote_job(job, manager_workload=wl, origin="multikueue")
+    assert "managedBy" not in copy_job["spec"]
+    assert "selector" not in copy_job["spec"]
+    assert copy_job["spec"]["suspend"] is True
+    assert copy_job["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] == wl["metadata"]["name"]
+    assert copy_job["spec"]["template"]["metadata"]["labels"] == {"app": "x"}
+    assert is_ours(copy_job, origin="multikueue", manager_workload_uid="wl-uid")
+    assert not is_ours(copy_job, origin="multikueue", manager_workload_uid="other")
+    assert not is_ours(job, origin="multikueue")
