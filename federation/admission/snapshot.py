@@ -319,12 +319,16 @@ class Snapshot:
                 self._workload_queue[key] = node.name
 
     def state(self) -> tuple[object, ...]:
-        """Everything mutable, as comparable data (for tests and debugging)."""
+        """Everything mutable, as comparable data (for tests and debugging).
+
+        Workloads are a set: a rolled-back removal may change their iteration order, which no decision depends
+        on (preemption candidates are sorted by a total order).
+        """
         nodes = sorted((*self.cohorts.values(), *self.cluster_queues.values()), key=lambda node: node.name)
         return (
             tuple((node.name, tuple(sorted(node.usage.items()))) for node in nodes),
             tuple(sorted(self._workload_queue.items())),
-            tuple((queue.name, tuple(queue.workloads)) for queue in self.cluster_queues.values()),
+            tuple((queue.name, tuple(sorted(queue.workloads.items()))) for queue in self.cluster_queues.values()),
         )
 
     def usage_of(self, name: str) -> dict[FlavorResource, int]:
