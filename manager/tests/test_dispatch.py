@@ -64,3 +64,33 @@ def test_in_flight_quota_counts_until_a_later_report() -> None:
     ledger.report_arrived("w1", observed_at=t0 + dt.timedelta(seconds=1))
     assert "ns/a" not in ledger
     assert ledger.in_flight("w1") == {}
+
+
+def test_reports_parse_into_rooms_and_routes() -> None:
+    from manager.decisions.capacity_view import parse_report
+
+    report = {
+        "status": {
+            "generation": 3,
+            "observedTime": "2026-11-21T10:00:00.250000Z",
+            "clusterQueues": [
+                {
+                    "name": "cq",
+                    "flavors": [
+                        {
+                            "name": "default",
+                            "resources": [{"name": "cpu", "nominal": "8", "usage": "6500m", "free": "1500m"}],
+                        }
+                    ],
+                }
+            ],
+            "localQueues": [{"namespace": "team-a", "name": "lq", "clusterQueue": "cq"}],
+        }
+    }
+    parsed = parse_report(report)
+    assert parsed is not None
+    assert parsed.generation == 3
+    assert parsed.observed_at.microsecond == 250000
+    assert parsed.capacity.local_queues == {("team-a", "lq"): "cq"}
+    assert parsed.capacity.cluster_queues["cq"][0].free == {"cpu": 1500}
+    assert parse_report({"status": {}}) is None

@@ -1,0 +1,24 @@
+"""The manager's settings, with Kueue's defaults where Kueue has the same setting."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+
+from federation.protocol import DEFAULT_ORIGIN
+
+
+@dataclass(frozen=True)
+class ManagerConfig:
+    namespace: str = "kfed-system"
+    """Where kubeconfig Secrets and the leader Lease live."""
+    origin: str = DEFAULT_ORIGIN
+    worker_lost_timeout: float = 900.0
+    gc_interval: float = 60.0
+    reconnect_initial: float = 5.0
+    reconnect_max: float = 320.0
+    client_qps: float = 300.0
+    client_burst: int = 500
+    field_manager: str = "kfed-manager"
+    identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{os.getpid()}")

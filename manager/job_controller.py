@@ -1,0 +1,96 @@
+"""Job → Workload on the manager cluster: every queued Job managed by MultiKueue gets its Workload.
+
+Level-triggered: for each Job key it re-reads the Job and creates the Workload if it is missing. A Job kfed
+cannot queue (bad annotation, unknown WorkloadPriorityClass) gets a Warning Event saying why and is retried when
+things change; a Job managed by another controller is left alone with one Event saying so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from federation.api.labels import QUEUE_NAME_LABEL
+from federation.kube.api import KubeApi
+from federation.kube.cache import WatchCache
+from federation.kube.errors import AlreadyExists
+from federation.kube.resources import WORKLOADS
+from federation.protocol import MULTIKUEUE_CONTROLLER
+from manager.config import ManagerConfig
+from manager.decisions.workload_from_job import (
+    JobNotQueueable,
+    Priority,
+    priority_class_of,
+    workload_for_job,
+    workload_name_for_job,
+)
+from manager.events import EventRecorder
+
+log = structlog.get_logger(__name__)
+
+
+class JobController:
+    def __init__(
+        self,
+        *,
+        api: KubeApi,
+        config: ManagerConfig,
+        jobs: WatchCache,
+        workloads: WatchCache,
+        priority_classes: WatchCache,
+        events: EventRecorder,
+    ) -> None:
+        self._api = api
+        self._config = config
+        self._jobs = jobs
+        self._workloads = workloads
+        self._priority_classes = priority_classes
+        self._events = events
+        self._ignored: set[str] = set()
+
+    def _priority(self, job: dict[str, Any]) -> Priority:
+        name = priority_class_of(job)
+        if name is None:
+            return Priority(None, 0)
+        wpc = self._priority_classes.store.get_by_name(name)
+        if wpc is None:
+            raise JobNotQueueable(f"WorkloadPriorityClass {name!r} does not exist")
+        return Priority(name, int(wpc.get("value", 0)))
+
+    async def reconcile(self, key: str) -> float | None:
+        job = self._jobs.store.get(key)
+        if job is None or (job["metadata"].get("deletionTimestamp")):
+            self._ignored.discard(key)
+            return None
+        if QUEUE_NAME_LABEL not in (job["metadata"].get("labels") or {}):
+            return None
+        managed_by = (job.get("spec") or {}).get("managedBy")
+        if managed_by != MULTIKUEUE_CONTROLLER:
+            if key not in self._ignored:
+                self._ignored.add(key)
+                await self._events.job(
+                    job,
+                    reason="NotManagedByMultiKueue",
+                    event_type="Warning",
+                    note=f"spec.managedBy is {managed_by or 'unset'}, not {MULTIKUEUE_CONTROLLER}; kfed does not "
+                    "dispatch this Job (is the kfed job admission policy installed?)",
+                )
+            return None
+        meta = job["metadata"]
+        name = workload_name_for_job(meta["name"], meta["uid"])
+        if self._workloads.store.get_by_name(name, namespace=meta["namespace"]) is not None:
+            return None
+        try:
+            workload = workload_for_job(job, priority=self._priority(job))
+        except JobNotQueueable as err:
+            log.warning("job not queueable", job=key, reason=str(err))
+            await self._events.job(job, reason="CreatingWorkloadFailed", note=str(err), event_type="Warning")
+            return None  # re-examined when a WorkloadPriorityClass or the Job changes
+        try:
+            await self._api.create(WORKLOADS, workload, field_manager=self._config.field_manager)
+        except AlreadyExists:
+            return None
+        log.info("created workload", job=key, workload=f"{meta['namespace']}/{name}")
+        await self._events.job(job, reason="CreatedWorkload", note=f"Created Workload: {meta['namespace']}/{name}")
+        return None

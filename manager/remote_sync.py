@@ -1,0 +1,277 @@
+"""Carry out the sync plan for one dispatched workload: create the copies, mirror status, finish, clean up.
+
+Keyed by manager Workload (``namespace/name``). Every pass re-derives the plan from the caches
+(:func:`manager.decisions.sync.plan`), so a crash between any two steps is repaired by the next pass. Objects in
+a worker that carry the same name but are not ours are never touched (DESIGN §7).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import structlog
+
+from federation.api.labels import PREBUILT_WORKLOAD_LABEL
+from federation.conditions import find_condition, format_time, is_true, parse_time, set_condition
+from federation.kube.api import KubeApi, Propagation
+from federation.kube.cache import WatchCache
+from federation.kube.errors import AlreadyExists
+from federation.kube.resources import JOBS, WORKLOADS
+from federation.obs.metrics import Metrics
+from federation.protocol import MANAGER_UID_LABEL, REASON_ADMITTED, REASON_FAILED, REASON_SUCCEEDED
+from manager.config import ManagerConfig
+from manager.decisions.ledger import InFlightLedger
+from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
+from manager.decisions.sync import job_finish, plan
+from manager.events import EventRecorder
+from manager.workers import WorkerConnection, WorkerPool
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+
+
+def owner_job_name(workload: Obj) -> str | None:
+    for ref in workload["metadata"].get("ownerReferences") or ():
+        if ref.get("kind") == "Job" and ref.get("controller"):
+            return str(ref["name"])
+    return None
+
+
+def nominated_worker(workload: Obj) -> str | None:
+    names = list((workload.get("status") or {}).get("nominatedClusterNames") or [])
+    cluster = (workload.get("status") or {}).get("clusterName")
+    return cluster or (names[0] if len(names) == 1 else None)
+
+
+class NotOurs(RuntimeError):
+    """A same-named object in the worker was not created by this manager; it is left alone."""
+
+
+class RemoteSync:
+    def __init__(
+        self,
+        *,
+        api: KubeApi,
+        config: ManagerConfig,
+        workloads: WatchCache,
+        jobs: WatchCache,
+        pool: WorkerPool,
+        ledger: InFlightLedger,
+        events: EventRecorder,
+        metrics: Metrics,
+    ) -> None:
+        self._api = api
+        self._config = config
+        self._workloads = workloads
+        self._jobs = jobs
+        self._pool = pool
+        self._ledger = ledger
+        self._events = events
+        self._metrics = metrics
+
+    def _manager_job(self, workload: Obj) -> Obj | None:
+        name = owner_job_name(workload)
+        if name is None:
+            return None
+        job = self._jobs.store.get_by_name(name, namespace=workload["metadata"]["namespace"])
+        owner_uid = next(r["uid"] for r in workload["metadata"]["ownerReferences"] if r["name"] == name)
+        return job if job is not None and job["metadata"]["uid"] == owner_uid else None
+
+    async def reconcile(self, key: str) -> float | None:
+        workload = self._workloads.store.get(key)
+        if workload is None:
+            await self.collect_garbage(only_key=key)
+            self._ledger.forget(key)
+            return None
+        if not is_true(workload, "QuotaReserved"):
+            return None
+        worker = nominated_worker(workload)
+        if worker is None:
+            return None
+        conn = self._pool.connections.get(worker)
+        if conn is None:
+            return 10.0
+        namespace = workload["metadata"]["namespace"]
+        manager_job = self._manager_job(workload)
+        uid = workload["metadata"]["uid"]
+        remote_wl = conn.workloads.store.get(key)
+        if remote_wl is not None and not is_ours(remote_wl, origin=self._config.origin, manager_workload_uid=uid):
+            remote_wl = None
+        job_name = owner_job_name(workload)
+        remote_jb = conn.jobs.store.get_by_name(job_name, namespace=namespace) if job_name else None
+        if remote_jb is not None and not is_ours(remote_jb, origin=self._config.origin, manager_workload_uid=uid):
+            remote_jb = None
+        steps = plan(
+            manager_workload=workload, manager_job=manager_job, remote_workload=remote_wl, remote_job=remote_jb
+        )
+        try:
+            for step in steps:
+                if step == "create_remote_workload":
+                    await self._create(conn, WORKLOADS, remote_workload(workload, origin=self._config.origin))
+                    self._metrics.multikueue_dispatched.labels(cluster=worker).inc()
+                elif step == "create_remote_job" and manager_job is not None:
+                    copy = remote_job(manager_job, manager_workload=workload, origin=self._config.origin)
+                    await self._create(conn, JOBS, copy)
+                elif step == "mark_admitted":
+                    workload = await self._mark_admitted(workload, worker=worker, remote_workload=remote_wl)
+                elif step == "unsuspend_manager_job" and manager_job is not None:
+                    manager_job = await self._api.patch(
+                        JOBS,
+                        manager_job["metadata"]["name"],
+                        {"spec": {"suspend": False}},
+                        namespace=namespace,
+                        field_manager=self._config.field_manager,
+                    )
+                elif step == "mirror_job_status" and manager_job is not None and remote_jb is not None:
+                    manager_job = await self._api.replace_status(
+                        JOBS,
+                        {**manager_job, "status": remote_jb.get("status") or {}},
+                        field_manager=self._config.field_manager,
+                    )
+                elif step == "finish_manager_workload":
+                    await self._finish(workload, remote_job=remote_jb, worker=worker)
+                elif step == "delete_remote":
+                    await self._delete_remote(conn, workload_key=key, job_name=job_name, namespace=namespace)
+        except NotOurs as err:
+            log.warning("remote object not ours", workload=key, cluster=worker, error=str(err))
+            await self._events.workload(workload, reason="RemoteObjectConflict", note=str(err), event_type="Warning")
+            return 60.0
+        return None
+
+    async def _create(self, conn: WorkerConnection, resource: Any, obj: Obj) -> None:
+        try:
+            await conn.api.create(resource, obj, field_manager=self._config.field_manager)
+        except AlreadyExists:
+            meta = obj["metadata"]
+            existing = await conn.api.get(resource, meta["name"], namespace=meta["namespace"])
+            uid = meta["labels"].get(MANAGER_UID_LABEL)
+            if not is_ours(existing, origin=self._config.origin, manager_workload_uid=uid):
+                raise NotOurs(
+                    f"{resource.kind} {meta['namespace']}/{meta['name']} already exists in {conn.name} and was not "
+                    "created by this kfed manager; it is left untouched"
+                ) from None
+        log.info(
+            "created remote object",
+            cluster=conn.name,
+            kind=resource.kind,
+            workload=f"{obj['metadata']['namespace']}/{obj['metadata']['name']}",
+        )
+
+    async def _mark_admitted(self, workload: Obj, *, worker: str, remote_workload: Obj | None) -> Obj:
+        now = dt.datetime.now(dt.UTC)
+        status = workload.get("status") or {}
+        conditions, _ = set_condition(
+            status.get("conditions") or [],
+            condition_type="Admitted",
+            status=True,
+            reason=REASON_ADMITTED,
+            message=f"The workload is admitted in worker cluster {worker}",
+            now=now,
+        )
+        checks = [
+            {
+                **check,
+                "state": "Ready",
+                "message": f"The workload got reservation on {worker}",
+                "lastTransitionTime": format_time(now),
+            }
+            for check in status.get("admissionChecks") or ()
+        ]
+        patch: Obj = {
+            "metadata": {"resourceVersion": workload["metadata"]["resourceVersion"]},
+            "status": {"conditions": conditions, "clusterName": worker, "admissionChecks": checks},
+        }
+        updated = await self._api.patch_status(
+            WORKLOADS,
+            workload["metadata"]["name"],
+            patch,
+            namespace=workload["metadata"]["namespace"],
+            field_manager=self._config.field_manager,
+        )
+        key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
+        reserved = find_condition(remote_workload, "QuotaReserved") if remote_workload else None
+        if reserved is not None and reserved.get("lastTransitionTime"):
+            self._ledger.reserved(key, at=parse_time(str(reserved["lastTransitionTime"])))
+        queue = (status.get("admission") or {}).get("clusterQueue", "")
+        self._metrics.admitted_workloads.labels(cluster_queue=queue).inc()
+        created = parse_time(workload["metadata"]["creationTimestamp"])
+        self._metrics.admission_wait_time.labels(cluster_queue=queue).observe((now - created).total_seconds())
+        await self._events.workload(workload, reason="Admitted", note=f"Admitted by worker cluster {worker}")
+        log.info("workload admitted", workload=key, cluster=worker, queue=queue)
+        return updated
+
+    async def _finish(self, workload: Obj, *, remote_job: Obj | None, worker: str) -> None:
+        finish = job_finish(remote_job)
+        assert finish is not None
+        now = dt.datetime.now(dt.UTC)
+        conditions, changed = set_condition(
+            (workload.get("status") or {}).get("conditions") or [],
+            condition_type="Finished",
+            status=True,
+            reason=REASON_SUCCEEDED if finish.succeeded else REASON_FAILED,
+            message=finish.message or ("Job finished successfully" if finish.succeeded else "Job failed"),
+            now=now,
+        )
+        if changed:
+            await self._api.patch_status(
+                WORKLOADS,
+                workload["metadata"]["name"],
+                {
+                    "metadata": {"resourceVersion": workload["metadata"]["resourceVersion"]},
+                    "status": {"conditions": conditions},
+                },
+                namespace=workload["metadata"]["namespace"],
+                field_manager=self._config.field_manager,
+            )
+        key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
+        self._ledger.forget(key)
+        queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        self._metrics.finished_workloads.labels(cluster_queue=queue).inc()
+        log.info("workload finished", workload=key, cluster=worker, succeeded=finish.succeeded)
+
+    async def _delete_remote(
+        self, conn: WorkerConnection, *, workload_key: str, job_name: str | None, namespace: str
+    ) -> None:
+        if job_name is not None:
+            await conn.api.delete(
+                JOBS, job_name, namespace=namespace, propagation_policy=Propagation.BACKGROUND, missing_ok=True
+            )
+        await conn.api.delete(WORKLOADS, workload_key.split("/", 1)[1], namespace=namespace, missing_ok=True)
+        log.info("deleted remote objects", cluster=conn.name, workload=workload_key)
+
+    async def collect_garbage(self, *, only_key: str | None = None) -> int:
+        """Delete our copies that have no live manager Workload with the same uid; returns how many went."""
+        deleted = 0
+        for conn in list(self._pool.connections.values()):
+            for resource, cache in ((JOBS, conn.jobs), (WORKLOADS, conn.workloads)):
+                for remote in list(cache.store):
+                    key = remote_workload_key(remote)
+                    if key is None or (only_key is not None and key != only_key):
+                        continue
+                    manager = self._workloads.store.get(key)
+                    labels = remote["metadata"].get("labels") or {}
+                    if manager is not None and manager["metadata"]["uid"] == labels.get(MANAGER_UID_LABEL):
+                        continue
+                    meta = remote["metadata"]
+                    await conn.api.delete(
+                        resource,
+                        meta["name"],
+                        namespace=meta["namespace"],
+                        uid=meta.get("uid"),
+                        propagation_policy=Propagation.BACKGROUND,
+                        missing_ok=True,
+                    )
+                    deleted += 1
+                    log.info("garbage-collected remote object", cluster=conn.name, kind=resource.kind, workload=key)
+        return deleted
+
+
+def remote_workload_key(remote: Obj) -> str | None:
+    """The manager Workload key a remote Workload or Job copy belongs to."""
+    meta = remote["metadata"]
+    if remote.get("kind") == "Workload":
+        return f"{meta['namespace']}/{meta['name']}"
+    name = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL)
+    return f"{meta['namespace']}/{name}" if name else None
