@@ -1,0 +1,352 @@
+"""kfed-agent against a real worker apiserver: the manager's side of the protocol is played by kubectl.
+
+The agent runs as a real subprocess (the console script) on worker-1. Each test creates its own namespace,
+ResourceFlavor, ClusterQueue and LocalQueue, then the Workload copy and suspended Job copy the manager would
+create (``federation.protocol``), and waits — with deadlines, never bare sleeps — for what the agent must do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from e2e.rig.federation import REPO_ROOT, Federation
+
+pytestmark = pytest.mark.integration
+
+WORKER = "worker-1"
+ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+MANAGER_UID_LABEL = "kfed.io/manager-workload-uid"
+PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+NODE_LABEL = ("kfed.io/kwok-node", "true")
+T = TypeVar("T")
+
+
+def wait_for(what: str, probe: Callable[[], T | None], *, timeout: float = 30.0, interval: float = 0.2) -> T:
+    """Poll ``probe`` until it returns something truthy; fail with ``what`` and the last value at the deadline."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last seen: {last!r}")
+
+
+def holds_for(what: str, probe: Callable[[], bool], *, seconds: float, interval: float = 0.2) -> None:
+    """Assert ``probe`` stays true for ``seconds`` (for "stays pending", "no more writes")."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert probe(), f"{what} stopped holding"
+        time.sleep(interval)
+
+
+@dataclass
+class RunningAgent:
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    health_port: int
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        lines = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            try:
+                lines.append(json.loads(line))
+            except ValueError:
+                continue
+        return lines
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}{path}", timeout=2) as response:
+                return int(response.status), response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return int(exc.code), exc.read().decode()
+
+
+def _listening_port(log_path: Path) -> int | None:
+    for line in log_path.read_text(errors="replace").splitlines():
+        if '"agent.listening"' in line:
+            return int(json.loads(line)["health_port"])
+    return None
+
+
+@pytest.fixture(scope="module")
+def agent(rig: Federation, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningAgent]:
+    """The real kfed-agent on worker-1, stopped with SIGTERM (killed if it will not stop) whatever happens."""
+    rig.kubectl(WORKER, "create", "namespace", "kfed-system", check=False)
+    log_path = tmp_path_factory.mktemp("agent") / "agent.log"
+    command = [
+        str(REPO_ROOT / ".venv" / "bin" / "kfed-agent"),
+        f"--kubeconfig={rig.kubeconfig(WORKER)}",
+        f"--cluster-name={WORKER}",
+        "--health-port=0",
+        "--metrics-port=-1",
+        "--bind-address=127.0.0.1",
+        "--log-level=debug",
+    ]
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+    try:
+        port = wait_for("the agent to listen", lambda: process.poll() is None and _listening_port(log_path), timeout=20)
+        running = RunningAgent(process, log_path, port)
+        wait_for("the agent to be ready", lambda: running.get("/readyz")[0] == 200, timeout=30)
+        yield running
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0, "kfed-agent must exit 0 on SIGTERM"
+        stopped = [line for line in running.log_lines() if line.get("event") == "agent.stopped"]
+        assert stopped, "the agent logs its API call counts when it stops"
+        print(f"\nkfed-agent API calls: {json.dumps(stopped[-1].get('api_calls'), indent=1)}")
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+        if os.environ.get("KFED_SHOW_AGENT_LOG"):
+            print(log_path.read_text())
+
+
+# -- helpers playing the manager ----------------------------------------------------------------------------
+
+
+def get_json(rig: Federation, *args: str) -> dict[str, Any] | None:
+    result = rig.kubectl(WORKER, "get", *args, "-o", "json", check=False)
+    return json.loads(result.stdout) if result.returncode == 0 else None
+
+
+def apply(rig: Federation, *objects: dict[str, Any]) -> None:
+    rig.kubectl(
+        WORKER,
+        "apply",
+        "--server-side",
+        "-f",
+        "-",
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)}),
+    )
+
+
+def condition(obj: dict[str, Any] | None, condition_type: str) -> dict[str, Any] | None:
+    for found in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if found.get("type") == condition_type:
+            return dict(found)
+    return None
+
+
+def is_true(obj: dict[str, Any] | None, condition_type: str) -> bool:
+    found = condition(obj, condition_type)
+    return found is not None and found["status"] == "True"
+
+
+@dataclass
+class Queues:
+    namespace: str
+    flavor: str
+    cluster_queue: str
+    local_queue: str
+
+
+@pytest.fixture
+def queues(rig: Federation) -> Queues:
+    suffix = uuid.uuid4().hex[:6]
+    q = Queues(f"agent-{suffix}", f"rf-{suffix}", f"cq-{suffix}", "lq")
+    rig.kubectl(WORKER, "create", "namespace", q.namespace)
+    apply(
+        rig,
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": q.flavor},
+            "spec": {"nodeLabels": {NODE_LABEL[0]: NODE_LABEL[1]}},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": q.cluster_queue},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": q.flavor, "resources": [{"name": "cpu", "nominalQuota": 4}]}],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": q.local_queue, "namespace": q.namespace},
+            "spec": {"clusterQueue": q.cluster_queue},
+        },
+    )
+    return q
+
+
+def dispatch(rig: Federation, namespace: str, name: str, *, queue: str, cpu: str) -> None:
+    """Create the Workload copy and the suspended Job copy exactly as the manager does."""
+    manager_uid = str(uuid.uuid4())
+    labels = {ORIGIN_LABEL: "multikueue", MANAGER_UID_LABEL: manager_uid}
+    pod_spec = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
+    }
+    workload = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 1, "template": {"spec": pod_spec}}]},
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": {**labels, PREBUILT_LABEL: name}},
+        "spec": {"suspend": True, "backoffLimit": 0, "template": {"spec": pod_spec}},
+    }
+    rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(workload))
+    rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(job))
+
+
+def capacity_of(rig: Federation, cluster_queue: str) -> dict[str, Any] | None:
+    report = get_json(rig, "clustercapacities.kfed.io", "local")
+    for entry in ((report or {}).get("status") or {}).get("clusterQueues") or ():
+        if entry["name"] == cluster_queue:
+            return {"generation": report["status"]["generation"], **entry}  # type: ignore[index]
+    return None
+
+
+def cpu_of(entry: dict[str, Any] | None) -> dict[str, Any] | None:
+    if entry is None:
+        return None
+    return next(r for f in entry["flavors"] for r in f["resources"] if r["name"] == "cpu")
+
+
+def event_reasons(rig: Federation, namespace: str, name: str) -> set[str]:
+    events = get_json(rig, "events.events.k8s.io", "-n", namespace) or {"items": []}
+    return {e["reason"] for e in events["items"] if e.get("regarding", {}).get("name") == name}
+
+
+# -- tests --------------------------------------------------------------------------------------------------
+
+
+def test_dispatched_workload_is_admitted_run_and_finished(rig: Federation, agent: RunningAgent, queues: Queues) -> None:
+    ns, name = queues.namespace, "job-fits"
+    wait_for("the capacity report to list the new ClusterQueue", lambda: capacity_of(rig, queues.cluster_queue))
+    dispatch(rig, ns, name, queue=queues.local_queue, cpu="2")
+
+    workload = wait_for(
+        "QuotaReserved and Admitted",
+        lambda: (
+            (wl := get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns))
+            and is_true(wl, "QuotaReserved")
+            and is_true(wl, "Admitted")
+            and wl
+        ),
+    )
+    assert workload["status"]["admission"] == {
+        "clusterQueue": queues.cluster_queue,
+        "podSetAssignments": [
+            {"name": "main", "flavors": {"cpu": queues.flavor}, "resourceUsage": {"cpu": "2"}, "count": 1}
+        ],
+    }
+    reserved = condition(workload, "QuotaReserved")
+    assert reserved is not None
+    assert (reserved["reason"], reserved["message"]) == (
+        "QuotaReserved",
+        f"Quota reserved in ClusterQueue {queues.cluster_queue}",
+    )
+
+    job = wait_for(
+        "the Job to be unsuspended",
+        lambda: (j := get_json(rig, "job", name, "-n", ns)) and not j["spec"]["suspend"] and j,
+    )
+    assert job["spec"]["template"]["spec"]["nodeSelector"] == {NODE_LABEL[0]: NODE_LABEL[1]}
+
+    running = wait_for(
+        "the report to show the usage",
+        lambda: (c := capacity_of(rig, queues.cluster_queue)) and cpu_of(c)["usage"] == "2" and c,
+    )  # type: ignore[index]
+    assert cpu_of(running) == {"name": "cpu", "nominal": "4", "usage": "2", "free": "2"}
+    report = get_json(rig, "clustercapacities.kfed.io", "local")
+    assert report is not None
+    assert {"namespace": ns, "name": queues.local_queue, "clusterQueue": queues.cluster_queue} in report["status"][
+        "localQueues"
+    ]
+
+    wait_for("the Job to complete", lambda: is_true(get_json(rig, "job", name, "-n", ns), "Complete"), timeout=60)
+    finished = wait_for(
+        "Finished",
+        lambda: (wl := get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns)) and is_true(wl, "Finished") and wl,
+    )
+    assert condition(finished, "Finished")["reason"] == "Succeeded"  # type: ignore[index]
+
+    after = wait_for(
+        "the report to show the quota free again",
+        lambda: (c := capacity_of(rig, queues.cluster_queue)) and cpu_of(c)["free"] == "4" and c,  # type: ignore[index]
+    )
+    assert after["generation"] > running["generation"]
+    assert wait_for(
+        "admission and finish Events",
+        lambda: {"QuotaReserved", "Admitted", "Finished"} <= event_reasons(rig, ns, name) or None,
+    )
+    queue = wait_for(
+        "the ClusterQueue status to settle",
+        lambda: (
+            (cq := get_json(rig, "clusterqueues.kueue.x-k8s.io", queues.cluster_queue))
+            and (cq.get("status") or {}).get("admittedWorkloads") == 0
+            and cq
+        ),
+    )
+    assert condition(queue, "Active")["status"] == "True"  # type: ignore[index]
+
+
+def test_workload_too_big_for_the_quota_stays_pending_with_a_reason(
+    rig: Federation, agent: RunningAgent, queues: Queues
+) -> None:
+    ns, name = queues.namespace, "job-too-big"
+    dispatch(rig, ns, name, queue=queues.local_queue, cpu="8")
+    pending = wait_for(
+        "a pending condition",
+        lambda: condition(get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns), "QuotaReserved"),
+    )
+    assert pending["status"] == "False"
+    assert pending["reason"] == "Pending"
+    assert "insufficient quota for cpu in flavor" in pending["message"]
+    assert "request > maximum capacity (8 > 4)" in pending["message"]
+    version = get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns)["metadata"]["resourceVersion"]  # type: ignore[index]
+
+    def unchanged() -> bool:
+        wl = get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns)
+        job = get_json(rig, "job", name, "-n", ns)
+        return wl is not None and wl["metadata"]["resourceVersion"] == version and job["spec"]["suspend"] is True  # type: ignore[index]
+
+    holds_for("the workload staying pending without further writes and its Job suspended", unchanged, seconds=3)
+    assert "Pending" in event_reasons(rig, ns, name)
+
+
+def test_missing_local_queue_is_reported(rig: Federation, agent: RunningAgent, queues: Queues) -> None:
+    ns, name = queues.namespace, "job-no-queue"
+    dispatch(rig, ns, name, queue="missing-lq", cpu="1")
+    pending = wait_for(
+        "an inadmissible condition",
+        lambda: condition(get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns), "QuotaReserved"),
+    )
+    assert (pending["status"], pending["reason"]) == ("False", "Inadmissible")
+    assert pending["message"] == "LocalQueue missing-lq doesn't exist"
+
+
+def test_health_endpoints_and_metrics(agent: RunningAgent) -> None:
+    assert agent.get("/healthz") == (200, "ok")
+    status, body = agent.get("/metrics")
+    assert status == 200
+    assert "kueue_admitted_workloads_total" in body

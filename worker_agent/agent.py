@@ -1,0 +1,113 @@
+"""The agent's controllers wired together: caches, reconciler, capacity publisher, event recorder.
+
+``Agent.run`` is what the leader runs; cancelling it (shutdown or lost leadership) stops every task it started.
+Our own status writes to ClusterQueues do not wake anything: only spec changes (a new ``metadata.generation``),
+additions and deletions of ClusterQueues matter to admission and capacity.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import structlog
+
+from federation.kube.api import KubeApi
+from federation.obs.metrics import Metrics
+from worker_agent.capacity_publisher import CapacityPublisher
+from worker_agent.events import EventRecorder
+from worker_agent.reconciler import Reconciler
+from worker_agent.world import World
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+
+
+def spec_changed(event_type: str, obj: Obj, old: Obj | None) -> bool:
+    if old is None or event_type == "DELETED":
+        return True
+    return (obj.get("metadata") or {}).get("generation") != (old.get("metadata") or {}).get("generation")
+
+
+class Agent:
+    def __init__(
+        self,
+        api: KubeApi,
+        *,
+        cluster: str,
+        identity: str,
+        metrics: Metrics,
+        update_queue_status: bool = True,
+        heartbeat: float | None = None,
+    ) -> None:
+        self.api = api
+        self.cluster = cluster
+        self.identity = identity
+        self.metrics = metrics
+        self.update_queue_status = update_queue_status
+        self.heartbeat = heartbeat
+        self.world: World | None = None
+        self.running = False
+
+    def ready(self) -> tuple[bool, str]:
+        if self.world is None:
+            return True, "standby"
+        missing = self.world.unsynced()
+        return (not missing, "caches not synced: " + ", ".join(missing) if missing else "ok")
+
+    async def run(self) -> None:
+        world = World(self.api)
+        self.world = world
+        lock = anyio.Lock()
+        events = EventRecorder(self.api, instance=self.identity)
+        publisher_options: dict[str, Any] = {} if self.heartbeat is None else {"heartbeat": self.heartbeat}
+        publisher = CapacityPublisher(
+            world,
+            cluster=self.cluster,
+            metrics=self.metrics,
+            lock=lock,
+            update_queue_status=self.update_queue_status,
+            **publisher_options,
+        )
+        reconciler = Reconciler(
+            world,
+            cluster=self.cluster,
+            events=events,
+            metrics=self.metrics,
+            lock=lock,
+            on_admitted=publisher.admitted_at,
+        )
+
+        def wake_on_spec(event_type: str, obj: Obj, old: Obj | None) -> None:
+            if spec_changed(event_type, obj, old):
+                reconciler.trigger.pull()
+                publisher.trigger.pull()
+
+        def wake_all(*_: object) -> None:
+            reconciler.trigger.pull()
+            publisher.trigger.pull()
+
+        world.on_change(wake_on_spec, world.cluster_queues)
+        world.on_change(wake_all, world.workloads, world.local_queues, world.flavors, world.cohorts, world.namespaces)
+        world.on_change(reconciler.trigger.pull, world.jobs)
+        try:
+            async with anyio.create_task_group() as tg:
+                for cache in world.caches():
+                    tg.start_soon(cache.run)
+                tg.start_soon(events.run)
+                for cache in world.caches():
+                    await cache.wait_synced()
+                log.info("agent.synced", cluster=self.cluster, workloads=len(world.workloads.store))
+                self.running = True
+                tg.start_soon(reconciler.run)
+                tg.start_soon(publisher.run)
+        finally:
+            self.running = False
+            self.world = None
+            log.info(
+                "agent.stopped",
+                cluster=self.cluster,
+                api_writes=self.api.counter.writes(),
+                api_calls={f"{verb} {res}": n for (verb, res), n in sorted(self.api.counter.snapshot().items())},
+            )

@@ -1,0 +1,196 @@
+"""Keeps ``ClusterCapacity/local`` current, and the local ClusterQueues' status with it.
+
+Publishes within ``CAPACITY_DEBOUNCE_SECONDS`` of any change to quota objects or workloads, and at least every
+``CAPACITY_HEARTBEAT_SECONDS``; each report bumps ``status.generation``. The manager drops an in-flight ledger
+entry once a report's ``observedTime`` is later than the copy's ``QuotaReserved`` transition, so two rules keep
+that comparison honest with second-precision condition times:
+
+* the report is computed under the reconciler's lock, so every admission stamped before it is in the snapshot;
+* ``observedTime`` is floored to the second, and when an admission happened in the report's own second another
+  report follows just after the second ends (so the manager never waits a whole heartbeat for it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import structlog
+
+from federation.api.capacity import CLUSTER_CAPACITY_NAME
+from federation.conditions import format_time
+from federation.kube import resources as r
+from federation.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
+from federation.obs.metrics import Metrics
+from federation.protocol import CAPACITY_DEBOUNCE_SECONDS, CAPACITY_HEARTBEAT_SECONDS
+from federation.quantity import parse_quantity
+from worker_agent.decisions.capacity import capacity_status, pending_counts
+from worker_agent.decisions.local_state import LocalState
+from worker_agent.decisions.queue_status import queue_status_patches
+from worker_agent.trigger import Trigger
+from worker_agent.world import World
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+SECOND_BOUNDARY_MARGIN = 0.05
+
+
+class CapacityPublisher:
+    def __init__(
+        self,
+        world: World,
+        *,
+        cluster: str,
+        metrics: Metrics,
+        lock: anyio.Lock,
+        debounce: float = CAPACITY_DEBOUNCE_SECONDS,
+        heartbeat: float = CAPACITY_HEARTBEAT_SECONDS,
+        update_queue_status: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.world = world
+        self.api = world.api
+        self.metrics = metrics
+        self.lock = lock
+        self.debounce = debounce
+        self.heartbeat = heartbeat
+        self.update_queue_status = update_queue_status
+        self.clock = clock
+        self.trigger = Trigger()
+        self.generation = 0
+        self.published = 0
+        self._current: Obj | None = None
+        self._last_admission = 0.0
+        self._reported: tuple[Obj, float] | None = None
+        """Content of the last report and the newest admission it covered."""
+        self._log = log.bind(cluster=cluster)
+
+    def admitted_at(self, when: float) -> None:
+        """Called by the reconciler after each admission (``when`` is its QuotaReserved transition time)."""
+        self._last_admission = max(self._last_admission, when)
+
+    async def run(self) -> None:
+        await self._ensure_object()
+        next_heartbeat = time.monotonic()
+        follow_up: float | None = None
+        while True:
+            deadline = next_heartbeat if follow_up is None else min(next_heartbeat, follow_up)
+            with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+                await self.trigger.wait()
+                await anyio.sleep(self.debounce)
+            heartbeat_due = time.monotonic() >= next_heartbeat
+            try:
+                observed = await self.publish(force=heartbeat_due or follow_up is not None)
+            except Exception:  # keep reporting: a failed report makes the worker stale for the manager
+                self._log.exception("capacity.publish_failed")
+                await anyio.sleep(1.0)
+                continue
+            if observed is None:
+                continue
+            next_heartbeat = time.monotonic() + self.heartbeat
+            follow_up = None
+            if self._last_admission >= observed:  # an admission in the report's own second: report again after it
+                follow_up = time.monotonic() + (observed + 1 - self.clock()) + SECOND_BOUNDARY_MARGIN
+
+    async def _ensure_object(self) -> None:
+        while self._current is None:
+            try:
+                self._current = await self.api.get(r.CLUSTER_CAPACITIES, CLUSTER_CAPACITY_NAME)
+            except NotFound:
+                try:
+                    self._current = await self.api.create(
+                        r.CLUSTER_CAPACITIES,
+                        {"metadata": {"name": CLUSTER_CAPACITY_NAME, "labels": {"app.kubernetes.io/part-of": "kfed"}}},
+                        field_manager="kfed-agent",
+                    )
+                    self._log.info("capacity.created")
+                except AlreadyExists:
+                    continue
+                except KubeError as exc:
+                    self._log.warning("capacity.create_failed", error=str(exc)[:300])
+                    await anyio.sleep(2.0)
+            except KubeError as exc:
+                self._log.warning("capacity.read_failed", error=str(exc)[:300])
+                await anyio.sleep(2.0)
+        self.generation = int(((self._current.get("status") or {}).get("generation")) or 0)
+
+    async def publish(self, *, force: bool = True) -> float | None:
+        """Compute and write one report; returns its observedTime (whole epoch seconds), or None when skipped.
+
+        Without ``force`` a report identical to the last one, with no admission since, is not written.
+        """
+        async with self.lock:
+            state = self.world.local_state()
+            observed = float(math.floor(self.clock()))
+            admissions_seen = self._last_admission
+        pending = pending_counts(state, set())
+        status = capacity_status(state, pending_counts=pending)
+        if not force and self._reported == (status, admissions_seen):
+            return None
+        await self._write_report(status, observed)
+        self._reported = (status, admissions_seen)
+        self._export_metrics(state, status, pending)
+        if self.update_queue_status:
+            await self._write_queue_status(state, pending)
+        return observed
+
+    async def _write_report(self, status: Obj, observed: float) -> None:
+        for _attempt in range(3):
+            assert self._current is not None
+            body = {
+                "metadata": {"resourceVersion": (self._current.get("metadata") or {}).get("resourceVersion")},
+                "status": {
+                    "generation": self.generation + 1,
+                    "observedTime": format_time(dt.datetime.fromtimestamp(observed, dt.UTC)),
+                    **status,
+                },
+            }
+            try:
+                self._current = await self.api.patch_status(
+                    r.CLUSTER_CAPACITIES, CLUSTER_CAPACITY_NAME, body, field_manager="kfed-agent"
+                )
+            except (Conflict, NotFound):
+                self._current = None
+                await self._ensure_object()  # someone else wrote or deleted it: re-read, never go backwards
+                continue
+            self.generation += 1
+            self.published += 1
+            self._log.debug("capacity.published", generation=self.generation)
+            return
+        raise KubeError("ClusterCapacity kept changing under the agent; will retry")
+
+    def _export_metrics(self, state: LocalState, status: Obj, pending: dict[str, int]) -> None:
+        for name in state.snapshot.cluster_queues:
+            self.metrics.pending_workloads.labels(cluster_queue=name, status="inadmissible").set(pending.get(name, 0))
+        for queue in status["clusterQueues"]:
+            for flavor in queue["flavors"]:
+                for resource in flavor["resources"]:
+                    labels = {"cluster_queue": queue["name"], "flavor": flavor["name"], "resource": resource["name"]}
+                    scale = 1000
+                    self.metrics.cluster_queue_resource_usage.labels(**labels).set(
+                        parse_quantity(resource["usage"]) / scale
+                    )
+                    self.metrics.cluster_queue_nominal_quota.labels(**labels).set(
+                        parse_quantity(resource["nominal"]) / scale
+                    )
+
+    async def _write_queue_status(self, state: LocalState, pending: dict[str, int]) -> None:
+        raw_queues = {str((q.get("metadata") or {}).get("name", "")): q for q in self.world.cluster_queues.store}
+        patches = queue_status_patches(state, raw_queues, pending=pending, now=dt.datetime.now(dt.UTC))
+        for name, status in patches.items():
+            raw = raw_queues[name]
+            body = {
+                "metadata": {"resourceVersion": (raw.get("metadata") or {}).get("resourceVersion")},
+                "status": status,
+            }
+            try:
+                await self.api.patch_status(r.CLUSTER_QUEUES, name, body, field_manager="kfed-agent")
+            except (Conflict, NotFound):
+                self.trigger.pull()
+            except KubeError as exc:
+                self._log.warning("cluster_queue.status_failed", queue=name, error=str(exc)[:300])

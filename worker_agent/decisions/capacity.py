@@ -1,0 +1,72 @@
+"""The contents of the worker's ClusterCapacity report: per ClusterQueue and flavor, nominal quota, usage, free
+quota and borrowing headroom per resource, plus which ClusterQueue each LocalQueue feeds.
+
+Computed from the same snapshot local admission uses, after the pass's admissions, so the report never disagrees
+with what the agent just admitted. ``free`` is ``nominal - usage`` (never negative); ``borrowingHeadroom`` (only
+for ClusterQueues in a cohort) is what the queue could take now beyond its free nominal quota, i.e. the core's
+``available`` minus ``free``. Generation and time are the publisher's business; this module is pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from federation.admission.flavors import format_amount
+from federation.admission.snapshot import ClusterQueueNode
+from worker_agent.decisions.local_state import LocalState
+
+Obj = dict[str, Any]
+
+
+def _flavor_entries(state: LocalState, node: ClusterQueueNode) -> list[Obj]:
+    snapshot = state.snapshot
+    in_cohort = node.parent is not None
+    entries: list[Obj] = []
+    for group in node.spec.resource_groups:
+        for flavor in group.flavors:
+            resources: list[Obj] = []
+            for quota in flavor.resources:
+                key = (flavor.name, quota.name)
+                usage = max(0, node.usage.get(key, 0))
+                free = max(0, quota.nominal - usage)
+                entry: Obj = {
+                    "name": quota.name,
+                    "nominal": format_amount(quota.name, quota.nominal),
+                    "usage": format_amount(quota.name, usage),
+                    "free": format_amount(quota.name, free),
+                }
+                if in_cohort:
+                    headroom = max(0, snapshot.available(node, key) - free)
+                    entry["borrowingHeadroom"] = format_amount(quota.name, headroom)
+                resources.append(entry)
+            entries.append({"name": flavor.name, "resources": resources})
+    return entries
+
+
+def capacity_status(state: LocalState, *, pending_counts: Mapping[str, int]) -> Obj:
+    """``status`` of ClusterCapacity without ``generation`` and ``observedTime`` (the publisher adds them)."""
+    queues: list[Obj] = []
+    for name in sorted(state.snapshot.cluster_queues):
+        node = state.snapshot.cluster_queues[name]
+        entry: Obj = {"name": name}
+        if node.spec.cohort:
+            entry["cohortName"] = node.spec.cohort
+        entry["active"] = node.inactive_reason is None
+        entry["pendingWorkloads"] = pending_counts.get(name, 0)
+        entry["flavors"] = _flavor_entries(state, node)
+        queues.append(entry)
+    routes = [
+        {"namespace": lq.namespace, "name": lq.name, "clusterQueue": lq.cluster_queue}
+        for lq in sorted(state.local_queues.values(), key=lambda q: (q.namespace, q.name))
+        if lq.cluster_queue
+    ]
+    return {"clusterQueues": queues, "localQueues": routes}
+
+
+def pending_counts(state: LocalState, admitted_keys: set[str]) -> dict[str, int]:
+    """Pending workloads per ClusterQueue after a pass that admitted ``admitted_keys``."""
+    return {
+        name: sum(1 for workload, _ in items if workload.key not in admitted_keys)
+        for name, items in state.pending.items()
+    }

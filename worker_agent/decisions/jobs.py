@@ -1,0 +1,122 @@
+"""The Job side of the protocol: start a prebuilt-workload Job once its Workload is admitted, finish the Workload
+once the Job ends.
+
+Starting is one Job write: the assigned flavors' ``nodeLabels`` are merged into each pod template's
+``nodeSelector`` and their ``tolerations`` appended (Kueue's "run with pod set info"), together with
+``spec.suspend: false``. Ending is one Workload status write: ``Finished=True`` with reason ``Succeeded`` or
+``Failed`` and the Job condition's message, which releases the workload's quota.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from federation.api.labels import PREBUILT_WORKLOAD_LABEL
+from federation.api.workload import FINISHED
+from federation.conditions import conditions_of, set_condition
+from federation.protocol import REASON_FAILED, REASON_SUCCEEDED
+from worker_agent.decisions.quotas import FlavorInfo
+from worker_agent.decisions.workloads import FINISHED_STATE, is_admitted, workload_state
+
+Obj = dict[str, Any]
+
+JOB_SUCCEEDED_MESSAGE = "Job finished successfully"
+
+
+@dataclass(frozen=True, slots=True)
+class StartJob:
+    """Merge-patch ``patch`` into the Job (at its resourceVersion)."""
+
+    patch: Obj
+    flavors: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FinishWorkload:
+    """Merge ``status`` into the Workload; ``reason`` is Succeeded or Failed."""
+
+    status: Obj
+    reason: str
+    message: str
+
+
+def prebuilt_workload_name(job: Mapping[str, Any]) -> str | None:
+    labels = (job.get("metadata") or {}).get("labels") or {}
+    name = labels.get(PREBUILT_WORKLOAD_LABEL)
+    return str(name) if name else None
+
+
+def job_finished(job: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(reason, message)`` when the Job has a true Complete or Failed condition."""
+    for condition in conditions_of(job):
+        if condition.get("status") != "True":
+            continue
+        if condition.get("type") == "Complete":
+            return REASON_SUCCEEDED, str(condition.get("message") or JOB_SUCCEEDED_MESSAGE)
+        if condition.get("type") == "Failed":
+            reason = str(condition.get("reason") or "")
+            message = str(condition.get("message") or "")
+            return REASON_FAILED, message or (f"Job failed: {reason}" if reason else "Job failed")
+    return None
+
+
+def finish_decision(job: Mapping[str, Any], workload: Mapping[str, Any], *, now: dt.datetime) -> FinishWorkload | None:
+    """Finish the workload when the Job ended and the workload is not finished yet."""
+    ended = job_finished(job)
+    if ended is None or workload_state(workload) == FINISHED_STATE:
+        return None
+    reason, message = ended
+    conditions, _ = set_condition(
+        conditions_of(workload), condition_type=FINISHED, status=True, reason=reason, message=message, now=now
+    )
+    return FinishWorkload({"conditions": conditions}, reason, message)
+
+
+def start_decision(
+    job: Mapping[str, Any], workload: Mapping[str, Any], *, flavors: Mapping[str, FlavorInfo]
+) -> StartJob | None:
+    """Unsuspend a suspended Job whose workload is admitted, with its flavors' node labels and tolerations.
+
+    Pod sets map to pod templates by position: a batch/v1 Job has one pod template and its workload one pod set.
+    Raises ``KeyError`` naming a ResourceFlavor the assignment uses that does not exist (the caller reports it).
+    """
+    spec = job.get("spec") or {}
+    if spec.get("suspend") is not True or not is_admitted(workload) or job_finished(job) is not None:
+        return None
+    if workload_state(workload) == FINISHED_STATE:
+        return None
+    assignments = ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
+    used = list(dict.fromkeys(str(f) for a in assignments[:1] for f in (a.get("flavors") or {}).values()))
+    node_selector: dict[str, str] = {}
+    tolerations: list[Obj] = []
+    for name in used:
+        flavor = flavors.get(name)
+        if flavor is None:
+            raise KeyError(name)
+        node_selector.update(flavor.spec.node_labels)
+        tolerations.extend(flavor.tolerations)
+    pod_spec = (spec.get("template") or {}).get("spec") or {}
+    template_patch: Obj = {}
+    if node_selector:
+        template_patch["nodeSelector"] = node_selector  # merge patch: keys are merged into the existing map
+    existing = list(pod_spec.get("tolerations") or [])
+    missing = [t for t in tolerations if t not in existing]
+    if missing:
+        template_patch["tolerations"] = existing + missing  # merge patch replaces lists: send the whole list
+    patch: Obj = {"spec": {"suspend": False}}
+    if template_patch:
+        patch["spec"]["template"] = {"spec": template_patch}
+    return StartJob(patch, tuple(used))
+
+
+__all__ = [
+    "FinishWorkload",
+    "StartJob",
+    "finish_decision",
+    "job_finished",
+    "prebuilt_workload_name",
+    "start_decision",
+]

@@ -1,0 +1,157 @@
+"""The worker's quota state as one admission-core snapshot, built from what the agent's caches hold.
+
+Every Workload is classified once: finished ones are ignored, quota-holding ones charge their ClusterQueue (so
+quota is released exactly when a workload finishes or disappears), and pending ones are resolved through their
+LocalQueue to a ClusterQueue — or get the reason they cannot be (missing LocalQueue, stopped LocalQueue, namespace
+not selected by the ClusterQueue, malformed pod sets). The same snapshot feeds admission, the capacity report
+and the ClusterQueue status, so all three always agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from federation.admission import model as core
+from federation.admission.snapshot import Snapshot
+from federation.protocol import REASON_INADMISSIBLE
+from worker_agent.decisions.quotas import FlavorInfo, QueueInfo, selector_matches
+from worker_agent.decisions.workloads import (
+    FINISHED_STATE,
+    PENDING,
+    RESERVED,
+    core_workload,
+    reserved_at,
+    reserved_cluster_queue,
+    reserved_usage,
+    workload_key,
+    workload_state,
+)
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class LocalQueueInfo:
+    namespace: str
+    name: str
+    cluster_queue: str
+    stopped: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """A pending workload that cannot reach the admission core, with Kueue's reason and a message."""
+
+    raw: Obj
+    reason: str
+    message: str
+
+
+@dataclass(slots=True)
+class LocalState:
+    """Snapshot (quota-holding workloads charged) plus the pending workloads per ClusterQueue."""
+
+    snapshot: Snapshot
+    queues: Mapping[str, QueueInfo]
+    local_queues: Mapping[str, LocalQueueInfo]
+    pending: dict[str, list[tuple[core.Workload, Obj]]] = field(default_factory=dict)
+    blocked: list[Blocked] = field(default_factory=list)
+    reserving: dict[str, list[Obj]] = field(default_factory=dict)
+    """Quota-holding, unfinished workloads per ClusterQueue."""
+
+
+def local_queue_info(raw: Mapping[str, Any]) -> LocalQueueInfo:
+    meta = raw.get("metadata") or {}
+    spec = raw.get("spec") or {}
+    return LocalQueueInfo(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        cluster_queue=str(spec.get("clusterQueue") or ""),
+        stopped=(spec.get("stopPolicy") or "None") != "None",
+    )
+
+
+def build_local_state(
+    *,
+    flavors: Mapping[str, FlavorInfo],
+    queues: Mapping[str, QueueInfo],
+    cohorts: Iterable[core.CohortSpec],
+    local_queues: Iterable[LocalQueueInfo],
+    namespace_labels: Mapping[str, Mapping[str, str]],
+    workloads: Iterable[Mapping[str, Any]],
+) -> LocalState:
+    usable = [info.spec for info in queues.values() if info.spec is not None]
+    snapshot = Snapshot(cluster_queues=usable, cohorts=cohorts, flavors=[flavor.spec for flavor in flavors.values()])
+    for info in queues.values():
+        node = snapshot.cluster_queues.get(info.name)
+        missing = [name for name in info.flavor_names if name not in flavors]
+        if node is not None and missing and node.inactive_reason is None:
+            node.inactive_reason = f"references missing ResourceFlavor(s): {', '.join(missing)}"
+    by_key = {f"{lq.namespace}/{lq.name}": lq for lq in local_queues}
+    state = LocalState(snapshot, queues, by_key)
+    for raw in workloads:
+        _classify(state, dict(raw), namespace_labels)
+    for pending in state.pending.values():
+        pending.sort(key=lambda item: (-item[0].priority, item[0].ordering_time, item[0].key))
+    return state
+
+
+def _classify(state: LocalState, raw: Obj, namespace_labels: Mapping[str, Mapping[str, str]]) -> None:
+    kind = workload_state(raw)
+    if kind == FINISHED_STATE:
+        return
+    if kind == RESERVED:
+        _charge(state, raw)
+        return
+    if kind != PENDING:
+        return
+    meta, spec = raw.get("metadata") or {}, raw.get("spec") or {}
+    namespace, queue_name = str(meta.get("namespace", "")), str(spec.get("queueName") or "")
+    if not queue_name:
+        state.blocked.append(Blocked(raw, REASON_INADMISSIBLE, "Workload has no spec.queueName (LocalQueue)"))
+        return
+    local_queue = state.local_queues.get(f"{namespace}/{queue_name}")
+    if local_queue is None:
+        state.blocked.append(Blocked(raw, REASON_INADMISSIBLE, f"LocalQueue {queue_name} doesn't exist"))
+        return
+    if local_queue.stopped:
+        state.blocked.append(Blocked(raw, REASON_INADMISSIBLE, f"LocalQueue {queue_name} is inactive"))
+        return
+    queue = state.queues.get(local_queue.cluster_queue)
+    if queue is None:
+        message = f"ClusterQueue {local_queue.cluster_queue} doesn't exist"
+        state.blocked.append(Blocked(raw, REASON_INADMISSIBLE, message))
+        return
+    if queue.spec is None:
+        message = f"ClusterQueue {queue.name} is inactive: {queue.problem}"
+        state.blocked.append(Blocked(raw, REASON_INADMISSIBLE, message))
+        return
+    if not selector_matches(queue.namespace_selector, namespace_labels.get(namespace, {})):
+        state.blocked.append(
+            Blocked(raw, REASON_INADMISSIBLE, "Workload namespace doesn't match ClusterQueue selector")
+        )
+        return
+    try:
+        workload = core_workload(raw, cluster_queue=queue.name)
+    except (ValueError, TypeError) as exc:
+        state.blocked.append(Blocked(raw, REASON_INADMISSIBLE, f"Workload pod sets cannot be read: {exc}"))
+        return
+    state.pending.setdefault(queue.name, []).append((workload, raw))
+
+
+def _charge(state: LocalState, raw: Obj) -> None:
+    queue_name = reserved_cluster_queue(raw)
+    if queue_name is None or queue_name not in state.snapshot.cluster_queues:
+        return  # its ClusterQueue is gone: nothing left to charge
+    try:
+        usage = reserved_usage(raw)
+    except (ValueError, TypeError):
+        return
+    key = workload_key(raw)
+    if state.snapshot.admitted(key) is not None:
+        return
+    workload = core.Workload(key=key, cluster_queue=queue_name, pod_sets=())
+    state.snapshot.add_workload(core.AdmittedWorkload(workload, usage, reserved_at(raw)))
+    state.reserving.setdefault(queue_name, []).append(raw)

@@ -1,0 +1,86 @@
+"""Local ClusterQueue status the way Kueue reports it: workload counts, flavor reservation/usage, Active.
+
+On a worker every reservation is an admission (no admission checks), so ``flavorsReservation`` equals
+``flavorsUsage`` and ``reservingWorkloads`` equals ``admittedWorkloads``. The agent writes the status only when
+it differs from what the ClusterQueue already shows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from federation.admission.flavors import format_amount
+from federation.admission.snapshot import ClusterQueueNode
+from federation.conditions import conditions_of, set_condition
+from worker_agent.decisions.local_state import LocalState
+
+Obj = dict[str, Any]
+
+ACTIVE = "Active"
+
+
+def _flavor_usage(node: ClusterQueueNode) -> list[Obj]:
+    usages: list[Obj] = []
+    for group in node.spec.resource_groups:
+        for flavor in group.flavors:
+            resources = []
+            for quota in flavor.resources:
+                used = max(0, node.usage.get((flavor.name, quota.name), 0))
+                resources.append(
+                    {
+                        "name": quota.name,
+                        "total": format_amount(quota.name, used),
+                        "borrowed": format_amount(quota.name, max(0, used - quota.nominal)),
+                    }
+                )
+            usages.append({"name": flavor.name, "resources": resources})
+    return usages
+
+
+def _active(node: ClusterQueueNode) -> tuple[str, str, str]:
+    reason = node.inactive_reason
+    if reason is None:
+        return "True", "Ready", "Can admit new workloads"
+    if node.spec.stopped:
+        return "False", "Stopped", "Can't admit new workloads: is stopped"
+    if "missing ResourceFlavor" in reason:
+        return "False", "FlavorNotFound", f"Can't admit new workloads: {reason}"
+    return "False", "CohortCycle", f"Can't admit new workloads: {reason}"
+
+
+def queue_status_patches(
+    state: LocalState, raw_queues: Mapping[str, Mapping[str, Any]], *, pending: Mapping[str, int], now: dt.datetime
+) -> dict[str, Obj]:
+    """ClusterQueue name → ``status`` to merge, for every queue whose status would change."""
+    patches: dict[str, Obj] = {}
+    for name, node in state.snapshot.cluster_queues.items():
+        raw = raw_queues.get(name)
+        if raw is None:
+            continue
+        reserving = len(state.reserving.get(name, ()))
+        usage = _flavor_usage(node)
+        status, reason, message = _active(node)
+        generation = (raw.get("metadata") or {}).get("generation")
+        conditions, _ = set_condition(
+            conditions_of(raw),
+            condition_type=ACTIVE,
+            status=status == "True",
+            reason=reason,
+            message=message,
+            now=now,
+            observed_generation=generation if isinstance(generation, int) else None,
+        )
+        desired: Obj = {
+            "pendingWorkloads": pending.get(name, 0),
+            "reservingWorkloads": reserving,
+            "admittedWorkloads": reserving,
+            "flavorsReservation": usage,
+            "flavorsUsage": usage,
+            "conditions": conditions,
+        }
+        current = raw.get("status") or {}
+        if any(current.get(field) != value for field, value in desired.items()):
+            patches[name] = desired
+    return patches

@@ -1,0 +1,145 @@
+"""Adapters from raw Workload objects to the admission core: pod-set requests, scheduling constraints, usage.
+
+Workloads are the hot path (thousands per worker), so they stay plain dicts and are read by path. Per-pod
+requests are Kubernetes' effective requests (``federation.podspec``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from federation.admission import model as core
+from federation.api.workload import ADMITTED, FINISHED, QUOTA_RESERVED
+from federation.conditions import find_condition, is_true, parse_time
+from federation.podspec import pod_requests
+from federation.quantity import parse_quantity
+
+Obj = dict[str, Any]
+
+PENDING, RESERVED, FINISHED_STATE, INACTIVE = "pending", "reserved", "finished", "inactive"
+
+
+def workload_key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def workload_state(obj: Mapping[str, Any]) -> str:
+    """``finished`` (holds nothing), ``reserved`` (holds quota), ``inactive`` (spec.active false) or ``pending``."""
+    if is_true(obj, FINISHED):
+        return FINISHED_STATE
+    if is_true(obj, QUOTA_RESERVED):
+        return RESERVED
+    if (obj.get("spec") or {}).get("active") is False:
+        return INACTIVE
+    return PENDING
+
+
+def is_admitted(obj: Mapping[str, Any]) -> bool:
+    status = obj.get("status") or {}
+    return bool(status.get("admission")) and is_true(obj, QUOTA_RESERVED) and is_true(obj, ADMITTED)
+
+
+def _required_affinity(pod_spec: Mapping[str, Any]) -> tuple[tuple[core.NodeSelectorRequirement, ...], ...]:
+    node_affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = []
+    for term in required.get("nodeSelectorTerms") or ():
+        terms.append(
+            tuple(
+                core.NodeSelectorRequirement(
+                    key=str(expr.get("key", "")),
+                    operator=expr.get("operator", "In"),
+                    values=tuple(str(v) for v in expr.get("values") or ()),
+                )
+                for expr in term.get("matchExpressions") or ()
+            )
+        )
+    return tuple(terms)
+
+
+def _tolerations(pod_spec: Mapping[str, Any]) -> tuple[core.Toleration, ...]:
+    return tuple(
+        core.Toleration(
+            key=str(t.get("key") or ""),
+            operator="Exists" if t.get("operator") == "Exists" else "Equal",
+            value=str(t.get("value") or ""),
+            effect=str(t.get("effect") or ""),
+        )
+        for t in pod_spec.get("tolerations") or ()
+    )
+
+
+def core_pod_set(raw: Mapping[str, Any]) -> core.PodSet:
+    """One ``spec.podSets[]`` entry; raises ``ValueError`` on an unparsable quantity."""
+    template = raw.get("template") or {}
+    pod_spec = template.get("spec") or {}
+    min_count = raw.get("minCount")
+    return core.PodSet(
+        name=str(raw.get("name") or "main"),
+        count=int(raw.get("count", 1)),
+        requests=pod_requests(pod_spec),
+        min_count=int(min_count) if min_count is not None else None,
+        node_selector=dict(pod_spec.get("nodeSelector") or {}),
+        required_affinity=_required_affinity(pod_spec),
+        tolerations=_tolerations(pod_spec),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedWorkload:
+    """A pending workload resolved to its ClusterQueue, ready for the core."""
+
+    workload: core.Workload
+    raw: Obj
+
+
+def core_workload(obj: Mapping[str, Any], *, cluster_queue: str) -> core.Workload:
+    """The core's view of a workload; raises ``ValueError`` on malformed pod sets."""
+    spec = obj.get("spec") or {}
+    meta = obj.get("metadata") or {}
+    return core.Workload(
+        key=workload_key(obj),
+        cluster_queue=cluster_queue,
+        pod_sets=tuple(core_pod_set(ps) for ps in spec.get("podSets") or ()),
+        priority=int(spec.get("priority") or 0),
+        creation_time=epoch_seconds(meta.get("creationTimestamp")) or 0.0,
+    )
+
+
+def reserved_usage(obj: Mapping[str, Any]) -> dict[core.FlavorResource, int]:
+    """What a quota-holding workload uses, from ``status.admission`` (``resourceUsage`` per assigned flavor)."""
+    usage: dict[core.FlavorResource, int] = {}
+    admission = (obj.get("status") or {}).get("admission") or {}
+    for assignment in admission.get("podSetAssignments") or ():
+        flavors = assignment.get("flavors") or {}
+        for resource, quantity in (assignment.get("resourceUsage") or {}).items():
+            flavor = flavors.get(resource)
+            if flavor is None:
+                continue
+            key = (str(flavor), str(resource))
+            usage[key] = usage.get(key, 0) + parse_quantity(str(quantity))
+    return usage
+
+
+def reserved_cluster_queue(obj: Mapping[str, Any]) -> str | None:
+    admission = (obj.get("status") or {}).get("admission") or {}
+    queue = admission.get("clusterQueue")
+    return str(queue) if queue else None
+
+
+def epoch_seconds(text: object) -> float | None:
+    """Seconds since the epoch of an RFC 3339 timestamp, or None when absent or malformed."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return parse_time(text).timestamp()
+    except ValueError:
+        return None
+
+
+def reserved_at(obj: Mapping[str, Any]) -> float:
+    found = find_condition(obj, QUOTA_RESERVED)
+    return (epoch_seconds(found.get("lastTransitionTime")) if found else None) or 0.0

@@ -1,0 +1,205 @@
+"""The agent's main loop: local admission of pending Workloads, then starting and finishing prebuilt Jobs.
+
+Level-triggered: any change in a watched kind pulls the trigger; one pass recomputes everything from the caches
+(plus the overlay of the agent's own fresh writes) and writes only what differs. Writes carry the resourceVersion
+they were decided on, so a concurrent change makes them fail with Conflict instead of overwriting it; the change
+that caused the conflict pulls the trigger again. A pass holds ``lock`` so the capacity publisher never reports
+a snapshot taken in the middle of admissions (see ``capacity_publisher``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import structlog
+
+from federation.kube import resources as r
+from federation.kube.errors import Conflict, KubeError, NotFound
+from federation.obs.metrics import Metrics
+from worker_agent.decisions.admission import WorkloadUpdate, plan_admissions
+from worker_agent.decisions.jobs import finish_decision, prebuilt_workload_name, start_decision
+from worker_agent.events import EventRecorder
+from worker_agent.trigger import Trigger
+from worker_agent.world import World
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+WRITE_CONCURRENCY = 16
+COALESCE_SECONDS = 0.005
+
+
+def _name(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
+def _versioned(obj: Obj, body: Obj) -> Obj:
+    """``body`` with the resourceVersion precondition of ``obj``."""
+    return {"metadata": {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion")}, **body}
+
+
+class Reconciler:
+    def __init__(
+        self,
+        world: World,
+        *,
+        cluster: str,
+        events: EventRecorder,
+        metrics: Metrics,
+        lock: anyio.Lock,
+        on_admitted: Callable[[float], None] = lambda _: None,
+        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    ) -> None:
+        self.world = world
+        self.api = world.api
+        self.cluster = cluster
+        self.events = events
+        self.metrics = metrics
+        self.lock = lock
+        self.on_admitted = on_admitted
+        self.clock = clock
+        self.trigger = Trigger()
+        self.passes = 0
+        self._log = log.bind(cluster=cluster)
+
+    async def run(self) -> None:
+        self.trigger.pull()
+        while True:
+            await self.trigger.wait()
+            await anyio.sleep(COALESCE_SECONDS)
+            async with self.lock:
+                try:
+                    await self.admission_pass()
+                    await self.job_pass()
+                except Exception:  # a bug in one pass must not stop the agent; the next change retries
+                    self._log.exception("agent.pass_failed")
+            self.passes += 1
+
+    # -- admission ------------------------------------------------------------------------------------------
+
+    async def admission_pass(self) -> None:
+        state = self.world.local_state()
+        now = self.clock()
+        updates = plan_admissions(state, now=now)
+        if not updates:
+            return
+        limiter = anyio.CapacityLimiter(WRITE_CONCURRENCY)
+        async with anyio.create_task_group() as tg:
+            for update in updates:
+                tg.start_soon(self._limited, limiter, self._write_admission, update, now)
+
+    @staticmethod
+    async def _limited(limiter: anyio.CapacityLimiter, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        async with limiter:
+            await fn(*args)
+
+    async def _write_admission(self, update: WorkloadUpdate, now: dt.datetime) -> None:
+        bound = self._log.bind(workload=update.key, queue=update.cluster_queue)
+        written = await self._patch_status(r.WORKLOADS, update.raw, {"status": update.status}, bound)
+        if written is None:
+            return
+        self.world.workload_writes.remember(written)
+        queue = update.cluster_queue or ""
+        if update.outcome == "admitted":
+            self.metrics.admission_attempts.labels(result="success").inc()
+            self.metrics.quota_reserved_workloads.labels(cluster_queue=queue).inc()
+            self.metrics.admitted_workloads.labels(cluster_queue=queue).inc()
+            created = (update.raw.get("metadata") or {}).get("creationTimestamp")
+            if created:
+                waited = now.timestamp() - dt.datetime.fromisoformat(str(created).replace("Z", "+00:00")).timestamp()
+                self.metrics.admission_wait_time.labels(cluster_queue=queue).observe(max(0.0, waited))
+            self.on_admitted(now.timestamp())
+            bound.info("workload.admitted", flavors=_flavors(update.status))
+        else:
+            self.metrics.admission_attempts.labels(result="inadmissible").inc()
+            bound.info("workload.pending", message=update.message)
+        for event in update.events:
+            self.events.emit(
+                written, reason=event.reason, note=event.message, action="Admission", event_type=event.event_type
+            )
+
+    async def _patch_status(self, resource: r.Resource, obj: Obj, body: Obj, bound: Any) -> Obj | None:
+        namespace, name = _name(obj)
+        try:
+            return await self.api.patch_status(
+                resource, name, _versioned(obj, body), namespace=namespace or None, field_manager="kfed-agent"
+            )
+        except Conflict:
+            bound.debug("agent.write_conflict", resource=resource.label)
+            self.trigger.pull()
+        except NotFound:
+            bound.debug("agent.write_gone", resource=resource.label)
+        except KubeError as exc:
+            bound.warning("agent.write_failed", resource=resource.label, error=str(exc)[:300])
+            self.trigger.pull()
+        return None
+
+    # -- jobs -----------------------------------------------------------------------------------------------
+
+    async def job_pass(self) -> None:
+        flavors = None
+        now = self.clock()
+        for job in list(self.world.all_jobs()):
+            name = prebuilt_workload_name(job)
+            namespace, job_name = _name(job)
+            if name is None:
+                continue
+            workload = self.world.workload(namespace, name)
+            if workload is None:
+                continue
+            bound = self._log.bind(job=f"{namespace}/{job_name}", workload=f"{namespace}/{name}")
+            finish = finish_decision(job, workload, now=now)
+            if finish is not None:
+                written = await self._patch_status(r.WORKLOADS, workload, {"status": finish.status}, bound)
+                if written is not None:
+                    self.world.workload_writes.remember(written)
+                    queue = ((written.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+                    self.metrics.finished_workloads.labels(cluster_queue=queue).inc()
+                    bound.info("workload.finished", reason=finish.reason, message=finish.message)
+                    note = f"Workload '{namespace}/{name}' is declared finished: {finish.message}"
+                    self.events.emit(written, reason="Finished", note=note, action="Finish")
+                continue
+            if flavors is None:
+                flavors = self.world.flavor_infos()
+            try:
+                start = start_decision(job, workload, flavors=flavors)
+            except KeyError as missing:
+                message = f"ResourceFlavor {missing.args[0]} assigned to the workload doesn't exist"
+                bound.warning("job.start_blocked", message=message)
+                self.events.emit(job, reason="FlavorNotFound", note=message, action="Start", event_type="Warning")
+                continue
+            if start is None:
+                continue
+            queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+            await self._start_job(job, start.patch, start.flavors, queue=str(queue), bound=bound)
+
+    async def _start_job(self, job: Obj, patch: Obj, flavors: tuple[str, ...], *, queue: str, bound: Any) -> None:
+        namespace, name = _name(job)
+        started = time.monotonic()
+        try:
+            written = await self.api.patch(
+                r.JOBS, name, _versioned(job, patch), namespace=namespace, field_manager="kfed-agent"
+            )
+        except Conflict:
+            self.trigger.pull()
+            return
+        except NotFound:
+            return
+        except KubeError as exc:
+            bound.warning("job.start_failed", error=str(exc)[:300])
+            self.events.emit(job, reason="StartFailed", note=str(exc)[:1000], action="Start", event_type="Warning")
+            self.trigger.pull()
+            return
+        self.world.job_writes.remember(written)
+        bound.info("job.started", flavors=list(flavors), seconds=round(time.monotonic() - started, 3))
+        self.events.emit(written, reason="Started", note=f"Admitted by clusterQueue {queue}", action="Start")
+
+
+def _flavors(status: Obj) -> list[str]:
+    admission = status.get("admission") or {}
+    return sorted({f for psa in admission.get("podSetAssignments") or () for f in (psa.get("flavors") or {}).values()})

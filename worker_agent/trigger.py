@@ -1,0 +1,23 @@
+"""A coalescing wake-up: many ``pull()`` calls between two waits become one pass of a level-triggered loop."""
+
+from __future__ import annotations
+
+import anyio
+
+
+class Trigger:
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+
+    def pull(self, *_: object) -> None:
+        """Request a pass (usable directly as a watch-cache handler)."""
+        self._event.set()
+
+    @property
+    def pulled(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        """Wait for a request, then reset so requests made during the pass cause another one."""
+        await self._event.wait()
+        self._event = anyio.Event()
