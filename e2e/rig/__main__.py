@@ -53,6 +53,7 @@ def main(argv: list[str]) -> int:
             workers=args.workers,
             default_shape=NodeShape(count=args.nodes_per_worker),
             job_seconds=args.job_seconds,
+            controllers=not args.no_controllers,
         )
         fed = Federation(args.dir, bins, spec, die_with_parent=False)
         seconds = fed.up()

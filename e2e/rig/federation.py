@@ -43,6 +43,8 @@ class FederationSpec:
     default_shape: NodeShape = field(default_factory=NodeShape)
     job_seconds: float = 5.0
     node_monitor_grace_seconds: int = 40
+    controllers: bool = False
+    """Also start kfed-manager and one kfed-agent per worker (with the MultiKueue objects they need)."""
 
     def shape(self, worker: str) -> NodeShape:
         return self.node_shapes.get(worker, self.default_shape)
@@ -55,6 +57,8 @@ class Federation:
         self.directory = directory.resolve()
         self.bin_dir = bin_dir
         self.spec = spec
+        self.die_with_parent = die_with_parent
+        self.controller_records: list[ProcessRecord] = []
         names = [MANAGER] + [worker_name(i) for i in range(1, spec.workers + 1)]
         self.clusters: dict[str, LocalCluster] = {
             name: LocalCluster(
@@ -106,13 +110,27 @@ class Federation:
                 self.kubectl(name, "wait", "--for=condition=Ready", "node", "--all", "--timeout=90s")
             for name in self.clusters:
                 self._wait_default_service_account(name)
+            if self.spec.controllers:
+                self.start_controllers()
         except BaseException:
             self.down()
             raise
         return time.monotonic() - started
 
+    def start_controllers(self) -> None:
+        from e2e.rig.controllers import start_controllers
+
+        self.controller_records = start_controllers(self)
+        self._save_state()
+
+    def stop_controllers(self) -> list[str]:
+        left = stop_records(self.controller_records)
+        self.controller_records = []
+        self._save_state()
+        return left
+
     def down(self) -> list[str]:
-        left: list[str] = []
+        left: list[str] = self.stop_controllers()
         for cluster in reversed(list(self.clusters.values())):
             left += cluster.stop()
         self._save_state()
@@ -182,6 +200,7 @@ class Federation:
 
     def _save_state(self) -> None:
         records = [r.to_json() for c in self.clusters.values() for r in c.records]
+        records += [r.to_json() for r in self.controller_records]
         state = {
             "clusters": {
                 name: {"server": c.server, "kubeconfig": str(self.kubeconfig(name))}

@@ -1,0 +1,160 @@
+"""kfed itself on the rig: MultiKueue objects and kubeconfig Secrets on the manager, then kfed-manager and one
+kfed-agent per worker as local processes (logs under ``DIR/logs/``), stopped with the rig.
+
+The objects follow Kueue's MultiKueue setup: an AdmissionCheck with controllerName kueue.x-k8s.io/multikueue
+pointing at a MultiKueueConfig that lists one MultiKueueCluster per worker, each reading its kubeconfig from a
+Secret in the manager's namespace.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from e2e.rig.cluster import RigError
+from e2e.rig.ports import free_port
+from e2e.rig.processes import ProcessRecord, start_process
+
+if TYPE_CHECKING:
+    from e2e.rig.federation import Federation
+
+KFED_NAMESPACE = "kfed-system"
+ADMISSION_CHECK = "kfed-multikueue"
+MULTIKUEUE_CONFIG = "kfed"
+
+
+def multikueue_objects(workers: list[str], kubeconfigs: dict[str, str]) -> list[dict[str, Any]]:
+    """Namespace, Secrets, MultiKueueClusters, MultiKueueConfig and AdmissionCheck for the manager cluster."""
+    docs: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KFED_NAMESPACE}}]
+    for worker in workers:
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": f"{worker}-kubeconfig", "namespace": KFED_NAMESPACE},
+                "data": {"kubeconfig": base64.b64encode(kubeconfigs[worker].encode()).decode()},
+            }
+        )
+        docs.append(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "MultiKueueCluster",
+                "metadata": {"name": worker},
+                "spec": {
+                    "clusterSource": {"kubeConfig": {"locationType": "Secret", "location": f"{worker}-kubeconfig"}}
+                },
+            }
+        )
+    docs.append(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "MultiKueueConfig",
+            "metadata": {"name": MULTIKUEUE_CONFIG},
+            "spec": {"clusters": workers},
+        }
+    )
+    docs.append(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "AdmissionCheck",
+            "metadata": {"name": ADMISSION_CHECK},
+            "spec": {
+                "controllerName": "kueue.x-k8s.io/multikueue",
+                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": MULTIKUEUE_CONFIG},
+            },
+        }
+    )
+    return docs
+
+
+def _script(name: str) -> str:
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        raise RigError(f"{path} not found; install kfed into this environment (`make venv`)")
+    return str(path)
+
+
+def start_controllers(fed: Federation) -> list[ProcessRecord]:
+    """Create the MultiKueue objects, start kfed-manager and the agents, and wait until all are ready."""
+    kubeconfigs = {w: fed.kubeconfig(w).read_text() for w in fed.workers}
+    fed.kubectl(
+        "manager",
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": multikueue_objects(fed.workers, kubeconfigs)}),
+    )
+    for worker in fed.workers:
+        fed.kubectl(worker, "create", "namespace", KFED_NAMESPACE, check=False)
+    launched: list[tuple[str, int, ProcessRecord, Any]] = []
+    logs = fed.directory / "logs"
+    common = ["--log-format", "json", "--namespace", KFED_NAMESPACE, "--health-address", "127.0.0.1"]
+    port = free_port()
+    proc, record = start_process(
+        "kfed-manager",
+        [
+            _script("kfed-manager"),
+            "--kubeconfig",
+            str(fed.kubeconfig("manager")),
+            "--health-port",
+            str(port),
+            "--gc-interval",
+            "10",
+            *common,
+        ],
+        log_path=logs / "kfed-manager.log",
+        die_with_parent=fed.die_with_parent,
+    )
+    launched.append(("kfed-manager", port, record, proc))
+    for worker in fed.workers:
+        port = free_port()
+        proc, record = start_process(
+            f"kfed-agent-{worker}",
+            [
+                _script("kfed-agent"),
+                "--kubeconfig",
+                str(fed.kubeconfig(worker)),
+                "--cluster-name",
+                worker,
+                "--health-port",
+                str(port),
+                *common,
+            ],
+            log_path=logs / f"kfed-agent-{worker}.log",
+            die_with_parent=fed.die_with_parent,
+        )
+        launched.append((f"kfed-agent-{worker}", port, record, proc))
+    for name, port, _record, proc in launched:
+        _wait_ready(name, port, proc, log=logs / f"{name}.log")
+    return [record for _, _, record, _ in launched]
+
+
+def _wait_ready(name: str, port: int, proc: Any, *, log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RigError(f"{name} exited with {proc.returncode}; see {log}:\n" + _tail(log))
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except urllib.error.HTTPError as err:
+            last = err.read().decode(errors="replace")
+        except (urllib.error.URLError, OSError) as err:
+            last = str(err)
+        time.sleep(0.2)
+    raise RigError(f"{name} not ready after {timeout:.0f}s ({last.strip()}); see {log}:\n" + _tail(log))
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
