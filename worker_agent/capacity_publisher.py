@@ -85,7 +85,8 @@ class CapacityPublisher:
                 await anyio.sleep(self.debounce)
             heartbeat_due = time.monotonic() >= next_heartbeat
             try:
-                observed = await self.publish(force=heartbeat_due or follow_up is not None)
+                follow_up_due = follow_up is not None and time.monotonic() >= follow_up
+                observed = await self.publish(force=heartbeat_due or follow_up_due)
             except Exception:  # keep reporting: a failed report makes the worker stale for the manager
                 self._log.exception("capacity.publish_failed")
                 await anyio.sleep(1.0)

@@ -185,7 +185,8 @@ class Reconciler:
             written = await self.api.patch(
                 r.JOBS, name, _versioned(job, patch), namespace=namespace, field_manager="kfed-agent"
             )
-        except Conflict:
+        except Conflict:  # e.g. the Job controller just added its Suspended condition: decide again on the new one
+            bound.debug("agent.write_conflict", resource=r.JOBS.label)
             self.trigger.pull()
             return
         except NotFound:

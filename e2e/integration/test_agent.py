@@ -218,17 +218,18 @@ def dispatch(rig: Federation, namespace: str, name: str, *, queue: str, cpu: str
 
 
 def capacity_of(rig: Federation, cluster_queue: str) -> dict[str, Any] | None:
-    report = get_json(rig, "clustercapacities.kfed.io", "local")
-    for entry in ((report or {}).get("status") or {}).get("clusterQueues") or ():
+    status = (get_json(rig, "clustercapacities.kfed.io", "local") or {}).get("status") or {}
+    for entry in status.get("clusterQueues") or ():
         if entry["name"] == cluster_queue:
-            return {"generation": report["status"]["generation"], **entry}  # type: ignore[index]
+            return {"generation": status["generation"], **entry}
     return None
 
 
 def cpu_of(entry: dict[str, Any] | None) -> dict[str, Any] | None:
     if entry is None:
         return None
-    return next(r for f in entry["flavors"] for r in f["resources"] if r["name"] == "cpu")
+    found: dict[str, Any] = next(r for f in entry["flavors"] for r in f["resources"] if r["name"] == "cpu")
+    return found
 
 
 def event_reasons(rig: Federation, namespace: str, name: str) -> set[str]:
@@ -244,70 +245,59 @@ def test_dispatched_workload_is_admitted_run_and_finished(rig: Federation, agent
     wait_for("the capacity report to list the new ClusterQueue", lambda: capacity_of(rig, queues.cluster_queue))
     dispatch(rig, ns, name, queue=queues.local_queue, cpu="2")
 
-    workload = wait_for(
-        "QuotaReserved and Admitted",
-        lambda: (
-            (wl := get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns))
-            and is_true(wl, "QuotaReserved")
-            and is_true(wl, "Admitted")
-            and wl
-        ),
-    )
+    def workload_when(condition_types: tuple[str, ...]) -> dict[str, Any] | None:
+        wl = get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns)
+        return wl if wl is not None and all(is_true(wl, t) for t in condition_types) else None
+
+    def report_when(cpu_field: str, value: str) -> dict[str, Any] | None:
+        entry = capacity_of(rig, queues.cluster_queue)
+        cpu = cpu_of(entry)
+        return entry if cpu is not None and cpu[cpu_field] == value else None
+
+    def unsuspended_job() -> dict[str, Any] | None:
+        job = get_json(rig, "job", name, "-n", ns)
+        return job if job is not None and job["spec"]["suspend"] is False else None
+
+    workload = wait_for("QuotaReserved and Admitted", lambda: workload_when(("QuotaReserved", "Admitted")))
     assert workload["status"]["admission"] == {
         "clusterQueue": queues.cluster_queue,
         "podSetAssignments": [
             {"name": "main", "flavors": {"cpu": queues.flavor}, "resourceUsage": {"cpu": "2"}, "count": 1}
         ],
     }
-    reserved = condition(workload, "QuotaReserved")
-    assert reserved is not None
+    reserved = condition(workload, "QuotaReserved") or {}
     assert (reserved["reason"], reserved["message"]) == (
         "QuotaReserved",
         f"Quota reserved in ClusterQueue {queues.cluster_queue}",
     )
+    assert (condition(workload, "Admitted") or {}).get("reason") == "Admitted"
 
-    job = wait_for(
-        "the Job to be unsuspended",
-        lambda: (j := get_json(rig, "job", name, "-n", ns)) and not j["spec"]["suspend"] and j,
-    )
+    job = wait_for("the Job to be unsuspended", unsuspended_job)
     assert job["spec"]["template"]["spec"]["nodeSelector"] == {NODE_LABEL[0]: NODE_LABEL[1]}
 
-    running = wait_for(
-        "the report to show the usage",
-        lambda: (c := capacity_of(rig, queues.cluster_queue)) and cpu_of(c)["usage"] == "2" and c,
-    )  # type: ignore[index]
+    running = wait_for("the report to show the usage", lambda: report_when("usage", "2"))
     assert cpu_of(running) == {"name": "cpu", "nominal": "4", "usage": "2", "free": "2"}
-    report = get_json(rig, "clustercapacities.kfed.io", "local")
-    assert report is not None
-    assert {"namespace": ns, "name": queues.local_queue, "clusterQueue": queues.cluster_queue} in report["status"][
-        "localQueues"
-    ]
+    report = get_json(rig, "clustercapacities.kfed.io", "local") or {}
+    route = {"namespace": ns, "name": queues.local_queue, "clusterQueue": queues.cluster_queue}
+    assert route in report["status"]["localQueues"]
 
     wait_for("the Job to complete", lambda: is_true(get_json(rig, "job", name, "-n", ns), "Complete"), timeout=60)
-    finished = wait_for(
-        "Finished",
-        lambda: (wl := get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns)) and is_true(wl, "Finished") and wl,
-    )
-    assert condition(finished, "Finished")["reason"] == "Succeeded"  # type: ignore[index]
+    finished = wait_for("Finished", lambda: workload_when(("Finished",)))
+    assert (condition(finished, "Finished") or {}).get("reason") == "Succeeded"
 
-    after = wait_for(
-        "the report to show the quota free again",
-        lambda: (c := capacity_of(rig, queues.cluster_queue)) and cpu_of(c)["free"] == "4" and c,  # type: ignore[index]
-    )
+    after = wait_for("the report to show the quota free again", lambda: report_when("free", "4"))
     assert after["generation"] > running["generation"]
-    assert wait_for(
+    wait_for(
         "admission and finish Events",
-        lambda: {"QuotaReserved", "Admitted", "Finished"} <= event_reasons(rig, ns, name) or None,
+        lambda: {"QuotaReserved", "Admitted", "Finished"} <= event_reasons(rig, ns, name),
     )
-    queue = wait_for(
-        "the ClusterQueue status to settle",
-        lambda: (
-            (cq := get_json(rig, "clusterqueues.kueue.x-k8s.io", queues.cluster_queue))
-            and (cq.get("status") or {}).get("admittedWorkloads") == 0
-            and cq
-        ),
-    )
-    assert condition(queue, "Active")["status"] == "True"  # type: ignore[index]
+
+    def settled_queue() -> dict[str, Any] | None:
+        cq = get_json(rig, "clusterqueues.kueue.x-k8s.io", queues.cluster_queue)
+        return cq if cq is not None and (cq.get("status") or {}).get("admittedWorkloads") == 0 else None
+
+    queue = wait_for("the ClusterQueue status to settle", settled_queue)
+    assert (condition(queue, "Active") or {}).get("status") == "True"
 
 
 def test_workload_too_big_for_the_quota_stays_pending_with_a_reason(
@@ -323,12 +313,12 @@ def test_workload_too_big_for_the_quota_stays_pending_with_a_reason(
     assert pending["reason"] == "Pending"
     assert "insufficient quota for cpu in flavor" in pending["message"]
     assert "request > maximum capacity (8 > 4)" in pending["message"]
-    version = get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns)["metadata"]["resourceVersion"]  # type: ignore[index]
+    version = (get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns) or {})["metadata"]["resourceVersion"]
 
     def unchanged() -> bool:
-        wl = get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns)
-        job = get_json(rig, "job", name, "-n", ns)
-        return wl is not None and wl["metadata"]["resourceVersion"] == version and job["spec"]["suspend"] is True  # type: ignore[index]
+        wl = get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns) or {}
+        job = get_json(rig, "job", name, "-n", ns) or {}
+        return bool(wl) and wl["metadata"]["resourceVersion"] == version and job["spec"]["suspend"] is True
 
     holds_for("the workload staying pending without further writes and its Job suspended", unchanged, seconds=3)
     assert "Pending" in event_reasons(rig, ns, name)

@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from worker_agent.decisions.admission import plan_admissions
+from worker_agent.tests.builders import (
+    admitted_status,
+    cluster_queue,
+    flavor,
+    local_queue,
+    state,
+    workload,
+)
+
+NOW = dt.datetime(2026, 1, 1, 0, 1, tzinfo=dt.UTC)
+
+
+def plan(workloads: list[dict[str, Any]], **kwargs: object) -> dict[str, tuple[str, dict[str, Any]]]:
+    defaults: dict[str, Any] = {
+        "flavors": [flavor("rf", nodeLabels={"pool": "a"})],
+        "queues": [cluster_queue("cq", {"rf": {"cpu": 4}})],
+        "local_queues": [local_queue("ns", "lq", "cq")],
+    }
+    defaults.update(kwargs)
+    updates = plan_admissions(state(workloads=workloads, **defaults), now=NOW)
+    return {u.key: (u.outcome, u.status) for u in updates}
+
+
+def reserved(status: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in status["conditions"] if c["type"] == "QuotaReserved")
+
+
+def test_admission_is_one_status_with_assignment_and_both_conditions() -> None:
+    outcome, status = plan([workload("a", cpu="1500m", count=2)])["ns/a"]
+    assert outcome == "admitted"
+    assert status["admission"] == {
+        "clusterQueue": "cq",
+        "podSetAssignments": [{"name": "main", "flavors": {"cpu": "rf"}, "resourceUsage": {"cpu": "3"}, "count": 2}],
+    }
+    by_type = {c["type"]: c for c in status["conditions"]}
+    assert by_type["QuotaReserved"]["reason"] == "QuotaReserved"
+    assert by_type["QuotaReserved"]["message"] == "Quota reserved in ClusterQueue cq"
+    assert by_type["QuotaReserved"]["lastTransitionTime"] == "2026-01-01T00:01:00Z"
+    assert by_type["Admitted"]["status"] == "True"
+    assert by_type["Admitted"]["reason"] == "Admitted"
+
+
+@pytest.mark.parametrize(
+    ("sizes", "expected"),
+    [
+        (["2", "2", "1"], ["admitted", "admitted", "pending"]),
+        (["3", "2", "1"], ["admitted", "pending", "admitted"]),  # BestEffortFIFO moves past a head that does not fit
+        (["5", "1"], ["pending", "admitted"]),
+    ],
+)
+def test_drains_the_queue_in_creation_order(sizes: list[str], expected: list[str]) -> None:
+    wls = [workload(f"w{i}", cpu=cpu, created=f"2026-01-01T00:00:0{i}Z") for i, cpu in enumerate(sizes)]
+    outcomes = plan(wls)
+    assert [outcomes[f"ns/w{i}"][0] for i in range(len(sizes))] == expected
+
+
+def test_strict_fifo_stops_at_the_first_workload_that_does_not_fit() -> None:
+    wls = [
+        workload("w0", cpu="3", created="2026-01-01T00:00:00Z"),
+        workload("w1", cpu="2", created="2026-01-01T00:00:01Z"),
+        workload("w2", cpu="1", created="2026-01-01T00:00:02Z"),
+    ]
+    outcomes = plan(wls, queues=[cluster_queue("cq", {"rf": {"cpu": 4}}, queueingStrategy="StrictFIFO")])
+    assert outcomes["ns/w0"][0] == "admitted"
+    assert outcomes["ns/w1"][0] == "pending"
+    assert "ns/w2" not in outcomes  # not considered behind a StrictFIFO head
+
+
+def test_higher_priority_goes_first() -> None:
+    wls = [
+        workload("old", cpu="3", priority=0),
+        workload("urgent", cpu="3", priority=10, created="2026-01-01T00:00:05Z"),
+    ]
+    outcomes = plan(wls)
+    assert outcomes["ns/urgent"][0] == "admitted"
+    assert outcomes["ns/old"][0] == "pending"
+
+
+def test_quota_held_by_admitted_workloads_counts_and_finished_ones_release_it() -> None:
+    holding = workload("holding", cpu="3", status=admitted_status("cq", "rf", "3"))
+    done = workload("done", cpu="3", status=admitted_status("cq", "rf", "3", finished=True))
+    outcomes = plan([holding, done, workload("new", cpu="2")])
+    assert outcomes["ns/new"][0] == "pending"
+    assert "insufficient unused quota for cpu in flavor rf, 1 more needed" in reserved(outcomes["ns/new"][1])["message"]
+    assert "ns/holding" not in outcomes
+    assert "ns/done" not in outcomes
+
+
+def test_too_big_for_the_quota_is_pending_with_kueue_reason_and_message() -> None:
+    outcome, status = plan([workload("big", cpu="8")])["ns/big"]
+    condition = reserved(status)
+    assert outcome == "pending"
+    assert (condition["status"], condition["reason"]) == ("False", "Pending")
+    assert condition["message"] == (
+        "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor rf, "
+        "request > maximum capacity (8 > 4)"
+    )
+
+
+def test_an_unchanged_verdict_is_not_written_again() -> None:
+    first = plan([workload("big", cpu="8")])["ns/big"][1]
+    again = workload("big", cpu="8", status=first)
+    assert plan([again]) == {}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"local_queues": []}, "LocalQueue lq doesn't exist"),
+        ({"local_queues": [local_queue("ns", "lq", "gone")]}, "ClusterQueue gone doesn't exist"),
+        (
+            {"queues": [cluster_queue("cq", {"rf": {"cpu": 4}}, selector={"matchLabels": {"team": "x"}})]},
+            "Workload namespace doesn't match ClusterQueue selector",
+        ),
+        ({"flavors": []}, "ClusterQueue cq is inactive: references missing ResourceFlavor(s): rf"),
+        (
+            {"queues": [cluster_queue("cq", {"rf": {"cpu": 4}}, stopPolicy="Hold")]},
+            "ClusterQueue cq is inactive: ClusterQueue is stopped",
+        ),
+    ],
+)
+def test_unreachable_queues_are_inadmissible_with_a_clear_message(overrides: dict[str, Any], message: str) -> None:
+    outcome, status = plan([workload("w")], **overrides)["ns/w"]
+    condition = reserved(status)
+    assert outcome == "pending"
+    assert (condition["reason"], condition["message"]) == ("Inadmissible", message)
+
+
+def test_a_null_namespace_selector_selects_nothing_like_kueue() -> None:
+    queue = cluster_queue("cq", {"rf": {"cpu": 4}})
+    queue["spec"].pop("namespaceSelector")
+    outcome, _ = plan([workload("w")], queues=[queue])["ns/w"]
+    assert outcome == "pending"
+
+
+def test_inactive_workloads_are_left_alone() -> None:
+    wl = workload("w")
+    wl["spec"]["active"] = False
+    assert plan([wl]) == {}
+
+
+def test_borrowing_from_the_cohort() -> None:
+    queues = [
+        cluster_queue("cq", {"rf": {"cpu": 2}}, cohort="co"),
+        cluster_queue("other", {"rf": {"cpu": 4}}, cohort="co"),
+    ]
+    outcome, status = plan([workload("w", cpu="5")], queues=queues)["ns/w"]
+    assert outcome == "admitted"
+    assert status["admission"]["podSetAssignments"][0]["resourceUsage"] == {"cpu": "5"}
+
+
+def test_resources_the_queue_does_not_cover_cannot_be_admitted() -> None:
+    wl = workload("w")
+    wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1"
+    outcome, status = plan([wl])["ns/w"]
+    assert outcome == "pending"
+    assert "resource nvidia.com/gpu unavailable in ClusterQueue" in reserved(status)["message"]

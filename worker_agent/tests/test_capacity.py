@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import datetime as dt
+
+from worker_agent.decisions.capacity import capacity_status, pending_counts
+from worker_agent.decisions.local_state import LocalState
+from worker_agent.decisions.queue_status import queue_status_patches
+from worker_agent.overlay import WriteOverlay
+from worker_agent.tests.builders import admitted_status, cluster_queue, flavor, local_queue, state, workload
+
+NOW = dt.datetime(2026, 1, 1, 0, 3, tzinfo=dt.UTC)
+
+
+def worker_state() -> LocalState:
+    return state(
+        flavors=[flavor("rf")],
+        queues=[
+            cluster_queue("cq", {"rf": {"cpu": 4}}, cohort="co"),
+            cluster_queue("other", {"rf": {"cpu": 2}}, cohort="co"),
+            cluster_queue("solo", {"rf": {"cpu": 8, "memory": "16Gi"}}),
+        ],
+        local_queues=[local_queue("ns", "lq", "cq"), local_queue("ns", "solo", "solo")],
+        workloads=[
+            workload("running", cpu="3", status=admitted_status("cq", "rf", "3")),
+            workload("done", cpu="4", status=admitted_status("cq", "rf", "4", finished=True)),
+            workload("waiting", cpu="9", queue="solo"),
+        ],
+    )
+
+
+def test_report_has_nominal_usage_free_and_borrowing_headroom_per_queue_and_flavor() -> None:
+    local = worker_state()
+    status = capacity_status(local, pending_counts=pending_counts(local, set()))
+    by_name = {q["name"]: q for q in status["clusterQueues"]}
+    assert by_name["cq"] == {
+        "name": "cq",
+        "cohortName": "co",
+        "active": True,
+        "pendingWorkloads": 0,
+        "flavors": [
+            {
+                "name": "rf",
+                "resources": [{"name": "cpu", "nominal": "4", "usage": "3", "free": "1", "borrowingHeadroom": "2"}],
+            }
+        ],
+    }
+    assert by_name["solo"]["pendingWorkloads"] == 1
+    assert "cohortName" not in by_name["solo"]
+    memory = next(r for r in by_name["solo"]["flavors"][0]["resources"] if r["name"] == "memory")
+    assert memory == {"name": "memory", "nominal": "16Gi", "usage": "0", "free": "16Gi"}
+    assert status["localQueues"] == [
+        {"namespace": "ns", "name": "lq", "clusterQueue": "cq"},
+        {"namespace": "ns", "name": "solo", "clusterQueue": "solo"},
+    ]
+
+
+def test_cluster_queue_status_like_kueue_and_written_only_on_change() -> None:
+    local = worker_state()
+    queues = {name: cluster_queue(name, {"rf": {"cpu": 4}}) for name in ("cq", "other", "solo")}
+    patches = queue_status_patches(local, queues, pending={"solo": 1}, now=NOW)
+    cq = patches["cq"]
+    assert (cq["pendingWorkloads"], cq["reservingWorkloads"], cq["admittedWorkloads"]) == (0, 1, 1)
+    assert cq["flavorsUsage"] == [{"name": "rf", "resources": [{"name": "cpu", "total": "3", "borrowed": "0"}]}]
+    assert cq["flavorsReservation"] == cq["flavorsUsage"]
+    active = cq["conditions"][0]
+    assert (active["type"], active["status"], active["reason"]) == ("Active", "True", "Ready")
+    assert patches["solo"]["pendingWorkloads"] == 1
+    written = {name: {**queues[name], "status": status} for name, status in patches.items()}
+    assert queue_status_patches(local, written, pending={"solo": 1}, now=NOW) == {}
+
+
+def test_overlay_serves_our_write_until_the_cache_has_it() -> None:
+    overlay = WriteOverlay()
+    cached = {"metadata": {"namespace": "ns", "name": "w", "resourceVersion": "10"}}
+    written = {"metadata": {"namespace": "ns", "name": "w", "resourceVersion": "12"}, "status": {"x": 1}}
+    overlay.remember(written)
+    assert overlay.view(cached) is written
+    overlay.observe("MODIFIED", {"metadata": {"namespace": "ns", "name": "w", "resourceVersion": "11"}})
+    assert overlay.view(cached) is written
+    overlay.observe("MODIFIED", {"metadata": {"namespace": "ns", "name": "w", "resourceVersion": "12"}})
+    assert overlay.view(cached) is cached
+    overlay.remember(written)
+    overlay.observe("DELETED", cached)
+    assert len(overlay) == 0
