@@ -144,9 +144,11 @@ def _candidates(snapshot: Snapshot, request: PreemptionRequest) -> list[Admitted
                 found.append(admitted)
     reclaim = policy.reclaim_within_cohort
     if queue.parent is not None and reclaim != "Never":
-        for member in snapshot.tree_members(queue):
-            if member is queue or not _borrows_any(member, needed):
-                continue
+        borrowers: set[ClusterQueueNode] = set()
+        for key in needed:
+            borrowers.update(snapshot.borrowing_queues(queue, key))
+        borrowers.discard(queue)
+        for member in borrowers:
             for admitted in member.workloads.values():
                 if _uses_any(admitted, needed) and (
                     reclaim == "Any" or admitted.workload.priority < preemptor.priority
@@ -161,7 +163,8 @@ def _uses_any(admitted: AdmittedWorkload, keys: Iterable[FlavorResource]) -> boo
 
 
 def _borrows_any(queue: ClusterQueueNode, keys: Iterable[FlavorResource]) -> bool:
-    return any(Snapshot.is_borrowing(queue, key) for key in keys)
+    usage, quota = queue.usage, queue.subtree_quota
+    return any(usage.get(key, 0) > quota.get(key, 0) for key in keys)
 
 
 def _under_nominal(queue: ClusterQueueNode, keys: Iterable[FlavorResource]) -> bool:

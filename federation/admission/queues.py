@@ -79,6 +79,7 @@ class QueueManager:
         self._popped_at_epoch: dict[str, int] = {}
         self._delayed: list[tuple[float, int, str]] = []
         self._delayed_members: dict[str, Workload] = {}
+        self._queue_of: dict[str, str] = {}
 
     def add_cluster_queue(self, name: str, strategy: QueueingStrategy = "BestEffortFIFO") -> None:
         self._queues.setdefault(name, _ClusterQueuePending(strategy)).strategy = strategy
@@ -97,15 +98,18 @@ class QueueManager:
     def _push_to_heap(self, workload: Workload) -> None:
         pending = self._queues[workload.cluster_queue]
         self._sequence += 1
+        self._queue_of[workload.key] = workload.cluster_queue
         pending.members[workload.key] = workload
         heapq.heappush(pending.heap, (-workload.priority, workload.ordering_time, self._sequence, workload.key))
 
     def delete(self, key: str) -> None:
         """Forget a workload wherever it waits (heap entries are dropped lazily)."""
         self._delayed_members.pop(key, None)
-        for pending in self._queues.values():
-            if pending.members.pop(key, None) is not None or pending.parked.pop(key, None) is not None:
-                return
+        name = self._queue_of.pop(key, None)
+        if name is not None:
+            pending = self._queues[name]
+            pending.members.pop(key, None)
+            pending.parked.pop(key, None)
 
     def heads(self, now: float) -> list[Workload]:
         """Pop the first workload of every ClusterQueue that has one; the caller must requeue or admit each."""
@@ -117,6 +121,7 @@ class QueueManager:
                 _, _, _, key = heapq.heappop(heap)
                 workload = members.pop(key, None)
                 if workload is not None:
+                    del self._queue_of[key]
                     heads.append(workload)
                     self._popped_at_epoch[key] = self._capacity_epoch[name]
                     break
@@ -140,6 +145,7 @@ class QueueManager:
             and popped_epoch == self._capacity_epoch[workload.cluster_queue]
         ):
             pending.parked[workload.key] = workload
+            self._queue_of[workload.key] = workload.cluster_queue
             return
         self._push_to_heap(workload)
 

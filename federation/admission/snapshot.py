@@ -133,6 +133,11 @@ class Snapshot:
                 self._roots[member.name] = root
                 self._tree_members[member.name] = members
         self._workload_queue: dict[str, str] = {}
+        # per tree top and (flavor, resource): ClusterQueues using more than their own quota, kept incrementally
+        # so reclaiming preemption need not scan every queue of a large cohort.
+        self._borrowers: dict[QuotaNode, dict[FlavorResource, set[ClusterQueueNode]]] = {
+            root: {} for root in self._roots.values()
+        }
         self._undo: list[tuple[int, QuotaNode, Any, Any]] | None = None
         for workload in admitted:
             self.add_workload(workload)
@@ -211,6 +216,19 @@ class Snapshot:
             most = min(most, node.subtree_quota.get(key, 0) + limit)
         return most
 
+    def borrowing_queues(self, queue: ClusterQueueNode, key: FlavorResource) -> set[ClusterQueueNode]:
+        """ClusterQueues of ``queue``'s tree that use more ``key`` than their own quota (do not mutate)."""
+        return self._borrowers[self._roots[queue.name]].get(key, _NO_QUEUES)
+
+    def _track_borrowing(self, queue: ClusterQueueNode, key: FlavorResource) -> None:
+        by_key = self._borrowers[self._roots[queue.name]]
+        if queue.usage.get(key, 0) > queue.subtree_quota.get(key, 0):
+            by_key.setdefault(key, set()).add(queue)
+        else:
+            borrowers = by_key.get(key)
+            if borrowers is not None:
+                borrowers.discard(queue)
+
     @staticmethod
     def is_borrowing(node: QuotaNode, key: FlavorResource, extra: int = 0) -> bool:
         """Whether the node uses (or would, with ``extra`` more) beyond its own quota of ``key``."""
@@ -232,6 +250,7 @@ class Snapshot:
                 if local_room > 0:
                     amount -= local_room
                 node = node.parent
+            self._track_borrowing(queue, key)
 
     def remove_usage(self, queue: ClusterQueueNode, usage: Mapping[FlavorResource, int]) -> None:
         """Release ``usage`` from ``queue`` and the part of it that was charged to its ancestors."""
@@ -248,6 +267,7 @@ class Snapshot:
                     break
                 amount = min(amount, stored_in_parent)
                 node = node.parent
+            self._track_borrowing(queue, key)
 
     def _log_usage(self, node: QuotaNode, key: FlavorResource, previous: int | None) -> None:
         if self._undo is not None:
@@ -311,6 +331,8 @@ class Snapshot:
                     del node.usage[key]
                 else:
                     node.usage[key] = previous
+                if isinstance(node, ClusterQueueNode):
+                    self._track_borrowing(node, key)
             elif kind == _WORKLOAD_ADDED:
                 del cast(ClusterQueueNode, node).workloads[key]
                 del self._workload_queue[key]
@@ -334,6 +356,9 @@ class Snapshot:
     def usage_of(self, name: str) -> dict[FlavorResource, int]:
         """A copy of a ClusterQueue's usage per ``(flavor, resource)``, zero entries dropped."""
         return {key: value for key, value in self.cluster_queues[name].usage.items() if value}
+
+
+_NO_QUEUES: set[ClusterQueueNode] = set()
 
 
 def _compute_quota(node: QuotaNode) -> None:
