@@ -104,8 +104,10 @@ def agent(rig: Federation, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         running = RunningAgent(process, log_path, port)
         wait_for("the agent to be ready", lambda: running.get("/readyz")[0] == 200, timeout=30)
         yield running
+        stopping = time.monotonic()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0, "kfed-agent must exit 0 on SIGTERM"
+        print(f"\nkfed-agent stopped {time.monotonic() - stopping:.2f}s after SIGTERM")
         stopped = [line for line in running.log_lines() if line.get("event") == "agent.stopped"]
         assert stopped, "the agent logs its API call counts when it stops"
         print(f"\nkfed-agent API calls: {json.dumps(stopped[-1].get('api_calls'), indent=1)}")
