@@ -9,7 +9,10 @@ Public API (manager/ and worker_agent/ import from here; nothing else may import
   does not load kubernetes_asyncio); :func:`validate_kubeconfig_text` checks Secret kubeconfigs.
 - :class:`WatchCache` — list+watch informer with a :class:`Store`, handlers and channels.
 - :class:`LeaderElector` / :class:`LeaderElectionConfig` — Lease-based leader election.
-- ``resources`` — :class:`Resource` descriptors (``JOBS``, ``WORKLOADS``, ...); ``fake.FakeApiServer`` for tests.
+- ``resources`` — :class:`Resource` descriptors (``JOBS``, ``WORKLOADS``, ...).
+
+Integration tests (``e2e/integration/test_kube_*.py``) exercise all of it against a real kube-apiserver; the unit
+tests here cover only the pure parts (errors, paths, store diffs, events, lease records, rate limits, backoff).
 """
 
 from federation.kube import resources

@@ -3,8 +3,8 @@
 Generic over :class:`~federation.kube.resources.Resource` descriptors and raw JSON dicts (no generated model
 classes on hot paths). It owns what every call needs: paths and query parameters, typed errors, client-side
 rate limiting, retries of transient failures (``Unavailable`` only; never ``Conflict``/``Invalid``), and call
-counting. The bytes move through a :class:`~federation.kube.transport.Transport`, so the same code runs against a
-real apiserver or the in-memory fake.
+counting. The bytes move through a :class:`~federation.kube.transport.Transport` (kubernetes_asyncio's ApiClient in
+``clients``).
 """
 
 from __future__ import annotations

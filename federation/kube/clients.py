@@ -254,7 +254,7 @@ class ClusterClients:
         return api
 
     def add(self, cluster: str, api: KubeApi) -> None:
-        """Register an already-built client (e.g. one over the in-memory fake); replaced ones are not closed."""
+        """Register an already-built client; a client it replaces is not closed."""
         self._apis[cluster] = api
 
     async def add_from_text(

@@ -1,9 +1,8 @@
 """The byte-level seam between :class:`~federation.kube.api.KubeApi` and an HTTP client.
 
 ``KubeApi`` builds paths, encodes bodies, maps errors, retries, rate-limits and counts; a :class:`Transport` only
-moves one request and its answer. The real one (``clients.ApiClientTransport``) wraps kubernetes_asyncio's
-ApiClient; ``fake.FakeApiServer`` is an in-memory apiserver for fast tests of caches, leader election and
-controllers. Contract: connection-level failures (refused, reset, timeout) raise
+moves one request and its answer. The one implementation (``clients.ApiClientTransport``) wraps
+kubernetes_asyncio's ApiClient. Contract: connection-level failures (refused, reset, timeout) raise
 :class:`~federation.kube.errors.Unavailable`; HTTP error statuses are returned, not raised.
 """
 
