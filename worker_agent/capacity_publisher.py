@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import structlog
 
+from federation.admission.api_state import QuotaState
 from federation.api.capacity import CLUSTER_CAPACITY_NAME
 from federation.conditions import format_time
 from federation.kube import resources as r
@@ -29,7 +30,6 @@ from federation.obs.metrics import Metrics
 from federation.protocol import CAPACITY_DEBOUNCE_SECONDS, CAPACITY_HEARTBEAT_SECONDS
 from federation.quantity import parse_quantity
 from worker_agent.decisions.capacity import capacity_status, pending_counts
-from worker_agent.decisions.local_state import LocalState
 from worker_agent.decisions.queue_status import queue_status_patches
 from worker_agent.trigger import Trigger
 from worker_agent.world import World
@@ -165,7 +165,7 @@ class CapacityPublisher:
             return
         raise KubeError("ClusterCapacity kept changing under the agent; will retry")
 
-    def _export_metrics(self, state: LocalState, status: Obj, pending: dict[str, int]) -> None:
+    def _export_metrics(self, state: QuotaState, status: Obj, pending: dict[str, int]) -> None:
         for name in state.snapshot.cluster_queues:
             self.metrics.pending_workloads.labels(cluster_queue=name, status="inadmissible").set(pending.get(name, 0))
         for queue in status["clusterQueues"]:
@@ -180,7 +180,7 @@ class CapacityPublisher:
                         parse_quantity(resource["nominal"]) / scale
                     )
 
-    async def _write_queue_status(self, state: LocalState, pending: dict[str, int]) -> None:
+    async def _write_queue_status(self, state: QuotaState, pending: dict[str, int]) -> None:
         raw_queues = {str((q.get("metadata") or {}).get("name", "")): q for q in self.world.cluster_queues.store}
         patches = queue_status_patches(state, raw_queues, pending=pending, now=dt.datetime.now(dt.UTC))
         for name, status in patches.items():

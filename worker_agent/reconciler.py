@@ -17,10 +17,11 @@ from typing import Any
 import anyio
 import structlog
 
+from federation.admission.api_drain import WorkloadUpdate
 from federation.kube import resources as r
 from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.obs.metrics import Metrics
-from worker_agent.decisions.admission import WorkloadUpdate, plan_admissions
+from worker_agent.decisions.admission import plan_admissions
 from worker_agent.decisions.jobs import finish_decision, prebuilt_workload_name, start_decision
 from worker_agent.events import EventRecorder
 from worker_agent.trigger import Trigger

@@ -14,12 +14,12 @@ from typing import Any, TypeVar
 import structlog
 
 from federation.admission import model as core
+from federation.admission.api_quotas import FlavorInfo, QueueInfo, cohort_spec, flavor_info, queue_info
+from federation.admission.api_state import QuotaState, build_quota_state, local_queue_info
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL
 from federation.kube import resources as r
 from federation.kube.api import KubeApi
 from federation.kube.cache import Handler, WatchCache
-from worker_agent.decisions.local_state import LocalState, build_local_state, local_queue_info
-from worker_agent.decisions.quotas import FlavorInfo, QueueInfo, cohort_spec, flavor_info, queue_info
 from worker_agent.overlay import WriteOverlay
 
 log = structlog.get_logger(__name__)
@@ -127,12 +127,12 @@ class World:
                 log.warning("agent.object_ignored", kind=kind, name=meta.get("name"), error=str(exc)[:300])
             return None
 
-    def local_state(self) -> LocalState:
+    def local_state(self) -> QuotaState:
         labels = {
             str((ns.get("metadata") or {}).get("name", "")): dict((ns.get("metadata") or {}).get("labels") or {})
             for ns in self.namespaces.store
         }
-        return build_local_state(
+        return build_quota_state(
             flavors=self.flavor_infos(),
             queues=self.queue_infos(),
             cohorts=self.cohort_specs(),

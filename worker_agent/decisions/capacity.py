@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from federation.admission.api_state import QuotaState
 from federation.admission.flavors import format_amount
 from federation.admission.snapshot import ClusterQueueNode
-from worker_agent.decisions.local_state import LocalState
 
 Obj = dict[str, Any]
 
 
-def _flavor_entries(state: LocalState, node: ClusterQueueNode) -> list[Obj]:
+def _flavor_entries(state: QuotaState, node: ClusterQueueNode) -> list[Obj]:
     snapshot = state.snapshot
     in_cohort = node.parent is not None
     entries: list[Obj] = []
@@ -44,7 +44,7 @@ def _flavor_entries(state: LocalState, node: ClusterQueueNode) -> list[Obj]:
     return entries
 
 
-def capacity_status(state: LocalState, *, pending_counts: Mapping[str, int]) -> Obj:
+def capacity_status(state: QuotaState, *, pending_counts: Mapping[str, int]) -> Obj:
     """``status`` of ClusterCapacity without ``generation`` and ``observedTime`` (the publisher adds them)."""
     queues: list[Obj] = []
     for name in sorted(state.snapshot.cluster_queues):
@@ -64,7 +64,7 @@ def capacity_status(state: LocalState, *, pending_counts: Mapping[str, int]) -> 
     return {"clusterQueues": queues, "localQueues": routes}
 
 
-def pending_counts(state: LocalState, admitted_keys: set[str]) -> dict[str, int]:
+def pending_counts(state: QuotaState, admitted_keys: set[str]) -> dict[str, int]:
     """Pending workloads per ClusterQueue after a pass that admitted ``admitted_keys``."""
     return {
         name: sum(1 for workload, _ in items if workload.key not in admitted_keys)

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from federation.admission.api_quotas import FlavorInfo
+from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_state
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL
 from federation.api.workload import FINISHED
 from federation.conditions import conditions_of, set_condition
 from federation.protocol import REASON_FAILED, REASON_SUCCEEDED
-from worker_agent.decisions.quotas import FlavorInfo
-from worker_agent.decisions.workloads import FINISHED_STATE, is_admitted, workload_state
 
 Obj = dict[str, Any]
 

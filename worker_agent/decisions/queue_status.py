@@ -11,10 +11,10 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
+from federation.admission.api_state import QuotaState
 from federation.admission.flavors import format_amount
 from federation.admission.snapshot import ClusterQueueNode
 from federation.conditions import conditions_of, set_condition
-from worker_agent.decisions.local_state import LocalState
 
 Obj = dict[str, Any]
 
@@ -51,7 +51,7 @@ def _active(node: ClusterQueueNode) -> tuple[str, str, str]:
 
 
 def queue_status_patches(
-    state: LocalState, raw_queues: Mapping[str, Mapping[str, Any]], *, pending: Mapping[str, int], now: dt.datetime
+    state: QuotaState, raw_queues: Mapping[str, Mapping[str, Any]], *, pending: Mapping[str, int], now: dt.datetime
 ) -> dict[str, Obj]:
     """ClusterQueue name → ``status`` to merge, for every queue whose status would change."""
     patches: dict[str, Obj] = {}

@@ -5,8 +5,7 @@ from typing import Any
 
 import pytest
 
-from worker_agent.decisions.admission import plan_admissions
-from worker_agent.tests.builders import (
+from federation.tests.api_builders import (
     admitted_status,
     cluster_queue,
     flavor,
@@ -14,6 +13,7 @@ from worker_agent.tests.builders import (
     state,
     workload,
 )
+from worker_agent.decisions.admission import plan_admissions
 
 NOW = dt.datetime(2026, 1, 1, 0, 1, tzinfo=dt.UTC)
 

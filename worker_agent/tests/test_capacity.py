@@ -2,16 +2,16 @@ from __future__ import annotations
 
 import datetime as dt
 
+from federation.admission.api_state import QuotaState
+from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, state, workload
 from worker_agent.decisions.capacity import capacity_status, pending_counts
-from worker_agent.decisions.local_state import LocalState
 from worker_agent.decisions.queue_status import queue_status_patches
 from worker_agent.overlay import WriteOverlay
-from worker_agent.tests.builders import admitted_status, cluster_queue, flavor, local_queue, state, workload
 
 NOW = dt.datetime(2026, 1, 1, 0, 3, tzinfo=dt.UTC)
 
 
-def worker_state() -> LocalState:
+def worker_state() -> QuotaState:
     return state(
         flavors=[flavor("rf")],
         queues=[

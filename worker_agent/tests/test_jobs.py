@@ -5,9 +5,9 @@ from typing import Any
 
 import pytest
 
+from federation.admission.api_quotas import flavor_info
+from federation.tests.api_builders import admitted_status, flavor, workload
 from worker_agent.decisions.jobs import finish_decision, job_finished, prebuilt_workload_name, start_decision
-from worker_agent.decisions.quotas import flavor_info
-from worker_agent.tests.builders import admitted_status, flavor, workload
 
 NOW = dt.datetime(2026, 1, 1, 0, 2, tzinfo=dt.UTC)
 FLAVORS = {

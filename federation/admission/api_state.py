@@ -1,10 +1,12 @@
-"""The worker's quota state as one admission-core snapshot, built from what the agent's caches hold.
+"""A cluster's quota state as one admission-core snapshot, built from the Kueue objects its caches hold.
+
+Used the same way by the manager (global queues) and the agent (a worker's local queues).
 
 Every Workload is classified once: finished ones are ignored, quota-holding ones charge their ClusterQueue (so
 quota is released exactly when a workload finishes or disappears), and pending ones are resolved through their
 LocalQueue to a ClusterQueue — or get the reason they cannot be (missing LocalQueue, stopped LocalQueue, namespace
 not selected by the ClusterQueue, malformed pod sets). The same snapshot feeds admission, the capacity report
-and the ClusterQueue status, so all three always agree.
+and the ClusterQueue status, so all of them always agree.
 """
 
 from __future__ import annotations
@@ -14,10 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from federation.admission import model as core
-from federation.admission.snapshot import Snapshot
-from federation.protocol import REASON_INADMISSIBLE
-from worker_agent.decisions.quotas import FlavorInfo, QueueInfo, selector_matches
-from worker_agent.decisions.workloads import (
+from federation.admission.api_quotas import FlavorInfo, QueueInfo, selector_matches
+from federation.admission.api_workloads import (
     FINISHED_STATE,
     PENDING,
     RESERVED,
@@ -28,6 +28,8 @@ from worker_agent.decisions.workloads import (
     workload_key,
     workload_state,
 )
+from federation.admission.snapshot import Snapshot
+from federation.protocol import REASON_INADMISSIBLE
 
 Obj = dict[str, Any]
 
@@ -50,7 +52,7 @@ class Blocked:
 
 
 @dataclass(slots=True)
-class LocalState:
+class QuotaState:
     """Snapshot (quota-holding workloads charged) plus the pending workloads per ClusterQueue."""
 
     snapshot: Snapshot
@@ -73,7 +75,7 @@ def local_queue_info(raw: Mapping[str, Any]) -> LocalQueueInfo:
     )
 
 
-def build_local_state(
+def build_quota_state(
     *,
     flavors: Mapping[str, FlavorInfo],
     queues: Mapping[str, QueueInfo],
@@ -81,7 +83,7 @@ def build_local_state(
     local_queues: Iterable[LocalQueueInfo],
     namespace_labels: Mapping[str, Mapping[str, str]],
     workloads: Iterable[Mapping[str, Any]],
-) -> LocalState:
+) -> QuotaState:
     usable = [info.spec for info in queues.values() if info.spec is not None]
     snapshot = Snapshot(cluster_queues=usable, cohorts=cohorts, flavors=[flavor.spec for flavor in flavors.values()])
     for info in queues.values():
@@ -90,7 +92,7 @@ def build_local_state(
         if node is not None and missing and node.inactive_reason is None:
             node.inactive_reason = f"references missing ResourceFlavor(s): {', '.join(missing)}"
     by_key = {f"{lq.namespace}/{lq.name}": lq for lq in local_queues}
-    state = LocalState(snapshot, queues, by_key)
+    state = QuotaState(snapshot, queues, by_key)
     for raw in workloads:
         _classify(state, dict(raw), namespace_labels)
     for pending in state.pending.values():
@@ -98,7 +100,7 @@ def build_local_state(
     return state
 
 
-def _classify(state: LocalState, raw: Obj, namespace_labels: Mapping[str, Mapping[str, str]]) -> None:
+def _classify(state: QuotaState, raw: Obj, namespace_labels: Mapping[str, Mapping[str, str]]) -> None:
     kind = workload_state(raw)
     if kind == FINISHED_STATE:
         return
@@ -141,7 +143,7 @@ def _classify(state: LocalState, raw: Obj, namespace_labels: Mapping[str, Mappin
     state.pending.setdefault(queue.name, []).append((workload, raw))
 
 
-def _charge(state: LocalState, raw: Obj) -> None:
+def _charge(state: QuotaState, raw: Obj) -> None:
     queue_name = reserved_cluster_queue(raw)
     if queue_name is None or queue_name not in state.snapshot.cluster_queues:
         return  # its ClusterQueue is gone: nothing left to charge

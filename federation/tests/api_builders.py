@@ -1,11 +1,11 @@
-"""Raw API objects for the agent's decision tests, as a watch cache would hold them."""
+"""Raw Kueue API objects for decision tests (manager and agent), as a watch cache would hold them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from worker_agent.decisions.local_state import LocalState, build_local_state, local_queue_info
-from worker_agent.decisions.quotas import cohort_spec, flavor_info, queue_info
+from federation.admission.api_quotas import cohort_spec, flavor_info, queue_info
+from federation.admission.api_state import QuotaState, build_quota_state, local_queue_info
 
 Obj = dict[str, Any]
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -142,9 +142,9 @@ def state(
     workloads: list[Obj],
     cohorts: list[Obj] = (),  # type: ignore[assignment]
     namespaces: dict[str, dict[str, str]] | None = None,
-) -> LocalState:
+) -> QuotaState:
     infos = [flavor_info(f) for f in flavors]
-    return build_local_state(
+    return build_quota_state(
         flavors={info.spec.name: info for info in infos},
         queues={q["metadata"]["name"]: queue_info(q) for q in queues},
         cohorts=[cohort_spec(c) for c in cohorts],
