@@ -18,3 +18,28 @@ def rig() -> Iterator[Federation]:
     bins = ensure_built()
     with tempfile.TemporaryDirectory(prefix="kfed-rig-") as tmp, running(Path(tmp), bins, FederationSpec()) as fed:
         yield fed
+
+
+@pytest.fixture(scope="session")
+def federation() -> Iterator[Federation]:
+    """A federation with kfed running: kfed-manager, kfed-agents on worker-1 (32 cpu) and worker-2 (64 cpu), the
+    MultiKueue objects, and sample queues (manager ClusterQueue of 96 cpu, each worker's sized to it)."""
+    import json
+
+    from e2e.queues import queue_objects
+    from e2e.rig.nodes import NodeShape
+
+    bins = ensure_built()
+    spec = FederationSpec(
+        workers=2,
+        node_shapes={"worker-1": NodeShape(count=4), "worker-2": NodeShape(count=8)},
+        job_seconds=3,
+        controllers=True,
+    )
+    with tempfile.TemporaryDirectory(prefix="kfed-fed-") as tmp, running(Path(tmp), bins, spec) as fed:
+        for cluster, cpu in (("manager", "96"), ("worker-1", "32"), ("worker-2", "64")):
+            items = queue_objects(namespace="default", cpu=cpu, memory="512Gi", manager=cluster == "manager")
+            fed.kubectl(
+                cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+            )
+        yield fed

@@ -21,4 +21,5 @@ class ManagerConfig:
     client_qps: float = 300.0
     client_burst: int = 500
     field_manager: str = "kfed-manager"
+    user_agent: str = "kfed-manager/0.1.0"
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{os.getpid()}")

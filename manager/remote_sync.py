@@ -181,7 +181,13 @@ class RemoteSync:
         ]
         patch: Obj = {
             "metadata": {"resourceVersion": workload["metadata"]["resourceVersion"]},
-            "status": {"conditions": conditions, "clusterName": worker, "admissionChecks": checks},
+            # Kueue's rule: once admitted, clusterName replaces the nomination (they are mutually exclusive).
+            "status": {
+                "conditions": conditions,
+                "clusterName": worker,
+                "nominatedClusterNames": None,
+                "admissionChecks": checks,
+            },
         }
         updated = await self._api.patch_status(
             WORKLOADS,

@@ -153,7 +153,9 @@ class WorkerPool:
             api = await connect_kubeconfig_text(
                 text,
                 cluster=name,
-                options=ClientOptions(qps=self._config.client_qps, burst=self._config.client_burst),
+                options=ClientOptions(
+                    qps=self._config.client_qps, burst=self._config.client_burst, user_agent=self._config.user_agent
+                ),
             )
         except KubeconfigError as err:
             return await self._report(cluster, active=False, reason=REASON_BAD_CONFIG, message=str(err))

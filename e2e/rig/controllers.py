@@ -94,7 +94,16 @@ def start_controllers(fed: Federation) -> list[ProcessRecord]:
         fed.kubectl(worker, "create", "namespace", KFED_NAMESPACE, check=False)
     launched: list[tuple[str, int, ProcessRecord, Any]] = []
     logs = fed.directory / "logs"
-    common = ["--log-format", "json", "--namespace", KFED_NAMESPACE, "--health-address", "127.0.0.1"]
+    common = [
+        "--log-format",
+        "json",
+        "--namespace",
+        KFED_NAMESPACE,
+        "--bind-address",
+        "127.0.0.1",
+        "--metrics-port",
+        "-1",
+    ]
     port = free_port()
     proc, record = start_process(
         "kfed-manager",

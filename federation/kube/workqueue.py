@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 import anyio
 import structlog
 
+from federation.kube.errors import KubeError
+
 log = structlog.get_logger(__name__)
 
 Reconcile = Callable[[str], Awaitable[float | None]]
@@ -78,12 +80,14 @@ class WorkQueue:
             self._queued.discard(key)
             self._active.add(key)
             again: float | None = None
+            failed = False
             try:
                 again = await reconcile(key)
                 self._failures.pop(key, None)
             except anyio.get_cancelled_exc_class():
                 raise
             except Exception as err:  # a reconciler bug or API error must not stop the queue
+                failed = True
                 again = self._retry_delay(key)
                 log.warning(
                     "reconcile failed",
@@ -91,11 +95,14 @@ class WorkQueue:
                     key=key,
                     error=str(err),
                     retry_in=round(again, 2),
-                    exc_info=not isinstance(err, RuntimeError),
+                    exc_info=not isinstance(err, KubeError),
                 )
             finally:
                 self._active.discard(key)
-            if key in self._dirty:
+            if failed:
+                self._dirty.discard(key)  # the retry below re-reads everything; backoff is not skipped
+                self.add_after(key, again or 0.0)
+            elif key in self._dirty:
                 self._dirty.discard(key)
                 self.add(key)
             elif again is not None:

@@ -1,0 +1,67 @@
+"""Reading a federation's state for scenario tests: Jobs, Workloads and remote copies, as JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from e2e.queues import LOCAL_QUEUE, job_manifest
+from e2e.rig.federation import MANAGER, Federation
+
+Obj = dict[str, Any]
+
+
+def get(fed: Federation, cluster: str, kind: str, name: str, namespace: str = "default") -> Obj | None:
+    result = fed.kubectl(cluster, "get", kind, name, "-n", namespace, "-o", "json", check=False)
+    return json.loads(result.stdout) if result.returncode == 0 else None
+
+
+def items(fed: Federation, cluster: str, kind: str, *selector: str, namespace: str = "default") -> list[Obj]:
+    out = fed.kubectl(cluster, "get", kind, "-n", namespace, *selector, "-o", "json").stdout
+    return list(json.loads(out)["items"])
+
+
+def submit(
+    fed: Federation, name: str, *, cpu: str, parallelism: int = 1, seconds: float = 3, queue: str = LOCAL_QUEUE
+) -> None:
+    manifest = job_manifest(name, namespace="default", cpu=cpu, parallelism=parallelism, seconds=seconds, queue=queue)
+    fed.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+
+
+def workload_of(fed: Federation, job: str) -> Obj | None:
+    for wl in items(fed, MANAGER, "workloads.kueue.x-k8s.io"):
+        if any(ref.get("name") == job for ref in wl["metadata"].get("ownerReferences") or ()):
+            return wl
+    return None
+
+
+def condition(obj: Obj | None, kind: str) -> Obj | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond["type"] == kind:
+            return dict(cond)
+    return None
+
+
+def is_true(obj: Obj | None, kind: str) -> bool:
+    found = condition(obj, kind)
+    return found is not None and found["status"] == "True"
+
+
+def worker_of(fed: Federation, job: str) -> str | None:
+    wl = workload_of(fed, job)
+    return ((wl or {}).get("status") or {}).get("clusterName")
+
+
+def remote_copies(fed: Federation, job: str) -> dict[str, list[str]]:
+    """Per worker, which of the Job's copies exist there ("job", "workload")."""
+    found: dict[str, list[str]] = {}
+    for worker in fed.workers:
+        kinds = []
+        if get(fed, worker, "job", job) is not None:
+            kinds.append("job")
+        wl = workload_of(fed, job)
+        if wl is not None and get(fed, worker, "workloads.kueue.x-k8s.io", wl["metadata"]["name"]) is not None:
+            kinds.append("workload")
+        if kinds:
+            found[worker] = kinds
+    return found

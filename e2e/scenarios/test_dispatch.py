@@ -1,0 +1,148 @@
+"""Walking-skeleton scenarios on a real local federation (SCENARIOS.md S1, S3, S4, S5, I2).
+
+Each test submits plain batch/v1 Jobs with kubectl on the manager and watches what kfed makes of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from e2e.rig.federation import MANAGER, Federation
+from e2e.scenarios.helpers import condition, get, is_true, items, remote_copies, submit, worker_of, workload_of
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def _worker_probe(fed: Federation, job: str) -> Callable[[], str | None]:
+    return lambda: worker_of(fed, job)
+
+
+def _complete(fed: Federation, name: str, timeout: float = 90) -> dict[str, object]:
+    job = wait_for(
+        lambda: get(fed, MANAGER, "job", name),
+        until=lambda j: is_true(j, "Complete") or is_true(j, "Failed"),
+        timeout=timeout,
+        what=f"Job {name} to finish on the manager",
+    )
+    assert job is not None
+    assert is_true(job, "Complete"), job.get("status")
+    return job
+
+
+def test_s1_job_runs_on_one_worker_and_its_final_status_comes_back(federation: Federation) -> None:
+    submit(federation, "s1", cpu="2", parallelism=2, seconds=3)
+    wait_for(lambda: worker_of(federation, "s1"), until=bool, timeout=60, what="s1 to be admitted on a worker")
+    worker = worker_of(federation, "s1")
+    assert worker in federation.workers
+    copies = remote_copies(federation, "s1")
+    assert list(copies) in ([worker], []), f"copies on more than the chosen worker: {copies}"
+    job = _complete(federation, "s1")
+    status = job["status"]
+    assert isinstance(status, dict)
+    assert status["succeeded"] == 2
+    assert status.get("completionTime")
+    assert status.get("startTime")
+    assert items(federation, MANAGER, "pods", "-l", "job-name=s1") == [], "the manager cluster must not run pods"
+    wl = workload_of(federation, "s1")
+    assert is_true(wl, "Finished")
+    wait_for(
+        lambda: remote_copies(federation, "s1"),
+        until=lambda c: c == {},
+        timeout=30,
+        what="remote copies of s1 to be deleted after the final sync",
+    )
+
+
+def test_s3_workloads_go_where_they_fit_and_a_full_worker_gets_none(federation: Federation) -> None:
+    # 40 cpu only fits worker-2 (64 cpu); then worker-2 has 24 free, so 20 cpu best-fits there and 30 cpu can
+    # only go to worker-1 (32 cpu).
+    submit(federation, "s3-big", cpu="8", parallelism=5, seconds=40)
+    wait_for(lambda: worker_of(federation, "s3-big"), until=bool, timeout=60, what="s3-big admitted")
+    assert worker_of(federation, "s3-big") == "worker-2"
+    submit(federation, "s3-fill", cpu="8", parallelism=4, seconds=40)  # 32 cpu: fills worker-1 exactly
+    wait_for(lambda: worker_of(federation, "s3-fill"), until=bool, timeout=60, what="s3-fill admitted")
+    assert worker_of(federation, "s3-fill") == "worker-1"
+    for i in range(3):
+        submit(federation, f"s3-small-{i}", cpu="4", seconds=3)
+    for small in (f"s3-small-{i}" for i in range(3)):
+        wait_for(_worker_probe(federation, small), until=bool, timeout=60, what=f"{small} admitted")
+        assert worker_of(federation, small) == "worker-2", "worker-1 is full and must get nothing"
+    for name in ("s3-big", "s3-fill"):
+        federation.kubectl(MANAGER, "delete", "job", name, "--wait=false")
+    for i in range(3):
+        _complete(federation, f"s3-small-{i}")
+
+
+def test_s4_a_workload_that_fits_nowhere_waits_with_a_reason_until_capacity_appears(federation: Federation) -> None:
+    submit(federation, "s4-blocker", cpu="8", parallelism=5, seconds=300)  # 40 of worker-2's 64 cpu
+    wait_for(lambda: worker_of(federation, "s4-blocker"), until=bool, timeout=60, what="s4-blocker admitted")
+    submit(federation, "s4-wide", cpu="8", parallelism=5, seconds=3)  # 40 cpu: worker-1 has 32, worker-2 24
+    wl = wait_for(
+        lambda: workload_of(federation, "s4-wide"),
+        until=lambda w: condition(w, "QuotaReserved") is not None,
+        timeout=60,
+        what="s4-wide to get a pending condition",
+    )
+    pending = condition(wl, "QuotaReserved")
+    assert pending is not None
+    assert pending["status"] == "False"
+    assert "worker-1" in pending["message"], pending
+    assert "worker-2" in pending["message"], pending
+    assert "insufficient cpu" in pending["message"], pending
+    assert remote_copies(federation, "s4-wide") == {}
+    federation.kubectl(MANAGER, "delete", "job", "s4-blocker", "--wait=false")
+    _complete(federation, "s4-wide", timeout=120)
+
+
+def test_s5_deleting_the_manager_job_removes_the_remote_workload_job_and_pods(federation: Federation) -> None:
+    submit(federation, "s5", cpu="2", parallelism=2, seconds=300)
+    wait_for(
+        lambda: get(federation, MANAGER, "job", "s5"),
+        until=lambda j: bool(((j or {}).get("status") or {}).get("active")),
+        timeout=60,
+        what="s5 running (mirrored active pods)",
+    )
+    worker = worker_of(federation, "s5")
+    assert worker is not None
+    assert items(federation, worker, "pods", "-l", "job-name=s5")
+    federation.kubectl(MANAGER, "delete", "job", "s5", "--cascade=background", "--wait=false")
+    wait_for(
+        lambda: (
+            get(federation, worker, "job", "s5"),
+            items(federation, worker, "pods", "-l", "job-name=s5"),
+            items(federation, worker, "workloads.kueue.x-k8s.io"),
+        ),
+        until=lambda seen: (
+            seen[0] is None
+            and seen[1] == []
+            and not any(
+                (w["metadata"].get("labels") or {})
+                .get("kueue.x-k8s.io/prebuilt-workload-name", "")
+                .startswith("job-s5-")
+                or w["metadata"]["name"].startswith("job-s5-")
+                for w in seen[2]
+            )
+        ),
+        timeout=60,
+        what="the remote Job, its pods and the Workload copy to be deleted",
+    )
+
+
+def test_a_job_for_a_missing_local_queue_waits_with_a_condition_saying_so(federation: Federation) -> None:
+    submit(federation, "i2", cpu="1", queue="no-such-queue")
+    wl = wait_for(
+        lambda: workload_of(federation, "i2"),
+        until=lambda w: condition(w, "QuotaReserved") is not None,
+        timeout=60,
+        what="the Workload of i2 to get a pending condition",
+    )
+    pending = condition(wl, "QuotaReserved")
+    assert pending is not None
+    assert pending["status"] == "False"
+    assert pending["reason"] == "Inadmissible"
+    assert pending["message"] == "LocalQueue no-such-queue doesn't exist"
+    assert remote_copies(federation, "i2") == {}
+    federation.kubectl(MANAGER, "delete", "job", "i2", "--wait=false")

@@ -1,0 +1,90 @@
+"""What the manager writes when it admits a Workload globally: quota reserved, one worker nominated.
+
+One status write does both (DESIGN §4.4): ``status.admission`` and ``QuotaReserved`` reserve the ClusterQueue's
+quota, ``status.nominatedClusterNames`` names the single worker the copies go to, and each MultiKueue admission
+check is ``Pending`` until that worker admits the copy. The Workload is not ``Admitted`` yet.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from federation.admission.api_drain import EventSpec, WorkloadUpdate, admission_status, workload_generation
+from federation.admission.api_workloads import workload_key
+from federation.admission.decisions import Assignment
+from federation.api.workload import QUOTA_RESERVED
+from federation.conditions import conditions_of, format_time, set_condition
+from federation.protocol import MULTIKUEUE_CONTROLLER, REASON_QUOTA_RESERVED
+
+Obj = dict[str, Any]
+
+
+def multikueue_workers(
+    cluster_queue: Mapping[str, Any],
+    *,
+    admission_checks: Mapping[str, Mapping[str, Any]],
+    configs: Mapping[str, Mapping[str, Any]],
+) -> tuple[list[str], list[str]] | str:
+    """(MultiKueue check names, ordered worker names) for a ClusterQueue, or why it has none to dispatch to."""
+    name = cluster_queue["metadata"]["name"]
+    strategy = (cluster_queue.get("spec") or {}).get("admissionChecksStrategy") or {}
+    refs = [rule["name"] for rule in strategy.get("admissionChecks") or ()]
+    checks: list[str] = []
+    workers: list[str] = []
+    for ref in refs:
+        check = admission_checks.get(ref)
+        if check is None:
+            return f"ClusterQueue {name} references AdmissionCheck {ref}, which doesn't exist"
+        spec = check.get("spec") or {}
+        if spec.get("controllerName") != MULTIKUEUE_CONTROLLER:
+            continue
+        params = spec.get("parameters") or {}
+        config = configs.get(str(params.get("name", "")))
+        if params.get("kind") != "MultiKueueConfig" or config is None:
+            return f"AdmissionCheck {ref} does not point at an existing MultiKueueConfig"
+        checks.append(ref)
+        workers += [w for w in (config.get("spec") or {}).get("clusters") or () if w not in workers]
+    if not checks:
+        return (
+            f"ClusterQueue {name} has no AdmissionCheck with controllerName {MULTIKUEUE_CONTROLLER}; "
+            "kfed has no worker clusters to dispatch its workloads to"
+        )
+    return checks, workers
+
+
+def reservation_update(
+    raw: Obj, assignment: Assignment, *, worker: str, checks: Sequence[str], now: dt.datetime, waited_seconds: float
+) -> WorkloadUpdate:
+    queue = assignment.cluster_queue
+    message = f"Quota reserved in ClusterQueue {queue}"
+    conditions, _ = set_condition(
+        conditions_of(raw),
+        condition_type=QUOTA_RESERVED,
+        status=True,
+        reason=REASON_QUOTA_RESERVED,
+        message=message,
+        now=now,
+        observed_generation=workload_generation(raw),
+    )
+    stamp = format_time(now)
+    status: Obj = {
+        "admission": admission_status(assignment),
+        "conditions": conditions,
+        "nominatedClusterNames": [worker],
+        "admissionChecks": [
+            {
+                "name": check,
+                "state": "Pending",
+                "message": f"Dispatched to worker cluster {worker}",
+                "lastTransitionTime": stamp,
+            }
+            for check in checks
+        ],
+    }
+    events = (
+        EventSpec(REASON_QUOTA_RESERVED, f"{message}, wait time since queued was {waited_seconds:.0f}s"),
+        EventSpec("Dispatched", f"Dispatched to worker cluster {worker} (capacity probing)"),
+    )
+    return WorkloadUpdate(workload_key(raw), raw, status, "reserved", queue, message, events)

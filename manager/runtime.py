@@ -1,0 +1,191 @@
+"""Wires kfed-manager together: the manager cluster's caches, the worker pool and the controllers.
+
+Events only route keys: a Job change queues that Job for the Job controller and its Workload for remote sync;
+any change to queues, quotas, workloads or a worker's capacity report triggers the global scheduler; a remote
+copy's change queues its manager Workload. Every controller re-reads the caches, so they stay level-triggered.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import anyio
+import structlog
+
+from federation.api.labels import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
+from federation.kube.api import KubeApi
+from federation.kube.cache import WatchCache
+from federation.kube.resources import (
+    ADMISSION_CHECKS,
+    CLUSTER_QUEUES,
+    COHORTS,
+    JOBS,
+    LOCAL_QUEUES,
+    MULTIKUEUE_CLUSTERS,
+    MULTIKUEUE_CONFIGS,
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    SECRETS,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+)
+from federation.kube.workqueue import WorkQueue
+from federation.obs.metrics import Metrics
+from manager.config import ManagerConfig
+from manager.decisions.ledger import InFlightLedger
+from manager.decisions.workload_from_job import workload_name_for_job
+from manager.events import EventRecorder
+from manager.job_controller import JobController
+from manager.remote_sync import RemoteSync
+from manager.scheduler import GlobalScheduler
+from manager.workers import WorkerPool
+
+log = structlog.get_logger(__name__)
+
+
+def _key(obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+
+
+class ManagerRuntime:
+    def __init__(self, api: KubeApi, config: ManagerConfig, metrics: Metrics) -> None:
+        self.api = api
+        self.config = config
+        self.metrics = metrics
+        self.jobs = WatchCache(api, JOBS, label_selector=QUEUE_NAME_LABEL)
+        self.workloads = WatchCache(api, WORKLOADS)
+        self.cluster_queues = WatchCache(api, CLUSTER_QUEUES)
+        self.local_queues = WatchCache(api, LOCAL_QUEUES)
+        self.flavors = WatchCache(api, RESOURCE_FLAVORS)
+        self.cohorts = WatchCache(api, COHORTS)
+        self.priority_classes = WatchCache(api, WORKLOAD_PRIORITY_CLASSES)
+        self.admission_checks = WatchCache(api, ADMISSION_CHECKS)
+        self.multikueue_configs = WatchCache(api, MULTIKUEUE_CONFIGS)
+        self.multikueue_clusters = WatchCache(api, MULTIKUEUE_CLUSTERS)
+        self.namespaces = WatchCache(api, NAMESPACES)
+        self.secrets = WatchCache(api, SECRETS, namespace=config.namespace)
+        self.events = EventRecorder(api, instance=config.identity)
+        self.ledger = InFlightLedger()
+        self.pool = WorkerPool(
+            config=config,
+            manager_api=api,
+            clusters=self.multikueue_clusters,
+            secrets=self.secrets,
+            on_remote_change=self._remote_changed,
+        )
+        self.job_controller = JobController(
+            api=api,
+            config=config,
+            jobs=self.jobs,
+            workloads=self.workloads,
+            priority_classes=self.priority_classes,
+            events=self.events,
+        )
+        self.remote_sync = RemoteSync(
+            api=api,
+            config=config,
+            workloads=self.workloads,
+            jobs=self.jobs,
+            pool=self.pool,
+            ledger=self.ledger,
+            events=self.events,
+            metrics=metrics,
+        )
+        self.scheduler = GlobalScheduler(runtime=self)
+        self.job_queue = WorkQueue("jobs")
+        self.sync_queue = WorkQueue("remote-sync")
+        self._route_events()
+
+    @property
+    def caches(self) -> tuple[WatchCache, ...]:
+        return (
+            self.jobs,
+            self.workloads,
+            self.cluster_queues,
+            self.local_queues,
+            self.flavors,
+            self.cohorts,
+            self.priority_classes,
+            self.admission_checks,
+            self.multikueue_configs,
+            self.multikueue_clusters,
+            self.namespaces,
+            self.secrets,
+        )
+
+    def synced(self) -> tuple[bool, str]:
+        waiting = [c.resource.label for c in self.caches if not c.synced]
+        return (not waiting, "waiting for caches: " + ", ".join(waiting) if waiting else "")
+
+    def _route_events(self) -> None:
+        def on_job(_event: str, job: dict[str, Any], _old: Any) -> None:
+            self.job_queue.add(_key(job))
+            meta = job["metadata"]
+            self.sync_queue.add(f"{meta['namespace']}/{workload_name_for_job(meta['name'], meta['uid'])}")
+
+        def on_workload(_event: str, workload: dict[str, Any], _old: Any) -> None:
+            self.sync_queue.add(_key(workload))
+            self.scheduler.trigger()
+
+        def on_priority_class(_event: str, _obj: dict[str, Any], _old: Any) -> None:
+            for job in self.jobs.store:
+                self.job_queue.add(_key(job))
+
+        self.jobs.add_handler(on_job)
+        self.workloads.add_handler(on_workload)
+        self.priority_classes.add_handler(on_priority_class)
+        for cache in (
+            self.cluster_queues,
+            self.local_queues,
+            self.flavors,
+            self.cohorts,
+            self.admission_checks,
+            self.multikueue_configs,
+            self.multikueue_clusters,
+            self.namespaces,
+        ):
+            cache.add_handler(lambda _e, _o, _old: self.scheduler.trigger())
+
+    def _remote_changed(self, worker: str, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "ClusterCapacity":
+            conn = self.pool.connections.get(worker)
+            if conn is not None and conn.report is not None:
+                self.ledger.report_arrived(worker, observed_at=conn.report.observed_at)
+                age = (dt.datetime.now(dt.UTC) - conn.report.observed_at).total_seconds()
+                self.metrics.capacity_report_age.labels(cluster=worker).set(max(age, 0.0))
+            self.scheduler.trigger()
+            return
+        meta = obj["metadata"]
+        if kind == "Workload":
+            self.sync_queue.add(f"{meta['namespace']}/{meta['name']}")
+        else:
+            name = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL)
+            if name:
+                self.sync_queue.add(f"{meta['namespace']}/{name}")
+
+    async def run(self) -> None:
+        """Start caches, wait for them, then run every controller until cancelled."""
+        async with anyio.create_task_group() as tg:
+            for cache in self.caches:
+                tg.start_soon(cache.run)
+            for cache in self.caches:
+                await cache.wait_synced()
+            log.info("manager caches synced")
+            tg.start_soon(self.pool.run)
+            tg.start_soon(self.job_queue.run, self.job_controller.reconcile)
+            tg.start_soon(self.sync_queue.run, self.remote_sync.reconcile)
+            tg.start_soon(self.scheduler.run)
+            tg.start_soon(self._collect_garbage_periodically)
+
+    async def _collect_garbage_periodically(self) -> None:
+        while True:
+            await anyio.sleep(self.config.gc_interval)
+            try:
+                deleted = await self.remote_sync.collect_garbage()
+            except Exception as err:  # one failed sweep is retried at the next interval
+                log.warning("garbage collection failed", error=str(err))
+                continue
+            if deleted:
+                log.info("garbage collection removed remote objects", count=deleted)

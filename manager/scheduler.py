@@ -1,0 +1,209 @@
+"""The global scheduler: the manager's queues drained through the shared admission core, one worker per admit.
+
+Kueue's pipeline (heads → snapshot → nominate → admit → requeue) runs in ``federation.admission``; this module
+builds its input from the manager's caches and vetoes every admission for which no worker has room (capacity
+probing, ``manager.decisions.dispatch``), so quota is only reserved where it can be used. Triggered by any change
+to queues, quotas, workloads or a worker's capacity report; bursts of triggers coalesce into one pass.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import structlog
+
+from federation.admission.api_drain import WorkloadUpdate, drain, pending_update
+from federation.admission.api_quotas import cohort_spec, flavor_info, queue_info
+from federation.admission.api_state import QuotaState, build_quota_state, local_queue_info
+from federation.admission.decisions import Admit, Preempt, Wait
+from federation.kube.errors import Conflict, KubeError
+from federation.kube.resources import WORKLOADS
+from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
+from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
+from manager.decisions.reservation import multikueue_workers, reservation_update
+
+if TYPE_CHECKING:
+    from manager.runtime import ManagerRuntime
+
+log = structlog.get_logger(__name__)
+
+_COALESCE_SECONDS = 0.02
+
+
+def _by_name(objects: Any) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: o for o in objects}
+
+
+class GlobalScheduler:
+    def __init__(self, *, runtime: ManagerRuntime) -> None:
+        self._rt = runtime
+        self._wakeup = anyio.Event()
+        self.passes = 0
+
+    def trigger(self) -> None:
+        self._wakeup.set()
+
+    async def run(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup = anyio.Event()
+            await anyio.sleep(_COALESCE_SECONDS)  # let a burst of events land before reading the caches
+            try:
+                await self.schedule_once()
+            except Exception as err:  # a failed pass is retried on the next trigger or after a pause
+                log.exception("scheduling pass failed", error=str(err))
+                await anyio.sleep(1)
+                self.trigger()
+
+    def _state(self) -> QuotaState:
+        rt = self._rt
+        flavors = {}
+        for raw in rt.flavors.store:
+            try:
+                info = flavor_info(raw)
+            except ValueError as err:
+                log.warning("invalid ResourceFlavor ignored", flavor=raw["metadata"]["name"], error=str(err))
+                continue
+            flavors[info.spec.name] = info
+        cohorts = []
+        for raw in rt.cohorts.store:
+            try:
+                cohorts.append(cohort_spec(raw))
+            except ValueError as err:
+                log.warning("invalid Cohort ignored", cohort=raw["metadata"]["name"], error=str(err))
+        return build_quota_state(
+            flavors=flavors,
+            queues={q["metadata"]["name"]: queue_info(q) for q in rt.cluster_queues.store},
+            cohorts=cohorts,
+            local_queues=[local_queue_info(lq) for lq in rt.local_queues.store],
+            namespace_labels={ns["metadata"]["name"]: ns["metadata"].get("labels") or {} for ns in rt.namespaces.store},
+            workloads=list(rt.workloads.store),
+        )
+
+    def _workers(self, names: list[str], now: dt.datetime) -> list[WorkerState]:
+        states = []
+        for name in names:
+            conn = self._rt.pool.connections.get(name)
+            if conn is None:
+                reason = self._rt.pool.problems.get(name, "not connected")
+                states.append(WorkerState(name=name, usable=False, unusable_reason=reason))
+                continue
+            reason = conn.unusable_reason(now)
+            states.append(
+                WorkerState(
+                    name=name,
+                    usable=not reason,
+                    unusable_reason=reason,
+                    capacity=conn.report.capacity if conn.report else None,
+                    in_flight=self._rt.ledger.in_flight(name),
+                )
+            )
+        return states
+
+    async def schedule_once(self) -> None:
+        rt = self._rt
+        now = dt.datetime.now(dt.UTC)
+        state = self._state()
+        raw_of = {wl.key: raw for items in state.pending.values() for wl, raw in items}
+        queues = _by_name(rt.cluster_queues.store)
+        checks = _by_name(rt.admission_checks.store)
+        configs = _by_name(rt.multikueue_configs.store)
+        chosen: dict[str, tuple[Dispatch, list[str]]] = {}
+
+        def veto(admit: Admit) -> str | None:
+            queue = queues[admit.assignment.cluster_queue]
+            targets = multikueue_workers(queue, admission_checks=checks, configs=configs)
+            if isinstance(targets, str):
+                return targets
+            check_names, worker_names = targets
+            raw = raw_of[admit.workload.key]
+            requests: dict[str, int] = {}
+            for psa in admit.assignment.pod_set_assignments:
+                for resource, amount in psa.resource_usage.items():
+                    requests[resource] = requests.get(resource, 0) + amount
+            result = choose_worker(
+                namespace=raw["metadata"]["namespace"],
+                queue_name=raw["spec"]["queueName"],
+                requests=requests,
+                workers=self._workers(worker_names, now),
+            )
+            if isinstance(result, NoWorker):
+                return result.message
+            chosen[admit.workload.key] = (result, check_names)
+            rt.ledger.record(
+                admit.workload.key, worker=result.worker, cluster_queue=result.cluster_queue, requests=requests
+            )
+            return None
+
+        updates: list[WorkloadUpdate] = []
+        for blocked in state.blocked:
+            update = pending_update(
+                blocked.raw, reason=blocked.reason, message=blocked.message, now=now, cluster_queue=None
+            )
+            if update is not None:
+                updates.append(update)
+        for decision in drain(state, now_seconds=now.timestamp(), veto=veto):
+            raw = raw_of[decision.workload.key]
+            if isinstance(decision, Admit):
+                dispatch, check_names = chosen[decision.workload.key]
+                waited = max(0.0, now.timestamp() - decision.workload.creation_time)
+                updates.append(
+                    reservation_update(
+                        raw,
+                        decision.assignment,
+                        worker=dispatch.worker,
+                        checks=check_names,
+                        now=now,
+                        waited_seconds=waited,
+                    )
+                )
+                continue
+            reason = (
+                REASON_INADMISSIBLE if isinstance(decision, Wait) and decision.reason == "Inactive" else REASON_PENDING
+            )
+            message = decision.message
+            if isinstance(decision, Preempt):
+                message = (
+                    f"{decision.message.split('. Pending the preemption')[0]}; preemption on the manager is "
+                    "not implemented yet"
+                )
+            update = pending_update(
+                raw, reason=reason, message=message, now=now, cluster_queue=decision.workload.cluster_queue
+            )
+            if update is not None:
+                updates.append(update)
+        self.passes += 1
+        for update in updates:
+            await self._write(update)
+        pending = {name: len(items) for name, items in state.pending.items()}
+        for name in queues:
+            rt.metrics.pending_workloads.labels(cluster_queue=name, status="active").set(pending.get(name, 0))
+
+    async def _write(self, update: WorkloadUpdate) -> None:
+        rt = self._rt
+        meta = update.raw["metadata"]
+        try:
+            await rt.api.patch_status(
+                WORKLOADS,
+                meta["name"],
+                {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": update.status},
+                namespace=meta["namespace"],
+                field_manager=rt.config.field_manager,
+            )
+        except (Conflict, KubeError) as err:
+            rt.ledger.forget(update.key)
+            log.info("workload status write failed; will decide again", workload=update.key, error=str(err))
+            self.trigger()
+            return
+        if update.outcome == "reserved":
+            rt.metrics.quota_reserved_workloads.labels(cluster_queue=update.cluster_queue or "").inc()
+            log.info(
+                "quota reserved and worker nominated",
+                workload=update.key,
+                queue=update.cluster_queue,
+                cluster=update.status["nominatedClusterNames"][0],
+            )
+        for event in update.events:
+            await rt.events.workload(update.raw, reason=event.reason, note=event.message, event_type=event.event_type)
