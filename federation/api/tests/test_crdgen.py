@@ -165,6 +165,7 @@ def test_lists_seen_by_cel_rules_are_bounded(kind: type[ApiObject]) -> None:
 @pytest.mark.parametrize("kind", ALL_KINDS, ids=KIND_IDS)
 def test_cel_rules_compile(kind: type[ApiObject]) -> None:
     import celpy
+
     env = celpy.Environment()
     for _, node in walk(openapi_schema(kind)):
         for entry in node.get("x-kubernetes-validations", ()):
