@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 async def connect(args: argparse.Namespace) -> KubeApi:
     from federation.kube.clients import ClientOptions
 
-    options = ClientOptions(qps=args.qps, burst=args.burst)
+    options = ClientOptions(qps=args.qps, burst=args.burst, user_agent="kfed-agent/0.1.0")
     path = args.kubeconfig or os.environ.get("KUBECONFIG")
     if path:
         return await connect_kubeconfig_file(path, cluster=args.cluster_name, options=options)
