@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 import structlog
 
-from federation.kube.errors import KubeError
+from federation.kube.errors import Conflict, KubeError
 
 log = structlog.get_logger(__name__)
 
@@ -89,7 +89,9 @@ class WorkQueue:
             except Exception as err:  # a reconciler bug or API error must not stop the queue
                 failed = True
                 again = self._retry_delay(key)
-                log.warning(
+                # A Conflict is optimistic concurrency working (we decided on a stale object): retry quietly.
+                report = log.debug if isinstance(err, Conflict) else log.warning
+                report(
                     "reconcile failed",
                     queue=self.name,
                     key=key,
