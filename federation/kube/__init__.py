@@ -16,7 +16,17 @@ tests here cover only the pure parts (errors, paths, store diffs, events, lease 
 """
 
 from federation.kube import resources
-from federation.kube.api import KubeApi, Obj, ObjectList, PatchType, Propagation, RetryPolicy, WatchEvent, object_key
+from federation.kube.api import (
+    FieldValidation,
+    KubeApi,
+    Obj,
+    ObjectList,
+    PatchType,
+    Propagation,
+    RetryPolicy,
+    WatchEvent,
+    object_key,
+)
 from federation.kube.cache import Backoff, Handler, WatchCache
 from federation.kube.counters import ApiCallCounter
 from federation.kube.errors import (
@@ -45,6 +55,7 @@ __all__ = [
     "Backoff",
     "Change",
     "Conflict",
+    "FieldValidation",
     "Forbidden",
     "Gone",
     "Handler",

@@ -43,6 +43,16 @@ class PatchType(enum.Enum):
     APPLY = tp.APPLY_PATCH
 
 
+class FieldValidation(enum.Enum):
+    """How the apiserver treats unknown or duplicate fields in a write (its default is ``WARN``: drop them and
+    answer with a Warning header, so a misspelt field is silently lost). ``STRICT`` turns them into ``Invalid``
+    naming the field."""
+
+    IGNORE = "Ignore"
+    WARN = "Warn"
+    STRICT = "Strict"
+
+
 class Propagation(enum.Enum):
     BACKGROUND = "Background"
     FOREGROUND = "Foreground"
@@ -351,10 +361,11 @@ class KubeApi:
         namespace: str | None = None,
         field_manager: str | None = None,
         dry_run: bool = False,
+        field_validation: FieldValidation | None = None,
     ) -> Obj:
         ns = self._namespace_of(resource, obj, namespace)
         body = {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
-        query = _write_query(field_manager=field_manager, dry_run=dry_run)
+        query = _write_query(field_manager=field_manager, dry_run=dry_run, field_validation=field_validation)
         request = self._request("POST", resource.path(namespace=ns), query=query, body=body)
         return await self._call("create", resource.label, request)
 
@@ -366,13 +377,15 @@ class KubeApi:
         namespace: str | None = None,
         field_manager: str | None = None,
         subresource: str | None = None,
+        field_validation: FieldValidation | None = None,
     ) -> Obj:
         """PUT; optimistic concurrency through ``metadata.resourceVersion`` in ``obj`` (Conflict on mismatch)."""
         ns = self._namespace_of(resource, obj, namespace)
         name = self._name_of(resource, obj)
         body = {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
         path = resource.path(namespace=ns, name=name, subresource=subresource)
-        request = self._request("PUT", path, query=_write_query(field_manager=field_manager), body=body)
+        query = _write_query(field_manager=field_manager, field_validation=field_validation)
+        request = self._request("PUT", path, query=query, body=body)
         return await self._call("update", self._label(resource, subresource), request)
 
     async def replace_status(
@@ -396,6 +409,7 @@ class KubeApi:
         field_manager: str | None = None,
         force: bool = False,
         subresource: str | None = None,
+        field_validation: FieldValidation | None = None,
     ) -> Obj:
         """Merge patch (default), JSON patch (a list of ops), strategic merge (built-ins only) or server-side
         apply (``PatchType.APPLY``: needs ``field_manager``; ``force`` takes over conflicting fields)."""
@@ -414,7 +428,11 @@ class KubeApi:
             if namespace and resource.namespaced:
                 meta.setdefault("namespace", namespace)
             body["metadata"] = meta
-        query = _write_query(field_manager=field_manager, force=force if patch_type is PatchType.APPLY else None)
+        query = _write_query(
+            field_manager=field_manager,
+            force=force if patch_type is PatchType.APPLY else None,
+            field_validation=field_validation,
+        )
         path = resource.path(namespace=namespace, name=name, subresource=subresource)
         request = self._request("PATCH", path, query=query, body=body, content_type=patch_type.value)
         return await self._call("patch", self._label(resource, subresource), request)
@@ -449,6 +467,7 @@ class KubeApi:
         field_manager: str,
         force: bool = False,
         subresource: str | None = None,
+        field_validation: FieldValidation | None = None,
     ) -> Obj:
         """Server-side apply of ``obj`` (name and namespace from its metadata)."""
         ns = self._namespace_of(resource, obj, None)
@@ -461,6 +480,7 @@ class KubeApi:
             field_manager=field_manager,
             force=force,
             subresource=subresource,
+            field_validation=field_validation,
         )
 
     async def apply_status(
@@ -527,9 +547,15 @@ class KubeApi:
 
 
 def _write_query(
-    *, field_manager: str | None = None, dry_run: bool = False, force: bool | None = None
+    *,
+    field_manager: str | None = None,
+    dry_run: bool = False,
+    force: bool | None = None,
+    field_validation: FieldValidation | None = None,
 ) -> list[tuple[str, str]]:
     query: list[tuple[str, str]] = []
+    if field_validation is not None:
+        query.append(("fieldValidation", field_validation.value))
     if field_manager:
         query.append(("fieldManager", field_manager))
     if dry_run:
@@ -540,6 +566,7 @@ def _write_query(
 
 
 __all__ = [
+    "FieldValidation",
     "KubeApi",
     "KubeError",
     "Obj",

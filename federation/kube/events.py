@@ -12,6 +12,7 @@ from typing import Any
 
 MAX_NOTE_BYTES = 1024
 MAX_REASON_CHARS = 128
+MAX_NAME_CHARS = 253
 
 
 def micro_time(now: dt.datetime) -> str:
@@ -40,6 +41,14 @@ def object_reference(obj: Mapping[str, Any]) -> dict[str, str]:
     return {k: v for k, v in ref.items() if v}
 
 
+def event_name(regarding_name: str, now: dt.datetime) -> str:
+    """``<name>.<unix nanoseconds in hex>`` like client-go, with the object's name shortened so the result stays a
+    valid object name (at most 253 characters) even for objects whose own name is already that long."""
+    suffix = f".{int(now.timestamp() * 1e9):x}"
+    prefix = regarding_name[: MAX_NAME_CHARS - len(suffix)].rstrip(".-") or "event"
+    return prefix + suffix
+
+
 def build_event(
     regarding: Mapping[str, Any],
     *,
@@ -61,7 +70,7 @@ def build_event(
     return {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
-        "metadata": {"name": f"{name}.{int(now.timestamp() * 1e9):x}", "namespace": namespace},
+        "metadata": {"name": event_name(name, now), "namespace": namespace},
         "eventTime": stamp,
         "reportingController": reporting_controller,
         "reportingInstance": reporting_instance,

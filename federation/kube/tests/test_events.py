@@ -4,7 +4,7 @@ import datetime as dt
 
 import pytest
 
-from federation.kube.events import build_event, micro_time, object_reference
+from federation.kube.events import build_event, event_name, micro_time, object_reference
 
 NOW = dt.datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=dt.UTC)
 JOB = {
@@ -59,3 +59,18 @@ def test_bad_type() -> None:
     with pytest.raises(ValueError):
         build_event(JOB, reason="r", note="n", action="a", reporting_controller="c", reporting_instance="i",
                     event_type="Info", now=NOW)  # fmt: skip
+
+
+def test_event_name_stays_a_valid_name_for_the_longest_object_names() -> None:
+    # Found against the real apiserver: "<253-char name>.<hex>" was refused ("must be no more than 253 characters").
+    assert event_name("train", NOW) == f"train.{int(NOW.timestamp() * 1e9):x}"
+    for name in ("w" * 253, "a" * 235 + "-" + "b" * 17, "a" * 235 + "." + "b" * 17):
+        generated = event_name(name, NOW)
+        assert len(generated) <= 253
+        prefix, _, suffix = generated.rpartition(".")
+        assert suffix == f"{int(NOW.timestamp() * 1e9):x}"
+        assert name.startswith(prefix)
+        assert not prefix.endswith(("-", "."))
+    event = build_event({"kind": "Workload", "metadata": {"name": "w" * 253, "namespace": "ns"}}, reason="r",
+                        note="n", action="a", reporting_controller="c", reporting_instance="i", now=NOW)  # fmt: skip
+    assert len(event["metadata"]["name"]) <= 253
