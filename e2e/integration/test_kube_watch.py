@@ -1,5 +1,7 @@
 """federation.kube against a real kube-apiserver: watch caches survive an apiserver restart, a stopped cache
-re-lists and emits what it missed, 410 Gone comes back typed, and Lease leader election hands over.
+re-lists and emits what it missed, 410 Gone comes back typed, a label-selected cache of a CRD (Workloads) sees an
+object that stops matching as DELETED, handlers and channels behave, a dead cluster does not stall a live one, and
+Lease leader election hands over (on release, on expiry) and steps down when the lease is taken.
 
 kubectl runs in worker threads so the caches keep running on the event loop; the apiserver restart runs on the
 loop's thread (see the comment there). Every wait has a deadline; nothing sleeps blindly.
@@ -8,22 +10,25 @@ loop's thread (see the comment there). Every wait has a deadline; nothing sleeps
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import pytest
+import yaml
 
 from e2e.rig.federation import Federation
 from federation.kube import resources as r
-from federation.kube.api import KubeApi, Obj
+from federation.kube.api import KubeApi, Obj, RetryPolicy
 from federation.kube.cache import Backoff, WatchCache
 from federation.kube.clients import ClientOptions, connect_kubeconfig_text
-from federation.kube.errors import Gone
+from federation.kube.errors import Gone, Unavailable
 from federation.kube.leader import LeaderElectionConfig, LeaderElector
-from federation.kube.store import ADDED, DELETED, MODIFIED
+from federation.kube.store import ADDED, DELETED, MODIFIED, Change
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -225,3 +230,194 @@ async def test_leader_election_hands_over(rig: Federation) -> None:
             tg.cancel_scope.cancel()
     finally:
         await kubectl(rig, MANAGER, "delete", "namespace", lease_ns, "--wait=false")
+
+
+def workload(name: str, namespace: str, **labels: str) -> dict[str, Any]:
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+    return {
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1, "template": template}]},
+    }
+
+
+async def test_label_selected_workload_cache_sees_objects_leave_the_selector_as_deleted(
+    rig: Federation, namespace: str
+) -> None:
+    api = await connect(rig, WORKER)
+    async with api:
+        await api.create(r.WORKLOADS, workload("in", namespace, **{LABEL: "selected"}))
+        await api.create(r.WORKLOADS, workload("out", namespace))
+        events: list[tuple[str, str]] = []
+        seen_by_async: list[str] = []
+
+        def record(event_type: str, obj: Obj, old: Obj | None) -> None:
+            events.append((event_type, obj["metadata"]["name"]))
+
+        def broken(event_type: str, obj: Obj, old: Obj | None) -> None:
+            raise RuntimeError("a bug in some controller's handler")
+
+        async def slow(event_type: str, obj: Obj, old: Obj | None) -> None:
+            await anyio.lowlevel.checkpoint()
+            seen_by_async.append(f"{event_type} {obj['metadata']['name']}")
+
+        cache = WatchCache(
+            api,
+            r.WORKLOADS,
+            namespace=namespace,
+            label_selector=f"{LABEL}=selected",
+            handlers=[broken, record, slow],
+            backoff=FAST_BACKOFF,
+        )
+        channel = cache.subscribe()
+        changes: list[Change] = []
+
+        async def consume() -> None:
+            async with channel:
+                async for change in channel:
+                    changes.append(change)
+
+        def names() -> set[str]:
+            return {o["metadata"]["name"] for o in cache.store}
+
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(consume)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(cache.run)
+                assert await cache.wait_synced(timeout=30)
+                assert names() == {"in"}
+                assert events == [(ADDED, "in")]
+                assert all(o["kind"] == "Workload" for o in cache.store)
+                await eventually(lambda: cache.connected, within=30, what="watch open")
+
+                # "out" starts matching: ADDED.  "in" stops matching: the apiserver sends DELETED for it.
+                await api.patch(r.WORKLOADS, "out", {"metadata": {"labels": {LABEL: "selected"}}}, namespace=namespace)
+                await eventually(lambda: (ADDED, "out") in events, within=30, what="ADDED out")
+                await api.patch(r.WORKLOADS, "in", {"metadata": {"labels": {LABEL: None}}}, namespace=namespace)
+                await eventually(lambda: (DELETED, "in") in events, within=30, what="DELETED in (left the selector)")
+                assert names() == {"out"}
+                # Still there on the server: it only left the selection.
+                assert await api.get_or_none(r.WORKLOADS, "in", namespace=namespace) is not None
+
+                # A status write is a MODIFIED; a real delete is a DELETED.
+                status = {"conditions": [], "clusterName": "worker-2"}
+                await api.patch_status(r.WORKLOADS, "out", {"status": status}, namespace=namespace)
+                await eventually(lambda: (MODIFIED, "out") in events, within=30, what="MODIFIED out")
+                stored = cache.store.get(f"{namespace}/out")
+                assert stored is not None
+                assert stored["status"]["clusterName"] == "worker-2"
+                await api.delete(r.WORKLOADS, "out", namespace=namespace)
+                await eventually(lambda: (DELETED, "out") in events, within=30, what="DELETED out")
+                assert names() == set()
+                tg.cancel_scope.cancel()
+            # The cache stopped: its channel is closed, so the consumer ends on its own.
+        expected = [(ADDED, "in"), (ADDED, "out"), (DELETED, "in"), (MODIFIED, "out"), (DELETED, "out")]
+        assert events == expected  # the failing handler before it changed nothing
+        assert seen_by_async == [f"{t} {n}" for t, n in expected]  # async handlers are awaited, in order
+        assert [(c.type, c.obj["metadata"]["name"]) for c in changes] == expected
+        deleted_in = changes[2]
+        assert deleted_in.old is not None
+        assert deleted_in.old["metadata"]["labels"] == {LABEL: "selected"}
+        assert api.counter.total(verbs=["list"], resource=r.WORKLOADS.label) == 1
+        assert api.counter.total(verbs=["watch"], resource=r.WORKLOADS.label) >= 1
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_a_dead_cluster_does_not_stall_a_live_one(rig: Federation, namespace: str) -> None:
+    config = yaml.safe_load(rig.kubeconfig(WORKER).read_text())
+    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{free_port()}"
+    # Few, quick retries inside KubeApi so the cache itself sees the failure (and backs off) within the test.
+    options = ClientOptions(retry=RetryPolicy(attempts=2, initial=0.05, maximum=0.1))
+    dead_api = await connect_kubeconfig_text(yaml.safe_dump(config), cluster="dead", options=options)
+    live_api = await connect(rig, WORKER)
+    async with dead_api, live_api:
+        dead = WatchCache(dead_api, r.WORKLOADS, namespace=namespace, backoff=FAST_BACKOFF)
+        live = WatchCache(live_api, r.WORKLOADS, namespace=namespace, backoff=FAST_BACKOFF)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(dead.run)
+            tg.start_soon(live.run)
+            assert await live.wait_synced(timeout=30)
+            await live_api.create(r.WORKLOADS, workload("w", namespace))
+            await eventually(lambda: f"{namespace}/w" in live.store, within=30, what="live event")
+            await eventually(lambda: dead.last_error is not None, within=15, what="the dead cache to record its error")
+            assert "cluster dead" in str(dead.last_error)
+            assert not dead.synced
+            assert not dead.connected
+            tg.cancel_scope.cancel()
+        assert dead_api.counter.total(verbs=["list"]) >= 1
+        with pytest.raises(Unavailable):
+            await dead_api.server_version()
+
+
+def elector(api: KubeApi, namespace: str, identity: str, log: list[str], *, release: bool = True) -> LeaderElector:
+    config = LeaderElectionConfig(
+        "kfed-test",
+        namespace,
+        identity,
+        lease_duration=4.0,
+        renew_deadline=3.0,
+        retry_period=0.5,
+        release_on_cancel=release,
+    )
+
+    async def work() -> None:
+        log.append(f"start {identity}")
+        await anyio.sleep_forever()
+
+    return LeaderElector(
+        api, config, on_started_leading=work, on_stopped_leading=lambda: log.append(f"stop {identity}")
+    )
+
+
+@pytest.fixture
+async def lease_namespace(rig: Federation) -> AsyncIterator[str]:
+    name = f"kube-leader-{uuid.uuid4().hex[:8]}"
+    await kubectl(rig, MANAGER, "create", "namespace", name)
+    try:
+        yield name
+    finally:
+        await kubectl(rig, MANAGER, "delete", "namespace", name, "--wait=false")
+
+
+async def test_standby_takes_over_after_expiry_when_the_leader_vanishes_without_release(
+    rig: Federation, lease_namespace: str
+) -> None:
+    api_a, api_b = await connect(rig, MANAGER), await connect(rig, MANAGER)
+    log: list[str] = []
+    async with api_a, api_b:
+        a = elector(api_a, lease_namespace, "replica-a", log, release=False)
+        async with a:
+            assert await a.wait_leading(timeout=30)
+        # "a" is gone but its Lease still names it for 4 s: "b" must wait for expiry, then take over.
+        b = elector(api_b, lease_namespace, "replica-b", log)
+        async with b:
+            await eventually(lambda: b.leader == "replica-a", within=30, what="b observes the old holder")
+            assert not b.is_leader
+            assert await b.wait_leading(timeout=30)
+        lease = await api_a.get(r.LEASES, "kfed-test", namespace=lease_namespace)
+        assert lease["spec"]["leaseTransitions"] == 1
+        assert log == ["start replica-a", "stop replica-a", "start replica-b", "stop replica-b"]
+
+
+async def test_leader_steps_down_when_another_holder_takes_the_lease(rig: Federation, lease_namespace: str) -> None:
+    api = await connect(rig, MANAGER)
+    log: list[str] = []
+    async with api:
+        a = elector(api, lease_namespace, "replica-a", log)
+        async with a:
+            assert await a.wait_leading(timeout=30)
+            # Someone else writes the Lease (as a replica that judged it expired would): "a" cannot renew, so it
+            # must stop its work within the renew deadline, then campaign as a standby.
+            patch = json.dumps({"spec": {"holderIdentity": "intruder", "leaseDurationSeconds": 3600}})
+            await kubectl(
+                rig, MANAGER, "-n", lease_namespace, "patch", "lease", "kfed-test", "--type=merge", "-p", patch
+            )
+            await eventually(lambda: log == ["start replica-a", "stop replica-a"], within=15, what="a steps down")
+            assert not a.is_leader
+            await eventually(lambda: a.leader == "intruder", within=15, what="a observes the new holder")
+            lease = await api.get(r.LEASES, "kfed-test", namespace=lease_namespace)
+            assert lease["spec"]["holderIdentity"] == "intruder"  # a standby does not release others' leases
