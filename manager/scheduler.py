@@ -9,17 +9,19 @@ to queues, quotas, workloads or a worker's capacity report; bursts of triggers c
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
 
 from federation.admission.api_drain import WorkloadUpdate, drain, pending_update
+from federation.admission.api_queue_status import queue_status_patches
 from federation.admission.api_quotas import cohort_spec, flavor_info, queue_info
 from federation.admission.api_state import QuotaState, build_quota_state, local_queue_info
 from federation.admission.decisions import Admit, Preempt, Wait
 from federation.kube.errors import Conflict, KubeError
-from federation.kube.resources import WORKLOADS
+from federation.kube.resources import CLUSTER_QUEUES, WORKLOADS
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
 from manager.decisions.reservation import multikueue_workers, reservation_update
@@ -144,7 +146,8 @@ class GlobalScheduler:
             )
             if update is not None:
                 updates.append(update)
-        for decision in drain(state, now_seconds=now.timestamp(), veto=veto):
+        decisions = drain(state, now_seconds=now.timestamp(), veto=veto)
+        for decision in decisions:
             raw = raw_of[decision.workload.key]
             if isinstance(decision, Admit):
                 dispatch, check_names = chosen[decision.workload.key]
@@ -177,9 +180,22 @@ class GlobalScheduler:
         self.passes += 1
         for update in updates:
             await self._write(update)
-        pending = {name: len(items) for name, items in state.pending.items()}
+        pending = Counter(d.workload.cluster_queue for d in decisions if not isinstance(d, Admit))
         for name in queues:
             rt.metrics.pending_workloads.labels(cluster_queue=name, status="active").set(pending.get(name, 0))
+        await self._write_queue_status(state, queues, pending=pending, now=now)
+
+    async def _write_queue_status(
+        self, state: QuotaState, queues: dict[str, dict[str, Any]], *, pending: Counter[str], now: dt.datetime
+    ) -> None:
+        """Kueue's ClusterQueue status (counts, flavor reservation and usage, Active), written only on change."""
+        rt = self._rt
+        for name, status in queue_status_patches(state, queues, pending=pending, now=now).items():
+            body = {"metadata": {"resourceVersion": queues[name]["metadata"]["resourceVersion"]}, "status": status}
+            try:
+                await rt.api.patch_status(CLUSTER_QUEUES, name, body, field_manager=rt.config.field_manager)
+            except KubeError as err:
+                log.debug("cluster queue status write failed; next pass retries", queue=name, error=str(err))
 
     async def _write(self, update: WorkloadUpdate) -> None:
         rt = self._rt

@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import structlog
 
+from federation.admission.api_queue_status import queue_status_patches
 from federation.admission.api_state import QuotaState
 from federation.api.capacity import CLUSTER_CAPACITY_NAME
 from federation.conditions import format_time
@@ -30,7 +31,6 @@ from federation.obs.metrics import Metrics
 from federation.protocol import CAPACITY_DEBOUNCE_SECONDS, CAPACITY_HEARTBEAT_SECONDS
 from federation.quantity import parse_quantity
 from worker_agent.decisions.capacity import capacity_status, pending_counts
-from worker_agent.decisions.queue_status import queue_status_patches
 from worker_agent.trigger import Trigger
 from worker_agent.world import World
 

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+from federation.admission.api_queue_status import queue_status_patches
 from federation.admission.api_state import QuotaState
 from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, state, workload
 from worker_agent.decisions.capacity import capacity_status, pending_counts
-from worker_agent.decisions.queue_status import queue_status_patches
 from worker_agent.overlay import WriteOverlay
 
 NOW = dt.datetime(2026, 1, 1, 0, 3, tzinfo=dt.UTC)

@@ -1,8 +1,9 @@
-"""Local ClusterQueue status the way Kueue reports it: workload counts, flavor reservation/usage, Active.
+"""ClusterQueue status the way Kueue reports it: workload counts, flavor reservation and usage, Active.
 
-On a worker every reservation is an admission (no admission checks), so ``flavorsReservation`` equals
-``flavorsUsage`` and ``reservingWorkloads`` equals ``admittedWorkloads``. The agent writes the status only when
-it differs from what the ClusterQueue already shows.
+``reserving`` counts and ``flavorsReservation`` cover every workload holding quota; ``admitted`` counts and
+``flavorsUsage`` only those that are also ``Admitted``. On a worker (no admission checks) the two are equal; on
+the manager a workload is admitted once its worker admits the copy. Both kfed processes write the status only
+when it differs from what the ClusterQueue already shows.
 """
 
 from __future__ import annotations
@@ -12,22 +13,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.admission.api_state import QuotaState
+from federation.admission.api_workloads import reserved_usage
 from federation.admission.flavors import format_amount
 from federation.admission.snapshot import ClusterQueueNode
-from federation.conditions import conditions_of, set_condition
+from federation.conditions import conditions_of, is_true, set_condition
 
 Obj = dict[str, Any]
 
 ACTIVE = "Active"
 
 
-def _flavor_usage(node: ClusterQueueNode) -> list[Obj]:
+def _flavor_usage(node: ClusterQueueNode, usage: Mapping[tuple[str, str], int]) -> list[Obj]:
     usages: list[Obj] = []
     for group in node.spec.resource_groups:
         for flavor in group.flavors:
             resources = []
             for quota in flavor.resources:
-                used = max(0, node.usage.get((flavor.name, quota.name), 0))
+                used = max(0, usage.get((flavor.name, quota.name), 0))
                 resources.append(
                     {
                         "name": quota.name,
@@ -59,8 +61,12 @@ def queue_status_patches(
         raw = raw_queues.get(name)
         if raw is None:
             continue
-        reserving = len(state.reserving.get(name, ()))
-        usage = _flavor_usage(node)
+        holding = state.reserving.get(name, ())
+        admitted = [workload for workload in holding if is_true(workload, "Admitted")]
+        admitted_usage: dict[tuple[str, str], int] = {}
+        for workload in admitted:
+            for key, amount in reserved_usage(workload).items():
+                admitted_usage[key] = admitted_usage.get(key, 0) + amount
         status, reason, message = _active(node)
         generation = (raw.get("metadata") or {}).get("generation")
         conditions, _ = set_condition(
@@ -74,10 +80,10 @@ def queue_status_patches(
         )
         desired: Obj = {
             "pendingWorkloads": pending.get(name, 0),
-            "reservingWorkloads": reserving,
-            "admittedWorkloads": reserving,
-            "flavorsReservation": usage,
-            "flavorsUsage": usage,
+            "reservingWorkloads": len(holding),
+            "admittedWorkloads": len(admitted),
+            "flavorsReservation": _flavor_usage(node, node.usage),
+            "flavorsUsage": _flavor_usage(node, admitted_usage),
             "conditions": conditions,
         }
         current = raw.get("status") or {}
