@@ -456,7 +456,7 @@ async def test_forbidden_and_unauthorized_come_from_rbac_and_authentication(rig:
         assert unauthorized.value.status == 401
 
 
-async def test_too_many_requests_from_priority_and_fairness_is_retried_honouring_retry_after(
+async def test_too_many_requests_from_priority_and_fairness_are_typed_and_retried(
     rig: Federation, namespace: str
 ) -> None:
     # A priority level with no nominal concurrency (it still dispatches one request when none is running) and
