@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
+from functools import partial
 
 import anyio
 import anyio.abc
@@ -15,6 +15,7 @@ from federation.kube.leader import LeaderElectionConfig, LeaderElector
 from federation.obs.health import HealthEndpoints
 from federation.obs.logging import configure_logging
 from federation.obs.metrics import Metrics
+from federation.obs.serving import cancel_on_signal, start_listeners
 from manager.config import ManagerConfig
 from manager.runtime import ManagerRuntime
 
@@ -61,12 +62,15 @@ async def run(args: argparse.Namespace) -> None:
     else:
         api = await clients.connect_in_cluster(cluster="manager", options=options)
     async with api, anyio.create_task_group() as tg:
-        port = await tg.start(_serve, health, args.bind_address, args.health_port)
-        metrics_port = port
-        if args.metrics_port >= 0 and args.metrics_port != args.health_port:
-            metrics_port = await tg.start(
-                _serve, HealthEndpoints(metrics=metrics.exposition), args.bind_address, args.metrics_port
-            )
+        tg.start_soon(partial(cancel_on_signal, tg.cancel_scope, component="kfed-manager"))
+        port, metrics_port = await start_listeners(
+            tg,
+            health,
+            metrics=metrics,
+            bind_address=args.bind_address,
+            health_port=args.health_port,
+            metrics_port=args.metrics_port,
+        )
         log.info(
             "kfed-manager starting",
             health_port=port,
@@ -74,7 +78,6 @@ async def run(args: argparse.Namespace) -> None:
             namespace=config.namespace,
             identity=config.identity,
         )
-        tg.start_soon(_stop_on_signal, tg.cancel_scope)
         runtime = ManagerRuntime(api, config, metrics)
         health.add_readiness_check("caches", runtime.synced)
         if not args.leader_elect:
@@ -87,24 +90,6 @@ async def run(args: argparse.Namespace) -> None:
         )
         health.add_readiness_check("leader-election", lambda: (True, elector.leader))
         await elector.run()
-
-
-async def _serve(
-    endpoints: HealthEndpoints,
-    host: str,
-    port: int,
-    *,
-    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
-) -> None:
-    await endpoints.serve(host=host, port=port, task_status=task_status)
-
-
-async def _stop_on_signal(scope: anyio.CancelScope) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async for signum in signals:
-            log.info("shutting down", signal=signal.Signals(signum).name)
-            scope.cancel()
-            return
 
 
 def main(argv: list[str] | None = None) -> int:

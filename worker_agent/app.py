@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import socket
 import sys
 import uuid
 from collections.abc import Sequence
+from functools import partial
 
 import anyio
 import anyio.abc
@@ -27,6 +27,7 @@ from federation.kube.leader import LeaderElectionConfig, LeaderElector
 from federation.obs.health import HealthEndpoints
 from federation.obs.logging import configure_logging
 from federation.obs.metrics import Metrics
+from federation.obs.serving import cancel_on_signal, start_listeners
 from worker_agent.agent import Agent
 
 log = structlog.get_logger("worker_agent")
@@ -106,13 +107,15 @@ async def run(args: argparse.Namespace) -> int:
     health = HealthEndpoints(metrics=metrics.exposition)
     health.add_readiness_check("caches", agent.ready)
     async with api, anyio.create_task_group() as tg:
-        tg.start_soon(_stop_on_signal, tg.cancel_scope, bound)
-        health_port = await tg.start(_serve, health, args.bind_address, args.health_port)
-        metrics_port = health_port
-        if args.metrics_port >= 0 and args.metrics_port != args.health_port:
-            metrics_port = await tg.start(
-                _serve, HealthEndpoints(metrics=metrics.exposition), args.bind_address, args.metrics_port
-            )
+        tg.start_soon(partial(cancel_on_signal, tg.cancel_scope, component="kfed-agent"))
+        health_port, metrics_port = await start_listeners(
+            tg,
+            health,
+            metrics=metrics,
+            bind_address=args.bind_address,
+            health_port=args.health_port,
+            metrics_port=args.metrics_port,
+        )
         bound.info(
             "agent.listening",
             health_port=health_port,
@@ -129,24 +132,6 @@ async def run(args: argparse.Namespace) -> int:
             tg.start_soon(agent.run)
     bound.info("agent.exited")
     return 0
-
-
-async def _serve(
-    endpoints: HealthEndpoints,
-    host: str,
-    port: int,
-    *,
-    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
-) -> None:
-    await endpoints.serve(host=host, port=port, task_status=task_status)
-
-
-async def _stop_on_signal(scope: anyio.CancelScope, bound: structlog.typing.FilteringBoundLogger) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async for signum in signals:
-            bound.info("agent.shutting_down", signal=signal.Signals(signum).name)
-            scope.cancel()
-            return
 
 
 if __name__ == "__main__":  # pragma: no cover

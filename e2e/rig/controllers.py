@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from e2e.rig.cluster import RigError
 from e2e.rig.ports import free_port
-from e2e.rig.processes import ProcessRecord, start_process
+from e2e.rig.processes import start_process
 
 if TYPE_CHECKING:
     from e2e.rig.federation import Federation
@@ -80,8 +80,12 @@ def _script(name: str) -> str:
     return str(path)
 
 
-def start_controllers(fed: Federation) -> list[ProcessRecord]:
-    """Create the MultiKueue objects, start kfed-manager and the agents, and wait until all are ready."""
+def start_controllers(fed: Federation) -> None:
+    """Create the MultiKueue objects, start kfed-manager and the agents, and wait until all are ready.
+
+    Each process is recorded in ``fed.controller_records`` the moment it starts, so a failure part-way (one that
+    never became ready) still lets ``fed.down()`` stop everything that was started.
+    """
     kubeconfigs = {w: fed.kubeconfig(w).read_text() for w in fed.workers}
     fed.kubectl(
         "manager",
@@ -92,7 +96,7 @@ def start_controllers(fed: Federation) -> list[ProcessRecord]:
     )
     for worker in fed.workers:
         fed.kubectl(worker, "create", "namespace", KFED_NAMESPACE, check=False)
-    launched: list[tuple[str, int, ProcessRecord, Any]] = []
+    launched: list[tuple[str, int, Any]] = []
     logs = fed.directory / "logs"
     common = [
         "--log-format",
@@ -120,7 +124,8 @@ def start_controllers(fed: Federation) -> list[ProcessRecord]:
         log_path=logs / "kfed-manager.log",
         die_with_parent=fed.die_with_parent,
     )
-    launched.append(("kfed-manager", port, record, proc))
+    launched.append(("kfed-manager", port, proc))
+    fed.controller_records.append(record)
     for worker in fed.workers:
         port = free_port()
         proc, record = start_process(
@@ -138,10 +143,10 @@ def start_controllers(fed: Federation) -> list[ProcessRecord]:
             log_path=logs / f"kfed-agent-{worker}.log",
             die_with_parent=fed.die_with_parent,
         )
-        launched.append((f"kfed-agent-{worker}", port, record, proc))
-    for name, port, _record, proc in launched:
+        launched.append((f"kfed-agent-{worker}", port, proc))
+        fed.controller_records.append(record)
+    for name, port, proc in launched:
         _wait_ready(name, port, proc, log=logs / f"{name}.log")
-    return [record for _, _, record, _ in launched]
 
 
 def _wait_ready(name: str, port: int, proc: Any, *, log: Path, timeout: float = 60) -> None:

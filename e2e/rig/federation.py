@@ -120,8 +120,10 @@ class Federation:
     def start_controllers(self) -> None:
         from e2e.rig.controllers import start_controllers
 
-        self.controller_records = start_controllers(self)
-        self._save_state()
+        try:
+            start_controllers(self)
+        finally:
+            self._save_state()
 
     def stop_controllers(self) -> list[str]:
         left = stop_records(self.controller_records)
