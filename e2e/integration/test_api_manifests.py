@@ -40,13 +40,13 @@ def localise(doc: dict[str, Any], tag: str = "") -> dict[str, Any]:
     """A copy with a name of its own (so tests never collide) and the test namespace for namespaced kinds."""
     out = copy.deepcopy(doc)
     out["metadata"]["name"] = f"{doc['metadata']['name']}{tag}{SUFFIX}"
-    if model_for(doc["apiVersion"], doc["kind"]).resource.namespaced:
+    if model_for(doc["apiVersion"], doc["kind"]).crd.namespaced:
         out["metadata"]["namespace"] = NAMESPACE
     return out
 
 
 def resource_ref(doc: dict[str, Any]) -> list[str]:
-    res = model_for(doc["apiVersion"], doc["kind"]).resource
+    res = model_for(doc["apiVersion"], doc["kind"]).crd
     ref = [f"{res.plural}.{res.group}/{doc['metadata']['name']}"]
     if res.namespaced:
         ref.append(f"--namespace={doc['metadata']['namespace']}")

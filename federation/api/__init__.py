@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from federation.api.admissioncheck import AdmissionCheck, AdmissionCheckSpec
-from federation.api.base import ApiObject, KubeModel, Resource
+from federation.api.base import ApiObject, CrdInfo, KubeModel
 from federation.api.capacity import ClusterCapacity, ClusterCapacityStatus
 from federation.api.clusterqueue import ClusterQueue, ClusterQueueSpec, ClusterQueueStatus
 from federation.api.cohort import Cohort, CohortSpec
@@ -30,6 +30,7 @@ __all__ = [
     "Cohort",
     "CohortSpec",
     "Condition",
+    "CrdInfo",
     "KubeModel",
     "LocalQueue",
     "LocalQueueSpec",
@@ -39,7 +40,6 @@ __all__ = [
     "ObjectMeta",
     "OwnerReference",
     "PodSet",
-    "Resource",
     "ResourceFlavor",
     "ResourceFlavorSpec",
     "Topology",

@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StrictStr
 
-from federation.api.base import KUEUE_GROUP, KUEUE_VERSION, ApiObject, KubeModel, Resource
+from federation.api.base import KUEUE_GROUP, KUEUE_VERSION, ApiObject, CrdInfo, KubeModel
 from federation.api.common import DNS1123_LABEL, DNS1123_SUBDOMAIN
 from federation.api.core import Conditions
 from federation.api.schema import Crd, Rule
@@ -35,7 +35,7 @@ class AdmissionCheckStatus(KubeModel):
 class AdmissionCheck(ApiObject):
     """An admission check, processed by the controller named in spec.controllerName."""
 
-    resource: ClassVar[Resource] = Resource(
+    crd: ClassVar[CrdInfo] = CrdInfo(
         group=KUEUE_GROUP,
         version=KUEUE_VERSION,
         kind="AdmissionCheck",

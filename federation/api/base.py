@@ -74,7 +74,7 @@ class PrinterColumn:
 
 
 @dataclass(frozen=True)
-class Resource:
+class CrdInfo:
     """How a kind is served: its group/version, names, scope and what `kubectl get` prints."""
 
     group: str
@@ -117,7 +117,7 @@ AGE_COLUMN = PrinterColumn("Age", ".metadata.creationTimestamp", "date", "Time s
 class ApiObject(KubeModel):
     """A top-level object. Subclasses narrow `api_version`/`kind` to literals and set `resource`."""
 
-    resource: ClassVar[Resource]
+    crd: ClassVar[CrdInfo]
 
     api_version: str = Field(alias="apiVersion")
     kind: str

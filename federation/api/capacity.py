@@ -22,9 +22,9 @@ from federation.api.base import (
     KFED_GROUP,
     KFED_VERSION,
     ApiObject,
+    CrdInfo,
     KubeModel,
     PrinterColumn,
-    Resource,
 )
 from federation.api.common import (
     DNS1123_LABEL,
@@ -158,7 +158,7 @@ class ClusterCapacityStatus(KubeModel):
 class ClusterCapacity(ApiObject):
     """Free quota and topology capacity of one worker cluster, published by its kfed agent."""
 
-    resource: ClassVar[Resource] = Resource(
+    crd: ClassVar[CrdInfo] = CrdInfo(
         group=KFED_GROUP,
         version=KFED_VERSION,
         kind="ClusterCapacity",

@@ -10,9 +10,9 @@ from federation.api.base import (
     KUEUE_GROUP,
     KUEUE_VERSION,
     ApiObject,
+    CrdInfo,
     KubeModel,
     PrinterColumn,
-    Resource,
 )
 from federation.api.common import AdmissionCheckReference, CohortReference, Int32, ResourceFlavorReference
 from federation.api.core import Conditions, LabelSelector
@@ -122,7 +122,7 @@ class ClusterQueueStatus(KubeModel):
 class ClusterQueue(ApiObject):
     """A cluster-wide pool of quota that LocalQueues submit workloads to."""
 
-    resource: ClassVar[Resource] = Resource(
+    crd: ClassVar[CrdInfo] = CrdInfo(
         group=KUEUE_GROUP,
         version=KUEUE_VERSION,
         kind="ClusterQueue",

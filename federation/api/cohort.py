@@ -10,9 +10,9 @@ from federation.api.base import (
     KUEUE_GROUP,
     KUEUE_VERSION,
     ApiObject,
+    CrdInfo,
     KubeModel,
     PrinterColumn,
-    Resource,
 )
 from federation.api.common import CohortReference
 from federation.api.quota import FairSharing, FairSharingStatus, ResourceGroups
@@ -54,7 +54,7 @@ class CohortStatus(KubeModel):
 class Cohort(ApiObject):
     """A Cohort: shared quota and limits for the ClusterQueues and Cohorts below it (a cycle disables the tree)."""
 
-    resource: ClassVar[Resource] = Resource(
+    crd: ClassVar[CrdInfo] = CrdInfo(
         group=KUEUE_GROUP,
         version=KUEUE_VERSION,
         kind="Cohort",

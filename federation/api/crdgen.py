@@ -22,7 +22,7 @@ HEADER = "# Generated from federation/api by `make crds` (python -m federation.a
 
 
 def file_name(kind: type[ApiObject]) -> str:
-    return f"{kind.resource.group}_{kind.resource.plural}.yaml"
+    return f"{kind.crd.group}_{kind.crd.plural}.yaml"
 
 
 def openapi_schema(kind: type[ApiObject]) -> JsonDict:
@@ -44,7 +44,7 @@ def openapi_schema(kind: type[ApiObject]) -> JsonDict:
 
 
 def crd(kind: type[ApiObject]) -> JsonDict:
-    res = kind.resource
+    res = kind.crd
     names: JsonDict = {
         "kind": res.kind,
         "listKind": f"{res.kind}List",

@@ -33,7 +33,7 @@ ALL_KINDS: tuple[type[ApiObject], ...] = (
 )
 """Every top-level kind, in the order CRDs are listed."""
 
-_BY_TYPE: dict[tuple[str, str], type[ApiObject]] = {(k.resource.api_version, k.resource.kind): k for k in ALL_KINDS}
+_BY_TYPE: dict[tuple[str, str], type[ApiObject]] = {(k.crd.api_version, k.crd.kind): k for k in ALL_KINDS}
 
 
 class UnknownKind(LookupError):

@@ -10,9 +10,9 @@ from federation.api.base import (
     KUEUE_GROUP,
     KUEUE_VERSION,
     ApiObject,
+    CrdInfo,
     KubeModel,
     PrinterColumn,
-    Resource,
 )
 from federation.api.clusterqueue import StopPolicy
 from federation.api.common import (
@@ -76,7 +76,7 @@ class LocalQueueStatus(KubeModel):
 class LocalQueue(ApiObject):
     """A namespaced queue; Jobs select it with the label kueue.x-k8s.io/queue-name."""
 
-    resource: ClassVar[Resource] = Resource(
+    crd: ClassVar[CrdInfo] = CrdInfo(
         group=KUEUE_GROUP,
         version=KUEUE_VERSION,
         kind="LocalQueue",

@@ -11,9 +11,9 @@ from federation.api.base import (
     KUEUE_GROUP,
     KUEUE_VERSION,
     ApiObject,
+    CrdInfo,
     KubeModel,
     PrinterColumn,
-    Resource,
 )
 from federation.api.core import Conditions
 from federation.api.schema import Crd
@@ -45,7 +45,7 @@ class MultiKueueClusterStatus(KubeModel):
 class MultiKueueCluster(ApiObject):
     """A worker cluster and how to connect to it."""
 
-    resource: ClassVar[Resource] = Resource(
+    crd: ClassVar[CrdInfo] = CrdInfo(
         group=KUEUE_GROUP,
         version=KUEUE_VERSION,
         kind="MultiKueueCluster",
@@ -77,7 +77,7 @@ class MultiKueueConfigSpec(KubeModel):
 class MultiKueueConfig(ApiObject):
     """The ordered list of MultiKueueClusters a MultiKueue AdmissionCheck dispatches to."""
 
-    resource: ClassVar[Resource] = Resource(
+    crd: ClassVar[CrdInfo] = CrdInfo(
         group=KUEUE_GROUP,
         version=KUEUE_VERSION,
         kind="MultiKueueConfig",

@@ -6,14 +6,14 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StrictStr
 
-from federation.api.base import KUEUE_GROUP, KUEUE_VERSION, ApiObject, PrinterColumn, Resource
+from federation.api.base import KUEUE_GROUP, KUEUE_VERSION, ApiObject, CrdInfo, PrinterColumn
 from federation.api.common import Int32
 
 
 class WorkloadPriorityClass(ApiObject):
     """A priority for workloads, independent of the pods' own PriorityClass. Fields are top-level, no spec."""
 
-    resource: ClassVar[Resource] = Resource(
+    crd: ClassVar[CrdInfo] = CrdInfo(
         group=KUEUE_GROUP,
         version=KUEUE_VERSION,
         kind="WorkloadPriorityClass",

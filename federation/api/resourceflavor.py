@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StrictStr
 
-from federation.api.base import KUEUE_GROUP, KUEUE_VERSION, ApiObject, KubeModel, Resource
+from federation.api.base import KUEUE_GROUP, KUEUE_VERSION, ApiObject, CrdInfo, KubeModel
 from federation.api.common import TopologyReference
 from federation.api.core import TAINT_EFFECTS, Taint, Tolerations
 from federation.api.schema import Crd, Rule
@@ -53,7 +53,7 @@ class ResourceFlavorSpec(KubeModel):
 class ResourceFlavor(ApiObject):
     """A flavor of resources: the nodes it maps to and, for topology-aware scheduling, their Topology."""
 
-    resource: ClassVar[Resource] = Resource(
+    crd: ClassVar[CrdInfo] = CrdInfo(
         group=KUEUE_GROUP,
         version=KUEUE_VERSION,
         kind="ResourceFlavor",

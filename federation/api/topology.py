@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StrictStr
 
-from federation.api.base import KUEUE_GROUP, KUEUE_VERSION, ApiObject, KubeModel, Resource
+from federation.api.base import KUEUE_GROUP, KUEUE_VERSION, ApiObject, CrdInfo, KubeModel
 from federation.api.common import QUALIFIED_NAME
 from federation.api.labels import HOSTNAME_LABEL
 from federation.api.schema import Crd, Rule
@@ -56,7 +56,7 @@ class TopologySpec(KubeModel):
 class Topology(ApiObject):
     """Topology levels, highest first; kubernetes.io/hostname may only be the lowest."""
 
-    resource: ClassVar[Resource] = Resource(
+    crd: ClassVar[CrdInfo] = CrdInfo(
         group=KUEUE_GROUP,
         version=KUEUE_VERSION,
         kind="Topology",

@@ -16,9 +16,9 @@ from federation.api.base import (
     KUEUE_GROUP,
     KUEUE_VERSION,
     ApiObject,
+    CrdInfo,
     KubeModel,
     PrinterColumn,
-    Resource,
 )
 from federation.api.common import (
     DNS1123_SUBDOMAIN,
@@ -381,7 +381,7 @@ def _assignments_match(wl: Workload) -> bool:
 class Workload(ApiObject):
     """A workload: what to admit (pod sets), where it queues, its priority, and the admission result."""
 
-    resource: ClassVar[Resource] = Resource(
+    crd: ClassVar[CrdInfo] = CrdInfo(
         group=KUEUE_GROUP,
         version=KUEUE_VERSION,
         kind="Workload",

@@ -9,6 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from federation.api import (
+    AdmissionCheck,
+    ClusterCapacity,
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    MultiKueueCluster,
+    MultiKueueConfig,
+    ResourceFlavor,
+    Topology,
+    Workload,
+    WorkloadPriorityClass,
+)
+from federation.api.base import ApiObject
+
 
 @dataclass(frozen=True, slots=True)
 class Resource:
@@ -51,9 +66,6 @@ class Resource:
         return base
 
 
-_KUEUE = "kueue.x-k8s.io"
-_KUEUE_VERSION = "v1beta2"
-
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
@@ -65,20 +77,24 @@ JOBS = Resource("batch", "v1", "jobs", "Job", namespaced=True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False)
 
-WORKLOADS = Resource(_KUEUE, _KUEUE_VERSION, "workloads", "Workload", namespaced=True)
-CLUSTER_QUEUES = Resource(_KUEUE, _KUEUE_VERSION, "clusterqueues", "ClusterQueue", namespaced=False)
-LOCAL_QUEUES = Resource(_KUEUE, _KUEUE_VERSION, "localqueues", "LocalQueue", namespaced=True)
-RESOURCE_FLAVORS = Resource(_KUEUE, _KUEUE_VERSION, "resourceflavors", "ResourceFlavor", namespaced=False)
-COHORTS = Resource(_KUEUE, _KUEUE_VERSION, "cohorts", "Cohort", namespaced=False)
-TOPOLOGIES = Resource(_KUEUE, _KUEUE_VERSION, "topologies", "Topology", namespaced=False)
-ADMISSION_CHECKS = Resource(_KUEUE, _KUEUE_VERSION, "admissionchecks", "AdmissionCheck", namespaced=False)
-MULTIKUEUE_CONFIGS = Resource(_KUEUE, _KUEUE_VERSION, "multikueueconfigs", "MultiKueueConfig", namespaced=False)
-MULTIKUEUE_CLUSTERS = Resource(_KUEUE, _KUEUE_VERSION, "multikueueclusters", "MultiKueueCluster", namespaced=False)
-WORKLOAD_PRIORITY_CLASSES = Resource(
-    _KUEUE, _KUEUE_VERSION, "workloadpriorityclasses", "WorkloadPriorityClass", namespaced=False
-)
 
-CLUSTER_CAPACITIES = Resource("kfed.io", "v1alpha1", "clustercapacities", "ClusterCapacity", namespaced=False)
+def for_kind(kind: type[ApiObject]) -> Resource:
+    """The REST resource of one of kfed's CRD kinds, from its model (one source of truth for group and names)."""
+    crd = kind.crd
+    return Resource(crd.group, crd.version, crd.plural, crd.kind, namespaced=crd.namespaced)
+
+
+WORKLOADS = for_kind(Workload)
+CLUSTER_QUEUES = for_kind(ClusterQueue)
+LOCAL_QUEUES = for_kind(LocalQueue)
+RESOURCE_FLAVORS = for_kind(ResourceFlavor)
+COHORTS = for_kind(Cohort)
+TOPOLOGIES = for_kind(Topology)
+ADMISSION_CHECKS = for_kind(AdmissionCheck)
+MULTIKUEUE_CONFIGS = for_kind(MultiKueueConfig)
+MULTIKUEUE_CLUSTERS = for_kind(MultiKueueCluster)
+WORKLOAD_PRIORITY_CLASSES = for_kind(WorkloadPriorityClass)
+CLUSTER_CAPACITIES = for_kind(ClusterCapacity)
 
 KUEUE_RESOURCES: tuple[Resource, ...] = (
     WORKLOADS,

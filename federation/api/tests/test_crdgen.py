@@ -18,7 +18,7 @@ from federation.api.schema import walk
 from federation.api.tests.support import CHARTS
 
 RENDERED = render_crds()
-KIND_IDS = [k.resource.kind for k in ALL_KINDS]
+KIND_IDS = [k.crd.kind for k in ALL_KINDS]
 
 
 @pytest.mark.parametrize("chart", CHART_NAMES)
@@ -177,7 +177,7 @@ def test_cel_rules_compile(kind: type[ApiObject]) -> None:
 
 
 def test_names_like_kueues() -> None:
-    names = {k.resource.kind: crd(k)["spec"]["names"] for k in ALL_KINDS}
+    names = {k.crd.kind: crd(k)["spec"]["names"] for k in ALL_KINDS}
     assert names["ClusterQueue"]["shortNames"] == ["cq"]
     assert names["LocalQueue"]["shortNames"] == ["queue", "queues", "lq"]
     assert names["ResourceFlavor"]["shortNames"] == ["flavor", "flavors", "rf"]
@@ -188,13 +188,13 @@ def test_names_like_kueues() -> None:
     for kind in ALL_KINDS:
         spec = crd(kind)["spec"]
         assert crd(kind)["metadata"]["name"] == f"{spec['names']['plural']}.{spec['group']}"
-        expected = "kfed" if kind.resource.group == "kfed.io" else "kueue"
+        expected = "kfed" if kind.crd.group == "kfed.io" else "kueue"
         assert spec["names"]["categories"] == [expected]
-        assert spec["scope"] == ("Namespaced" if kind.resource.kind in ("LocalQueue", "Workload") else "Cluster")
+        assert spec["scope"] == ("Namespaced" if kind.crd.kind in ("LocalQueue", "Workload") else "Cluster")
 
 
 def _columns(kind_name: str) -> list[str]:
-    kind = next(k for k in ALL_KINDS if k.resource.kind == kind_name)
+    kind = next(k for k in ALL_KINDS if k.crd.kind == kind_name)
     return [c["name"] for c in crd(kind)["spec"]["versions"][0].get("additionalPrinterColumns", [])]
 
 

@@ -23,7 +23,7 @@ def dump(model: Any) -> dict[str, Any]:
 
 def test_there_is_an_example_of_every_kind() -> None:
     kinds = {doc["kind"] for _, doc in DOCS}
-    assert kinds == {k.resource.kind for k in ALL_KINDS}
+    assert kinds == {k.crd.kind for k in ALL_KINDS}
 
 
 @pytest.mark.parametrize("doc", [d for _, d in DOCS], ids=IDS)
