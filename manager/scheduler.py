@@ -22,6 +22,7 @@ from federation.admission.api_state import QuotaState, build_quota_state, local_
 from federation.admission.decisions import Admit, Preempt, Wait
 from federation.kube.errors import Conflict, KubeError
 from federation.kube.resources import CLUSTER_QUEUES, WORKLOADS
+from federation.kube.trigger import Trigger
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
 from manager.decisions.reservation import multikueue_workers, reservation_update
@@ -41,16 +42,15 @@ def _by_name(objects: Any) -> dict[str, dict[str, Any]]:
 class GlobalScheduler:
     def __init__(self, *, runtime: ManagerRuntime) -> None:
         self._rt = runtime
-        self._wakeup = anyio.Event()
+        self._wakeup = Trigger()
         self.passes = 0
 
     def trigger(self) -> None:
-        self._wakeup.set()
+        self._wakeup.pull()
 
     async def run(self) -> None:
         while True:
             await self._wakeup.wait()
-            self._wakeup = anyio.Event()
             await anyio.sleep(_COALESCE_SECONDS)  # let a burst of events land before reading the caches
             try:
                 await self.schedule_once()

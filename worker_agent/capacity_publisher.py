@@ -27,11 +27,11 @@ from federation.api.capacity import CLUSTER_CAPACITY_NAME
 from federation.conditions import format_time
 from federation.kube import resources as r
 from federation.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
+from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
 from federation.protocol import CAPACITY_DEBOUNCE_SECONDS, CAPACITY_HEARTBEAT_SECONDS
 from federation.quantity import parse_quantity
 from worker_agent.decisions.capacity import capacity_status, pending_counts
-from worker_agent.trigger import Trigger
 from worker_agent.world import World
 
 log = structlog.get_logger(__name__)
