@@ -15,6 +15,7 @@ from federation.api.labels import QUEUE_NAME_LABEL
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.errors import AlreadyExists
+from federation.kube.recorder import EventRecorder
 from federation.kube.resources import WORKLOADS
 from federation.protocol import MULTIKUEUE_CONTROLLER
 from manager.config import ManagerConfig
@@ -25,7 +26,6 @@ from manager.decisions.workload_from_job import (
     workload_for_job,
     workload_name_for_job,
 )
-from manager.events import EventRecorder
 
 log = structlog.get_logger(__name__)
 
@@ -69,8 +69,9 @@ class JobController:
         if managed_by != MULTIKUEUE_CONTROLLER:
             if key not in self._ignored:
                 self._ignored.add(key)
-                await self._events.job(
+                self._events.emit(
                     job,
+                    action="Queue",
                     reason="NotManagedByMultiKueue",
                     event_type="Warning",
                     note=f"spec.managedBy is {managed_by or 'unset'}, not {MULTIKUEUE_CONTROLLER}; kfed does not "
@@ -85,12 +86,14 @@ class JobController:
             workload = workload_for_job(job, priority=self._priority(job))
         except JobNotQueueable as err:
             log.warning("job not queueable", job=key, reason=str(err))
-            await self._events.job(job, reason="CreatingWorkloadFailed", note=str(err), event_type="Warning")
+            self._events.emit(job, reason="CreatingWorkloadFailed", note=str(err), action="Queue", event_type="Warning")
             return None  # re-examined when a WorkloadPriorityClass or the Job changes
         try:
             await self._api.create(WORKLOADS, workload, field_manager=self._config.field_manager)
         except AlreadyExists:
             return None
         log.info("created workload", job=key, workload=f"{meta['namespace']}/{name}")
-        await self._events.job(job, reason="CreatedWorkload", note=f"Created Workload: {meta['namespace']}/{name}")
+        self._events.emit(
+            job, reason="CreatedWorkload", note=f"Created Workload: {meta['namespace']}/{name}", action="Queue"
+        )
         return None

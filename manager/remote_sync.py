@@ -17,6 +17,7 @@ from federation.conditions import find_condition, format_time, is_true, parse_ti
 from federation.kube.api import KubeApi, Propagation
 from federation.kube.cache import WatchCache
 from federation.kube.errors import AlreadyExists
+from federation.kube.recorder import EventRecorder
 from federation.kube.resources import JOBS, WORKLOADS
 from federation.obs.metrics import Metrics
 from federation.protocol import MANAGER_UID_LABEL, REASON_ADMITTED, REASON_FAILED, REASON_SUCCEEDED
@@ -24,7 +25,6 @@ from manager.config import ManagerConfig
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
 from manager.decisions.sync import job_finish, plan
-from manager.events import EventRecorder
 from manager.workers import WorkerConnection, WorkerPool
 
 log = structlog.get_logger(__name__)
@@ -136,7 +136,9 @@ class RemoteSync:
                     await self._delete_remote(conn, workload_key=key, job_name=job_name, namespace=namespace)
         except NotOurs as err:
             log.warning("remote object not ours", workload=key, cluster=worker, error=str(err))
-            await self._events.workload(workload, reason="RemoteObjectConflict", note=str(err), event_type="Warning")
+            self._events.emit(
+                workload, reason="RemoteObjectConflict", note=str(err), action="Dispatch", event_type="Warning"
+            )
             return 60.0
         return None
 
@@ -204,7 +206,7 @@ class RemoteSync:
         self._metrics.admitted_workloads.labels(cluster_queue=queue).inc()
         created = parse_time(workload["metadata"]["creationTimestamp"])
         self._metrics.admission_wait_time.labels(cluster_queue=queue).observe((now - created).total_seconds())
-        await self._events.workload(workload, reason="Admitted", note=f"Admitted by worker cluster {worker}")
+        self._events.emit(workload, reason="Admitted", note=f"Admitted by worker cluster {worker}", action="Admit")
         log.info("workload admitted", workload=key, cluster=worker, queue=queue)
         return updated
 

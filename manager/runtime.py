@@ -16,6 +16,7 @@ import structlog
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
+from federation.kube.recorder import EventRecorder
 from federation.kube.resources import (
     ADMISSION_CHECKS,
     CLUSTER_QUEUES,
@@ -35,7 +36,6 @@ from federation.obs.metrics import Metrics
 from manager.config import ManagerConfig
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.workload_from_job import workload_name_for_job
-from manager.events import EventRecorder
 from manager.job_controller import JobController
 from manager.remote_sync import RemoteSync
 from manager.scheduler import GlobalScheduler
@@ -66,7 +66,7 @@ class ManagerRuntime:
         self.multikueue_clusters = WatchCache(api, MULTIKUEUE_CLUSTERS)
         self.namespaces = WatchCache(api, NAMESPACES)
         self.secrets = WatchCache(api, SECRETS, namespace=config.namespace)
-        self.events = EventRecorder(api, instance=config.identity)
+        self.events = EventRecorder(api, controller="kfed.io/kfed-manager", instance=config.identity)
         self.ledger = InFlightLedger()
         self.pool = WorkerPool(
             config=config,
@@ -173,6 +173,7 @@ class ManagerRuntime:
             for cache in self.caches:
                 await cache.wait_synced()
             log.info("manager caches synced")
+            tg.start_soon(self.events.run)
             tg.start_soon(self.pool.run)
             tg.start_soon(self.job_queue.run, self.job_controller.reconcile)
             tg.start_soon(self.sync_queue.run, self.remote_sync.reconcile)

@@ -222,4 +222,6 @@ class GlobalScheduler:
                 cluster=update.status["nominatedClusterNames"][0],
             )
         for event in update.events:
-            await rt.events.workload(update.raw, reason=event.reason, note=event.message, event_type=event.event_type)
+            rt.events.emit(
+                update.raw, reason=event.reason, note=event.message, action="Schedule", event_type=event.event_type
+            )

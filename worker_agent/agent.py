@@ -13,9 +13,9 @@ import anyio
 import structlog
 
 from federation.kube.api import KubeApi
+from federation.kube.recorder import EventRecorder
 from federation.obs.metrics import Metrics
 from worker_agent.capacity_publisher import CapacityPublisher
-from worker_agent.events import EventRecorder
 from worker_agent.reconciler import Reconciler
 from worker_agent.world import World
 
@@ -60,7 +60,7 @@ class Agent:
         world = World(self.api)
         self.world = world
         lock = anyio.Lock()
-        events = EventRecorder(self.api, instance=self.identity)
+        events = EventRecorder(self.api, controller="kfed.io/kfed-agent", instance=self.identity)
         publisher_options: dict[str, Any] = {} if self.heartbeat is None else {"heartbeat": self.heartbeat}
         publisher = CapacityPublisher(
             world,

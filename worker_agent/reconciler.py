@@ -20,11 +20,11 @@ import structlog
 from federation.admission.api_drain import WorkloadUpdate
 from federation.kube import resources as r
 from federation.kube.errors import Conflict, KubeError, NotFound
+from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
 from worker_agent.decisions.admission import plan_admissions
 from worker_agent.decisions.jobs import finish_decision, prebuilt_workload_name, start_decision
-from worker_agent.events import EventRecorder
 from worker_agent.world import World
 
 log = structlog.get_logger(__name__)

@@ -18,8 +18,6 @@ from federation.kube.errors import KubeError
 
 log = structlog.get_logger(__name__)
 
-CONTROLLER = "kfed.io/kfed-agent"
-
 
 @dataclass(frozen=True, slots=True)
 class _Pending:
@@ -31,8 +29,9 @@ class _Pending:
 
 
 class EventRecorder:
-    def __init__(self, api: KubeApi, *, instance: str, max_buffer: int = 1000) -> None:
+    def __init__(self, api: KubeApi, *, controller: str, instance: str, max_buffer: int = 1000) -> None:
         self._api = api
+        self._controller = controller
         self._instance = instance
         self._send, self._receive = anyio.create_memory_object_stream[_Pending](max_buffer_size=max_buffer)
         self.sent = 0
@@ -55,7 +54,7 @@ class EventRecorder:
                         reason=pending.reason,
                         note=pending.note,
                         action=pending.action,
-                        reporting_controller=CONTROLLER,
+                        reporting_controller=self._controller,
                         reporting_instance=self._instance,
                         event_type=pending.event_type,
                     )
