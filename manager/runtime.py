@@ -33,6 +33,7 @@ from federation.kube.resources import (
 )
 from federation.kube.workqueue import WorkQueue
 from federation.obs.metrics import Metrics
+from manager.admission_check_status import AdmissionCheckStatus
 from manager.config import ManagerConfig
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.workload_from_job import workload_name_for_job
@@ -94,6 +95,7 @@ class ManagerRuntime:
             metrics=metrics,
         )
         self.scheduler = GlobalScheduler(runtime=self)
+        self.admission_check_status = AdmissionCheckStatus(self)
         self.job_queue = WorkQueue("jobs")
         self.sync_queue = WorkQueue("remote-sync")
         self._route_events()
@@ -147,6 +149,8 @@ class ManagerRuntime:
             self.namespaces,
         ):
             cache.add_handler(lambda _e, _o, _old: self.scheduler.trigger())
+        for cache in (self.admission_checks, self.multikueue_configs, self.multikueue_clusters):
+            cache.add_handler(self.admission_check_status.trigger.pull)
 
     def _remote_changed(self, worker: str, kind: str, obj: dict[str, Any]) -> None:
         if kind == "ClusterCapacity":
@@ -178,6 +182,7 @@ class ManagerRuntime:
             tg.start_soon(self.job_queue.run, self.job_controller.reconcile)
             tg.start_soon(self.sync_queue.run, self.remote_sync.reconcile)
             tg.start_soon(self.scheduler.run)
+            tg.start_soon(self.admission_check_status.run)
             tg.start_soon(self._collect_garbage_periodically)
 
     async def _collect_garbage_periodically(self) -> None:

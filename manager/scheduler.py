@@ -88,17 +88,13 @@ class GlobalScheduler:
         states = []
         for name in names:
             conn = self._rt.pool.connections.get(name)
-            if conn is None:
-                reason = self._rt.pool.problems.get(name, "not connected")
-                states.append(WorkerState(name=name, usable=False, unusable_reason=reason))
-                continue
-            reason = conn.unusable_reason(now)
+            reason = self._rt.pool.unusable_reason(name, now)
             states.append(
                 WorkerState(
                     name=name,
                     usable=not reason,
                     unusable_reason=reason,
-                    capacity=conn.report.capacity if conn.report else None,
+                    capacity=conn.report.capacity if conn is not None and conn.report is not None else None,
                     in_flight=self._rt.ledger.in_flight(name),
                 )
             )

@@ -95,6 +95,13 @@ class WorkerPool:
         clusters.add_handler(lambda _event, obj, _old: self.queue.add(obj["metadata"]["name"]))
         secrets.add_handler(lambda _event, obj, _old: self._secret_changed(obj))
 
+    def unusable_reason(self, name: str, now: dt.datetime) -> str:
+        """Why worker ``name`` cannot take new workloads now ("" when it can)."""
+        conn = self.connections.get(name)
+        if conn is None:
+            return self.problems.get(name, "not connected")
+        return conn.unusable_reason(now)
+
     def _secret_changed(self, secret: dict[str, Any]) -> None:
         name = secret["metadata"]["name"]
         for cluster in self._clusters.store:

@@ -1,0 +1,94 @@
+"""MultiKueueClusters with unusable kubeconfigs are inactive with a reason that says why (SCENARIOS F6, first part).
+
+These clusters are not in the MultiKueueConfig the sample queues use, so the rest of the federation keeps working
+while they are broken; fixing the Secret brings the cluster back.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+import yaml
+
+from e2e.rig.controllers import KFED_NAMESPACE
+from e2e.rig.federation import MANAGER, Federation
+from e2e.scenarios.helpers import condition, get
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def _apply_cluster(fed: Federation, name: str, kubeconfig: str | None) -> None:
+    docs: list[dict[str, object]] = []
+    if kubeconfig is not None:
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": f"{name}-kubeconfig", "namespace": KFED_NAMESPACE},
+                "data": {"kubeconfig": base64.b64encode(kubeconfig.encode()).decode()},
+            }
+        )
+    docs.append(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "MultiKueueCluster",
+            "metadata": {"name": name},
+            "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": f"{name}-kubeconfig"}}},
+        }
+    )
+    fed.kubectl(MANAGER, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
+
+
+def _active(fed: Federation, name: str) -> dict[str, object] | None:
+    return condition(get(fed, MANAGER, "multikueuecluster", name, namespace=KFED_NAMESPACE), "Active")
+
+
+def _wait_active(fed: Federation, name: str, *, status: str, says: str) -> None:
+    wait_for(
+        lambda: _active(fed, name),
+        until=lambda c: c is not None and c["status"] == status and says in str(c["message"]),
+        timeout=30,
+        what=f"{name} Active={status} saying {says!r}",
+    )
+
+
+def _tampered(fed: Federation, change: str) -> str:
+    config = yaml.safe_load(fed.kubeconfig("worker-1").read_text())
+    user = config["users"][0]["user"]
+    cluster = config["clusters"][0]["cluster"]
+    if change == "exec":
+        user.clear()
+        user["exec"] = {"apiVersion": "client.authentication.k8s.io/v1", "command": "/bin/steal-credentials"}
+    elif change == "token-file":
+        user.clear()
+        user["tokenFile"] = "/var/run/secrets/token"
+    elif change == "insecure":
+        cluster.pop("certificate-authority-data")
+        cluster["insecure-skip-tls-verify"] = True
+    return str(yaml.safe_dump(config))
+
+
+@pytest.mark.parametrize(
+    ("change", "says"), [("exec", "exec"), ("token-file", "tokenFile"), ("insecure", "insecure-skip-tls-verify")]
+)
+def test_an_unsafe_kubeconfig_makes_the_cluster_inactive_with_the_reason(
+    federation: Federation, change: str, says: str
+) -> None:
+    name = f"bad-{change}"
+    _apply_cluster(federation, name, _tampered(federation, change))
+    _wait_active(federation, name, status="False", says=says)
+    active = _active(federation, name)
+    assert active is not None
+    assert active["reason"] == "BadConfig"
+    federation.kubectl(MANAGER, "delete", "multikueuecluster", name, "--wait=false")
+
+
+def test_a_missing_secret_says_so_and_fixing_it_brings_the_cluster_back(federation: Federation) -> None:
+    _apply_cluster(federation, "late", None)
+    _wait_active(federation, "late", status="False", says=f"Secret {KFED_NAMESPACE}/late-kubeconfig not found")
+    _apply_cluster(federation, "late", federation.kubeconfig("worker-1").read_text())
+    _wait_active(federation, "late", status="True", says="Connected")
+    federation.kubectl(MANAGER, "delete", "multikueuecluster", "late", "--wait=false")

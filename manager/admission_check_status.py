@@ -1,0 +1,71 @@
+"""Keeps the ``Active`` condition of MultiKueue AdmissionChecks current, as Kueue's MultiKueue controller does.
+
+Re-evaluated whenever checks, configs or clusters change, and every few seconds because a worker's usability
+also depends on time (a capacity report going stale). Written only when the condition changes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+import anyio
+import structlog
+
+from federation.conditions import set_condition
+from federation.kube.errors import KubeError
+from federation.kube.resources import ADMISSION_CHECKS
+from federation.kube.trigger import Trigger
+from manager.decisions.admission_checks import multikueue_check_verdict
+
+if TYPE_CHECKING:
+    from manager.runtime import ManagerRuntime
+
+log = structlog.get_logger(__name__)
+
+RECHECK_SECONDS = 5.0
+
+
+class AdmissionCheckStatus:
+    def __init__(self, runtime: ManagerRuntime) -> None:
+        self._rt = runtime
+        self.trigger = Trigger()
+
+    async def run(self) -> None:
+        while True:
+            with anyio.move_on_after(RECHECK_SECONDS):
+                await self.trigger.wait()
+            try:
+                await self.update_once()
+            except KubeError as err:
+                log.info("admission check status write failed; retrying", error=str(err))
+
+    async def update_once(self) -> None:
+        rt = self._rt
+        now = dt.datetime.now(dt.UTC)
+        configs = {c["metadata"]["name"]: c for c in rt.multikueue_configs.store}
+        names = {n for c in configs.values() for n in (c.get("spec") or {}).get("clusters") or ()}
+        problems = {name: reason for name in names if (reason := rt.pool.unusable_reason(name, now))}
+        for check in rt.admission_checks.store:
+            verdict = multikueue_check_verdict(check, configs=configs, cluster_problems=problems)
+            if verdict is None:
+                continue
+            conditions, changed = set_condition(
+                (check.get("status") or {}).get("conditions") or [],
+                condition_type="Active",
+                status=verdict.active,
+                reason=verdict.reason,
+                message=verdict.message,
+                now=now,
+                observed_generation=check["metadata"].get("generation"),
+            )
+            if changed:
+                await rt.api.patch_status(
+                    ADMISSION_CHECKS,
+                    check["metadata"]["name"],
+                    {
+                        "metadata": {"resourceVersion": check["metadata"]["resourceVersion"]},
+                        "status": {"conditions": conditions},
+                    },
+                    field_manager=rt.config.field_manager,
+                )
