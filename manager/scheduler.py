@@ -9,19 +9,24 @@ to queues, quotas, workloads or a worker's capacity report; bursts of triggers c
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
 
 from federation.admission.api_drain import WorkloadUpdate, drain, pending_update
-from federation.admission.api_queue_status import queue_status_patches
+from federation.admission.api_queue_status import (
+    local_queue_status_patches,
+    pending_by_cluster_queue,
+    pending_by_local_queue,
+    queue_status_patches,
+)
 from federation.admission.api_quotas import cohort_spec, flavor_info, queue_info
 from federation.admission.api_state import QuotaState, build_quota_state, local_queue_info
 from federation.admission.decisions import Admit, Preempt, Wait
 from federation.kube.errors import Conflict, KubeError
-from federation.kube.resources import CLUSTER_QUEUES, WORKLOADS
+from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
+from federation.kube.status_writes import write_status_patches
 from federation.kube.trigger import Trigger
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
@@ -176,22 +181,39 @@ class GlobalScheduler:
         self.passes += 1
         for update in updates:
             await self._write(update)
-        pending = Counter(d.workload.cluster_queue for d in decisions if not isinstance(d, Admit))
+        admitted = {d.workload.key for d in decisions if isinstance(d, Admit)}
+        pending = pending_by_cluster_queue(state, admitted)
         for name in queues:
             rt.metrics.pending_workloads.labels(cluster_queue=name, status="active").set(pending.get(name, 0))
-        await self._write_queue_status(state, queues, pending=pending, now=now)
+        await self._write_queue_status(state, queues, pending=pending, admitted=admitted, now=now)
 
     async def _write_queue_status(
-        self, state: QuotaState, queues: dict[str, dict[str, Any]], *, pending: Counter[str], now: dt.datetime
+        self,
+        state: QuotaState,
+        queues: dict[str, dict[str, Any]],
+        *,
+        pending: dict[str, int],
+        admitted: set[str],
+        now: dt.datetime,
     ) -> None:
-        """Kueue's ClusterQueue status (counts, flavor reservation and usage, Active), written only on change."""
+        """Kueue's ClusterQueue and LocalQueue status (counts, usage, Active), written only on change."""
         rt = self._rt
-        for name, status in queue_status_patches(state, queues, pending=pending, now=now).items():
-            body = {"metadata": {"resourceVersion": queues[name]["metadata"]["resourceVersion"]}, "status": status}
-            try:
-                await rt.api.patch_status(CLUSTER_QUEUES, name, body, field_manager=rt.config.field_manager)
-            except KubeError as err:
-                log.debug("cluster queue status write failed; next pass retries", queue=name, error=str(err))
+        written = await write_status_patches(
+            rt.api,
+            CLUSTER_QUEUES,
+            queue_status_patches(state, queues, pending=pending, now=now),
+            current=queues,
+            field_manager=rt.config.field_manager,
+        )
+        local_queues = {f"{q['metadata']['namespace']}/{q['metadata']['name']}": q for q in rt.local_queues.store}
+        lq_patches = local_queue_status_patches(
+            state, local_queues, pending=pending_by_local_queue(state, admitted), now=now
+        )
+        written &= await write_status_patches(
+            rt.api, LOCAL_QUEUES, lq_patches, current=local_queues, field_manager=rt.config.field_manager
+        )
+        if not written:
+            self.trigger()
 
     async def _write(self, update: WorkloadUpdate) -> None:
         rt = self._rt

@@ -21,17 +21,23 @@ from typing import Any
 import anyio
 import structlog
 
-from federation.admission.api_queue_status import queue_status_patches
+from federation.admission.api_queue_status import (
+    local_queue_status_patches,
+    pending_by_cluster_queue,
+    pending_by_local_queue,
+    queue_status_patches,
+)
 from federation.admission.api_state import QuotaState
 from federation.api.capacity import CLUSTER_CAPACITY_NAME
 from federation.conditions import format_time
 from federation.kube import resources as r
 from federation.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
+from federation.kube.status_writes import write_status_patches
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
 from federation.protocol import CAPACITY_DEBOUNCE_SECONDS, CAPACITY_HEARTBEAT_SECONDS
 from federation.quantity import parse_quantity
-from worker_agent.decisions.capacity import capacity_status, pending_counts
+from worker_agent.decisions.capacity import capacity_status
 from worker_agent.world import World
 
 log = structlog.get_logger(__name__)
@@ -129,7 +135,7 @@ class CapacityPublisher:
             state = self.world.local_state()
             observed = float(math.floor(self.clock()))
             admissions_seen = self._last_admission
-        pending = pending_counts(state, set())
+        pending = pending_by_cluster_queue(state, set())
         status = capacity_status(state, pending_counts=pending)
         if not force and self._reported == (status, admissions_seen):
             return None
@@ -181,17 +187,23 @@ class CapacityPublisher:
                     )
 
     async def _write_queue_status(self, state: QuotaState, pending: dict[str, int]) -> None:
-        raw_queues = {str((q.get("metadata") or {}).get("name", "")): q for q in self.world.cluster_queues.store}
-        patches = queue_status_patches(state, raw_queues, pending=pending, now=dt.datetime.now(dt.UTC))
-        for name, status in patches.items():
-            raw = raw_queues[name]
-            body = {
-                "metadata": {"resourceVersion": (raw.get("metadata") or {}).get("resourceVersion")},
-                "status": status,
-            }
-            try:
-                await self.api.patch_status(r.CLUSTER_QUEUES, name, body, field_manager="kfed-agent")
-            except (Conflict, NotFound):
-                self.trigger.pull()
-            except KubeError as exc:
-                self._log.warning("cluster_queue.status_failed", queue=name, error=str(exc)[:300])
+        now = dt.datetime.now(dt.UTC)
+        queues = {str(q["metadata"]["name"]): q for q in self.world.cluster_queues.store}
+        local_queues = {
+            f"{q['metadata']['namespace']}/{q['metadata']['name']}": q for q in self.world.local_queues.store
+        }
+        written = await write_status_patches(
+            self.api,
+            r.CLUSTER_QUEUES,
+            queue_status_patches(state, queues, pending=pending, now=now),
+            current=queues,
+            field_manager="kfed-agent",
+        )
+        lq_patches = local_queue_status_patches(
+            state, local_queues, pending=pending_by_local_queue(state, set()), now=now
+        )
+        written &= await write_status_patches(
+            self.api, r.LOCAL_QUEUES, lq_patches, current=local_queues, field_manager="kfed-agent"
+        )
+        if not written:
+            self.trigger.pull()

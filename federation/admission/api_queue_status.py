@@ -90,3 +90,72 @@ def queue_status_patches(
         if any(current.get(field) != value for field, value in desired.items()):
             patches[name] = desired
     return patches
+
+
+def local_queue_status_patches(
+    state: QuotaState,
+    raw_local_queues: Mapping[str, Mapping[str, Any]],
+    *,
+    pending: Mapping[str, int],
+    now: dt.datetime,
+) -> dict[str, Obj]:
+    """``namespace/name`` of a LocalQueue → ``status`` to merge (counts and Active), for those that would change.
+
+    ``pending`` counts pending workloads per LocalQueue key, including those that cannot reach a ClusterQueue.
+    """
+    holding: dict[str, list[Mapping[str, Any]]] = {}
+    for workloads in state.reserving.values():
+        for workload in workloads:
+            key = f"{workload['metadata']['namespace']}/{workload['spec'].get('queueName', '')}"
+            holding.setdefault(key, []).append(workload)
+    patches: dict[str, Obj] = {}
+    for key, raw in raw_local_queues.items():
+        info = state.local_queues.get(key)
+        queue = state.queues.get(info.cluster_queue) if info is not None else None
+        node = state.snapshot.cluster_queues.get(info.cluster_queue) if info is not None else None
+        if info is not None and info.stopped:
+            active = (False, "Stopped", "LocalQueue is stopped")
+        elif queue is None:
+            active = (False, "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue")
+        elif node is None or node.inactive_reason is not None:
+            active = (False, "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue")
+        else:
+            active = (True, "Ready", "Can submit new workloads to localQueue")
+        generation = (raw.get("metadata") or {}).get("generation")
+        conditions, _ = set_condition(
+            conditions_of(raw),
+            condition_type=ACTIVE,
+            status=active[0],
+            reason=active[1],
+            message=active[2],
+            now=now,
+            observed_generation=generation if isinstance(generation, int) else None,
+        )
+        reserving = holding.get(key, [])
+        desired: Obj = {
+            "pendingWorkloads": pending.get(key, 0),
+            "reservingWorkloads": len(reserving),
+            "admittedWorkloads": sum(1 for workload in reserving if is_true(workload, "Admitted")),
+            "conditions": conditions,
+        }
+        current = raw.get("status") or {}
+        if any(current.get(field) != value for field, value in desired.items()):
+            patches[key] = desired
+    return patches
+
+
+def pending_by_cluster_queue(state: QuotaState, admitted: set[str]) -> dict[str, int]:
+    """Pending workloads per ClusterQueue after a pass that admitted the workload keys in ``admitted``."""
+    return {
+        name: sum(1 for workload, _ in items if workload.key not in admitted) for name, items in state.pending.items()
+    }
+
+
+def pending_by_local_queue(state: QuotaState, admitted: set[str]) -> dict[str, int]:
+    """Pending workloads per LocalQueue (``namespace/name``), counting those no ClusterQueue can take yet."""
+    counts: dict[str, int] = {}
+    raws = [raw for items in state.pending.values() for workload, raw in items if workload.key not in admitted]
+    for raw in raws + [blocked.raw for blocked in state.blocked]:
+        key = f"{raw['metadata']['namespace']}/{(raw.get('spec') or {}).get('queueName', '')}"
+        counts[key] = counts.get(key, 0) + 1
+    return counts

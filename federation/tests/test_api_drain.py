@@ -34,3 +34,22 @@ def test_a_vetoed_strict_fifo_head_blocks_its_queue() -> None:
     )
     decisions = drain(quota, now_seconds=0, veto=lambda admit: "no worker" if admit.workload.key == "ns/a" else None)
     assert [d.workload.key for d in decisions if isinstance(d, Admit)] == []
+
+
+def test_local_queue_status_counts_and_active() -> None:
+    import datetime as dt
+
+    from federation.admission.api_queue_status import local_queue_status_patches
+    from federation.tests.api_builders import admitted_status
+
+    quota = _state(workload("held", cpu="1", status=admitted_status("cq", "default", "1")), workload("waiting"))
+    lqs = {"ns/lq": local_queue("ns", "lq", "cq"), "ns/orphan": local_queue("ns", "orphan", "missing-cq")}
+    now = dt.datetime(2026, 11, 21, tzinfo=dt.UTC)
+    patches = local_queue_status_patches(quota, lqs, pending={"ns/lq": 1}, now=now)
+    lq = patches["ns/lq"]
+    assert (lq["pendingWorkloads"], lq["reservingWorkloads"], lq["admittedWorkloads"]) == (1, 1, 1)
+    assert lq["conditions"][0]["reason"] == "Ready"
+    orphan = patches["ns/orphan"]["conditions"][0]
+    assert (orphan["status"], orphan["reason"]) == ("False", "ClusterQueueDoesNotExist")
+    written = {key: {**lqs[key], "status": status} for key, status in patches.items()}
+    assert local_queue_status_patches(quota, written, pending={"ns/lq": 1}, now=now) == {}

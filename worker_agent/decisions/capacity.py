@@ -62,11 +62,3 @@ def capacity_status(state: QuotaState, *, pending_counts: Mapping[str, int]) -> 
         if lq.cluster_queue
     ]
     return {"clusterQueues": queues, "localQueues": routes}
-
-
-def pending_counts(state: QuotaState, admitted_keys: set[str]) -> dict[str, int]:
-    """Pending workloads per ClusterQueue after a pass that admitted ``admitted_keys``."""
-    return {
-        name: sum(1 for workload, _ in items if workload.key not in admitted_keys)
-        for name, items in state.pending.items()
-    }

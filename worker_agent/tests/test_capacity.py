@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from federation.admission.api_queue_status import queue_status_patches
+from federation.admission.api_queue_status import pending_by_cluster_queue, queue_status_patches
 from federation.admission.api_state import QuotaState
 from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, state, workload
-from worker_agent.decisions.capacity import capacity_status, pending_counts
+from worker_agent.decisions.capacity import capacity_status
 from worker_agent.overlay import WriteOverlay
 
 NOW = dt.datetime(2026, 1, 1, 0, 3, tzinfo=dt.UTC)
@@ -30,7 +30,7 @@ def worker_state() -> QuotaState:
 
 def test_report_has_nominal_usage_free_and_borrowing_headroom_per_queue_and_flavor() -> None:
     local = worker_state()
-    status = capacity_status(local, pending_counts=pending_counts(local, set()))
+    status = capacity_status(local, pending_counts=pending_by_cluster_queue(local, set()))
     by_name = {q["name"]: q for q in status["clusterQueues"]}
     assert by_name["cq"] == {
         "name": "cq",

@@ -1,0 +1,44 @@
+"""Write computed status patches back, each at the resourceVersion it was computed from.
+
+Status that kfed derives (queue counts, conditions) is computed from cached objects; writing it with their
+resourceVersion means a stale computation is refused (Conflict) instead of overwriting newer state. The caller
+recomputes and tries again on its next pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from federation.kube.api import KubeApi
+from federation.kube.errors import Conflict, KubeError, NotFound
+from federation.kube.resources import Resource
+
+log = structlog.get_logger(__name__)
+
+
+async def write_status_patches(
+    api: KubeApi,
+    resource: Resource,
+    patches: Mapping[str, Mapping[str, Any]],
+    *,
+    current: Mapping[str, Mapping[str, Any]],
+    field_manager: str,
+) -> bool:
+    """Merge ``patches[key]`` into the status of ``current[key]``; False if any write must be recomputed."""
+    all_written = True
+    for key, status in patches.items():
+        meta = current[key]["metadata"]
+        body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": dict(status)}
+        try:
+            await api.patch_status(
+                resource, meta["name"], body, namespace=meta.get("namespace"), field_manager=field_manager
+            )
+        except (Conflict, NotFound):
+            all_written = False
+        except KubeError as err:
+            all_written = False
+            log.warning("status write failed", resource=resource.label, key=key, error=str(err)[:300])
+    return all_written
