@@ -31,6 +31,7 @@ from federation.kube.resources import (
     WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
 )
+from federation.kube.trigger import spec_changed
 from federation.kube.workqueue import WorkQueue
 from federation.obs.metrics import Metrics
 from manager.admission_check_status import AdmissionCheckStatus
@@ -138,9 +139,11 @@ class ManagerRuntime:
         self.jobs.add_handler(on_job)
         self.workloads.add_handler(on_workload)
         self.priority_classes.add_handler(on_priority_class)
+        for cache in (self.cluster_queues, self.local_queues):  # our own status writes there change nothing
+            cache.add_handler(
+                lambda event, obj, old: self.scheduler.trigger() if spec_changed(event, obj, old) else None
+            )
         for cache in (
-            self.cluster_queues,
-            self.local_queues,
             self.flavors,
             self.cohorts,
             self.admission_checks,

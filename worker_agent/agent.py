@@ -1,8 +1,8 @@
 """The agent's controllers wired together: caches, reconciler, capacity publisher, event recorder.
 
 ``Agent.run`` is what the leader runs; cancelling it (shutdown or lost leadership) stops every task it started.
-Our own status writes to ClusterQueues do not wake anything: only spec changes (a new ``metadata.generation``),
-additions and deletions of ClusterQueues matter to admission and capacity.
+Our own status writes to ClusterQueues and LocalQueues do not wake anything: only their spec changes (a new
+``metadata.generation``), additions and deletions matter to admission and capacity.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import structlog
 
 from federation.kube.api import KubeApi
 from federation.kube.recorder import EventRecorder
+from federation.kube.trigger import spec_changed
 from federation.obs.metrics import Metrics
 from worker_agent.capacity_publisher import CapacityPublisher
 from worker_agent.reconciler import Reconciler
@@ -22,12 +23,6 @@ from worker_agent.world import World
 log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
-
-
-def spec_changed(event_type: str, obj: Obj, old: Obj | None) -> bool:
-    if old is None or event_type == "DELETED":
-        return True
-    return (obj.get("metadata") or {}).get("generation") != (old.get("metadata") or {}).get("generation")
 
 
 class Agent:
@@ -88,8 +83,8 @@ class Agent:
             reconciler.trigger.pull()
             publisher.trigger.pull()
 
-        world.on_change(wake_on_spec, world.cluster_queues)
-        world.on_change(wake_all, world.workloads, world.local_queues, world.flavors, world.cohorts, world.namespaces)
+        world.on_change(wake_on_spec, world.cluster_queues, world.local_queues)
+        world.on_change(wake_all, world.workloads, world.flavors, world.cohorts, world.namespaces)
         world.on_change(reconciler.trigger.pull, world.jobs)
         try:
             async with anyio.create_task_group() as tg:

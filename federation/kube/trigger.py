@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import anyio
+
+
+def spec_changed(event_type: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """True unless the event only changed status (same ``metadata.generation``): lets a controller ignore its own
+    status writes on objects whose spec it reacts to."""
+    if old is None or event_type == "DELETED":
+        return True
+    return (obj.get("metadata") or {}).get("generation") != (old.get("metadata") or {}).get("generation")
 
 
 class Trigger:
