@@ -308,6 +308,15 @@ async def test_label_selected_workload_cache_sees_objects_leave_the_selector_as_
                 await api.delete(r.WORKLOADS, "out", namespace=namespace)
                 await eventually(lambda: (DELETED, "out") in events, within=30, what="DELETED out")
                 assert names() == set()
+                # Handlers run before the channel gets the change: stop only once every consumer has the last one.
+                await eventually(
+                    lambda: (
+                        f"{DELETED} out" in seen_by_async
+                        and any(c.type == DELETED and c.obj["metadata"]["name"] == "out" for c in changes)
+                    ),
+                    within=30,
+                    what="the async handler and the channel to see DELETED out",
+                )
                 tg.cancel_scope.cancel()
             # The cache stopped: its channel is closed, so the consumer ends on its own.
         expected = [(ADDED, "in"), (ADDED, "out"), (DELETED, "in"), (MODIFIED, "out"), (DELETED, "out")]

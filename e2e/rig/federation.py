@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from e2e.rig.cluster import ClusterOptions, LocalCluster, RigError
+from e2e.rig.cluster import ClusterOptions, LocalCluster, RigError, stop_clusters
 from e2e.rig.nodes import NodeShape, node_manifests
 from e2e.rig.processes import ProcessRecord, stop_records
 
@@ -132,9 +132,9 @@ class Federation:
         return left
 
     def down(self) -> list[str]:
+        """Stop kfed's processes, then every cluster's control plane together, etcd last (see ``stop_clusters``)."""
         left: list[str] = self.stop_controllers()
-        for cluster in reversed(list(self.clusters.values())):
-            left += cluster.stop()
+        left += stop_clusters(list(self.clusters.values()))
         self._save_state()
         return left
 
@@ -223,9 +223,13 @@ def read_state_records(directory: Path) -> list[ProcessRecord]:
 
 
 def stop_directory(directory: Path) -> list[str]:
-    """Stop every process recorded in ``directory/rig.json`` (the `down` command); returns names left alive."""
+    """Stop every process recorded in ``directory/rig.json`` (the `down` command); returns names left alive.
+
+    kfed's processes and the control planes go first, etcd last (see ``stop_clusters``).
+    """
     records = read_state_records(directory)
-    return stop_records(list(reversed(records)))
+    left = stop_records([r for r in records if not r.name.endswith("/etcd")])
+    return left + stop_records([r for r in records if r.name.endswith("/etcd")])
 
 
 @contextmanager
