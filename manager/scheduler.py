@@ -9,9 +9,11 @@ to queues, quotas, workloads or a worker's capacity report; bursts of triggers c
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 import structlog
 
 from federation.admission.api_drain import WorkloadUpdate, drain, pending_update
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 _COALESCE_SECONDS = 0.02
+QUEUE_STATUS_INTERVAL = 1.0
 
 
 def _by_name(objects: Any) -> dict[str, dict[str, Any]]:
@@ -49,11 +52,24 @@ class GlobalScheduler:
         self._rt = runtime
         self._wakeup = Trigger()
         self.passes = 0
+        self._queue_status_written_at = -QUEUE_STATUS_INTERVAL
+        self._queue_status_deferred = False
+        self._task_group: anyio.abc.TaskGroup
 
     def trigger(self) -> None:
         self._wakeup.pull()
 
+    async def _trigger_after(self, delay: float) -> None:
+        await anyio.sleep(delay)
+        self._queue_status_deferred = False
+        self.trigger()
+
     async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            self._task_group = tg
+            await self._loop()
+
+    async def _loop(self) -> None:
         while True:
             await self._wakeup.wait()
             await anyio.sleep(_COALESCE_SECONDS)  # let a burst of events land before reading the caches
@@ -196,8 +212,17 @@ class GlobalScheduler:
         admitted: set[str],
         now: dt.datetime,
     ) -> None:
-        """Kueue's ClusterQueue and LocalQueue status (counts, usage, Active), written only on change."""
+        """Kueue's ClusterQueue and LocalQueue status (counts, usage, Active), written only on change and at most
+        once per ``QUEUE_STATUS_INTERVAL`` seconds: they are aggregates, and a busy queue would otherwise cost a write
+        per scheduling pass. A skipped write is made by a pass scheduled for when the interval is over."""
         rt = self._rt
+        wait = self._queue_status_written_at + QUEUE_STATUS_INTERVAL - time.monotonic()
+        if wait > 0:
+            if not self._queue_status_deferred:
+                self._queue_status_deferred = True
+                self._task_group.start_soon(self._trigger_after, wait)
+            return
+        self._queue_status_written_at = time.monotonic()
         written = await write_status_patches(
             rt.api,
             CLUSTER_QUEUES,
