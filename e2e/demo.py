@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from e2e.queues import job_manifest, queue_objects
+from e2e.queues import apply_sample_queues, job_manifest
 from e2e.rig.audit import created_names, writes_in
 from e2e.rig.federation import MANAGER, Federation, FederationSpec
 from e2e.rig.nodes import NodeShape
@@ -26,7 +26,6 @@ NAMESPACE = "default"
 JOBS = 20
 # worker-1: 4 nodes x 8 cpu; worker-2: 8 nodes x 8 cpu. The manager's global quota is the sum.
 SHAPES = {"worker-1": NodeShape(count=4), "worker-2": NodeShape(count=8)}
-WORKER_CPU = {"worker-1": "32", "worker-2": "64"}
 
 
 def _ts(text: str | None) -> dt.datetime | None:
@@ -69,33 +68,7 @@ def run_demo(directory: Path) -> int:
     print(f"federation up in {fed.up():.1f}s (manager + worker-1 with 32 cpu + worker-2 with 64 cpu)", flush=True)
     keep = os.environ.get("KEEP") == "1"
     try:
-        fed.kubectl(
-            MANAGER,
-            "apply",
-            "-f",
-            "-",
-            input=json.dumps(
-                {
-                    "apiVersion": "v1",
-                    "kind": "List",
-                    "items": queue_objects(namespace=NAMESPACE, cpu="96", memory="384Gi", manager=True),
-                }
-            ),
-        )
-        for worker, cpu in WORKER_CPU.items():
-            fed.kubectl(
-                worker,
-                "apply",
-                "-f",
-                "-",
-                input=json.dumps(
-                    {
-                        "apiVersion": "v1",
-                        "kind": "List",
-                        "items": queue_objects(namespace=NAMESPACE, cpu=cpu, memory="256Gi", manager=False),
-                    }
-                ),
-            )
+        apply_sample_queues(fed, namespace=NAMESPACE)
         sizes = [(2, 1), (4, 2), (8, 2), (6, 1), (16, 2)]
         manifests = [
             job_manifest(

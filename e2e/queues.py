@@ -7,9 +7,15 @@ name, because a dispatched Workload keeps its ``queueName``.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import TYPE_CHECKING, Any
 
 from e2e.rig.controllers import ADMISSION_CHECK
+from e2e.rig.nodes import NodeShape
+from federation.quantity import QuantityFormat, format_quantity, parse_quantity
+
+if TYPE_CHECKING:
+    from e2e.rig.federation import Federation
 
 FLAVOR = "default-flavor"
 CLUSTER_QUEUE = "cluster-queue"
@@ -84,3 +90,28 @@ def job_manifest(
             },
         },
     }
+
+
+def worker_quota(shape: NodeShape) -> tuple[str, str]:
+    """(cpu, memory) of a worker's ClusterQueue: all of its nodes' allocatable."""
+    cpu = parse_quantity(shape.cpu) * shape.count
+    memory = parse_quantity(shape.memory) * shape.count
+    return format_quantity(cpu), format_quantity(memory, QuantityFormat.BINARY_SI)
+
+
+def apply_sample_queues(fed: Federation, *, namespace: str = "default") -> None:
+    """Sample queues on every cluster: each worker's sized to its nodes, the manager's to their sum."""
+    total_cpu = total_memory = 0
+    for worker in fed.workers:
+        cpu, memory = worker_quota(fed.spec.shape(worker))
+        total_cpu += parse_quantity(cpu)
+        total_memory += parse_quantity(memory)
+        items = queue_objects(namespace=namespace, cpu=cpu, memory=memory, manager=False)
+        fed.kubectl(worker, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    items = queue_objects(
+        namespace=namespace,
+        cpu=format_quantity(total_cpu),
+        memory=format_quantity(total_memory, QuantityFormat.BINARY_SI),
+        manager=True,
+    )
+    fed.kubectl("manager", "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))

@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from e2e.queues import apply_sample_queues
 from e2e.rig.cluster import RigError
 from e2e.rig.federation import Federation, FederationSpec, read_state_records, stop_directory
 from e2e.rig.nodes import NodeShape
@@ -27,6 +28,11 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--nodes-per-worker", type=int, default=NodeShape.count)
     up.add_argument("--job-seconds", type=float, default=5.0, help="how long Job pods run before Succeeded")
     up.add_argument("--no-controllers", action="store_true", help="do not start kfed-manager and kfed-agents")
+    up.add_argument(
+        "--sample-queues",
+        action="store_true",
+        help="also create the demo's queues: user-queue in namespace default on every cluster, sized to the workers",
+    )
     down = sub.add_parser("down", help="stop everything a previous `up` started in DIR")
     down.add_argument("--dir", type=Path, required=True)
     status = sub.add_parser("status", help="list the rig's processes and whether they run")
@@ -60,6 +66,8 @@ def main(argv: list[str]) -> int:
     except (RigError, ToolchainError) as err:
         print(f"rig: {err}", file=sys.stderr)
         return 1
+    if args.sample_queues:
+        apply_sample_queues(fed)
     print(f"rig up in {seconds:.1f}s: {args.dir}")
     for name in fed.clusters:
         print(f"  {name:10} {fed.clusters[name].server}  kubeconfig {fed.kubeconfig(name)}")
