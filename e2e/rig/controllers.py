@@ -147,6 +147,25 @@ def start_controllers(fed: Federation) -> None:
         fed.controller_records.append(record)
     for name, port, proc in launched:
         _wait_ready(name, port, proc, log=logs / f"{name}.log")
+    _wait_connected(fed, logs / "kfed-manager.log")
+
+
+def _wait_connected(fed: Federation, log: Path, *, timeout: float = 60) -> None:
+    """Return once the manager reports every worker's MultiKueueCluster Active (so `up` means usable)."""
+    deadline = time.monotonic() + timeout
+    states: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        out = fed.kubectl("manager", "get", "multikueueclusters.kueue.x-k8s.io", "-o", "json").stdout
+        states = {
+            item["metadata"]["name"]: next(
+                (c["status"] for c in (item.get("status") or {}).get("conditions") or () if c["type"] == "Active"), "?"
+            )
+            for item in json.loads(out)["items"]
+        }
+        if all(states.get(worker) == "True" for worker in fed.workers):
+            return
+        time.sleep(0.2)
+    raise RigError(f"workers not connected after {timeout:.0f}s: {states}; see {log}:\n" + _tail(log))
 
 
 def _wait_ready(name: str, port: int, proc: Any, *, log: Path, timeout: float = 60) -> None:
