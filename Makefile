@@ -14,7 +14,7 @@ help:
 	@echo "make test-unit   pure-logic tests only (no toolchain needed)"
 	@echo "make lint        ruff, mypy --strict, import-linter"
 	@echo "make toolchain   build kube-apiserver/etcd/kwok/helm... from Go modules into the cache"
-	@echo "make bench       in-memory benchmarks of the admission and topology cores"
+	@echo "make bench       admission and topology cores in memory, dispatch on a local federation (BENCH=name)"
 	@echo "make crds        regenerate charts/*/crds from the pydantic models"
 
 $(STAMP): pyproject.toml
@@ -48,8 +48,8 @@ crds: $(STAMP)
 demo: $(STAMP) toolchain
 	$(PY) -m e2e.demo
 
-bench: $(STAMP)
-	$(PY) -m e2e.bench
+bench: $(STAMP) toolchain
+	$(PY) -m e2e.bench $(BENCH)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

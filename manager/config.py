@@ -20,6 +20,8 @@ class ManagerConfig:
     reconnect_max: float = 320.0
     client_qps: float = 300.0
     client_burst: int = 500
+    workers: int = 16
+    """Concurrent reconciles per controller (and concurrent status writes per scheduling pass)."""
     field_manager: str = "kfed-manager"
     user_agent: str = "kfed-manager/0.1.0"
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{os.getpid()}")

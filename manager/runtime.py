@@ -8,6 +8,7 @@ copy's change queues its manager Workload. Every controller re-reads the caches,
 from __future__ import annotations
 
 import datetime as dt
+from functools import partial
 from typing import Any
 
 import anyio
@@ -182,8 +183,9 @@ class ManagerRuntime:
             log.info("manager caches synced")
             tg.start_soon(self.events.run)
             tg.start_soon(self.pool.run)
-            tg.start_soon(self.job_queue.run, self.job_controller.reconcile)
-            tg.start_soon(self.sync_queue.run, self.remote_sync.reconcile)
+            # Keys are never reconciled concurrently with themselves; different keys are, up to `workers` at a time.
+            tg.start_soon(partial(self.job_queue.run, self.job_controller.reconcile, workers=self.config.workers))
+            tg.start_soon(partial(self.sync_queue.run, self.remote_sync.reconcile, workers=self.config.workers))
             tg.start_soon(self.scheduler.run)
             tg.start_soon(self.admission_check_status.run)
             tg.start_soon(self._collect_garbage_periodically)

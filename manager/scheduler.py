@@ -195,8 +195,15 @@ class GlobalScheduler:
             if update is not None:
                 updates.append(update)
         self.passes += 1
-        for update in updates:
-            await self._write(update)
+        limiter = anyio.CapacityLimiter(rt.config.workers)
+
+        async def write(update: WorkloadUpdate) -> None:
+            async with limiter:
+                await self._write(update)
+
+        async with anyio.create_task_group() as writes:
+            for update in updates:
+                writes.start_soon(write, update)
         admitted = {d.workload.key for d in decisions if isinstance(d, Admit)}
         pending = pending_by_cluster_queue(state, admitted)
         for name in queues:

@@ -8,6 +8,7 @@ import sys
 BENCHMARKS = {
     "admission": "e2e.bench.admission_bench",
     "topology": "e2e.bench.topology_bench",
+    "dispatch": "e2e.bench.dispatch_bench",
 }
 
 

@@ -45,6 +45,13 @@ class ProcessRecord:
     pid: int
     start_ticks: int
 
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU time so far (None once the process is gone)."""
+        if not self.alive():
+            return None
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def alive(self) -> bool:
         """Running (not a zombie) and still the process we started, not one that reused the pid."""
         return process_start_ticks(self.pid) == self.start_ticks and not _is_zombie(self.pid)

@@ -83,8 +83,6 @@ def reservation_update(
             for check in checks
         ],
     }
-    events = (
-        EventSpec(REASON_QUOTA_RESERVED, f"{message}, wait time since queued was {waited_seconds:.0f}s"),
-        EventSpec("Dispatched", f"Dispatched to worker cluster {worker} (capacity probing)"),
-    )
+    note = f"{message}, wait time since queued was {waited_seconds:.0f}s; dispatched to worker cluster {worker}"
+    events = (EventSpec(REASON_QUOTA_RESERVED, note),)
     return WorkloadUpdate(workload_key(raw), raw, status, "reserved", queue, message, events)
