@@ -23,8 +23,7 @@ from federation.admission.api_queue_status import (
     pending_by_local_queue,
     queue_status_patches,
 )
-from federation.admission.api_quotas import cohort_spec, flavor_info, queue_info
-from federation.admission.api_state import QuotaState, build_quota_state, local_queue_info
+from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.decisions import Admit, Preempt, Wait
 from federation.kube.errors import Conflict, KubeError
 from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
@@ -52,6 +51,7 @@ class GlobalScheduler:
         self._rt = runtime
         self._wakeup = Trigger()
         self.passes = 0
+        self._state_builder = QuotaStateBuilder()
         self._queue_status_written_at = -QUEUE_STATUS_INTERVAL
         self._queue_status_deferred = False
         self._task_group: anyio.abc.TaskGroup
@@ -82,28 +82,17 @@ class GlobalScheduler:
 
     def _state(self) -> QuotaState:
         rt = self._rt
-        flavors = {}
-        for raw in rt.flavors.store:
-            try:
-                info = flavor_info(raw)
-            except ValueError as err:
-                log.warning("invalid ResourceFlavor ignored", flavor=raw["metadata"]["name"], error=str(err))
-                continue
-            flavors[info.spec.name] = info
-        cohorts = []
-        for raw in rt.cohorts.store:
-            try:
-                cohorts.append(cohort_spec(raw))
-            except ValueError as err:
-                log.warning("invalid Cohort ignored", cohort=raw["metadata"]["name"], error=str(err))
-        return build_quota_state(
-            flavors=flavors,
-            queues={q["metadata"]["name"]: queue_info(q) for q in rt.cluster_queues.store},
-            cohorts=cohorts,
-            local_queues=[local_queue_info(lq) for lq in rt.local_queues.store],
-            namespace_labels={ns["metadata"]["name"]: ns["metadata"].get("labels") or {} for ns in rt.namespaces.store},
-            workloads=list(rt.workloads.store),
+        state = self._state_builder.build(
+            flavors=rt.flavors.store,
+            cluster_queues=rt.cluster_queues.store,
+            cohorts=rt.cohorts.store,
+            local_queues=rt.local_queues.store,
+            namespaces=rt.namespaces.store,
+            workloads=rt.workloads.store,
         )
+        for ignored in self._state_builder.ignored:
+            log.warning("invalid quota object ignored", kind=ignored.kind, name=ignored.name, error=ignored.error)
+        return state
 
     def _workers(self, names: list[str], now: dt.datetime) -> list[WorkerState]:
         states = []

@@ -11,12 +11,19 @@ and the ClusterQueue status, so all of them always agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from federation.admission import model as core
-from federation.admission.api_quotas import FlavorInfo, QueueInfo, selector_matches
+from federation.admission.api_quotas import (
+    FlavorInfo,
+    QueueInfo,
+    cohort_spec,
+    flavor_info,
+    queue_info,
+    selector_matches,
+)
 from federation.admission.api_workloads import (
     FINISHED_STATE,
     PENDING,
@@ -32,6 +39,7 @@ from federation.admission.snapshot import Snapshot
 from federation.protocol import REASON_INADMISSIBLE
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,3 +165,72 @@ def _charge(state: QuotaState, raw: Obj) -> None:
     workload = core.Workload(key=key, cluster_queue=queue_name, pod_sets=())
     state.snapshot.add_workload(core.AdmittedWorkload(workload, usage, reserved_at(raw)))
     state.reserving.setdefault(queue_name, []).append(raw)
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoredObject:
+    """A quota object left out of the state because it cannot be read (reported once per resourceVersion)."""
+
+    kind: str
+    name: str
+    error: str
+
+
+class QuotaStateBuilder:
+    """Builds :class:`QuotaState` from the objects a controller's caches hold, parsing each ResourceFlavor,
+    ClusterQueue and Cohort only once per resourceVersion (they change rarely; scheduling passes are frequent).
+
+    A malformed ResourceFlavor or Cohort is left out (its ClusterQueues then report the missing flavor); a malformed
+    ClusterQueue becomes inactive with the parse error as its reason. ``ignored`` lists what was newly left out by
+    the last ``build`` so the caller can log it once.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[str, str], tuple[str, object]] = {}
+        self._reported: set[tuple[str, str, str]] = set()
+        self.ignored: list[IgnoredObject] = []
+
+    def _parse(self, kind: str, raw: Mapping[str, Any], parse: Callable[[Obj], T]) -> T | None:
+        meta = raw.get("metadata") or {}
+        name, version = str(meta.get("name", "")), str(meta.get("resourceVersion", ""))
+        found = self._memo.get((kind, name))
+        if found is not None and found[0] == version:
+            return found[1]  # type: ignore[return-value]
+        try:
+            value: T | None = parse(dict(raw))
+        except ValueError as exc:
+            value = None
+            if (kind, name, version) not in self._reported:
+                self._reported.add((kind, name, version))
+                self.ignored.append(IgnoredObject(kind, name, str(exc)[:300]))
+        self._memo[(kind, name)] = (version, value)
+        return value
+
+    def flavor_infos(self, flavors: Iterable[Mapping[str, Any]]) -> dict[str, FlavorInfo]:
+        """The readable ResourceFlavors by name (what a Job start needs: node labels and tolerations)."""
+        infos = (self._parse("ResourceFlavor", raw, flavor_info) for raw in flavors)
+        return {info.spec.name: info for info in infos if info is not None}
+
+    def build(
+        self,
+        *,
+        flavors: Iterable[Mapping[str, Any]],
+        cluster_queues: Iterable[Mapping[str, Any]],
+        cohorts: Iterable[Mapping[str, Any]],
+        local_queues: Iterable[Mapping[str, Any]],
+        namespaces: Iterable[Mapping[str, Any]],
+        workloads: Iterable[Mapping[str, Any]],
+    ) -> QuotaState:
+        self.ignored = []
+        queue_infos = [self._parse("ClusterQueue", raw, queue_info) for raw in cluster_queues]
+        cohort_specs = [self._parse("Cohort", raw, cohort_spec) for raw in cohorts]
+        return build_quota_state(
+            flavors=self.flavor_infos(flavors),
+            queues={info.name: info for info in queue_infos if info is not None},
+            cohorts=[spec for spec in cohort_specs if spec is not None],
+            local_queues=[local_queue_info(raw) for raw in local_queues],
+            namespace_labels={
+                str(ns["metadata"]["name"]): dict(ns["metadata"].get("labels") or {}) for ns in namespaces
+            },
+            workloads=workloads,
+        )

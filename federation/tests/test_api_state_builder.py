@@ -1,0 +1,33 @@
+from federation.admission.api_state import IgnoredObject, QuotaStateBuilder
+from federation.tests.api_builders import cluster_queue, flavor, local_queue, workload
+
+
+def _inputs(bad_flavor_version: str) -> dict[str, list[dict[str, object]]]:
+    bad = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "broken", "resourceVersion": bad_flavor_version},
+        "spec": {"nodeLabels": "not-a-map"},
+    }
+    good = flavor("default")
+    good["metadata"]["resourceVersion"] = "1"
+    return {
+        "flavors": [good, bad],
+        "cluster_queues": [cluster_queue("cq", {"default": {"cpu": "4"}})],
+        "cohorts": [],
+        "local_queues": [local_queue("ns", "lq", "cq")],
+        "namespaces": [{"metadata": {"name": "ns"}}],
+        "workloads": [workload("w", cpu="1")],
+    }
+
+
+def test_a_malformed_flavor_is_reported_once_per_version_and_the_rest_still_schedules() -> None:
+    builder = QuotaStateBuilder()
+    state = builder.build(**_inputs("5"))
+    assert [(i.kind, i.name) for i in builder.ignored] == [("ResourceFlavor", "broken")]
+    assert isinstance(builder.ignored[0], IgnoredObject)
+    assert "cq" in state.pending
+    builder.build(**_inputs("5"))
+    assert builder.ignored == [], "the same version is not reported again"
+    builder.build(**_inputs("6"))
+    assert [i.name for i in builder.ignored] == ["broken"], "a new version is read (and reported) again"
