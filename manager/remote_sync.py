@@ -8,6 +8,7 @@ a worker that carry the same name but are not ours are never touched (DESIGN §7
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import Any
 
 import structlog
@@ -28,6 +29,9 @@ from manager.decisions.sync import job_finish, plan
 from manager.workers import WorkerConnection, WorkerPool
 
 log = structlog.get_logger(__name__)
+
+MIRROR_INTERVAL = 1.0
+"""Seconds between two mirrors of a running Job's status (each pod changes it)."""
 
 Obj = dict[str, Any]
 
@@ -70,6 +74,7 @@ class RemoteSync:
         self._ledger = ledger
         self._events = events
         self._metrics = metrics
+        self._mirrored_at: dict[str, float] = {}
 
     def _manager_job(self, workload: Obj) -> Obj | None:
         name = owner_job_name(workload)
@@ -84,6 +89,7 @@ class RemoteSync:
         if workload is None:
             await self.collect_garbage(only_key=key)
             self._ledger.forget(key)
+            self._mirrored_at.pop(key, None)
             return None
         if not is_true(workload, "QuotaReserved"):
             return None
@@ -106,6 +112,14 @@ class RemoteSync:
         steps = plan(
             manager_workload=workload, manager_job=manager_job, remote_workload=remote_wl, remote_job=remote_jb
         )
+        again: float | None = None
+        if "mirror_job_status" in steps and job_finish(remote_jb) is None:
+            # A running Job's status changes with every pod; mirror it at most once per MIRROR_INTERVAL (the final
+            # status is always mirrored at once). A deferred mirror is made by the requeue below.
+            wait = self._mirrored_at.get(key, -MIRROR_INTERVAL) + MIRROR_INTERVAL - time.monotonic()
+            if wait > 0:
+                steps = [step for step in steps if step != "mirror_job_status"]
+                again = wait
         try:
             for step in steps:
                 if step == "create_remote_workload":
@@ -130,8 +144,10 @@ class RemoteSync:
                         {**manager_job, "status": remote_jb.get("status") or {}},
                         field_manager=self._config.field_manager,
                     )
+                    self._mirrored_at[key] = time.monotonic()
                 elif step == "finish_manager_workload":
                     await self._finish(workload, remote_job=remote_jb, worker=worker)
+                    self._mirrored_at.pop(key, None)
                 elif step == "delete_remote":
                     await self._delete_remote(conn, workload_key=key, job_name=job_name, namespace=namespace)
         except NotOurs as err:
@@ -140,7 +156,7 @@ class RemoteSync:
                 workload, reason="RemoteObjectConflict", note=str(err), action="Dispatch", event_type="Warning"
             )
             return 60.0
-        return None
+        return again
 
     async def _create(self, conn: WorkerConnection, resource: Any, obj: Obj) -> None:
         try:
