@@ -92,3 +92,20 @@ def test_a_missing_secret_says_so_and_fixing_it_brings_the_cluster_back(federati
     _apply_cluster(federation, "late", federation.kubeconfig("worker-1").read_text())
     _wait_active(federation, "late", status="True", says="Connected")
     federation.kubectl(MANAGER, "delete", "multikueuecluster", "late", "--wait=false")
+
+
+def test_kubectl_kfed_lists_the_workers_and_where_workloads_run(federation: Federation) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    plugin = str(Path(sys.executable).parent / "kubectl-kfed")
+    config = str(federation.kubeconfig(MANAGER))
+    workers = subprocess.run([plugin, "--kubeconfig", config, "workers"], capture_output=True, text=True, check=True)
+    rows = {line.split()[0]: line.split()[1] for line in workers.stdout.splitlines()[1:]}
+    assert rows["worker-1"] == "True"
+    assert rows["worker-2"] == "True"
+    workloads = subprocess.run(
+        [plugin, "--kubeconfig", config, "workloads", "-A"], capture_output=True, text=True, check=True
+    )
+    assert workloads.stdout.splitlines()[0].split()[:5] == ["NAMESPACE", "NAME", "QUEUE", "STATE", "WORKER"]
