@@ -645,13 +645,13 @@ async def test_events_are_accepted_and_shown_by_kubectl(rig: Federation, namespa
             await api.delete(r.EVENTS, cq_event["metadata"]["name"], namespace="default", missing_ok=True)
 
     listed = await kubectl_json(rig, WORKER, "-n", namespace, "get", "events")
-    by_object = {(e["involvedObject"]["kind"], e["involvedObject"]["name"]): e for e in listed["items"]}
-    dispatched = by_object[("Job", "evented")]
-    assert dispatched["reason"] == "Dispatched"
+    # Keyed by reason too: the Job controller records its own Events (e.g. Suspended) about the same Job.
+    by_object = {(e["involvedObject"]["kind"], e["involvedObject"]["name"], e["reason"]): e for e in listed["items"]}
+    dispatched = by_object[("Job", "evented", "Dispatched")]
     assert dispatched["type"] == "Normal"
     assert dispatched["reportingComponent"] == "kfed.io/manager"
     assert dispatched["message"].startswith("sent to worker-1")
     assert len(dispatched["message"].encode()) <= 1024
-    assert by_object[("Workload", long_name)]["type"] == "Warning"
+    assert by_object[("Workload", long_name, "NoCapacity")]["type"] == "Warning"
     described = await kubectl(rig, WORKER, "-n", namespace, "describe", "job", "evented")
     assert "Dispatched" in described

@@ -59,21 +59,26 @@ nodeInfo:
 phase: Running
 """
 
-_POD_RUNNING = """\
+
+def _pod_conditions(*, ready: bool) -> str:
+    """The pod conditions kubelet reports: scheduled and initialized, and ready only while running."""
+    lines = ["conditions:"]
+    for kind in ("PodScheduled", "Initialized", "ContainersReady", "Ready"):
+        is_readiness = kind in ("ContainersReady", "Ready")
+        status = "True" if ready or not is_readiness else "False"
+        lines += [f"- type: {kind}", f'  status: "{status}"']
+        if not ready and is_readiness:
+            lines.append("  reason: PodCompleted")
+        lines.append("  lastTransitionTime: {{ $now | Quote }}")
+    return "\n".join(lines) + "\n"
+
+
+_POD_RUNNING = (
+    """\
 {{ $now := Now }}
-conditions:
-- type: PodScheduled
-  status: "True"
-  lastTransitionTime: {{ $now | Quote }}
-- type: Initialized
-  status: "True"
-  lastTransitionTime: {{ $now | Quote }}
-- type: ContainersReady
-  status: "True"
-  lastTransitionTime: {{ $now | Quote }}
-- type: Ready
-  status: "True"
-  lastTransitionTime: {{ $now | Quote }}
+"""
+    + _pod_conditions(ready=True)
+    + """\
 containerStatuses:
 {{ range .spec.containers }}
 - name: {{ .name | Quote }}
@@ -90,24 +95,14 @@ podIP: {{ PodIPWith .spec.nodeName false .metadata.uid .metadata.name .metadata.
 phase: Running
 startTime: {{ $now | Quote }}
 """
+)
 
-_POD_SUCCEEDED = """\
+_POD_SUCCEEDED = (
+    """\
 {{ $now := Now }}
-conditions:
-- type: PodScheduled
-  status: "True"
-  lastTransitionTime: {{ $now | Quote }}
-- type: Initialized
-  status: "True"
-  lastTransitionTime: {{ $now | Quote }}
-- type: ContainersReady
-  status: "False"
-  reason: PodCompleted
-  lastTransitionTime: {{ $now | Quote }}
-- type: Ready
-  status: "False"
-  reason: PodCompleted
-  lastTransitionTime: {{ $now | Quote }}
+"""
+    + _pod_conditions(ready=False)
+    + """\
 containerStatuses:
 {{ range .spec.containers }}
 - name: {{ .name | Quote }}
@@ -123,6 +118,7 @@ containerStatuses:
 {{ end }}
 phase: Succeeded
 """
+)
 
 
 def _indent(text: str, spaces: int) -> str:

@@ -36,8 +36,8 @@ def test_s2_the_manager_job_starts_only_after_admission_and_mirrors_status_while
         if is_true(job, "Complete"):
             break
         time.sleep(0.2)
+    # (That it is created suspended is the admission policy's test; admission can beat the first sample here.)
     assert samples, "no observation"
-    assert samples[0][0], "the manager Job starts suspended"
     assert all(admitted for suspended, admitted, _ in samples if not suspended), (
         "the manager Job was unsuspended before the worker admitted the workload"
     )
