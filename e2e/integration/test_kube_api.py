@@ -10,9 +10,7 @@ kubectl shows, and the call counter. Each test uses its own namespace; every wai
 from __future__ import annotations
 
 import json
-import socket
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -20,7 +18,9 @@ import anyio.to_thread
 import pytest
 import yaml
 
+from e2e.integration.kube_support import MANAGER, WORKER, connect, kubectl
 from e2e.rig.federation import Federation
+from e2e.rig.ports import free_port
 from federation.kube import resources as r
 from federation.kube.api import FieldValidation, KubeApi, Obj, PatchType, Propagation, RetryPolicy
 from federation.kube.clients import ClientOptions, ClusterClients, connect_kubeconfig_file, connect_kubeconfig_text
@@ -37,32 +37,12 @@ from federation.kube.errors import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
-WORKER = "worker-1"
-MANAGER = "manager"
 LABEL = "kfed.io/test"
 FAST_RETRY = RetryPolicy(attempts=3, initial=0.05, maximum=0.1)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-async def kubectl(rig: Federation, cluster: str, *args: str, stdin: str | None = None) -> str:
-    def run() -> str:
-        return rig.kubectl(cluster, *args, input=stdin).stdout
-
-    return await anyio.to_thread.run_sync(run)
-
-
 async def kubectl_json(rig: Federation, cluster: str, *args: str) -> Any:
     return json.loads(await kubectl(rig, cluster, *args, "-o", "json"))
-
-
-async def connect(rig: Federation, cluster: str, *, retry: RetryPolicy | None = None) -> KubeApi:
-    text = rig.kubeconfig(cluster).read_text()
-    options = ClientOptions(request_timeout=15.0, retry=retry or RetryPolicy())
-    return await connect_kubeconfig_text(text, cluster=cluster, options=options)
 
 
 async def eventually_ok(probe: Any, *, within: float, what: str) -> Any:
@@ -76,16 +56,6 @@ async def eventually_ok(probe: Any, *, within: float, what: str) -> Any:
                 last = exc
             await anyio.sleep(0.2)
     raise AssertionError(f"timed out after {within}s waiting for {what}; last error: {last}")
-
-
-@pytest.fixture
-async def namespace(rig: Federation) -> AsyncIterator[str]:
-    name = f"kube-api-{uuid.uuid4().hex[:8]}"
-    await kubectl(rig, WORKER, "create", "namespace", name)
-    try:
-        yield name
-    finally:
-        await kubectl(rig, WORKER, "delete", "namespace", name, "--wait=false")
 
 
 def config_map(name: str, namespace: str, value: str = "1", **labels: str) -> Obj:
@@ -118,12 +88,6 @@ def condition(type_: str, status: str, reason: str, message: str = "") -> dict[s
         "message": message,
         "lastTransitionTime": "2025-01-01T00:00:00Z",
     }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def kubeconfig_with(rig: Federation, cluster: str, **changes: Any) -> str:

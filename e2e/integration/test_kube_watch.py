@@ -10,7 +10,6 @@ loop's thread (see the comment there). Every wait has a deadline; nothing sleeps
 from __future__ import annotations
 
 import json
-import socket
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -21,7 +20,9 @@ import anyio.to_thread
 import pytest
 import yaml
 
+from e2e.integration.kube_support import MANAGER, WORKER, connect, kubectl
 from e2e.rig.federation import Federation
+from e2e.rig.ports import free_port
 from federation.kube import resources as r
 from federation.kube.api import KubeApi, Obj, RetryPolicy
 from federation.kube.cache import Backoff, WatchCache
@@ -32,14 +33,7 @@ from federation.kube.store import ADDED, DELETED, MODIFIED, Change
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
-WORKER = "worker-1"
-MANAGER = "manager"
 FAST_BACKOFF = Backoff(initial=0.2, maximum=2.0, jitter=0.5)
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def eventually(predicate: Callable[[], bool], *, within: float, what: str) -> None:
@@ -48,30 +42,6 @@ async def eventually(predicate: Callable[[], bool], *, within: float, what: str)
             await anyio.sleep(0.05)
         return
     raise AssertionError(f"timed out after {within}s waiting for {what}")
-
-
-async def kubectl(rig: Federation, cluster: str, *args: str, stdin: str | None = None) -> str:
-    def run() -> str:
-        return rig.kubectl(cluster, *args, input=stdin).stdout
-
-    return await anyio.to_thread.run_sync(run)
-
-
-async def connect(rig: Federation, cluster: str) -> KubeApi:
-    # The rig's kubeconfigs carry inline CA and client certificates: exactly what a worker Secret must hold, so
-    # this also checks that the validator accepts a real, well-formed kubeconfig.
-    text = rig.kubeconfig(cluster).read_text()
-    return await connect_kubeconfig_text(text, cluster=cluster, options=ClientOptions(request_timeout=15.0))
-
-
-@pytest.fixture
-async def namespace(rig: Federation) -> AsyncIterator[str]:
-    name = f"kube-watch-{uuid.uuid4().hex[:8]}"
-    await kubectl(rig, WORKER, "create", "namespace", name)
-    try:
-        yield name
-    finally:
-        await kubectl(rig, WORKER, "delete", "namespace", name, "--wait=false")
 
 
 class Recorder:
@@ -328,12 +298,6 @@ async def test_label_selected_workload_cache_sees_objects_leave_the_selector_as_
         assert deleted_in.old["metadata"]["labels"] == {LABEL: "selected"}
         assert api.counter.total(verbs=["list"], resource=r.WORKLOADS.label) == 1
         assert api.counter.total(verbs=["watch"], resource=r.WORKLOADS.label) >= 1
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_a_dead_cluster_does_not_stall_a_live_one(rig: Federation, namespace: str) -> None:
