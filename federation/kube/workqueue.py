@@ -1,17 +1,24 @@
 """A keyed work queue for level-triggered reconcilers, in the spirit of client-go's workqueue.
 
 Events only say *which* object to look at; the reconciler re-reads current state. A key is queued at most once;
-a key that changes while it is being processed is processed again afterwards (never concurrently); a failed
-key is retried after a capped exponential backoff; ``add_after`` schedules a future look (timeouts).
+a key that changes while it is being processed is processed again afterwards (never concurrently with itself);
+different keys run up to ``workers`` at a time; a failed key is retried after a capped exponential backoff.
+``add_after`` schedules a future look (timeouts) and keeps one pending timer per key, the earliest, like
+client-go's delaying queue.
+
+Wake-ups are handed to idle workers one each: ``add`` wakes exactly one idle worker, so N queued keys keep N
+workers busy (an earlier version shared one wake-up event and ran one reconcile at a time).
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable
 
 import anyio
+import anyio.abc
 import structlog
 
 from federation.kube.errors import Conflict, KubeError
@@ -30,10 +37,16 @@ class WorkQueue:
         self._active: set[str] = set()
         self._dirty: set[str] = set()
         self._failures: dict[str, int] = {}
-        self._wakeup = anyio.Event()
+        self._idle: deque[anyio.Event] = deque()
+        """One event per idle worker, in the order they went idle; ``add`` sets (and removes) the first."""
+        self._timers: dict[str, float] = {}
+        """key -> monotonic deadline of its one pending delayed add (the earliest asked for)."""
+        self._timer_heap: list[tuple[float, str]] = []
+        self._timer_changed = anyio.Event()
         self._base_delay = base_delay
         self._max_delay = max_delay
-        self._task_group: anyio.abc.TaskGroup | None = None
+        self.peak_active = 0
+        """Most keys ever reconciled at the same time (for tests and benchmarks)."""
 
     def add(self, key: str) -> None:
         if key in self._active:
@@ -43,21 +56,35 @@ class WorkQueue:
             return
         self._queued.add(key)
         self._queue.append(key)
-        self._wakeup.set()
+        if self._idle:
+            self._idle.popleft().set()
 
     def add_after(self, key: str, delay: float) -> None:
-        if self._task_group is None or delay <= 0:
+        """Add ``key`` after ``delay`` seconds; an earlier pending timer for the key wins over a later one."""
+        if delay <= 0:
             self.add(key)
             return
+        deadline = anyio.current_time() + delay
+        current = self._timers.get(key)
+        if current is not None and current <= deadline:
+            return
+        self._timers[key] = deadline
+        heapq.heappush(self._timer_heap, (deadline, key))
+        if current is None or deadline < current:
+            self._timer_changed.set()
 
-        async def later() -> None:
-            await anyio.sleep(delay)
-            self.add(key)
-
-        self._task_group.start_soon(later)
+    def pending_timer(self, key: str) -> float | None:
+        """Seconds until ``key``'s pending delayed add, or None when it has none."""
+        deadline = self._timers.get(key)
+        return None if deadline is None else max(0.0, deadline - anyio.current_time())
 
     def __len__(self) -> int:
         return len(self._queue)
+
+    @property
+    def active(self) -> int:
+        """Keys being reconciled right now."""
+        return len(self._active)
 
     def _retry_delay(self, key: str) -> float:
         failures = self._failures.get(key, 0) + 1
@@ -66,19 +93,46 @@ class WorkQueue:
 
     async def run(self, reconcile: Reconcile, *, workers: int = 1) -> None:
         """Process keys with ``workers`` concurrent reconcilers until cancelled."""
+        if workers < 1:
+            raise ValueError("a work queue needs at least one worker")
         async with anyio.create_task_group() as tg:
-            self._task_group = tg
+            tg.start_soon(self._fire_timers)
             for _ in range(workers):
                 tg.start_soon(self._worker, reconcile)
 
+    async def _fire_timers(self) -> None:
+        while True:
+            now = anyio.current_time()
+            while self._timer_heap and self._timer_heap[0][0] <= now:
+                deadline, key = heapq.heappop(self._timer_heap)
+                if self._timers.get(key) == deadline:  # else superseded by an earlier timer that already fired
+                    del self._timers[key]
+                    self.add(key)
+            self._timer_changed = anyio.Event()
+            wait = self._timer_heap[0][0] - now if self._timer_heap else math.inf
+            with anyio.move_on_after(wait):
+                await self._timer_changed.wait()
+
+    async def _next_key(self) -> str:
+        while not self._queue:
+            wakeup = anyio.Event()
+            self._idle.append(wakeup)
+            try:
+                await wakeup.wait()
+            finally:
+                if not wakeup.is_set():  # cancelled while idle
+                    self._idle.remove(wakeup)
+        key = self._queue.popleft()
+        self._queued.discard(key)
+        if self._queue and self._idle:  # a wake-up this worker consumed without need goes to the next one
+            self._idle.popleft().set()
+        return key
+
     async def _worker(self, reconcile: Reconcile) -> None:
         while True:
-            while not self._queue:
-                self._wakeup = anyio.Event()
-                await self._wakeup.wait()
-            key = self._queue.popleft()
-            self._queued.discard(key)
+            key = await self._next_key()
             self._active.add(key)
+            self.peak_active = max(self.peak_active, len(self._active))
             again: float | None = None
             failed = False
             try:
