@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -137,6 +137,10 @@ class Federation:
         left += stop_clusters(list(self.clusters.values()))
         self._save_state()
         return left
+
+    def paused(self, cluster: str, component: str = "kube-apiserver") -> AbstractContextManager[None]:
+        """``with fed.paused("worker-1"):`` the worker's apiserver is frozen (SIGSTOP) and resumes afterwards."""
+        return self.clusters[cluster].paused(component)
 
     def restart_apiserver(self, cluster: str) -> None:
         self.clusters[cluster].restart_apiserver()
