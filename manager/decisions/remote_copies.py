@@ -2,7 +2,9 @@
 
 Copies keep the user's labels and annotations, carry the origin and manager-uid labels that make them ours, and
 drop everything the manager cluster's apiserver generated (uid, resourceVersion, owner references, the Job's
-selector and controller-uid labels, status), so the worker's apiserver accepts them as new objects.
+selector and controller-uid labels, status), so the worker's apiserver accepts them as new objects. The Job copy
+also drops ``ttlSecondsAfterFinished``: the worker must keep the finished Job until the manager has mirrored its
+final status; the manager deletes the copy itself after that (the manager Job keeps its TTL).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from federation.protocol import JOB_GENERATED_LABELS, MANAGER_UID_LABEL
 from manager.decisions.workload_from_job import clean_template
 
 _META_KEPT = ("name", "namespace", "labels", "annotations")
+_JOB_SPEC_DROPPED = ("managedBy", "selector", "manualSelector", "ttlSecondsAfterFinished")
 _ANNOTATIONS_DROPPED = ("kubectl.kubernetes.io/last-applied-configuration",)
 
 
@@ -60,7 +63,7 @@ def remote_job(manager_job: Mapping[str, Any], *, manager_workload: Mapping[str,
     labels = ownership_labels(origin=origin, manager_workload_uid=wl_meta["uid"])
     labels[PREBUILT_WORKLOAD_LABEL] = wl_meta["name"]
     spec = copy.deepcopy(dict(manager_job["spec"]))
-    for field in ("managedBy", "selector", "manualSelector"):
+    for field in _JOB_SPEC_DROPPED:
         spec.pop(field, None)
     spec["suspend"] = True
     spec["template"] = clean_template(spec.get("template", {}))
