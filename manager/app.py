@@ -42,6 +42,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--gc-interval", type=float, default=ManagerConfig.gc_interval)
     parser.add_argument("--qps", type=float, default=ManagerConfig.client_qps, help="client rate limit per cluster")
     parser.add_argument("--burst", type=int, default=ManagerConfig.client_burst)
+    parser.add_argument(
+        "--multikueue-kubeconfig-dir",
+        default=ManagerConfig.kubeconfig_dir,
+        help="the only directory MultiKueueCluster kubeconfigs with locationType: Path are read from",
+    )
     return parser.parse_args(argv)
 
 
@@ -53,6 +58,7 @@ async def run(args: argparse.Namespace) -> None:
         gc_interval=args.gc_interval,
         client_qps=args.qps,
         client_burst=args.burst,
+        kubeconfig_dir=args.multikueue_kubeconfig_dir,
     )
     metrics = Metrics()
     health = HealthEndpoints(metrics=metrics.exposition)

@@ -6,6 +6,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 
+from federation.kube.kubeconfig import DEFAULT_KUBECONFIG_DIR
 from federation.protocol import DEFAULT_ORIGIN
 
 
@@ -18,6 +19,8 @@ class ManagerConfig:
     gc_interval: float = 60.0
     reconnect_initial: float = 5.0
     reconnect_max: float = 320.0
+    kubeconfig_dir: str = DEFAULT_KUBECONFIG_DIR
+    """The only directory ``locationType: Path`` kubeconfigs are read from (Kueue's default)."""
     client_qps: float = 300.0
     client_burst: int = 500
     workers: int = 16

@@ -1,7 +1,8 @@
 """Connections to worker clusters: one per MultiKueueCluster, from its validated kubeconfig.
 
-For each MultiKueueCluster the pool reads the kubeconfig (a Secret in the manager's namespace, or a file path),
-validates it (no exec or auth-provider plugins, no credential or CA file paths, no insecure TLS), connects,
+For each MultiKueueCluster the pool reads the kubeconfig (a Secret in the manager's namespace, or a file under the
+one configured directory), validates it (no exec or auth-provider plugins, no credential or CA file paths, no
+insecure TLS, no basic auth), connects,
 and runs that worker's caches (our remote Workloads and Jobs, its ClusterCapacity) in a task of their own, so a
 slow or dead worker never stalls the others. The cluster's ``Active`` condition says whether it is usable and,
 if not, why. A changed Secret reconnects; a broken one disconnects and says so.
@@ -28,7 +29,7 @@ from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.clients import ClientOptions, connect_kubeconfig_text
 from federation.kube.errors import KubeError
-from federation.kube.kubeconfig import KubeconfigError
+from federation.kube.kubeconfig import KubeconfigError, read_kubeconfig_file
 from federation.kube.resources import CLUSTER_CAPACITIES, JOBS, MULTIKUEUE_CLUSTERS, WORKLOADS
 from federation.kube.workqueue import WorkQueue
 from federation.protocol import CAPACITY_STALE_SECONDS
@@ -40,9 +41,18 @@ log = structlog.get_logger(__name__)
 RemoteHandler = Callable[[str, str, dict[str, Any]], None]
 """``handler(worker, kind, obj)`` with kind ``Workload``, ``Job`` or ``ClusterCapacity``."""
 
+# Kueue's reasons for the MultiKueueCluster Active condition.
 REASON_ACTIVE = "Active"
-REASON_BAD_CONFIG = "BadConfig"
+REASON_BAD_KUBECONFIG = "BadKubeConfig"
+"""The kubeconfig is missing (no Secret, key or file, or a path kfed must not read) or malformed."""
+REASON_INSECURE_KUBECONFIG = "InsecureKubeConfig"
+"""The kubeconfig uses a form refused as unsafe (plugins, file references, no TLS verification, basic auth)."""
 REASON_CONNECTION_FAILED = "ClientConnectionFailed"
+"""The worker's apiserver cannot be reached or stopped answering."""
+
+
+def kubeconfig_reason(err: KubeconfigError) -> str:
+    return REASON_INSECURE_KUBECONFIG if err.insecure else REASON_BAD_KUBECONFIG
 
 
 @dataclass
@@ -119,11 +129,7 @@ class WorkerPool:
     def _kubeconfig_text(self, cluster: dict[str, Any]) -> str:
         location = cluster["spec"]["clusterSource"]["kubeConfig"]
         if location.get("locationType", "Secret") == "Path":
-            try:
-                with open(location["location"], encoding="utf-8") as handle:
-                    return handle.read()
-            except OSError as err:
-                raise KubeconfigError([f"cannot read kubeconfig file {location['location']}: {err.strerror}"]) from err
+            return read_kubeconfig_file(location["location"], self._config.kubeconfig_dir)
         secret = self._secrets.store.get_by_name(location["location"], namespace=self._config.namespace)
         if secret is None:
             raise KubeconfigError([f"Secret {self._config.namespace}/{location['location']} not found"])
@@ -147,7 +153,7 @@ class WorkerPool:
             text = self._kubeconfig_text(cluster)
         except KubeconfigError as err:
             await self._disconnect(name)
-            return await self._report(cluster, active=False, reason=REASON_BAD_CONFIG, message=str(err))
+            return await self._report(cluster, active=False, reason=kubeconfig_reason(err), message=str(err))
         fingerprint = hashlib.sha256(text.encode()).hexdigest()
         current = self.connections.get(name)
         if current is not None and current.fingerprint == fingerprint:
@@ -165,7 +171,7 @@ class WorkerPool:
                 ),
             )
         except KubeconfigError as err:
-            return await self._report(cluster, active=False, reason=REASON_BAD_CONFIG, message=str(err))
+            return await self._report(cluster, active=False, reason=kubeconfig_reason(err), message=str(err))
         try:
             with anyio.fail_after(10):
                 await api.server_version()

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from e2e.rig.federation import Federation
 
 KFED_NAMESPACE = "kfed-system"
+KUBECONFIG_DIR = "multikueue-kubeconfigs"
+"""Under the rig's directory: kfed-manager's --multikueue-kubeconfig-dir (its /etc/multikueue/kubeconfigs)."""
 ADMISSION_CHECK = "kfed-multikueue"
 MULTIKUEUE_CONFIG = "kfed"
 
@@ -108,6 +110,8 @@ def start_controllers(fed: Federation) -> None:
         "--metrics-port",
         "-1",
     ]
+    kubeconfig_dir = fed.directory / KUBECONFIG_DIR
+    kubeconfig_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     proc, record = start_process(
         "kfed-manager",
@@ -119,6 +123,8 @@ def start_controllers(fed: Federation) -> None:
             str(port),
             "--gc-interval",
             "10",
+            "--multikueue-kubeconfig-dir",
+            str(kubeconfig_dir),
             *common,
         ],
         log_path=logs / "kfed-manager.log",

@@ -1,7 +1,8 @@
 """MultiKueueClusters with unusable kubeconfigs are inactive with a reason that says why (SCENARIOS F6, first part).
 
 These clusters are not in the MultiKueueConfig the sample queues use, so the rest of the federation keeps working
-while they are broken; fixing the Secret brings the cluster back.
+while they are broken; fixing the Secret brings the cluster back. Reasons are Kueue's: ``InsecureKubeConfig`` for
+a refused form, ``BadKubeConfig`` for a missing or malformed one or a Path kfed must not read.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import pytest
 import yaml
 
-from e2e.rig.controllers import KFED_NAMESPACE
+from e2e.rig.controllers import KFED_NAMESPACE, KUBECONFIG_DIR
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import condition, get
 from e2e.waiting import wait_for
@@ -20,7 +21,7 @@ from e2e.waiting import wait_for
 pytestmark = pytest.mark.e2e
 
 
-def _apply_cluster(fed: Federation, name: str, kubeconfig: str | None) -> None:
+def _apply_cluster(fed: Federation, name: str, kubeconfig: str | None, *, path: str | None = None) -> None:
     docs: list[dict[str, object]] = []
     if kubeconfig is not None:
         docs.append(
@@ -36,7 +37,13 @@ def _apply_cluster(fed: Federation, name: str, kubeconfig: str | None) -> None:
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "MultiKueueCluster",
             "metadata": {"name": name},
-            "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": f"{name}-kubeconfig"}}},
+            "spec": {
+                "clusterSource": {
+                    "kubeConfig": {"locationType": "Path", "location": path}
+                    if path is not None
+                    else {"locationType": "Secret", "location": f"{name}-kubeconfig"}
+                }
+            },
         }
     )
     fed.kubectl(MANAGER, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
@@ -68,11 +75,21 @@ def _tampered(fed: Federation, change: str) -> str:
     elif change == "insecure":
         cluster.pop("certificate-authority-data")
         cluster["insecure-skip-tls-verify"] = True
+    elif change == "basic-auth":
+        user.clear()
+        user["username"] = "admin"
+        user["password"] = "admin"
     return str(yaml.safe_dump(config))
 
 
 @pytest.mark.parametrize(
-    ("change", "says"), [("exec", "exec"), ("token-file", "tokenFile"), ("insecure", "insecure-skip-tls-verify")]
+    ("change", "says"),
+    [
+        ("exec", "exec"),
+        ("token-file", "tokenFile"),
+        ("insecure", "insecure-skip-tls-verify"),
+        ("basic-auth", "basic auth"),
+    ],
 )
 def test_an_unsafe_kubeconfig_makes_the_cluster_inactive_with_the_reason(
     federation: Federation, change: str, says: str
@@ -82,13 +99,45 @@ def test_an_unsafe_kubeconfig_makes_the_cluster_inactive_with_the_reason(
     _wait_active(federation, name, status="False", says=says)
     active = _active(federation, name)
     assert active is not None
-    assert active["reason"] == "BadConfig"
+    assert active["reason"] == "InsecureKubeConfig"
     federation.kubectl(MANAGER, "delete", "multikueuecluster", name, "--wait=false")
+
+
+def test_a_path_kubeconfig_is_read_only_from_inside_the_configured_directory(federation: Federation) -> None:
+    directory = federation.directory / KUBECONFIG_DIR
+    valid = federation.kubeconfig("worker-1")  # a usable kubeconfig, but outside the directory
+    (directory / "worker-1.yaml").write_text(valid.read_text())
+    escape = directory / "escape.yaml"
+    escape.unlink(missing_ok=True)
+    escape.symlink_to(valid)
+    refused = {
+        "path-outside": (str(valid), "is outside"),
+        "path-dotdot": (f"{directory}/../{KUBECONFIG_DIR}/worker-1.yaml", "contains '..'"),
+        "path-passwd": (f"{directory}/../../../../../../etc/passwd", "contains '..'"),
+        "path-symlink": (str(escape), "resolves to"),
+    }
+    for name, (path, _says) in refused.items():
+        _apply_cluster(federation, name, None, path=path)
+    _apply_cluster(federation, "path-inside", None, path=str(directory / "worker-1.yaml"))
+    try:
+        for name, (_path, says) in refused.items():
+            _wait_active(federation, name, status="False", says=says)
+            active = _active(federation, name)
+            assert active is not None
+            assert active["reason"] == "BadKubeConfig"
+            assert str(directory) in str(active["message"])
+        _wait_active(federation, "path-inside", status="True", says="Connected")
+    finally:
+        for name in [*refused, "path-inside"]:
+            federation.kubectl(MANAGER, "delete", "multikueuecluster", name, "--wait=false", check=False)
 
 
 def test_a_missing_secret_says_so_and_fixing_it_brings_the_cluster_back(federation: Federation) -> None:
     _apply_cluster(federation, "late", None)
     _wait_active(federation, "late", status="False", says=f"Secret {KFED_NAMESPACE}/late-kubeconfig not found")
+    missing = _active(federation, "late")
+    assert missing is not None
+    assert missing["reason"] == "BadKubeConfig"
     _apply_cluster(federation, "late", federation.kubeconfig("worker-1").read_text())
     _wait_active(federation, "late", status="True", says="Connected")
     federation.kubectl(MANAGER, "delete", "multikueuecluster", "late", "--wait=false")

@@ -39,7 +39,7 @@ def test_workers_show_connection_and_reason() -> None:
             "metadata": {"name": "worker-2"},
             "status": {
                 "conditions": [
-                    {"type": "Active", "status": "False", "reason": "BadConfig", "message": "Secret not found"}
+                    {"type": "Active", "status": "False", "reason": "BadKubeConfig", "message": "Secret not found"}
                 ]
             },
         },
@@ -48,4 +48,4 @@ def test_workers_show_connection_and_reason() -> None:
     lines = render_workers(clusters, now=NOW).splitlines()
     assert lines[1].startswith("worker-1")
     assert "not reconciled yet" in lines[1]
-    assert lines[2].split()[:3] == ["worker-2", "False", "BadConfig"]
+    assert lines[2].split()[:3] == ["worker-2", "False", "BadKubeConfig"]

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import base64
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -8,7 +10,10 @@ import yaml
 
 from federation.kube.kubeconfig import (
     KubeconfigError,
+    kubeconfig_path_problem,
+    kubeconfig_problems,
     parse_validated_kubeconfig,
+    read_kubeconfig_file,
     validate_kubeconfig,
     validate_kubeconfig_text,
 )
@@ -47,6 +52,8 @@ def test_valid_client_cert_kubeconfig_has_no_problems() -> None:
         ({"tokenFile": "/var/run/token"}, "tokenFile"),
         ({"client-certificate": "/c.pem", "client-key-data": B64}, "client-certificate"),
         ({"client-certificate-data": B64, "client-key": "/k.pem"}, "client-key"),
+        ({"username": "admin", "password": "secret"}, "basic auth"),
+        ({"password": "secret"}, "basic auth"),
         ({"client-certificate-data": B64}, "needs both"),
         ({"client-certificate-data": "%%%", "client-key-data": B64}, "not valid base64"),
     ],
@@ -126,3 +133,95 @@ def test_text_problems(text: str, needle: str) -> None:
     problems = validate_kubeconfig_text(text)
     assert len(problems) == 1
     assert needle in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("user", "cluster", "insecure"),
+    [
+        ({"username": "admin", "password": "secret"}, None, True),
+        ({"exec": {"command": "aws"}}, None, True),
+        ({"tokenFile": "/t"}, None, True),
+        (None, {"server": "https://x", "insecure-skip-tls-verify": True}, True),
+        (None, {"server": "http://x"}, True),
+        ({"client-certificate-data": B64}, None, False),
+        (None, {"certificate-authority-data": B64}, False),
+        (None, {"server": "https://x", "certificate-authority-data": "%%%"}, False),
+    ],
+)
+def test_problems_say_whether_they_are_insecure_or_malformed(
+    user: dict[str, Any] | None, cluster: dict[str, Any] | None, insecure: bool
+) -> None:
+    problems = kubeconfig_problems(kubeconfig(user=user, cluster=cluster))
+    assert [p.insecure for p in problems] == [insecure]
+    with pytest.raises(KubeconfigError) as info:
+        parse_validated_kubeconfig(yaml.safe_dump(kubeconfig(user=user, cluster=cluster)))
+    assert info.value.insecure is insecure
+
+
+def test_a_malformed_and_an_insecure_problem_together_are_insecure() -> None:
+    cfg = kubeconfig(user={"username": "u", "client-certificate-data": B64})
+    with pytest.raises(KubeconfigError) as info:
+        parse_validated_kubeconfig(yaml.safe_dump(cfg))
+    assert len(info.value.problems) == 2
+    assert info.value.insecure
+
+
+def test_unparseable_text_is_malformed_not_insecure() -> None:
+    with pytest.raises(KubeconfigError) as info:
+        parse_validated_kubeconfig("a: [")
+    assert not info.value.insecure
+
+
+DIR = "/etc/multikueue/kubeconfigs"
+
+
+@pytest.mark.parametrize(
+    ("location", "needle"),
+    [
+        ("", "must not be empty"),
+        ("worker-1.yaml", "not absolute"),
+        (f"{DIR}/../../../../etc/passwd", "contains '..'"),
+        (f"{DIR}/sub/../worker-1.yaml", "contains '..'"),
+        ("/etc/passwd", "outside /etc/multikueue/kubeconfigs"),
+        ("/etc/multikueue/kubeconfigs-evil/w.yaml", "outside"),
+        (DIR, "outside"),
+        (f"{DIR}/", "outside"),
+        ("/etc/multikueue/kubeconfigs\0/w", "NUL"),
+    ],
+)
+def test_path_locations_outside_the_directory_are_refused(location: str, needle: str) -> None:
+    problem = kubeconfig_path_problem(location, DIR)
+    assert needle in problem
+    if location:
+        assert DIR in problem or "NUL" in problem
+
+
+@pytest.mark.parametrize("location", [f"{DIR}/worker-1.yaml", f"{DIR}/team-a/worker-1.yaml", f"{DIR}//w.yaml"])
+def test_path_locations_inside_the_directory_are_accepted(location: str) -> None:
+    assert kubeconfig_path_problem(location, DIR) == ""
+    assert kubeconfig_path_problem(location, DIR + "/") == ""
+
+
+def test_read_kubeconfig_file_reads_inside_and_refuses_symlinks_out(tmp_path: Path) -> None:
+    allowed = tmp_path / "kubeconfigs"
+    allowed.mkdir()
+    (allowed / "w1.yaml").write_text("current-context: w1\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for you\n")
+    os.symlink(secret, allowed / "escape.yaml")
+    os.symlink(allowed / "w1.yaml", allowed / "alias.yaml")
+    os.symlink(tmp_path, allowed / "up")
+
+    assert read_kubeconfig_file(str(allowed / "w1.yaml"), str(allowed)) == "current-context: w1\n"
+    assert read_kubeconfig_file(str(allowed / "alias.yaml"), str(allowed)) == "current-context: w1\n"
+    for escaping in (allowed / "escape.yaml", allowed / "up" / "secret.txt"):
+        with pytest.raises(KubeconfigError) as info:
+            read_kubeconfig_file(str(escaping), str(allowed))
+        assert "resolves to" in str(info.value)
+        assert str(secret) in str(info.value)
+        assert not info.value.insecure
+    with pytest.raises(KubeconfigError) as info:
+        read_kubeconfig_file(str(allowed / "missing.yaml"), str(allowed))
+    assert "cannot read kubeconfig file" in str(info.value)
+    with pytest.raises(KubeconfigError, match=r"contains '\.\.'"):
+        read_kubeconfig_file(f"{allowed}/../secret.txt", str(allowed))
