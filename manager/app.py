@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from functools import partial
+from typing import Protocol
 
 import anyio
 import anyio.abc
@@ -84,18 +86,57 @@ async def run(args: argparse.Namespace) -> None:
             namespace=config.namespace,
             identity=config.identity,
         )
-        runtime = ManagerRuntime(api, config, metrics)
-        health.add_readiness_check("caches", runtime.synced)
+        terms = LeadershipTerms(lambda: ManagerRuntime(api, config, metrics))
+        health.add_readiness_check("caches", terms.ready)
         if not args.leader_elect:
-            await runtime.run()
+            await terms.lead()
             return
         elector = LeaderElector(
             api,
             LeaderElectionConfig(name="kfed-manager", namespace=config.namespace, identity=config.identity),
-            on_started_leading=runtime.run,
+            on_started_leading=terms.lead,
         )
-        health.add_readiness_check("leader-election", lambda: (True, elector.leader))
+        health.add_readiness_check("leader-election", lambda: (True, elector.leader or "no leader yet"))
         await elector.run()
+
+
+class Term(Protocol):
+    """What one leadership term runs (a :class:`ManagerRuntime`)."""
+
+    def synced(self) -> tuple[bool, str]: ...
+
+    async def run(self) -> None: ...
+
+
+class LeadershipTerms:
+    """Runs one fresh :class:`ManagerRuntime` per leadership term.
+
+    A term's caches, queues, event recorder and worker connections all end with the term; reusing them for the
+    next one ran on closed streams (the manager crashed on re-election). Readiness: a standby (no term running)
+    is ready — it serves probes and waits for the Lease, and a rolling update must not stall on it; the leader is
+    ready once its term's caches have synced.
+    """
+
+    def __init__(self, build: Callable[[], Term]) -> None:
+        self._build = build
+        self.current: Term | None = None
+        self.started = 0
+
+    def ready(self) -> tuple[bool, str]:
+        if self.current is None:
+            return True, "standby"
+        return self.current.synced()
+
+    async def lead(self) -> None:
+        runtime = self._build()
+        self.current = runtime
+        self.started += 1
+        log.info("leadership term started", term=self.started)
+        try:
+            await runtime.run()
+        finally:
+            self.current = None
+            log.info("leadership term ended", term=self.started)
 
 
 def main(argv: list[str] | None = None) -> int:

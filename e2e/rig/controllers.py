@@ -75,7 +75,7 @@ def multikueue_objects(workers: list[str], kubeconfigs: dict[str, str]) -> list[
     return docs
 
 
-def _script(name: str) -> str:
+def controller_script(name: str) -> str:
     path = Path(sys.executable).parent / name
     if not path.exists():
         raise RigError(f"{path} not found; install kfed into this environment (`make venv`)")
@@ -116,7 +116,7 @@ def start_controllers(fed: Federation) -> None:
     proc, record = start_process(
         "kfed-manager",
         [
-            _script("kfed-manager"),
+            controller_script("kfed-manager"),
             "--kubeconfig",
             str(fed.kubeconfig("manager")),
             "--health-port",
@@ -137,7 +137,7 @@ def start_controllers(fed: Federation) -> None:
         proc, record = start_process(
             f"kfed-agent-{worker}",
             [
-                _script("kfed-agent"),
+                controller_script("kfed-agent"),
                 "--kubeconfig",
                 str(fed.kubeconfig(worker)),
                 "--cluster-name",

@@ -7,6 +7,7 @@ from typing import Any
 
 from e2e.queues import LOCAL_QUEUE, job_manifest
 from e2e.rig.federation import MANAGER, Federation
+from e2e.waiting import wait_for
 
 Obj = dict[str, Any]
 
@@ -26,6 +27,19 @@ def submit(
 ) -> None:
     manifest = job_manifest(name, namespace="default", cpu=cpu, parallelism=parallelism, seconds=seconds, queue=queue)
     fed.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+
+
+def wait_complete(fed: Federation, name: str, timeout: float = 90) -> Obj:
+    """Wait until the manager Job ``name`` is finished and assert it completed; returns the Job."""
+    job = wait_for(
+        lambda: get(fed, MANAGER, "job", name),
+        until=lambda j: is_true(j, "Complete") or is_true(j, "Failed"),
+        timeout=timeout,
+        what=f"Job {name} to finish on the manager",
+    )
+    assert job is not None
+    assert is_true(job, "Complete"), job.get("status")
+    return job
 
 
 def workload_of(fed: Federation, job: str) -> Obj | None:

@@ -10,7 +10,17 @@ from collections.abc import Callable
 import pytest
 
 from e2e.rig.federation import MANAGER, Federation
-from e2e.scenarios.helpers import condition, get, is_true, items, remote_copies, submit, worker_of, workload_of
+from e2e.scenarios.helpers import (
+    condition,
+    get,
+    is_true,
+    items,
+    remote_copies,
+    submit,
+    wait_complete,
+    worker_of,
+    workload_of,
+)
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -20,18 +30,6 @@ def _worker_probe(fed: Federation, job: str) -> Callable[[], str | None]:
     return lambda: worker_of(fed, job)
 
 
-def _complete(fed: Federation, name: str, timeout: float = 90) -> dict[str, object]:
-    job = wait_for(
-        lambda: get(fed, MANAGER, "job", name),
-        until=lambda j: is_true(j, "Complete") or is_true(j, "Failed"),
-        timeout=timeout,
-        what=f"Job {name} to finish on the manager",
-    )
-    assert job is not None
-    assert is_true(job, "Complete"), job.get("status")
-    return job
-
-
 def test_s1_job_runs_on_one_worker_and_its_final_status_comes_back(federation: Federation) -> None:
     submit(federation, "s1", cpu="2", parallelism=2, seconds=3)
     wait_for(lambda: worker_of(federation, "s1"), until=bool, timeout=60, what="s1 to be admitted on a worker")
@@ -39,7 +37,7 @@ def test_s1_job_runs_on_one_worker_and_its_final_status_comes_back(federation: F
     assert worker in federation.workers
     copies = remote_copies(federation, "s1")
     assert list(copies) in ([worker], []), f"copies on more than the chosen worker: {copies}"
-    job = _complete(federation, "s1")
+    job = wait_complete(federation, "s1")
     status = job["status"]
     assert isinstance(status, dict)
     assert status["succeeded"] == 2
@@ -73,7 +71,7 @@ def test_s3_workloads_go_where_they_fit_and_a_full_worker_gets_none(federation: 
     for name in ("s3-big", "s3-fill"):
         federation.kubectl(MANAGER, "delete", "job", name, "--wait=false")
     for i in range(3):
-        _complete(federation, f"s3-small-{i}")
+        wait_complete(federation, f"s3-small-{i}")
 
 
 def test_s4_a_workload_that_fits_nowhere_waits_with_a_reason_until_capacity_appears(federation: Federation) -> None:
@@ -94,7 +92,7 @@ def test_s4_a_workload_that_fits_nowhere_waits_with_a_reason_until_capacity_appe
     assert "insufficient cpu" in pending["message"], pending
     assert remote_copies(federation, "s4-wide") == {}
     federation.kubectl(MANAGER, "delete", "job", "s4-blocker", "--wait=false")
-    _complete(federation, "s4-wide", timeout=120)
+    wait_complete(federation, "s4-wide", timeout=120)
 
 
 def test_s5_deleting_the_manager_job_removes_the_remote_workload_job_and_pods(federation: Federation) -> None:

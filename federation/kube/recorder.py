@@ -44,6 +44,9 @@ class EventRecorder:
             self._send.send_nowait(_Pending(regarding, reason, note, action, event_type))
         except anyio.WouldBlock:
             self.dropped += 1
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):  # the recorder's owner has stopped
+            self.dropped += 1
+            log.info("event.dropped", reason=reason, error="event recorder stopped")
 
     async def run(self) -> None:
         async with self._receive:
