@@ -1,6 +1,7 @@
 """Job → Workload on the manager cluster: every queued Job managed by MultiKueue gets its Workload.
 
-Level-triggered: for each Job key it re-reads the Job and creates the Workload if it is missing. A Job kfed
+Level-triggered: for each Job key it re-reads the Job and creates the Workload if it is missing (a Job that was
+running when its Workload was deleted is suspended again first, so it runs only once it is dispatched anew). A Job kfed
 cannot queue (bad annotation, unknown WorkloadPriorityClass) gets a Warning Event saying why and is retried when
 things change; a Job managed by another controller is left alone with one Event saying so.
 """
@@ -14,11 +15,12 @@ import structlog
 from federation.api.labels import QUEUE_NAME_LABEL
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
-from federation.kube.errors import AlreadyExists
+from federation.kube.errors import AlreadyExists, NotFound
 from federation.kube.recorder import EventRecorder
-from federation.kube.resources import WORKLOADS
+from federation.kube.resources import JOBS, WORKLOADS
 from federation.protocol import MULTIKUEUE_CONTROLLER
 from manager.config import ManagerConfig
+from manager.decisions.sync import job_finish
 from manager.decisions.workload_from_job import (
     JobNotQueueable,
     Priority,
@@ -58,6 +60,35 @@ class JobController:
             raise JobNotQueueable(f"WorkloadPriorityClass {name!r} does not exist")
         return Priority(name, int(wpc.get("value", 0)))
 
+    async def _workload_exists(self, name: str, meta: dict[str, Any]) -> bool:
+        """Ask the apiserver, not the cache: a Workload created moments ago may not have reached the cache yet."""
+        try:
+            await self._api.get(WORKLOADS, name, namespace=meta["namespace"])
+        except NotFound:
+            return False
+        return True
+
+    async def _stop(self, job: dict[str, Any]) -> None:
+        meta = job["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        job = await self._api.patch(
+            JOBS,
+            meta["name"],
+            {"spec": {"suspend": True}},
+            namespace=meta["namespace"],
+            field_manager=self._config.field_manager,
+        )
+        if job.get("status"):
+            await self._api.replace_status(JOBS, {**job, "status": {}}, field_manager=self._config.field_manager)
+        log.warning("job stopped: its workload was deleted", job=key)
+        self._events.emit(
+            job,
+            reason="Stopped",
+            note="The Job's Workload was deleted while it ran; the Job is suspended and queued again",
+            action="Stop",
+            event_type="Warning",
+        )
+
     async def reconcile(self, key: str) -> float | None:
         job = self._jobs.store.get(key)
         if job is None or (job["metadata"].get("deletionTimestamp")):
@@ -82,6 +113,12 @@ class JobController:
         name = workload_name_for_job(meta["name"], meta["uid"])
         if self._workloads.store.get_by_name(name, namespace=meta["namespace"]) is not None:
             return None
+        if job_finish(job) is not None:
+            return None  # a finished Job keeps its final status; it needs no new Workload
+        if not (job.get("spec") or {}).get("suspend", False) and not await self._workload_exists(name, meta):
+            # Running without a Workload (someone deleted it): stop it before queueing it again, as Kueue does;
+            # its copies on the worker are garbage-collected with the old Workload.
+            await self._stop(job)
         try:
             workload = workload_for_job(job, priority=self._priority(job))
         except JobNotQueueable as err:

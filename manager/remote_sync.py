@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import structlog
@@ -17,7 +18,7 @@ from federation.api.labels import PREBUILT_WORKLOAD_LABEL
 from federation.conditions import find_condition, format_time, is_true, parse_time, set_condition
 from federation.kube.api import KubeApi, Propagation
 from federation.kube.cache import WatchCache
-from federation.kube.errors import AlreadyExists
+from federation.kube.errors import AlreadyExists, Conflict, Invalid
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import JOBS, WORKLOADS
 from federation.obs.metrics import Metrics
@@ -25,7 +26,14 @@ from federation.protocol import MANAGER_UID_LABEL, REASON_ADMITTED, REASON_FAILE
 from manager.config import ManagerConfig
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
-from manager.decisions.sync import job_finish, plan
+from manager.decisions.sync import job_finish, mirrored_job_status, plan
+from manager.decisions.withdrawal import (
+    EXCLUDED_CLUSTERS_ANNOTATION,
+    REASON_EVICTED_BY_ADMISSION_CHECK,
+    exclusion_annotation,
+    requeue_status,
+    withdrawal_reason,
+)
 from manager.workers import WorkerConnection, WorkerPool
 
 log = structlog.get_logger(__name__)
@@ -34,6 +42,9 @@ MIRROR_INTERVAL = 1.0
 """Seconds between two mirrors of a running Job's status (each pod changes it)."""
 
 Obj = dict[str, Any]
+
+INVALID_RETRY_SECONDS = 60.0
+"""How long to wait before repeating a write the apiserver rejected as invalid (it is reported each time)."""
 
 
 def owner_job_name(workload: Obj) -> str | None:
@@ -85,6 +96,9 @@ class RemoteSync:
         return job if job is not None and job["metadata"]["uid"] == owner_uid else None
 
     async def reconcile(self, key: str) -> float | None:
+        """One pass over a dispatched workload, as ordered cases: gone → garbage; not dispatched → nothing;
+        stale copies of an earlier incarnation → remove them first; dispatch unsound → withdraw and requeue;
+        otherwise carry out the sync plan."""
         workload = self._workloads.store.get(key)
         if workload is None:
             await self.collect_garbage(only_key=key)
@@ -102,13 +116,25 @@ class RemoteSync:
         namespace = workload["metadata"]["namespace"]
         manager_job = self._manager_job(workload)
         uid = workload["metadata"]["uid"]
-        remote_wl = conn.workloads.store.get(key)
-        if remote_wl is not None and not is_ours(remote_wl, origin=self._config.origin, manager_workload_uid=uid):
-            remote_wl = None
         job_name = owner_job_name(workload)
-        remote_jb = conn.jobs.store.get_by_name(job_name, namespace=namespace) if job_name else None
-        if remote_jb is not None and not is_ours(remote_jb, origin=self._config.origin, manager_workload_uid=uid):
-            remote_jb = None
+        # The worker's caches only hold objects with our origin label: one with another manager uid is a copy of
+        # an earlier Workload of the same name (deleted and re-created), which must go before this one is sent.
+        found_wl = conn.workloads.store.get(key)
+        found_jb = conn.jobs.store.get_by_name(job_name, namespace=namespace) if job_name else None
+        stale = [obj for obj in (found_jb, found_wl) if obj is not None and not self._ours(obj, uid)]
+        if stale:
+            await self._delete_copies(conn, stale, why="copy of an earlier workload with the same name")
+            return 1.0
+        remote_wl, remote_jb = found_wl, found_jb
+        reason = withdrawal_reason(
+            manager_workload=workload,
+            worker=worker,
+            remote_workload=remote_wl,
+            remote_job=remote_jb,
+            manager_job=manager_job,
+        )
+        if reason is not None:
+            return await self._withdraw(conn, workload, manager_job, [remote_jb, remote_wl], reason=reason)
         steps = plan(
             manager_workload=workload, manager_job=manager_job, remote_workload=remote_wl, remote_job=remote_jb
         )
@@ -141,7 +167,7 @@ class RemoteSync:
                 elif step == "mirror_job_status" and manager_job is not None and remote_jb is not None:
                     manager_job = await self._api.replace_status(
                         JOBS,
-                        {**manager_job, "status": remote_jb.get("status") or {}},
+                        {**manager_job, "status": mirrored_job_status(remote_jb)},
                         field_manager=self._config.field_manager,
                     )
                     self._mirrored_at[key] = time.monotonic()
@@ -149,14 +175,92 @@ class RemoteSync:
                     await self._finish(workload, remote_job=remote_jb, worker=worker)
                     self._mirrored_at.pop(key, None)
                 elif step == "delete_remote":
-                    await self._delete_remote(conn, workload_key=key, job_name=job_name, namespace=namespace)
+                    await self._delete_copies(conn, [remote_jb, remote_wl], why="the workload finished")
         except NotOurs as err:
-            log.warning("remote object not ours", workload=key, cluster=worker, error=str(err))
+            await self._exclude(workload, worker=worker, why=str(err))
+            return None  # the annotation's watch event brings the workload back for the withdrawal
+        except Invalid as err:
+            # The API refuses a write we derived from the worker's objects: say so where users look, retry slowly.
+            log.error("sync write rejected", workload=key, cluster=worker, error=str(err)[:500])
             self._events.emit(
-                workload, reason="RemoteObjectConflict", note=str(err), action="Dispatch", event_type="Warning"
+                workload, reason="SyncFailed", note=f"write rejected: {err}"[:1000], action="Sync", event_type="Warning"
             )
-            return 60.0
+            return INVALID_RETRY_SECONDS
         return again
+
+    def _ours(self, remote: Obj, uid: str) -> bool:
+        return is_ours(remote, origin=self._config.origin, manager_workload_uid=uid)
+
+    async def _exclude(self, workload: Obj, *, worker: str, why: str) -> None:
+        """Remember on the Workload that ``worker`` holds a foreign object of this name; the next pass withdraws."""
+        meta = workload["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        log.warning("remote name taken by a foreign object", workload=key, cluster=worker, error=why)
+        self._events.emit(workload, reason="RemoteObjectConflict", note=why, action="Dispatch", event_type="Warning")
+        await self._api.patch(
+            WORKLOADS,
+            meta["name"],
+            {"metadata": {"annotations": {EXCLUDED_CLUSTERS_ANNOTATION: exclusion_annotation(workload, worker)}}},
+            namespace=meta["namespace"],
+            field_manager=self._config.field_manager,
+        )
+
+    async def _withdraw(
+        self,
+        conn: WorkerConnection,
+        workload: Obj,
+        manager_job: Obj | None,
+        copies: Sequence[Obj | None],
+        *,
+        reason: str,
+    ) -> float | None:
+        """Take the workload back from ``conn``'s worker: delete our copies there, and once they are confirmed gone
+        (the worker's caches no longer hold them) stop the manager Job and requeue the Workload."""
+        meta = workload["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        if any(copy is not None for copy in copies):
+            await self._delete_copies(conn, copies, why=reason)
+            return 1.0  # their DELETED events bring this key back; the delay is a safety net
+        if manager_job is not None:
+            await self._stop_manager_job(manager_job)
+        now = dt.datetime.now(dt.UTC)
+        await self._api.patch_status(
+            WORKLOADS,
+            meta["name"],
+            {
+                "metadata": {"resourceVersion": meta["resourceVersion"]},
+                "status": requeue_status(workload, reason=REASON_EVICTED_BY_ADMISSION_CHECK, message=reason, now=now),
+            },
+            namespace=meta["namespace"],
+            field_manager=self._config.field_manager,
+        )
+        self._ledger.forget(key)
+        self._mirrored_at.pop(key, None)
+        queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        self._metrics.evicted_workloads.labels(cluster_queue=queue, reason=REASON_EVICTED_BY_ADMISSION_CHECK).inc()
+        self._events.emit(
+            workload,
+            reason="EvictedDueToAdmissionCheck",
+            note=f"{reason}; requeued",
+            action="Evict",
+            event_type="Warning",
+        )
+        log.warning("workload withdrawn and requeued", workload=key, cluster=conn.name, reason=reason)
+        return None
+
+    async def _stop_manager_job(self, job: Obj) -> None:
+        """Suspend the manager Job again and clear the status mirrored from the worker it no longer runs on."""
+        meta = job["metadata"]
+        if not (job.get("spec") or {}).get("suspend", False):
+            job = await self._api.patch(
+                JOBS,
+                meta["name"],
+                {"spec": {"suspend": True}},
+                namespace=meta["namespace"],
+                field_manager=self._config.field_manager,
+            )
+        if job.get("status"):
+            await self._api.replace_status(JOBS, {**job, "status": {}}, field_manager=self._config.field_manager)
 
     async def _create(self, conn: WorkerConnection, resource: Any, obj: Obj) -> None:
         try:
@@ -255,15 +359,27 @@ class RemoteSync:
         self._metrics.finished_workloads.labels(cluster_queue=queue).inc()
         log.info("workload finished", workload=key, cluster=worker, succeeded=finish.succeeded)
 
-    async def _delete_remote(
-        self, conn: WorkerConnection, *, workload_key: str, job_name: str | None, namespace: str
-    ) -> None:
-        if job_name is not None:
-            await conn.api.delete(
-                JOBS, job_name, namespace=namespace, propagation_policy=Propagation.BACKGROUND, missing_ok=True
-            )
-        await conn.api.delete(WORKLOADS, workload_key.split("/", 1)[1], namespace=namespace, missing_ok=True)
-        log.info("deleted remote objects", cluster=conn.name, workload=workload_key)
+    async def _delete_copies(self, conn: WorkerConnection, copies: Sequence[Obj | None], *, why: str) -> None:
+        """Delete these objects of ours from the worker, each only if it is still the same object (uid
+        precondition): a same-named object created since by someone else is never touched. Jobs go with their
+        pods first (foreground), so "gone from the cache" means nothing of it runs any more."""
+        for copy in copies:
+            if copy is None or copy["metadata"].get("deletionTimestamp"):
+                continue
+            meta = copy["metadata"]
+            resource = JOBS if copy.get("kind") == "Job" else WORKLOADS
+            try:
+                await conn.api.delete(
+                    resource,
+                    meta["name"],
+                    namespace=meta["namespace"],
+                    uid=meta.get("uid"),
+                    propagation_policy=Propagation.FOREGROUND if resource is JOBS else Propagation.BACKGROUND,
+                    missing_ok=True,
+                )
+            except Conflict:
+                continue  # replaced by another object meanwhile: not ours to delete
+            log.info("deleted remote object", cluster=conn.name, kind=resource.kind, name=meta["name"], reason=why)
 
     async def collect_garbage(self, *, only_key: str | None = None) -> int:
         """Delete our copies that have no live manager Workload with the same uid; returns how many went."""

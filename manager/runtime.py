@@ -40,7 +40,7 @@ from manager.config import ManagerConfig
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.workload_from_job import workload_name_for_job
 from manager.job_controller import JobController
-from manager.remote_sync import RemoteSync
+from manager.remote_sync import RemoteSync, owner_job_name
 from manager.scheduler import GlobalScheduler
 from manager.workers import WorkerPool
 
@@ -129,9 +129,13 @@ class ManagerRuntime:
             meta = job["metadata"]
             self.sync_queue.add(f"{meta['namespace']}/{workload_name_for_job(meta['name'], meta['uid'])}")
 
-        def on_workload(_event: str, workload: dict[str, Any], _old: Any) -> None:
+        def on_workload(event: str, workload: dict[str, Any], _old: Any) -> None:
             self.sync_queue.add(_key(workload))
             self.scheduler.trigger()
+            if event == "DELETED":  # its Job needs a new Workload
+                job = owner_job_name(workload)
+                if job is not None:
+                    self.job_queue.add(f"{workload['metadata']['namespace']}/{job}")
 
         def on_priority_class(_event: str, _obj: dict[str, Any], _old: Any) -> None:
             for job in self.jobs.store:

@@ -32,6 +32,7 @@ from federation.kube.trigger import Trigger
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
 from manager.decisions.reservation import multikueue_workers, reservation_update
+from manager.decisions.withdrawal import excluded_workers
 
 if TYPE_CHECKING:
     from manager.runtime import ManagerRuntime
@@ -94,11 +95,15 @@ class GlobalScheduler:
             log.warning("invalid quota object ignored", kind=ignored.kind, name=ignored.name, error=ignored.error)
         return state
 
-    def _workers(self, names: list[str], now: dt.datetime) -> list[WorkerState]:
+    def _workers(self, names: list[str], now: dt.datetime, *, excluded: frozenset[str]) -> list[WorkerState]:
         states = []
         for name in names:
             conn = self._rt.pool.connections.get(name)
-            reason = self._rt.pool.unusable_reason(name, now)
+            reason = (
+                "a Job of the same name that kfed did not create is there"
+                if name in excluded
+                else self._rt.pool.unusable_reason(name, now)
+            )
             states.append(
                 WorkerState(
                     name=name,
@@ -135,7 +140,7 @@ class GlobalScheduler:
                 namespace=raw["metadata"]["namespace"],
                 queue_name=raw["spec"]["queueName"],
                 requests=requests,
-                workers=self._workers(worker_names, now),
+                workers=self._workers(worker_names, now, excluded=excluded_workers(raw)),
             )
             if isinstance(result, NoWorker):
                 return result.message

@@ -1,17 +1,15 @@
-"""Dispatch edge cases on a real local federation (SCENARIOS.md S2, S6, S7)."""
+"""Dispatch edge cases on a real local federation (SCENARIOS.md S2, S6, I4)."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from e2e.queues import job_manifest
 from e2e.rig.federation import MANAGER, Federation
-from e2e.scenarios.helpers import get, is_true, items, submit, worker_of, workload_of
+from e2e.scenarios.helpers import get, is_true, submit, workload_of
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -57,53 +55,21 @@ def test_s6_a_job_that_finishes_before_the_manager_saw_it_run_still_syncs(federa
     assert job["status"].get("completionTime")
 
 
-def _foreign_job(name: str) -> dict[str, Any]:
-    manifest = job_manifest(name, namespace="default", cpu="1", seconds=600)
-    manifest["metadata"]["labels"] = {"owner": "someone-else"}
-    manifest["spec"]["suspend"] = True
-    return manifest
-
-
-def _our_copies(fed: Federation, cluster: str, prefix: str) -> Callable[[], list[str]]:
-    def probe() -> list[str]:
-        names = [w["metadata"]["name"] for w in items(fed, cluster, "workloads.kueue.x-k8s.io")]
-        return [n for n in names if n.startswith(prefix)]
-
-    return probe
-
-
-def test_s7_a_same_named_job_that_kfed_did_not_create_is_never_touched(federation: Federation) -> None:
-    before = {}
-    for worker in federation.workers:
-        federation.kubectl(worker, "create", "-f", "-", input=json.dumps(_foreign_job("s7")))
-        before[worker] = get(federation, worker, "job", "s7")
-    submit(federation, "s7", cpu="1", seconds=3)
-    wait_for(
-        lambda: [
-            e
-            for e in items(federation, MANAGER, "events.events.k8s.io")
-            if e.get("reason") == "RemoteObjectConflict" and "s7" in e.get("note", "")
-        ],
-        until=bool,
+def test_i4_a_job_of_parallelism_zero_ends_complete(federation: Federation) -> None:
+    """It runs no pod, so its remote status has no startTime; the manager's mirror must still be accepted."""
+    manifest = job_manifest("i4-zero", namespace="default", cpu="1", parallelism=0)
+    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    job = wait_for(
+        lambda: get(federation, MANAGER, "job", "i4-zero"),
+        until=lambda j: is_true(j, "Complete") or is_true(j, "Failed"),
         timeout=60,
-        what="a RemoteObjectConflict event naming s7",
+        what="i4-zero finished on the manager",
     )
-    for worker in federation.workers:
-        after = get(federation, worker, "job", "s7")
-        assert after is not None, "the foreign Job was deleted"
-        assert after["metadata"]["uid"] == before[worker]["metadata"]["uid"]  # type: ignore[index]
-        assert after["metadata"]["labels"] == {"owner": "someone-else"}
-        assert after["spec"]["suspend"] is True
-    federation.kubectl(MANAGER, "delete", "job", "s7", "--wait=false")
-    chosen = worker_of(federation, "s7")
-    assert chosen is None  # never admitted anywhere: the copy could not be completed
-    # Our Workload copy is garbage-collected with the manager Job; the foreign Jobs stay.
-    for name in federation.workers:
-        wait_for(
-            _our_copies(federation, name, "job-s7-"),
-            until=lambda found: found == [],
-            timeout=60,
-            what=f"our s7 Workload copy gone from {name}",
-        )
-        assert get(federation, name, "job", "s7") is not None
-        federation.kubectl(name, "delete", "job", "s7", "--wait=false")
+    assert job is not None
+    assert is_true(job, "Complete"), job.get("status")
+    wait_for(
+        lambda: workload_of(federation, "i4-zero"),
+        until=lambda wl: is_true(wl, "Finished"),
+        timeout=30,
+        what="the i4-zero Workload Finished",
+    )

@@ -14,8 +14,8 @@ from typing import Any
 from federation.admission.api_drain import EventSpec, WorkloadUpdate, admission_status, workload_generation
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Assignment
-from federation.api.workload import QUOTA_RESERVED
-from federation.conditions import conditions_of, format_time, set_condition
+from federation.api.workload import EVICTED, QUOTA_RESERVED
+from federation.conditions import conditions_of, find_condition, format_time, set_condition
 from federation.protocol import MULTIKUEUE_CONTROLLER, REASON_QUOTA_RESERVED
 
 Obj = dict[str, Any]
@@ -68,6 +68,16 @@ def reservation_update(
         now=now,
         observed_generation=workload_generation(raw),
     )
+    if find_condition(raw, EVICTED) is not None:  # requeued earlier: Kueue resets Evicted on a new reservation
+        conditions, _ = set_condition(
+            conditions,
+            condition_type=EVICTED,
+            status=False,
+            reason=REASON_QUOTA_RESERVED,
+            message=message,
+            now=now,
+            observed_generation=workload_generation(raw),
+        )
     stamp = format_time(now)
     status: Obj = {
         "admission": admission_status(assignment),

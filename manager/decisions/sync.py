@@ -51,8 +51,29 @@ def remote_reserved(remote_workload: Obj | None) -> bool:
     return remote_workload is not None and is_true(remote_workload, "QuotaReserved")
 
 
+def mirrored_job_status(remote_job: Obj) -> dict[str, Any]:
+    """The manager Job's status for a remote Job's status.
+
+    A copy, except that a finished Job always has ``startTime``: the apiserver refuses a finished status without
+    one for a Job managed by another controller, and a Job that never ran a pod (``parallelism: 0``) finishes
+    without it. Its ``completionTime`` (or the finish condition's time) stands in, so the Job ends instead of
+    looping on a rejected write.
+    """
+    status = dict(remote_job.get("status") or {})
+    if status.get("startTime") or job_finish(remote_job) is None:
+        return status
+    finished_at = status.get("completionTime")
+    if not finished_at:
+        for condition in status.get("conditions") or ():
+            if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
+                finished_at = condition.get("lastTransitionTime")
+    if finished_at:
+        status["startTime"] = finished_at
+    return status
+
+
 def status_mirrored(manager_job: Obj, remote_job: Obj) -> bool:
-    return (manager_job.get("status") or {}) == (remote_job.get("status") or {})
+    return (manager_job.get("status") or {}) == mirrored_job_status(remote_job)
 
 
 def plan(

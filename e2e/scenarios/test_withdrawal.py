@@ -1,0 +1,172 @@
+"""A dispatch that cannot progress is taken back and dispatched again, with the reason on the manager (SCENARIOS
+S7, F9): a foreign Job holding the name on a worker, copies deleted by someone on the worker, the manager
+Workload deleted under a running Job. In every case the Job runs on at most one worker at a time and ends
+Complete, and objects kfed did not create are never touched."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from e2e.queues import job_manifest
+from e2e.rig.federation import MANAGER, Federation
+from e2e.scenarios.helpers import (
+    condition,
+    get,
+    is_true,
+    items,
+    remote_copies,
+    submit,
+    wait_complete,
+    worker_of,
+    workload_of,
+)
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+EXCLUDED = "kfed.io/excluded-clusters"
+
+
+def _events(fed: Federation, reason: str, name: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in items(fed, MANAGER, "events.events.k8s.io")
+        if e.get("reason") == reason and name in (e.get("regarding") or {}).get("name", "")
+    ]
+
+
+def _foreign_job(name: str) -> dict[str, Any]:
+    manifest = job_manifest(name, namespace="default", cpu="1", seconds=600)
+    manifest["metadata"]["labels"] = {"owner": "someone-else"}
+    manifest["spec"]["suspend"] = True
+    return manifest
+
+
+def _running_on(fed: Federation, job: str) -> str:
+    """Wait until ``job`` runs on a worker (admitted there, its pods mirrored as active); return the worker."""
+    wait_for(
+        lambda: get(fed, MANAGER, "job", job),
+        until=lambda j: int(((j or {}).get("status") or {}).get("active", 0)) > 0,
+        timeout=60,
+        what=f"{job} running",
+    )
+    worker = worker_of(fed, job)
+    assert worker in fed.workers
+    return worker
+
+
+def _complete_on_one_worker_at_a_time(fed: Federation, job: str, timeout: float = 120) -> None:
+    """Wait for Complete while checking, at every sample, that copies exist on at most one worker."""
+    deadline = time.monotonic() + timeout
+    while True:
+        copies = remote_copies(fed, job)
+        assert len(copies) <= 1, f"{job} has copies on more than one worker: {copies}"
+        manager_job = get(fed, MANAGER, "job", job)
+        if is_true(manager_job, "Complete"):
+            return
+        assert not is_true(manager_job, "Failed"), manager_job
+        assert time.monotonic() < deadline, f"{job} not Complete after {timeout:.0f}s; last: {manager_job}"
+        time.sleep(0.3)
+
+
+def test_s7_f9_a_foreign_job_holding_the_name_is_never_touched_and_the_workload_goes_elsewhere(
+    federation: Federation,
+) -> None:
+    before = {}
+    for worker in federation.workers:
+        federation.kubectl(worker, "create", "-f", "-", input=json.dumps(_foreign_job("f9-foreign")))
+        before[worker] = get(federation, worker, "job", "f9-foreign")
+    try:
+        submit(federation, "f9-foreign", cpu="1", seconds=1)
+        # Every worker holds a foreign Job of that name: the workload waits, saying why, with nothing of ours left.
+        workload = wait_for(
+            lambda: workload_of(federation, "f9-foreign"),
+            until=lambda wl: (
+                set(((wl or {}).get("metadata", {}).get("annotations") or {}).get(EXCLUDED, "").split(","))
+                == set(federation.workers)
+                and "did not create" in str((condition(wl, "QuotaReserved") or {}).get("message"))
+            ),
+            timeout=90,
+            what="f9-foreign excluded from both workers and waiting with the reason",
+        )
+        assert workload is not None
+        assert not is_true(workload, "QuotaReserved")
+        assert _events(federation, "RemoteObjectConflict", workload["metadata"]["name"])
+        wait_for(
+            lambda: remote_copies(federation, "f9-foreign"),
+            until=lambda c: all(kinds == ["job"] for kinds in c.values()),
+            timeout=30,
+            what="no Workload copy of ours left on any worker",
+        )
+        for worker in federation.workers:
+            after = get(federation, worker, "job", "f9-foreign")
+            assert after is not None, "the foreign Job was deleted"
+            assert after["metadata"]["uid"] == before[worker]["metadata"]["uid"]  # type: ignore[index]
+            assert after["metadata"]["labels"] == {"owner": "someone-else"}
+            assert after["spec"]["suspend"] is True
+        # The owner of worker-2's Job removes it, and the operator allows worker-2 again: the Job runs there.
+        federation.kubectl("worker-2", "delete", "job", "f9-foreign", "--wait=true")
+        federation.kubectl(
+            MANAGER,
+            "annotate",
+            "--overwrite",
+            "workloads.kueue.x-k8s.io",
+            workload["metadata"]["name"],
+            f"{EXCLUDED}=worker-1",
+        )
+        wait_complete(federation, "f9-foreign", timeout=90)
+        assert worker_of(federation, "f9-foreign") in (None, "worker-2")
+        foreign = get(federation, "worker-1", "job", "f9-foreign")
+        assert foreign is not None
+        assert foreign["metadata"]["uid"] == before["worker-1"]["metadata"]["uid"]  # type: ignore[index]
+    finally:
+        for worker in federation.workers:
+            federation.kubectl(worker, "delete", "job", "f9-foreign", "--ignore-not-found", "--wait=false")
+
+
+@pytest.mark.parametrize("kind", ["job", "workloads.kueue.x-k8s.io"])
+def test_f9_a_copy_deleted_on_the_worker_while_running_is_requeued_and_runs_again(
+    federation: Federation, kind: str
+) -> None:
+    name = "f9-job" if kind == "job" else "f9-wl"
+    submit(federation, name, cpu="1", seconds=8)
+    worker = _running_on(federation, name)
+    workload = workload_of(federation, name)
+    assert workload is not None
+    target = name if kind == "job" else workload["metadata"]["name"]
+    federation.kubectl(worker, "delete", kind, target, "--wait=false")
+    _complete_on_one_worker_at_a_time(federation, name)
+    requeued = condition(workload_of(federation, name), "Requeued")
+    assert requeued is not None
+    assert requeued["status"] == "True"
+    assert requeued["reason"] == "AdmissionCheck"
+    assert "was deleted" in requeued["message"]
+    assert _events(federation, "EvictedDueToAdmissionCheck", workload["metadata"]["name"])
+    wait_for(lambda: remote_copies(federation, name), until=lambda c: c == {}, timeout=30, what="copies removed")
+
+
+def test_f9_a_running_job_whose_manager_workload_is_deleted_gets_a_new_one_and_completes(
+    federation: Federation,
+) -> None:
+    submit(federation, "f9-mwl", cpu="1", seconds=8)
+    _running_on(federation, "f9-mwl")
+    old = workload_of(federation, "f9-mwl")
+    assert old is not None
+    federation.kubectl(MANAGER, "delete", "workloads.kueue.x-k8s.io", old["metadata"]["name"], "--wait=false")
+    new = wait_for(
+        lambda: workload_of(federation, "f9-mwl"),
+        until=lambda wl: wl is not None and wl["metadata"]["uid"] != old["metadata"]["uid"],
+        timeout=60,
+        what="a new Workload for f9-mwl",
+    )
+    assert new is not None
+    _complete_on_one_worker_at_a_time(federation, "f9-mwl")
+    assert is_true(workload_of(federation, "f9-mwl"), "Finished")
+    job = get(federation, MANAGER, "job", "f9-mwl")
+    assert job is not None
+    assert [e for e in items(federation, MANAGER, "events.events.k8s.io") if e.get("reason") == "Stopped"]
+    wait_for(lambda: remote_copies(federation, "f9-mwl"), until=lambda c: c == {}, timeout=30, what="copies removed")

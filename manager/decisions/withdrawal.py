@@ -1,0 +1,120 @@
+"""When a dispatched workload must be taken back from its worker, and the status that requeues it (pure).
+
+A dispatch can stop making progress for reasons outside kfed: someone deletes the Workload or Job copy in the
+worker after it was admitted there, or a Job of the same namespace/name that kfed did not create already occupies
+the worker. Each of these would otherwise leave the Job stuck forever. The answer is always the same: take every
+copy of ours off that worker (the caller confirms they are gone before requeueing, so the Job never runs on two
+workers at once), release the manager's quota reservation, and put the workload back in its queue with
+``Evicted``/``Requeued`` conditions saying why — Kueue's eviction by an admission check (reason
+``AdmissionCheck``). A worker that holds a foreign Job of that name is remembered on the Workload (annotation
+``kfed.io/excluded-clusters``) so the next dispatch goes elsewhere, or waits with that reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from federation.conditions import conditions_of, find_condition, format_time, is_true, set_condition
+from manager.decisions.sync import job_finish
+
+Obj = Mapping[str, Any]
+
+EXCLUDED_CLUSTERS_ANNOTATION = "kfed.io/excluded-clusters"
+"""Comma-separated worker clusters this Workload must not be dispatched to (a foreign Job holds its name there)."""
+
+REASON_EVICTED_BY_ADMISSION_CHECK = "AdmissionCheck"
+"""Kueue's eviction reason when an admission check (here MultiKueue) takes the reservation back."""
+
+
+def excluded_workers(workload: Obj) -> frozenset[str]:
+    annotations = (workload.get("metadata") or {}).get("annotations") or {}
+    text = str(annotations.get(EXCLUDED_CLUSTERS_ANNOTATION) or "")
+    return frozenset(name for name in (part.strip() for part in text.split(",")) if name)
+
+
+def exclusion_annotation(workload: Obj, worker: str) -> str:
+    """The annotation value that adds ``worker`` to the workload's excluded workers."""
+    return ",".join(sorted(excluded_workers(workload) | {worker}))
+
+
+def foreign_job_message(namespace: str, job_name: str, worker: str) -> str:
+    return (
+        f'Job {namespace}/{job_name} already exists in worker cluster "{worker}" and was not created by kfed; '
+        "it is left untouched and the workload is dispatched elsewhere (to allow that worker again, remove it "
+        f"from the Workload's {EXCLUDED_CLUSTERS_ANNOTATION} annotation)"
+    )
+
+
+def withdrawal_reason(
+    *,
+    manager_workload: Obj,
+    worker: str,
+    remote_workload: Obj | None,
+    remote_job: Obj | None,
+    manager_job: Obj | None,
+) -> str | None:
+    """Why the workload must be taken back from ``worker`` and requeued, or None while its dispatch is sound.
+
+    ``remote_workload``/``remote_job`` are our copies in ``worker`` (None when absent).
+    """
+    if is_true(manager_workload, "Finished"):
+        return None
+    meta = manager_workload.get("metadata") or {}
+    if worker in excluded_workers(manager_workload):
+        job = (manager_job or {}).get("metadata", {}).get("name", "")
+        return foreign_job_message(str(meta.get("namespace", "")), str(job), worker)
+    if not is_true(manager_workload, "Admitted"):
+        return None  # before admission a missing copy is simply (re)created
+    if remote_job is not None and job_finish(remote_job) is not None:
+        return None  # the final status is there to be mirrored
+    if remote_workload is not None and is_true(remote_workload, "Finished"):
+        return None
+    if remote_workload is None:
+        return f'the Workload copy in worker cluster "{worker}" was deleted while the workload was admitted there'
+    if remote_job is None and manager_job is not None:
+        return f'the Job copy in worker cluster "{worker}" was deleted while the workload was admitted there'
+    return None
+
+
+def requeue_status(workload: Obj, *, reason: str, message: str, now: dt.datetime) -> dict[str, Any]:
+    """The status patch that releases the reservation and queues the workload again (Kueue's eviction)."""
+    generation = (workload.get("metadata") or {}).get("generation")
+    conditions: Sequence[Mapping[str, Any]] = list(conditions_of(workload))
+    for condition_type, status, why in (
+        ("Evicted", True, reason),
+        ("QuotaReserved", False, "Pending"),
+        ("Requeued", True, reason),
+    ):
+        conditions, _ = set_condition(
+            conditions,
+            condition_type=condition_type,
+            status=status,
+            reason=why,
+            message=message,
+            now=now,
+            observed_generation=generation,
+        )
+    if find_condition(workload, "Admitted") is not None:
+        conditions, _ = set_condition(
+            conditions,
+            condition_type="Admitted",
+            status=False,
+            reason="NoReservation",
+            message="The workload has no reservation",
+            now=now,
+            observed_generation=generation,
+        )
+    stamp = format_time(now)
+    checks = [
+        {**check, "state": "Pending", "message": message, "lastTransitionTime": stamp}
+        for check in (workload.get("status") or {}).get("admissionChecks") or ()
+    ]
+    return {
+        "conditions": conditions,
+        "admission": None,
+        "clusterName": None,
+        "nominatedClusterNames": None,
+        "admissionChecks": checks,
+    }

@@ -1,0 +1,121 @@
+"""When a dispatch is withdrawn from its worker, and the status that requeues the workload."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from manager.decisions.sync import mirrored_job_status, status_mirrored
+from manager.decisions.withdrawal import (
+    EXCLUDED_CLUSTERS_ANNOTATION,
+    excluded_workers,
+    exclusion_annotation,
+    requeue_status,
+    withdrawal_reason,
+)
+
+NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
+
+
+def cond(kind: str, status: bool = True) -> dict[str, Any]:
+    return {"type": kind, "status": "True" if status else "False", "reason": kind, "message": ""}
+
+
+def workload(*conditions: dict[str, Any], excluded: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "job-a-1", "namespace": "team-a", "generation": 1}
+    if excluded is not None:
+        meta["annotations"] = {EXCLUDED_CLUSTERS_ANNOTATION: excluded}
+    return {
+        "metadata": meta,
+        "status": {
+            "conditions": list(conditions),
+            "admission": {"clusterQueue": "cq"},
+            "clusterName": "worker-1",
+            "admissionChecks": [{"name": "mk", "state": "Ready", "message": "ok"}],
+        },
+    }
+
+
+JOB = {"metadata": {"name": "a", "namespace": "team-a"}}
+RUNNING = {"metadata": {"name": "a"}, "status": {"active": 1}}
+ADMITTED = workload(cond("QuotaReserved"), cond("Admitted"))
+
+
+def reason(wl: dict[str, Any], *, remote_workload: Any, remote_job: Any) -> str | None:
+    return withdrawal_reason(
+        manager_workload=wl, worker="worker-1", remote_workload=remote_workload, remote_job=remote_job, manager_job=JOB
+    )
+
+
+def test_a_sound_dispatch_is_left_alone() -> None:
+    remote = workload(cond("QuotaReserved"))
+    assert reason(ADMITTED, remote_workload=remote, remote_job=RUNNING) is None
+    # before admission a missing copy is (re)created by the sync plan, not withdrawn
+    assert reason(workload(cond("QuotaReserved")), remote_workload=None, remote_job=None) is None
+
+
+def test_a_copy_deleted_after_admission_withdraws() -> None:
+    remote = workload(cond("QuotaReserved"))
+    gone_wl = reason(ADMITTED, remote_workload=None, remote_job=RUNNING)
+    assert gone_wl is not None
+    assert "Workload copy" in gone_wl
+    assert '"worker-1"' in gone_wl
+    gone_job = reason(ADMITTED, remote_workload=remote, remote_job=None)
+    assert gone_job is not None
+    assert "Job copy" in gone_job
+
+
+def test_a_finished_job_is_not_withdrawn_even_if_a_copy_is_gone() -> None:
+    finished_job = {"metadata": {"name": "a"}, "status": {"conditions": [cond("Complete")]}}
+    assert reason(ADMITTED, remote_workload=None, remote_job=finished_job) is None
+    assert reason(ADMITTED, remote_workload=workload(cond("Finished")), remote_job=None) is None
+    done = workload(cond("QuotaReserved"), cond("Admitted"), cond("Finished"))
+    assert reason(done, remote_workload=None, remote_job=None) is None
+
+
+def test_an_excluded_worker_withdraws_even_before_admission() -> None:
+    wl = workload(cond("QuotaReserved"), excluded="worker-1")
+    found = reason(wl, remote_workload=None, remote_job=None)
+    assert found is not None
+    assert "team-a/a already exists" in found
+
+
+def test_exclusions_accumulate_sorted_and_deduplicated() -> None:
+    wl = workload(excluded="worker-2, worker-1")
+    assert excluded_workers(wl) == {"worker-1", "worker-2"}
+    assert exclusion_annotation(wl, "worker-3") == "worker-1,worker-2,worker-3"
+    assert exclusion_annotation(wl, "worker-1") == "worker-1,worker-2"
+    assert excluded_workers(workload()) == frozenset()
+
+
+def test_requeue_status_releases_the_reservation_and_says_why() -> None:
+    status = requeue_status(ADMITTED, reason="AdmissionCheck", message="copy deleted", now=NOW)
+    by_type = {c["type"]: c for c in status["conditions"]}
+    assert by_type["QuotaReserved"]["status"] == "False"
+    assert by_type["QuotaReserved"]["reason"] == "Pending"
+    assert by_type["Admitted"]["status"] == "False"
+    assert by_type["Evicted"]["status"] == "True"
+    assert by_type["Evicted"]["reason"] == "AdmissionCheck"
+    assert by_type["Evicted"]["message"] == "copy deleted"
+    assert by_type["Requeued"]["status"] == "True"
+    assert status["admission"] is None
+    assert status["clusterName"] is None
+    assert status["nominatedClusterNames"] is None
+    assert [(c["name"], c["state"]) for c in status["admissionChecks"]] == [("mk", "Pending")]
+
+
+def test_a_finished_status_without_start_time_gets_one_so_the_mirror_is_accepted() -> None:
+    remote = {
+        "status": {
+            "completionTime": "2026-11-22T12:00:05Z",
+            "conditions": [{"type": "Complete", "status": "True", "lastTransitionTime": "2026-11-22T12:00:05Z"}],
+        }
+    }
+    mirrored = mirrored_job_status(remote)
+    assert mirrored["startTime"] == "2026-11-22T12:00:05Z"
+    assert mirrored["completionTime"] == remote["status"]["completionTime"]
+    assert status_mirrored({"status": mirrored}, remote)
+    running = {"status": {"active": 1}}
+    assert mirrored_job_status(running) == {"active": 1}
+    started = {"status": {"startTime": "t0", "completionTime": "t1", "conditions": [cond("Complete")]}}
+    assert mirrored_job_status(started)["startTime"] == "t0"
