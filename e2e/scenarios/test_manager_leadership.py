@@ -88,13 +88,13 @@ def test_a_standby_manager_replica_is_ready_while_another_leads(federation: Fede
 def test_f7_manager_survives_losing_and_regaining_its_lease(federation: Federation) -> None:
     manager = _manager(federation)
     log = federation.directory / "logs" / "kfed-manager.log"
-    terms_before = _count(log, "leadership term started")
+    terms_before = _count(log, "leader.started_leading")
     lost_before = _count(log, "leader.lost")
     with federation.paused(MANAGER):
         # Frozen apiserver: renewals time out and after the renew deadline (10 s) the leader gives up its term.
         wait_for(lambda: _count(log, "leader.lost"), until=lambda n: n > lost_before, timeout=40, what="leader.lost")
     wait_for(
-        lambda: _count(log, "leadership term started"),
+        lambda: _count(log, "leader.started_leading"),
         until=lambda n: n > terms_before,
         timeout=60,
         what="kfed-manager to lead again after its apiserver came back",
