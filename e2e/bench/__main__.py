@@ -9,6 +9,7 @@ BENCHMARKS = {
     "admission": "e2e.bench.admission_bench",
     "topology": "e2e.bench.topology_bench",
     "dispatch": "e2e.bench.dispatch_bench",
+    "workqueue": "e2e.bench.workqueue_bench",
 }
 
 
