@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL
-from federation.conditions import find_condition, format_time, is_true, parse_time, set_condition
+from federation.conditions import find_condition, is_true, parse_time, set_condition
 from federation.kube.api import KubeApi, Propagation
 from federation.kube.cache import WatchCache
 from federation.kube.errors import AlreadyExists, Conflict, Invalid
@@ -24,6 +24,17 @@ from federation.kube.resources import JOBS, WORKLOADS
 from federation.obs.metrics import Metrics
 from federation.protocol import MANAGER_UID_LABEL, REASON_ADMITTED, REASON_FAILED, REASON_SUCCEEDED
 from manager.config import ManagerConfig
+from manager.decisions.admission_checks import (
+    CheckGate,
+    Release,
+    admitted_checks,
+    dispatch_gate,
+    dispatched_message,
+    multikueue_check_names,
+    release_for_checks,
+    waiting_message,
+    with_multikueue_message,
+)
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
 from manager.decisions.sync import job_finish, mirrored_job_status, plan
@@ -72,6 +83,7 @@ class RemoteSync:
         config: ManagerConfig,
         workloads: WatchCache,
         jobs: WatchCache,
+        admission_checks: WatchCache,
         pool: WorkerPool,
         ledger: InFlightLedger,
         events: EventRecorder,
@@ -81,11 +93,13 @@ class RemoteSync:
         self._config = config
         self._workloads = workloads
         self._jobs = jobs
+        self._admission_checks = admission_checks
         self._pool = pool
         self._ledger = ledger
         self._events = events
         self._metrics = metrics
         self._mirrored_at: dict[str, float] = {}
+        self._check_warnings: dict[str, CheckGate] = {}
 
     def _manager_job(self, workload: Obj) -> Obj | None:
         name = owner_job_name(workload)
@@ -104,6 +118,7 @@ class RemoteSync:
             await self.collect_garbage(only_key=key)
             self._ledger.forget(key)
             self._mirrored_at.pop(key, None)
+            self._check_warnings.pop(key, None)
             return None
         if not is_true(workload, "QuotaReserved"):
             return None
@@ -135,8 +150,18 @@ class RemoteSync:
         )
         if reason is not None:
             return await self._withdraw(conn, workload, manager_job, [remote_jb, remote_wl], reason=reason)
+        gated = await self._admission_checks_gate(
+            workload, worker=worker, conn=conn, copies=remote_wl is not None or remote_jb is not None
+        )
+        if gated is None:
+            return None
+        gate, workload = gated
         steps = plan(
-            manager_workload=workload, manager_job=manager_job, remote_workload=remote_wl, remote_job=remote_jb
+            manager_workload=workload,
+            manager_job=manager_job,
+            remote_workload=remote_wl,
+            remote_job=remote_jb,
+            checks_ready=gate.open,
         )
         again: float | None = None
         if "mirror_job_status" in steps and job_finish(remote_jb) is None:
@@ -262,6 +287,101 @@ class RemoteSync:
         if job.get("status"):
             await self._api.replace_status(JOBS, {**job, "status": {}}, field_manager=self._config.field_manager)
 
+    async def _admission_checks_gate(
+        self, workload: Obj, *, worker: str, conn: WorkerConnection, copies: bool
+    ) -> tuple[CheckGate, Obj] | None:
+        """Hold the dispatch until the Workload's other admission checks are Ready (see
+        ``manager.decisions.admission_checks``). None when this pass stops here: it waits for them (the MultiKueue
+        check's message names them) or they released the quota; otherwise the gate for the plan and the Workload
+        as it is now."""
+        key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
+        multikueue = multikueue_check_names(self._admission_checks.store)
+        gate = dispatch_gate(workload, multikueue_checks=multikueue)
+        if copies or is_true(workload, "Admitted"):
+            self._warn_checks_after_dispatch(workload, gate, worker=worker)
+            return gate, workload
+        if gate.open:
+            checks = with_multikueue_message(workload, multikueue_checks=multikueue, message=dispatched_message(worker))
+            if checks is not None:  # it said what it waited for: now it dispatches
+                workload = await self._patch_workload_status(workload, {"admissionChecks": checks})
+                log.info("admission checks ready; dispatching", workload=key, cluster=worker)
+            return gate, workload
+        now = dt.datetime.now(dt.UTC)
+        release = release_for_checks(workload, gate, now=now)
+        if release is not None:
+            await self._release_for_checks(workload, release, conn=conn, worker=worker)
+            return None
+        message = waiting_message(gate.pending, worker)
+        checks = with_multikueue_message(workload, multikueue_checks=multikueue, message=message)
+        if checks is not None:
+            await self._patch_workload_status(workload, {"admissionChecks": checks})
+            self._events.emit(workload, reason="WaitingForAdmissionChecks", note=message, action="Dispatch")
+            log.info("waiting for admission checks", workload=key, cluster=worker, checks=list(gate.pending))
+        return None
+
+    def _warn_checks_after_dispatch(self, workload: Obj, gate: CheckGate, *, worker: str) -> None:
+        """A check that leaves Ready after the Job was sent is shown (Event + log), not acted on: evicting a
+        dispatched workload is the recovery path's job."""
+        key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
+        if gate.open or gate.pending:
+            self._check_warnings.pop(key, None)
+            return
+        if self._check_warnings.get(key) == gate:
+            return
+        self._check_warnings[key] = gate
+        states = [f"{name} is Rejected: {msg}" for name, msg in gate.rejected]
+        states += [f"{name} is Retry: {msg}" for name, msg in gate.retry]
+        note = (
+            f"AdmissionCheck {'; '.join(states)}; the Job was already sent to worker cluster {worker}, so kfed "
+            "leaves it running there"
+        )
+        self._events.emit(workload, reason="AdmissionCheckNotReady", note=note, action="Dispatch", event_type="Warning")
+        log.warning("admission check not ready after dispatch", workload=key, cluster=worker, note=note)
+
+    async def _release_for_checks(
+        self, workload: Obj, release: Release, *, conn: WorkerConnection, worker: str
+    ) -> None:
+        """Give the quota back (and deactivate for a Rejected check), after confirming on the worker that no copy
+        was sent: the caches could lag behind a create made just before the check changed."""
+        meta = workload["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        job_name = owner_job_name(workload)
+        sent = await conn.api.get_or_none(WORKLOADS, meta["name"], namespace=meta["namespace"])
+        if sent is None and job_name is not None:
+            sent = await conn.api.get_or_none(JOBS, job_name, namespace=meta["namespace"])
+        if sent is not None and is_ours(sent, origin=self._config.origin, manager_workload_uid=meta["uid"]):
+            return  # a copy exists after all: the next pass sees it and treats the check as after dispatch
+        if release.deactivate:
+            workload = await self._api.patch(
+                WORKLOADS,
+                meta["name"],
+                {"metadata": {"resourceVersion": meta["resourceVersion"]}, "spec": {"active": False}},
+                namespace=meta["namespace"],
+                field_manager=self._config.field_manager,
+            )
+        await self._patch_workload_status(workload, release.status)
+        self._ledger.forget(key)
+        self._events.emit(
+            workload, reason=release.event_reason, note=release.event_message, action="Admit", event_type="Warning"
+        )
+        log.warning(
+            "admission check released the reservation",
+            workload=key,
+            cluster=worker,
+            deactivated=release.deactivate,
+            message=release.message,
+        )
+
+    async def _patch_workload_status(self, workload: Obj, status: Obj) -> Obj:
+        meta = workload["metadata"]
+        return await self._api.patch_status(
+            WORKLOADS,
+            meta["name"],
+            {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": status},
+            namespace=meta["namespace"],
+            field_manager=self._config.field_manager,
+        )
+
     async def _create(self, conn: WorkerConnection, resource: Any, obj: Obj) -> None:
         try:
             await conn.api.create(resource, obj, field_manager=self._config.field_manager)
@@ -282,25 +402,25 @@ class RemoteSync:
         )
 
     async def _mark_admitted(self, workload: Obj, *, worker: str, remote_workload: Obj | None) -> Obj:
+        """The worker admitted the copy: kfed's MultiKueue check becomes Ready, and the Workload is ``Admitted``
+        once every check is Ready (Kueue's rule; the others were Ready when the copies were created)."""
         now = dt.datetime.now(dt.UTC)
         status = workload.get("status") or {}
-        conditions, _ = set_condition(
-            status.get("conditions") or [],
-            condition_type="Admitted",
-            status=True,
-            reason=REASON_ADMITTED,
-            message=f"The workload is admitted in worker cluster {worker}",
-            now=now,
+        checks, all_ready = admitted_checks(
+            workload, multikueue_checks=multikueue_check_names(self._admission_checks.store), worker=worker, now=now
         )
-        checks = [
-            {
-                **check,
-                "state": "Ready",
-                "message": f"The workload got reservation on {worker}",
-                "lastTransitionTime": format_time(now),
-            }
-            for check in status.get("admissionChecks") or ()
-        ]
+        conditions = status.get("conditions") or []
+        if all_ready:
+            conditions, _ = set_condition(
+                conditions,
+                condition_type="Admitted",
+                status=True,
+                reason=REASON_ADMITTED,
+                message=f"The workload is admitted in worker cluster {worker}",
+                now=now,
+            )
+        elif checks == list(status.get("admissionChecks") or ()) and status.get("clusterName") == worker:
+            return workload  # already recorded; waits for another check (shown by _warn_checks_after_dispatch)
         patch: Obj = {
             "metadata": {"resourceVersion": workload["metadata"]["resourceVersion"]},
             # Kueue's rule: once admitted, clusterName replaces the nomination (they are mutually exclusive).
@@ -322,6 +442,9 @@ class RemoteSync:
         reserved = find_condition(remote_workload, "QuotaReserved") if remote_workload else None
         if reserved is not None and reserved.get("lastTransitionTime"):
             self._ledger.reserved(key, at=parse_time(str(reserved["lastTransitionTime"])))
+        if not all_ready:
+            log.warning("worker admitted the copy but an admission check is not Ready", workload=key, cluster=worker)
+            return updated
         queue = (status.get("admission") or {}).get("clusterQueue", "")
         self._metrics.admitted_workloads.labels(cluster_queue=queue).inc()
         created = parse_time(workload["metadata"]["creationTimestamp"])

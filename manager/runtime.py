@@ -91,6 +91,7 @@ class ManagerRuntime:
             config=config,
             workloads=self.workloads,
             jobs=self.jobs,
+            admission_checks=self.admission_checks,
             pool=self.pool,
             ledger=self.ledger,
             events=self.events,

@@ -31,7 +31,7 @@ from federation.kube.status_writes import write_status_patches
 from federation.kube.trigger import Trigger
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
-from manager.decisions.reservation import multikueue_workers, reservation_update
+from manager.decisions.reservation import assigned_flavors, multikueue_workers, reservation_update, workload_checks
 from manager.decisions.withdrawal import excluded_workers
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ class GlobalScheduler:
         queues = _by_name(rt.cluster_queues.store)
         checks = _by_name(rt.admission_checks.store)
         configs = _by_name(rt.multikueue_configs.store)
-        chosen: dict[str, tuple[Dispatch, list[str]]] = {}
+        chosen: dict[str, tuple[Dispatch, list[str], list[str]]] = {}
 
         def veto(admit: Admit) -> str | None:
             queue = queues[admit.assignment.cluster_queue]
@@ -144,7 +144,8 @@ class GlobalScheduler:
             )
             if isinstance(result, NoWorker):
                 return result.message
-            chosen[admit.workload.key] = (result, check_names)
+            every_check = workload_checks(queue, flavors=assigned_flavors(admit.assignment))
+            chosen[admit.workload.key] = (result, every_check, check_names)
             rt.ledger.record(
                 admit.workload.key, worker=result.worker, cluster_queue=result.cluster_queue, requests=requests
             )
@@ -161,14 +162,15 @@ class GlobalScheduler:
         for decision in decisions:
             raw = raw_of[decision.workload.key]
             if isinstance(decision, Admit):
-                dispatch, check_names = chosen[decision.workload.key]
+                dispatch, every_check, check_names = chosen[decision.workload.key]
                 waited = max(0.0, now.timestamp() - decision.workload.creation_time)
                 updates.append(
                     reservation_update(
                         raw,
                         decision.assignment,
                         worker=dispatch.worker,
-                        checks=check_names,
+                        checks=every_check,
+                        multikueue_checks=check_names,
                         now=now,
                         waited_seconds=waited,
                     )

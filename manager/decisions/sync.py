@@ -82,8 +82,12 @@ def plan(
     manager_job: Obj | None,
     remote_workload: Obj | None,
     remote_job: Obj | None,
+    checks_ready: bool = True,
 ) -> list[Step]:
-    """The next steps for a workload whose quota is reserved on the manager and that names one worker."""
+    """The next steps for a workload whose quota is reserved on the manager and that names one worker.
+
+    ``checks_ready`` is False while an admission check other than kfed's own is not Ready: no copy is created
+    then, so the Job cannot start on the worker (``manager.decisions.admission_checks``)."""
     if workload_finished(manager_workload):
         return ["delete_remote"] if remote_workload is not None or remote_job is not None else []
     finish = job_finish(remote_job)
@@ -91,7 +95,7 @@ def plan(
     steps: list[Step] = []
     # Copies are only ever created before the manager saw the worker admit them: a copy that vanishes later is
     # never re-created (it could run the Job twice); requeueing it is the eviction path's job.
-    if not admitted_here:
+    if not admitted_here and checks_ready:
         if remote_workload is None and finish is None:
             steps.append("create_remote_workload")
         if remote_job is None and manager_job is not None:

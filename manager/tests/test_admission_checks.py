@@ -1,4 +1,16 @@
-from manager.decisions.admission_checks import CheckVerdict, multikueue_check_verdict
+import datetime as dt
+from typing import Any
+
+from manager.decisions.admission_checks import (
+    CheckGate,
+    CheckVerdict,
+    admitted_checks,
+    dispatch_gate,
+    multikueue_check_names,
+    multikueue_check_verdict,
+    release_for_checks,
+    with_multikueue_message,
+)
 
 CONFIGS = {"kfed": {"spec": {"clusters": ["worker-1", "worker-2"]}}}
 
@@ -35,3 +47,118 @@ def test_inactive_with_reasons() -> None:
 
 def test_other_controllers_are_not_ours() -> None:
     assert multikueue_check_verdict(check(controller="example.com/other"), configs=CONFIGS, cluster_problems={}) is None
+
+
+# -- the checks listed on a Workload --------------------------------------------------------------------------------
+
+NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
+MK = frozenset({"mk"})
+
+
+def reserved(*checks: tuple[str, str], message: str = "") -> dict[str, Any]:
+    return {
+        "metadata": {"name": "w", "namespace": "ns", "generation": 1},
+        "status": {
+            "conditions": [
+                {
+                    "type": "QuotaReserved",
+                    "status": "True",
+                    "reason": "QuotaReserved",
+                    "message": "",
+                    "lastTransitionTime": "2026-11-22T11:00:00Z",
+                }
+            ],
+            "admission": {"clusterQueue": "cq"},
+            "nominatedClusterNames": ["worker-1"],
+            "admissionChecks": [
+                {"name": name, "state": state, "message": message, "lastTransitionTime": "2026-11-22T11:00:00Z"}
+                for name, state in checks
+            ],
+        },
+    }
+
+
+def test_kfeds_own_checks_are_those_of_the_multikueue_controller() -> None:
+    objects = [
+        {"metadata": {"name": "mk"}, **check()},
+        {"metadata": {"name": "prov"}, **check(controller="example.com/provisioning")},
+    ]
+    assert multikueue_check_names(objects) == {"mk"}
+
+
+def test_the_gate_opens_only_when_every_other_check_is_ready() -> None:
+    assert dispatch_gate(reserved(("mk", "Pending")), multikueue_checks=MK).open
+    assert dispatch_gate(reserved(("mk", "Pending"), ("prov", "Ready")), multikueue_checks=MK).open
+    waiting = dispatch_gate(reserved(("mk", "Pending"), ("prov", "Pending"), ("b", "Ready")), multikueue_checks=MK)
+    assert waiting == CheckGate(pending=("prov",))
+    assert not waiting.open
+    mixed = dispatch_gate(
+        reserved(("mk", "Pending"), ("a", "Retry"), ("b", "Rejected"), message="no capacity"), multikueue_checks=MK
+    )
+    assert mixed == CheckGate(retry=(("a", "no capacity"),), rejected=(("b", "no capacity"),))
+
+
+def test_the_multikueue_message_changes_only_kfeds_checks_and_only_when_different() -> None:
+    wl = reserved(("mk", "Pending"), ("prov", "Pending"))
+    checks = with_multikueue_message(wl, multikueue_checks=MK, message="Dispatched to worker cluster worker-1")
+    assert checks is not None
+    assert [c["message"] for c in checks] == ["Dispatched to worker cluster worker-1", ""]
+    wl["status"]["admissionChecks"] = checks
+    assert with_multikueue_message(wl, multikueue_checks=MK, message="Dispatched to worker cluster worker-1") is None
+
+
+def test_worker_admission_makes_only_the_multikueue_check_ready() -> None:
+    checks, all_ready = admitted_checks(
+        reserved(("mk", "Pending"), ("prov", "Pending")), multikueue_checks=MK, worker="worker-1", now=NOW
+    )
+    assert [(c["name"], c["state"]) for c in checks] == [("mk", "Ready"), ("prov", "Pending")]
+    assert checks[0]["lastTransitionTime"] == "2026-11-22T12:00:00Z"
+    assert checks[1]["lastTransitionTime"] == "2026-11-22T11:00:00Z"
+    assert not all_ready
+    _, all_ready = admitted_checks(
+        reserved(("mk", "Pending"), ("prov", "Ready")), multikueue_checks=MK, worker="worker-1", now=NOW
+    )
+    assert all_ready
+
+
+def _conditions(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
+    return {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
+
+
+def test_a_rejected_check_deactivates_and_releases_the_quota() -> None:
+    wl = reserved(("mk", "Pending"), ("prov", "Rejected"), message="no such machine type")
+    release = release_for_checks(wl, dispatch_gate(wl, multikueue_checks=MK), now=NOW)
+    assert release is not None
+    assert release.deactivate
+    message = "The workload is deactivated due to Admission check(s): prov, were rejected"
+    assert _conditions(release.status) == {
+        "QuotaReserved": ("False", "Pending", message),
+        "Evicted": ("True", "DeactivatedDueToAdmissionCheck", message),
+    }
+    assert release.status["admission"] is None
+    assert release.status["nominatedClusterNames"] is None
+    assert [(c["name"], c["state"], c["message"]) for c in release.status["admissionChecks"]] == [
+        ("mk", "Pending", "no such machine type"),
+        ("prov", "Pending", "Reset to Pending after eviction. Previously: Rejected"),
+    ]
+    assert release.event_reason == "AdmissionCheckRejected"
+    assert release.event_message == (
+        "Deactivating workload because AdmissionCheck for prov was Rejected: no such machine type"
+    )
+
+
+def test_a_retry_check_releases_the_quota_and_requeues() -> None:
+    wl = reserved(("mk", "Pending"), ("prov", "Retry"))
+    release = release_for_checks(wl, dispatch_gate(wl, multikueue_checks=MK), now=NOW)
+    assert release is not None
+    assert not release.deactivate
+    conditions = _conditions(release.status)
+    assert conditions["Evicted"][:2] == ("True", "AdmissionCheck")
+    assert conditions["Requeued"][:2] == ("True", "AdmissionCheck")
+    assert conditions["QuotaReserved"][:2] == ("False", "Pending")
+    assert "prov" in conditions["Evicted"][2]
+
+
+def test_pending_checks_release_nothing() -> None:
+    wl = reserved(("mk", "Pending"), ("prov", "Pending"))
+    assert release_for_checks(wl, dispatch_gate(wl, multikueue_checks=MK), now=NOW) is None

@@ -3,7 +3,7 @@ from typing import Any
 
 from federation.admission.decisions import Assignment, PodSetAssignment
 from federation.tests.api_builders import workload
-from manager.decisions.reservation import multikueue_workers, reservation_update
+from manager.decisions.reservation import assigned_flavors, multikueue_workers, reservation_update, workload_checks
 
 NOW = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
 CHECK = {
@@ -53,7 +53,9 @@ def test_reservation_reserves_quota_and_nominates_one_worker_but_does_not_admit(
         usage={("default", "cpu"): 4000},
         borrows=False,
     )
-    update = reservation_update(raw, assignment, worker="worker-2", checks=["mk"], now=NOW, waited_seconds=3)
+    update = reservation_update(
+        raw, assignment, worker="worker-2", checks=["mk"], multikueue_checks=["mk"], now=NOW, waited_seconds=3
+    )
     status = update.status
     assert status["nominatedClusterNames"] == ["worker-2"]
     assert status["admission"]["clusterQueue"] == "cq"
@@ -68,3 +70,63 @@ def test_reservation_reserves_quota_and_nominates_one_worker_but_does_not_admit(
         }
     ]
     assert update.outcome == "reserved"
+
+
+def _assignment(flavor: str = "default") -> Assignment:
+    return Assignment(
+        cluster_queue="cq",
+        pod_set_assignments=(
+            PodSetAssignment(name="main", flavors={"cpu": flavor}, resource_usage={"cpu": 1000}, count=1),
+        ),
+        usage={(flavor, "cpu"): 1000},
+        borrows=False,
+    )
+
+
+def test_every_check_of_the_queue_is_listed_respecting_on_flavors() -> None:
+    queue = {
+        "metadata": {"name": "cq"},
+        "spec": {
+            "admissionChecksStrategy": {
+                "admissionChecks": [
+                    {"name": "mk"},
+                    {"name": "prov", "onFlavors": ["spot"]},
+                    {"name": "budget"},
+                    {"name": "gpu-quota", "onFlavors": ["gpu", "default"]},
+                ]
+            }
+        },
+    }
+    assert assigned_flavors(_assignment("default")) == {"default"}
+    assert workload_checks(queue, flavors={"default"}) == ["mk", "budget", "gpu-quota"]
+    assert workload_checks(queue, flavors={"spot"}) == ["mk", "prov", "budget"]
+    assert workload_checks({"metadata": {"name": "bare"}, "spec": {}}, flavors={"default"}) == []
+
+
+def test_a_multikueue_check_applied_per_flavor_is_refused_as_kueue_does() -> None:
+    queue = {
+        "metadata": {"name": "cq"},
+        "spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "mk", "onFlavors": ["default"]}]}},
+    }
+    assert multikueue_workers(queue, admission_checks={"mk": CHECK}, configs=CONFIGS) == (
+        "MultiKueue AdmissionCheck mk cannot be applied per flavor (onFlavors) in ClusterQueue cq"
+    )
+
+
+def test_other_checks_are_listed_pending_and_the_multikueue_check_says_what_it_waits_for() -> None:
+    update = reservation_update(
+        workload("w", cpu="1"),
+        _assignment(),
+        worker="worker-1",
+        checks=["prov", "mk", "budget"],
+        multikueue_checks={"mk"},
+        now=NOW,
+        waited_seconds=0,
+    )
+    checks = update.status["admissionChecks"]
+    assert [(c["name"], c["state"]) for c in checks] == [("prov", "Pending"), ("mk", "Pending"), ("budget", "Pending")]
+    assert checks[1]["message"] == (
+        "Waiting for admission check(s) prov, budget to be Ready before dispatching to worker cluster worker-1"
+    )
+    assert checks[0]["message"] == checks[2]["message"] == ""
+    assert "waiting for admission check(s) prov, budget" in update.events[0].message

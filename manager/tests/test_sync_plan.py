@@ -75,3 +75,23 @@ def test_a_missing_remote_job_is_created_while_the_workload_is_reserved_there() 
     assert plan(manager_workload=RESERVED, manager_job=job, remote_workload=RESERVED, remote_job=None) == [
         "create_remote_job"
     ]
+
+
+def test_no_copy_is_created_while_another_admission_check_is_not_ready() -> None:
+    job = obj(suspend=True)
+    assert (
+        plan(manager_workload=RESERVED, manager_job=job, remote_workload=None, remote_job=None, checks_ready=False)
+        == []
+    )
+    assert plan(
+        manager_workload=RESERVED, manager_job=job, remote_workload=None, remote_job=None, checks_ready=True
+    ) == ["create_remote_workload", "create_remote_job"]
+
+
+def test_copies_already_sent_keep_syncing_whatever_the_other_checks_say() -> None:
+    job = obj(suspend=True)
+    remote_job = obj(status={"active": 1})
+    steps = plan(
+        manager_workload=RESERVED, manager_job=job, remote_workload=RESERVED, remote_job=remote_job, checks_ready=False
+    )
+    assert steps == ["mark_admitted", "unsuspend_manager_job", "mirror_job_status"]

@@ -1,0 +1,201 @@
+"""A ClusterQueue with kfed's MultiKueue check and a second, external admission check (issue 8, item 6).
+
+The second check belongs to another controller (``example.com/gate``): the test plays that controller by writing
+the check's state on the Workload's status, as an external controller would.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from e2e.queues import CLUSTER_QUEUE, FLAVOR
+from e2e.rig.controllers import ADMISSION_CHECK
+from e2e.rig.federation import MANAGER, Federation
+from e2e.scenarios.helpers import condition, get, is_true, items, remote_copies, submit, workload_of
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+GATE = "e2e-gate"
+GATED_CQ = "e2e-gated"
+GATED_LQ = "e2e-gated"
+
+
+def _apply(fed: Federation, cluster: str, *objects: dict[str, Any]) -> None:
+    fed.kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+
+
+def _local_queue(cluster_queue: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": GATED_LQ, "namespace": "default"},
+        "spec": {"clusterQueue": cluster_queue},
+    }
+
+
+@pytest.fixture(scope="module")
+def gated_queue(federation: Federation) -> Iterator[str]:
+    """Manager: ClusterQueue with checks [kfed's MultiKueue check, GATE]; workers: the LocalQueue of the same name."""
+    gate = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": GATE},
+        "spec": {"controllerName": "example.com/gate"},
+    }
+    cluster_queue = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": GATED_CQ},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory"],
+                    "flavors": [
+                        {
+                            "name": FLAVOR,
+                            "resources": [
+                                {"name": "cpu", "nominalQuota": "8"},
+                                {"name": "memory", "nominalQuota": "64Gi"},
+                            ],
+                        }
+                    ],
+                }
+            ],
+            "admissionChecksStrategy": {"admissionChecks": [{"name": ADMISSION_CHECK}, {"name": GATE}]},
+        },
+    }
+    _apply(federation, MANAGER, gate, cluster_queue, _local_queue(GATED_CQ))
+    for worker in federation.workers:
+        _apply(federation, worker, _local_queue(CLUSTER_QUEUE))
+    try:
+        yield GATED_LQ
+    finally:
+        for cluster in (MANAGER, *federation.workers):
+            federation.kubectl(cluster, "delete", "localqueue", GATED_LQ, "-n", "default", "--wait=false", check=False)
+        federation.kubectl(MANAGER, "delete", "clusterqueue", GATED_CQ, "--wait=false", check=False)
+        federation.kubectl(MANAGER, "delete", "admissioncheck", GATE, "--wait=false", check=False)
+
+
+def _checks(workload: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in ((workload or {}).get("status") or {}).get("admissionChecks") or ()}
+
+
+def _set_gate(fed: Federation, job: str, *, state: str, message: str) -> None:
+    current = workload_of(fed, job)
+    assert current is not None
+    index = [c["name"] for c in current["status"]["admissionChecks"]].index(GATE)
+    patch = [
+        {"op": "test", "path": f"/status/admissionChecks/{index}/name", "value": GATE},
+        {"op": "replace", "path": f"/status/admissionChecks/{index}/state", "value": state},
+        {"op": "replace", "path": f"/status/admissionChecks/{index}/message", "value": message},
+    ]
+    fed.kubectl(
+        MANAGER,
+        "patch",
+        "workloads.kueue.x-k8s.io",
+        current["metadata"]["name"],
+        "-n",
+        "default",
+        "--subresource=status",
+        "--type=json",
+        "-p",
+        json.dumps(patch),
+    )
+
+
+def test_the_job_starts_on_a_worker_only_when_the_other_admission_check_is_ready(
+    federation: Federation, gated_queue: str
+) -> None:
+    submit(federation, "ac-gated", cpu="1", seconds=2, queue=gated_queue)
+    workload = wait_for(
+        lambda: workload_of(federation, "ac-gated"),
+        until=lambda w: is_true(w, "QuotaReserved"),
+        timeout=60,
+        what="ac-gated to get its quota reservation",
+    )
+    assert workload is not None
+    checks = _checks(workload)
+    assert set(checks) == {ADMISSION_CHECK, GATE}, "every check of the ClusterQueue is listed on the Workload"
+    assert checks[GATE]["state"] == "Pending"
+    assert checks[ADMISSION_CHECK]["state"] == "Pending"
+    assert GATE in wait_for(
+        lambda: _checks(workload_of(federation, "ac-gated"))[ADMISSION_CHECK]["message"],
+        until=lambda message: GATE in message,
+        timeout=15,
+        what="the MultiKueue check's message to name the check it waits for",
+    )
+
+    # While the gate is Pending nothing may reach a worker (sampled over a bounded window after the reservation).
+    deadline = time.monotonic() + 8
+    while time.monotonic() < deadline:
+        for worker in federation.workers:
+            assert get(federation, worker, "job", "ac-gated") is None, f"the Job was sent to {worker}"
+            name = workload["metadata"]["name"]
+            assert get(federation, worker, "workloads.kueue.x-k8s.io", name) is None, f"a copy was sent to {worker}"
+        job = get(federation, MANAGER, "job", "ac-gated")
+        assert job is not None
+        assert job["spec"]["suspend"] is True, "the manager Job was started"
+        current = workload_of(federation, "ac-gated")
+        assert not is_true(current, "Admitted")
+        time.sleep(0.5)
+
+    _set_gate(federation, "ac-gated", state="Ready", message="the gate is open")  # as the external controller would
+    job = wait_for(
+        lambda: get(federation, MANAGER, "job", "ac-gated"),
+        until=lambda j: is_true(j, "Complete") or is_true(j, "Failed"),
+        timeout=90,
+        what="ac-gated to finish on the manager",
+    )
+    assert is_true(job, "Complete"), (job or {}).get("status")
+    done = workload_of(federation, "ac-gated")
+    assert is_true(done, "Admitted")
+    assert {name: c["state"] for name, c in _checks(done).items()} == {ADMISSION_CHECK: "Ready", GATE: "Ready"}
+    assert _checks(done)[GATE]["message"] == "the gate is open", "kfed never writes another controller's check"
+
+
+def test_a_rejected_check_deactivates_the_workload_before_anything_is_sent(
+    federation: Federation, gated_queue: str
+) -> None:
+    submit(federation, "ac-rejected", cpu="1", seconds=2, queue=gated_queue)
+    wait_for(
+        lambda: workload_of(federation, "ac-rejected"),
+        until=lambda w: is_true(w, "QuotaReserved"),
+        timeout=60,
+        what="ac-rejected to get its quota reservation",
+    )
+    _set_gate(federation, "ac-rejected", state="Rejected", message="no budget left")
+    workload = wait_for(
+        lambda: workload_of(federation, "ac-rejected"),
+        until=lambda w: (w or {}).get("spec", {}).get("active") is False and not is_true(w, "QuotaReserved"),
+        timeout=30,
+        what="ac-rejected to be deactivated and to release its quota",
+    )
+    assert workload is not None
+    evicted = condition(workload, "Evicted")
+    assert evicted is not None
+    assert (evicted["status"], evicted["reason"]) == ("True", "DeactivatedDueToAdmissionCheck")
+    assert GATE in evicted["message"]
+    assert not ((workload or {}).get("status") or {}).get("admission")
+    assert remote_copies(federation, "ac-rejected") == {}
+    events = wait_for(
+        lambda: [
+            e
+            for e in items(federation, MANAGER, "events.events.k8s.io")
+            if e.get("reason") == "AdmissionCheckRejected" and e["regarding"]["name"] == workload["metadata"]["name"]
+        ],
+        until=bool,
+        timeout=30,
+        what="an AdmissionCheckRejected event on the Workload",
+    )
+    assert "no budget left" in events[0]["note"]
+    job = get(federation, MANAGER, "job", "ac-rejected")
+    assert job is not None
+    assert job["spec"]["suspend"] is True
+    federation.kubectl(MANAGER, "delete", "job", "ac-rejected", "--wait=false")
