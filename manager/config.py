@@ -19,6 +19,10 @@ class ManagerConfig:
     gc_interval: float = 60.0
     reconnect_initial: float = 5.0
     reconnect_max: float = 320.0
+    probe_interval: float = 2.0
+    """Seconds between two liveness probes (``GET /version``) of each connected worker."""
+    probe_timeout: float = 3.0
+    """A probe unanswered this long fails the worker's connection (also: how long a cache may keep failing)."""
     kubeconfig_dir: str = DEFAULT_KUBECONFIG_DIR
     """The only directory ``locationType: Path`` kubeconfigs are read from (Kueue's default)."""
     client_qps: float = 300.0

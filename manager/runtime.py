@@ -77,6 +77,7 @@ class ManagerRuntime:
             clusters=self.multikueue_clusters,
             secrets=self.secrets,
             on_remote_change=self._remote_changed,
+            events=self.events,
         )
         self.job_controller = JobController(
             api=api,

@@ -2,10 +2,15 @@
 
 For each MultiKueueCluster the pool reads the kubeconfig (a Secret in the manager's namespace, or a file under the
 one configured directory), validates it (no exec or auth-provider plugins, no credential or CA file paths, no
-insecure TLS, no basic auth), connects,
-and runs that worker's caches (our remote Workloads and Jobs, its ClusterCapacity) in a task of their own, so a
-slow or dead worker never stalls the others. The cluster's ``Active`` condition says whether it is usable and,
-if not, why. A changed Secret reconnects; a broken one disconnects and says so.
+insecure TLS, no basic auth), connects, and runs that worker's caches (our remote Workloads and Jobs, its
+ClusterCapacity) in a task of their own, so a slow or dead worker never stalls the others. A changed Secret
+reconnects; a broken one disconnects and says so.
+
+A worker whose apiserver stops answering keeps its connections open and its watches merely go quiet, so each
+connection is probed (``GET /version`` with a short timeout, every few seconds): a failed probe or a cache that
+keeps failing makes the worker unusable for new workloads at once and ``Active=False`` (``ClientConnectionFailed``)
+within seconds; when it answers again its watches restart and it is ``Active`` again. Every change of the
+``Active`` condition also gets an Event on the MultiKueueCluster and a log line.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import base64
 import binascii
 import datetime as dt
 import hashlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,17 +30,20 @@ import structlog
 
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
 from federation.api.multikueue import KUBECONFIG_SECRET_KEY
-from federation.conditions import set_condition
+from federation.conditions import find_condition, set_condition
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.clients import ClientOptions, connect_kubeconfig_text
 from federation.kube.errors import KubeError
 from federation.kube.kubeconfig import KubeconfigError, read_kubeconfig_file
+from federation.kube.recorder import EventRecorder
 from federation.kube.resources import CLUSTER_CAPACITIES, JOBS, MULTIKUEUE_CLUSTERS, WORKLOADS
+from federation.kube.trigger import spec_changed
 from federation.kube.workqueue import WorkQueue
 from federation.protocol import CAPACITY_STALE_SECONDS
 from manager.config import ManagerConfig
 from manager.decisions.capacity_view import ParsedReport, parse_report
+from manager.decisions.worker_health import CacheView, Health, ReconnectBackoff, connection_health
 
 log = structlog.get_logger(__name__)
 
@@ -65,15 +74,22 @@ class WorkerConnection:
     capacity: WatchCache
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     report: ParsedReport | None = None
+    health: Health = field(default_factory=lambda: Health("connecting", "connecting"))
+    """Judged by the connection's monitor from its liveness probe and its caches (see ``worker_health``)."""
+
+    @property
+    def caches(self) -> tuple[tuple[str, WatchCache], ...]:
+        return (("Workload", self.workloads), ("Job", self.jobs), ("ClusterCapacity", self.capacity))
 
     @property
     def connected(self) -> bool:
-        caches = (self.workloads, self.jobs, self.capacity)
-        return all(c.synced for c in caches) and all(c.connected for c in caches)
+        return self.health.state == "healthy"
 
     def unusable_reason(self, now: dt.datetime) -> str:
-        if not self.connected:
-            return "not connected"
+        if self.health.state == "failed":
+            return f"{REASON_CONNECTION_FAILED}: {self.health.message}"
+        if self.health.state == "connecting":
+            return f"not connected yet ({self.health.message})"
         if self.report is None:
             return "no capacity report yet (is kfed-agent running there?)"
         age = (now - self.report.observed_at).total_seconds()
@@ -91,18 +107,26 @@ class WorkerPool:
         clusters: WatchCache,
         secrets: WatchCache,
         on_remote_change: RemoteHandler,
+        events: EventRecorder,
     ) -> None:
         self._config = config
         self._manager_api = manager_api
         self._clusters = clusters
         self._secrets = secrets
         self._on_remote_change = on_remote_change
+        self._events = events
         self.connections: dict[str, WorkerConnection] = {}
         self.problems: dict[str, str] = {}
-        self._failures: dict[str, int] = {}
+        self._backoff: dict[str, tuple[str, ReconnectBackoff]] = {}
+        """cluster -> (kubeconfig fingerprint, its reconnect backoff); a new kubeconfig starts a fresh backoff."""
+        self._reported: dict[str, tuple[bool, str]] = {}
+        """cluster -> (active, reason) last written, to tell a change of the condition from a rewrite."""
         self.queue = WorkQueue("multikueue-clusters")
         self._tg: anyio.abc.TaskGroup | None = None
-        clusters.add_handler(lambda _event, obj, _old: self.queue.add(obj["metadata"]["name"]))
+        # Our own status writes change no spec: reacting to them re-ran connection attempts and burned the backoff.
+        clusters.add_handler(
+            lambda event, obj, old: self.queue.add(obj["metadata"]["name"]) if spec_changed(event, obj, old) else None
+        )
         secrets.add_handler(lambda _event, obj, _old: self._secret_changed(obj))
 
     def unusable_reason(self, name: str, now: dt.datetime) -> str:
@@ -143,11 +167,23 @@ class WorkerPool:
         except (binascii.Error, UnicodeDecodeError) as err:
             raise KubeconfigError([f"the {KUBECONFIG_SECRET_KEY!r} key is not valid base64 UTF-8 text"]) from err
 
+    def _backoff_for(self, name: str, fingerprint: str) -> ReconnectBackoff:
+        known = self._backoff.get(name)
+        if known is None or known[0] != fingerprint:
+            known = (
+                fingerprint,
+                ReconnectBackoff(initial=self._config.reconnect_initial, maximum=self._config.reconnect_max),
+            )
+            self._backoff[name] = known
+        return known[1]
+
     async def _reconcile(self, name: str) -> float | None:
         cluster = self._clusters.store.get_by_name(name)
         if cluster is None:
             await self._disconnect(name)
             self.problems.pop(name, None)
+            self._backoff.pop(name, None)
+            self._reported.pop(name, None)
             return None
         try:
             text = self._kubeconfig_text(cluster)
@@ -157,11 +193,19 @@ class WorkerPool:
         fingerprint = hashlib.sha256(text.encode()).hexdigest()
         current = self.connections.get(name)
         if current is not None and current.fingerprint == fingerprint:
-            if current.connected:
-                self._failures.pop(name, None)
-                return await self._report(cluster, active=True, reason=REASON_ACTIVE, message="Connected")
-            return 5.0  # caches are (re)connecting; look again soon
+            if current.health.state == "healthy":
+                self._backoff_for(name, fingerprint).reset()
+                return await self._report(cluster, active=True, reason=REASON_ACTIVE, message=current.health.message)
+            if current.health.state == "failed":
+                return await self._report(
+                    cluster, active=False, reason=REASON_CONNECTION_FAILED, message=current.health.message
+                )
+            return None  # still connecting: the connection's monitor re-queues the cluster when that changes
         await self._disconnect(name)
+        backoff = self._backoff_for(name, fingerprint)
+        wait = backoff.remaining(time.monotonic())
+        if wait > 0:
+            return wait  # the last attempt failed; only the backoff decides when the next one is made
         try:
             api = await connect_kubeconfig_text(
                 text,
@@ -177,9 +221,7 @@ class WorkerPool:
                 await api.server_version()
         except (KubeError, TimeoutError, OSError) as err:
             await api.aclose()
-            failures = self._failures.get(name, 0) + 1
-            self._failures[name] = failures
-            delay = float(min(self._config.reconnect_max, self._config.reconnect_initial * 2.0 ** (failures - 1)))
+            delay = backoff.failed(time.monotonic())
             await self._report(
                 cluster,
                 active=False,
@@ -188,7 +230,7 @@ class WorkerPool:
             )
             return delay
         self._start(name, fingerprint, api)
-        return 1.0  # report Active once the caches have synced
+        return None  # the connection's monitor re-queues the cluster once its caches have synced (or failed)
 
     def _start(self, name: str, fingerprint: str, api: KubeApi) -> None:
         selector = MULTIKUEUE_ORIGIN_LABEL + "=" + self._config.origin
@@ -219,11 +261,57 @@ class WorkerPool:
         with conn.scope:
             try:
                 async with anyio.create_task_group() as tg:
-                    for cache in (conn.workloads, conn.jobs, conn.capacity):
+                    for _kind, cache in conn.caches:
                         tg.start_soon(cache.run)
+                    tg.start_soon(self._monitor, conn)
             finally:
                 with anyio.CancelScope(shield=True):
                     await conn.api.aclose()
+
+    async def _probe(self, conn: WorkerConnection) -> str | None:
+        """Why the worker's apiserver failed its liveness probe, or None when it answered."""
+        timeout = self._config.probe_timeout
+        try:
+            with anyio.fail_after(timeout):
+                await conn.api.server_version(request_timeout=timeout, retry=False)
+        except TimeoutError:
+            return f"no answer to GET /version within {timeout:g}s"
+        except (KubeError, OSError) as err:
+            return str(err) or type(err).__name__
+        return None
+
+    async def _monitor(self, conn: WorkerConnection) -> None:
+        """Probe the worker every ``probe_interval`` and judge the connection; a change of its health re-queues the
+        cluster (whose reconcile writes the condition). After failed probes, the first answer restarts the watches:
+        they may sit on connections that will never deliver again, or in a backoff sleep."""
+        probe_failed = False
+        while True:
+            probe_error = await self._probe(conn)
+            if probe_error is None and probe_failed:
+                log.info("worker answers again; restarting its watches", cluster=conn.name)
+                for _kind, cache in conn.caches:
+                    cache.restart_watch()
+            probe_failed = probe_error is not None
+            now = time.monotonic()
+            health = connection_health(
+                probe_error=probe_error,
+                caches=[
+                    CacheView(kind, synced=cache.synced, failing_for=cache.failing_for(now), error=cache.last_error)
+                    for kind, cache in conn.caches
+                ],
+                grace=self._config.probe_timeout,
+            )
+            if health != conn.health:
+                (log.warning if health.state == "failed" else log.info)(
+                    "worker connection health changed",
+                    cluster=conn.name,
+                    state=health.state,
+                    was=conn.health.state,
+                    message=health.message,
+                )
+                conn.health = health
+                self.queue.add(conn.name)
+            await anyio.sleep(self._config.probe_interval if health.state != "connecting" else 0.5)
 
     async def _disconnect(self, name: str) -> None:
         conn = self.connections.pop(name, None)
@@ -237,7 +325,24 @@ class WorkerPool:
             self.problems.pop(name, None)
         else:
             self.problems[name] = f"{reason}: {message}"
-            log.warning("worker cluster unusable", cluster=name, reason=reason, message=message)
+        previous = self._reported.get(name)
+        if previous is None:
+            written = find_condition(cluster, "Active")
+            if written is not None:
+                previous = (written.get("status") == "True", str(written.get("reason", "")))
+        if previous != (active, reason):
+            self._reported[name] = (active, reason)
+            if active:
+                log.info("worker cluster active", cluster=name, reason=reason, message=message)
+            else:
+                log.warning("worker cluster unusable", cluster=name, reason=reason, message=message)
+            self._events.emit(
+                cluster,
+                reason=reason,
+                note=message,
+                action="Connect",
+                event_type="Normal" if active else "Warning",
+            )
         conditions, changed = set_condition(
             (cluster.get("status") or {}).get("conditions") or [],
             condition_type="Active",

@@ -300,6 +300,35 @@ async def test_label_selected_workload_cache_sees_objects_leave_the_selector_as_
         assert api.counter.total(verbs=["watch"], resource=r.WORKLOADS.label) >= 1
 
 
+async def test_restart_watch_rewatches_at_once_without_relisting_or_losing_events(
+    rig: Federation, namespace: str
+) -> None:
+    api = await connect(rig, WORKER)
+    async with api:
+        rec = Recorder()
+        cache = WatchCache(
+            api, r.CONFIG_MAPS, namespace=namespace, label_selector=SELECTOR, handlers=[rec], backoff=FAST_BACKOFF
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cache.run)
+            assert await cache.wait_synced(timeout=30)
+            await eventually(lambda: cache.connected, within=30, what="watch open")
+            api.counter.reset()
+            for i in range(3):
+                cache.restart_watch()
+                await api.create(r.CONFIG_MAPS, config_map(f"r{i}", namespace, "1"))
+            await eventually(
+                lambda: all(rec.saw(ADDED, f"r{i}") for i in range(3)), within=30, what="every ADDED across restarts"
+            )
+            await eventually(lambda: cache.connected, within=30, what="watch open again")
+            assert [e for e in rec.events if e[1].startswith("r")] == [(ADDED, f"r{i}", "1") for i in range(3)]
+            assert cache.relists == 0
+            assert api.counter.total(verbs=["list"]) == 0
+            assert api.counter.total(verbs=["watch"]) >= 1
+            assert cache.failing_for() is None
+            tg.cancel_scope.cancel()
+
+
 async def test_a_dead_cluster_does_not_stall_a_live_one(rig: Federation, namespace: str) -> None:
     config = yaml.safe_load(rig.kubeconfig(WORKER).read_text())
     config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{free_port()}"
@@ -320,6 +349,10 @@ async def test_a_dead_cluster_does_not_stall_a_live_one(rig: Federation, namespa
             assert "cluster dead" in str(dead.last_error)
             assert not dead.synced
             assert not dead.connected
+            failing = dead.failing_for()
+            assert failing is not None
+            assert failing >= 0
+            assert live.failing_for() is None
             tg.cancel_scope.cancel()
         assert dead_api.counter.total(verbs=["list"]) >= 1
         with pytest.raises(Unavailable):

@@ -9,6 +9,7 @@ counting. The bytes move through a :class:`~federation.kube.transport.Transport`
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import enum
 import json
@@ -347,9 +348,13 @@ class KubeApi:
                 raise error_from_response(response.status, body)
             yield WatchStream(response, resource)
 
-    async def server_version(self) -> Obj:
-        """``GET /version`` (cheap reachability probe)."""
-        return await self._call("get", "version", self._request("GET", "/version"))
+    async def server_version(self, *, request_timeout: float | None = None, retry: bool = True) -> Obj:
+        """``GET /version`` (cheap reachability probe); ``request_timeout`` bounds the one request, ``retry=False``
+        makes a liveness probe answer at once instead of retrying."""
+        request = self._request("GET", "/version")
+        if request_timeout is not None:
+            request = dataclasses.replace(request, timeout=request_timeout)
+        return await self._call("get", "version", request, retry=retry)
 
     # -- writes -------------------------------------------------------------------------------------------------
 

@@ -6,6 +6,10 @@ resourceVersion it saw, after a capped, jittered exponential backoff; on 410 Gon
 difference (synthetic DELETED for objects that vanished meanwhile, ADDED/MODIFIED for new/changed ones), so
 handlers never miss a transition. Each cache runs in its own task and only ever waits on its own cluster, so a
 slow or dead cluster never stalls the others.
+
+A cache says how long it has been failing (``failing_for``) so its owner can judge the connection, and its owner
+can make it re-watch at once (``restart_watch``): after a server stopped answering, the open watch may sit on a
+connection that will never deliver again, and the backoff may still be sleeping although the server is back.
 """
 
 from __future__ import annotations
@@ -93,6 +97,9 @@ class WatchCache:
         self._synced = anyio.Event()
         self._connected = False
         self._failures = 0
+        self._failing_since: float | None = None
+        self._interruptible: anyio.CancelScope | None = None
+        self._restart = False
         self._log = log.bind(cluster=api.cluster, resource=resource.label, namespace=namespace or "")
 
     # -- public -------------------------------------------------------------------------------------------------
@@ -106,6 +113,19 @@ class WatchCache:
     def connected(self) -> bool:
         """True while a watch stream is open (for readiness: "remote connected")."""
         return self._connected
+
+    def failing_for(self, now: float | None = None) -> float | None:
+        """Seconds (monotonic) since its list/watch started failing without a successful (re)open; None when fine."""
+        if self._failing_since is None:
+            return None
+        return max(0.0, (time.monotonic() if now is None else now) - self._failing_since)
+
+    def restart_watch(self) -> None:
+        """Drop the open watch (or cut a backoff sleep short) and watch again at once from the last resourceVersion;
+        handlers see no gap (an event being dispatched is finished first)."""
+        if self._interruptible is not None:
+            self._restart = True
+            self._interruptible.cancel()
 
     def add_handler(self, handler: Handler) -> None:
         self._handlers.append(handler)
@@ -145,19 +165,23 @@ class WatchCache:
                     need_list = False
                 opened = time.monotonic()
                 received = await self._watch_once()
+                if self._take_restart():
+                    continue
                 if received == 0 and time.monotonic() - opened < self.quiet_period:
                     self._failures += 1  # the server keeps closing at once: do not spin
-                    await anyio.sleep(self.backoff.delay(self._failures))
+                    await self._sleep(self.backoff.delay(self._failures))
             except Gone as exc:
                 self._failures += 1
                 self.last_error = str(exc)
                 self._log.info("kube.watch.gone", resource_version=self.resource_version, error=str(exc))
                 need_list = True
                 if self._failures > 1:
-                    await anyio.sleep(self.backoff.delay(self._failures - 1))
+                    await self._sleep(self.backoff.delay(self._failures - 1))
             except Exception as exc:  # a cache must outlive any error (incl. bugs in parsing) and keep retrying
                 self._failures += 1
                 self._connected = False
+                if self._failing_since is None:
+                    self._failing_since = time.monotonic()
                 self.last_error = str(exc) or type(exc).__name__
                 delay = self.backoff.delay(self._failures)
                 self._log.warning(
@@ -168,7 +192,23 @@ class WatchCache:
                     failures=self._failures,
                     delay=round(delay, 2),
                 )
+                await self._sleep(delay)
+
+    async def _sleep(self, delay: float) -> None:
+        """A backoff sleep that :meth:`restart_watch` cuts short."""
+        with anyio.CancelScope() as scope:
+            self._interruptible = scope
+            try:
                 await anyio.sleep(delay)
+            finally:
+                self._interruptible = None
+        self._take_restart()
+
+    def _take_restart(self) -> bool:
+        restart, self._restart = self._restart, False
+        if restart:
+            self._log.info("kube.watch.restarted", resource_version=self.resource_version)
+        return restart
 
     async def _relist(self) -> None:
         result = await self.api.list(
@@ -192,23 +232,30 @@ class WatchCache:
 
     async def _watch_once(self) -> int:
         received = 0
-        async with self.api.watch(
-            self.resource,
-            resource_version=self.resource_version,
-            namespace=self.namespace,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-            timeout_seconds=self.watch_timeout_seconds,
-        ) as stream:
-            self._connected = True
+        with anyio.CancelScope() as scope:  # restart_watch() cancels it: the watch just ends
+            self._interruptible = scope
             try:
-                async for event in stream:
-                    received += 1
-                    self._failures = 0
-                    self.last_error = None
-                    await self._apply(event.type, event.object)
+                async with self.api.watch(
+                    self.resource,
+                    resource_version=self.resource_version,
+                    namespace=self.namespace,
+                    label_selector=self.label_selector,
+                    field_selector=self.field_selector,
+                    timeout_seconds=self.watch_timeout_seconds,
+                ) as stream:
+                    self._connected = True
+                    self._failing_since = None
+                    try:
+                        async for event in stream:
+                            received += 1
+                            self._failures = 0
+                            self.last_error = None
+                            with anyio.CancelScope(shield=True):  # a restart never cuts an event in half
+                                await self._apply(event.type, event.object)
+                    finally:
+                        self._connected = False
             finally:
-                self._connected = False
+                self._interruptible = None
         return received
 
     async def _apply(self, event_type: str, obj: Obj) -> None:

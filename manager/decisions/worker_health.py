@@ -1,0 +1,83 @@
+"""Is a worker connection healthy, and when may the manager try to connect again: pure state, no I/O.
+
+A worker whose apiserver stops answering keeps its TCP connections open, so its watches just go quiet (bookmarks
+come only once a minute) and nothing fails by itself for minutes. The manager therefore probes each connection
+(``GET /version`` with a short timeout, every few seconds) and judges it here from the probe's outcome and its
+caches' states: a failed probe, or a cache whose list/watch has kept failing past a short grace, makes the
+connection failed (Kueue's ``ClientConnectionFailed``); a connection whose caches have not listed yet is still
+connecting; otherwise it is healthy.
+
+Connecting to a worker that does not answer is retried with Kueue's backoff (5 s doubling to 320 s). The backoff
+counts connection attempts, not reconciles: a reconcile that comes before the next attempt is due (the
+controller's own status write, a Secret event) just waits for the remaining time, so nothing but real failed
+attempts advances it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+HealthState = Literal["connecting", "healthy", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheView:
+    """What the health check needs to know about one of a connection's watch caches."""
+
+    kind: str
+    synced: bool
+    failing_for: float | None = None
+    """Seconds its list/watch has been failing without a successful (re)open; None when it is not failing."""
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    state: HealthState
+    message: str
+
+
+CONNECTED = Health("healthy", "Connected")
+
+
+def connection_health(*, probe_error: str | None, caches: Sequence[CacheView], grace: float) -> Health:
+    """The health of one worker connection from its latest probe (None: it answered) and its caches."""
+    if probe_error is not None:
+        return Health("failed", f"the worker's apiserver does not answer: {probe_error}")
+    failing = [c for c in caches if c.failing_for is not None and c.failing_for >= grace]
+    if failing:
+        return Health(
+            "failed", "; ".join(f"list/watch of {c.kind} on the worker keeps failing: {c.error}" for c in failing)
+        )
+    waiting = [c.kind for c in caches if not c.synced]
+    if waiting:
+        return Health("connecting", "waiting for the first list of " + ", ".join(waiting))
+    return CONNECTED
+
+
+@dataclass
+class ReconnectBackoff:
+    """Kueue's reconnect backoff: after failed attempt n the next may start ``initial * 2**(n-1)`` (capped) later."""
+
+    initial: float = 5.0
+    maximum: float = 320.0
+    failures: int = 0
+    next_attempt: float = 0.0
+    """Monotonic time before which no new attempt is made."""
+
+    def remaining(self, now: float) -> float:
+        """Seconds until the next attempt is due (0: now)."""
+        return max(0.0, self.next_attempt - now)
+
+    def failed(self, now: float) -> float:
+        """Record a failed attempt made at ``now``; returns the delay before the next one."""
+        self.failures += 1
+        delay = float(min(self.maximum, self.initial * 2.0 ** min(self.failures - 1, 30)))
+        self.next_attempt = now + delay
+        return delay
+
+    def reset(self) -> None:
+        self.failures = 0
+        self.next_attempt = 0.0

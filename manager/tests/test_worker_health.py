@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from manager.decisions.worker_health import CONNECTED, CacheView, Health, ReconnectBackoff, connection_health
+
+SYNCED = [CacheView("Workload", synced=True), CacheView("Job", synced=True), CacheView("ClusterCapacity", synced=True)]
+
+
+def test_a_failed_probe_fails_the_connection_even_with_quiet_caches() -> None:
+    health = connection_health(probe_error="no answer to GET /version within 3s", caches=SYNCED, grace=3)
+    assert health == Health("failed", "the worker's apiserver does not answer: no answer to GET /version within 3s")
+
+
+def test_an_answering_worker_with_synced_caches_is_connected() -> None:
+    assert connection_health(probe_error=None, caches=SYNCED, grace=3) is CONNECTED
+
+
+def test_a_cache_failing_past_the_grace_fails_the_connection() -> None:
+    caches = [*SYNCED[:2], CacheView("ClusterCapacity", synced=True, failing_for=4.0, error="403 Forbidden")]
+    health = connection_health(probe_error=None, caches=caches, grace=3)
+    assert health.state == "failed"
+    assert "ClusterCapacity" in health.message
+    assert "403 Forbidden" in health.message
+
+
+def test_a_cache_failing_briefly_is_not_a_failure() -> None:
+    caches = [*SYNCED[:2], CacheView("ClusterCapacity", synced=True, failing_for=1.0, error="reset")]
+    assert connection_health(probe_error=None, caches=caches, grace=3) is CONNECTED
+
+
+def test_caches_that_have_not_listed_yet_are_connecting() -> None:
+    caches = [CacheView("Workload", synced=False), *SYNCED[1:]]
+    assert connection_health(probe_error=None, caches=caches, grace=3) == Health(
+        "connecting", "waiting for the first list of Workload"
+    )
+
+
+def test_backoff_doubles_from_5s_to_the_320s_cap() -> None:
+    backoff = ReconnectBackoff(initial=5, maximum=320)
+    now = 100.0
+    delays = []
+    for _ in range(9):
+        delays.append(backoff.failed(now))
+        now += delays[-1]
+    assert delays == [5, 10, 20, 40, 80, 160, 320, 320, 320]
+
+
+def test_reconciles_before_the_next_attempt_do_not_advance_the_backoff() -> None:
+    backoff = ReconnectBackoff(initial=5, maximum=320)
+    assert backoff.remaining(0.0) == 0.0
+    assert backoff.failed(0.0) == 5.0
+    # Status writes and Secret events re-queue the cluster many times within the 5 s: each only waits.
+    for now in (0.1, 0.5, 1.0, 4.9):
+        assert backoff.remaining(now) == 5.0 - now
+    assert backoff.failures == 1
+    assert backoff.remaining(5.0) == 0.0
+    assert backoff.failed(5.0) == 10.0
+    backoff.reset()
+    assert (backoff.failures, backoff.remaining(6.0)) == (0, 0.0)
