@@ -18,6 +18,7 @@ import structlog
 
 from federation.admission.api_drain import WorkloadUpdate, drain, pending_update
 from federation.admission.api_queue_status import (
+    finalizer_changes,
     local_queue_status_patches,
     pending_by_cluster_queue,
     pending_by_local_queue,
@@ -27,7 +28,7 @@ from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.decisions import Admit, Preempt, Wait
 from federation.kube.errors import Conflict, KubeError
 from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
-from federation.kube.status_writes import write_status_patches
+from federation.kube.status_writes import write_finalizers, write_status_patches
 from federation.kube.trigger import Trigger
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
@@ -226,6 +227,14 @@ class GlobalScheduler:
                 self._task_group.start_soon(self._trigger_after, wait)
             return
         self._queue_status_written_at = time.monotonic()
+        finalized, updated = await write_finalizers(
+            rt.api,
+            CLUSTER_QUEUES,
+            finalizer_changes(state, queues),
+            current=queues,
+            field_manager=rt.config.field_manager,
+        )
+        queues = {**queues, **updated}  # the status below is written at the resourceVersion the finalizers made
         written = await write_status_patches(
             rt.api,
             CLUSTER_QUEUES,
@@ -233,6 +242,7 @@ class GlobalScheduler:
             current=queues,
             field_manager=rt.config.field_manager,
         )
+        written &= finalized
         local_queues = {f"{q['metadata']['namespace']}/{q['metadata']['name']}": q for q in rt.local_queues.store}
         lq_patches = local_queue_status_patches(
             state, local_queues, pending=pending_by_local_queue(state, admitted), now=now

@@ -22,6 +22,7 @@ import anyio
 import structlog
 
 from federation.admission.api_queue_status import (
+    finalizer_changes,
     local_queue_status_patches,
     pending_by_cluster_queue,
     pending_by_local_queue,
@@ -32,7 +33,7 @@ from federation.api.capacity import CLUSTER_CAPACITY_NAME
 from federation.conditions import format_time
 from federation.kube import resources as r
 from federation.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
-from federation.kube.status_writes import write_status_patches
+from federation.kube.status_writes import write_finalizers, write_status_patches
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
 from federation.protocol import CAPACITY_DEBOUNCE_SECONDS, CAPACITY_HEARTBEAT_SECONDS
@@ -138,6 +139,8 @@ class CapacityPublisher:
         pending = pending_by_cluster_queue(state, set())
         status = capacity_status(state, pending_counts=pending)
         if not force and self._reported == (status, admissions_seen):
+            if self.update_queue_status:  # e.g. a ClusterQueue being deleted: its finalizer and Active condition
+                await self._write_queue_status(state, pending)
             return None
         await self._write_report(status, observed)
         self._reported = (status, admissions_seen)
@@ -192,7 +195,11 @@ class CapacityPublisher:
         local_queues = {
             f"{q['metadata']['namespace']}/{q['metadata']['name']}": q for q in self.world.local_queues.store
         }
-        written = await write_status_patches(
+        written, updated = await write_finalizers(
+            self.api, r.CLUSTER_QUEUES, finalizer_changes(state, queues), current=queues, field_manager="kfed-agent"
+        )
+        queues.update(updated)  # the status below is written at the resourceVersion the finalizers made
+        written &= await write_status_patches(
             self.api,
             r.CLUSTER_QUEUES,
             queue_status_patches(state, queues, pending=pending, now=now),

@@ -4,15 +4,19 @@
 ``flavorsUsage`` only those that are also ``Admitted``. On a worker (no admission checks) the two are equal; on
 the manager a workload is admitted once its worker admits the copy. Both kfed processes write the status only
 when it differs from what the ClusterQueue already shows.
+
+Both also keep Kueue's ``kueue.x-k8s.io/resource-in-use`` finalizer on every ClusterQueue, so that deleting one
+while workloads hold its quota leaves it ``Active=False`` with reason ``Terminating`` until the last of them
+finishes, instead of pulling the quota from under running Jobs (:func:`finalizer_changes`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
-from federation.admission.api_state import QuotaState
+from federation.admission.api_state import TERMINATING, QuotaState
 from federation.admission.api_workloads import reserved_usage
 from federation.admission.flavors import format_amount
 from federation.admission.snapshot import ClusterQueueNode
@@ -21,6 +25,10 @@ from federation.conditions import conditions_of, is_true, set_condition
 Obj = dict[str, Any]
 
 ACTIVE = "Active"
+RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
+"""Kueue's finalizer on ClusterQueues (and ResourceFlavors) that are in use."""
+
+FinalizerAction = Literal["add", "keep", "remove"]
 
 
 def _flavor_usage(node: ClusterQueueNode, usage: Mapping[tuple[str, str], int]) -> list[Obj]:
@@ -45,6 +53,8 @@ def _active(node: ClusterQueueNode) -> tuple[str, str, str]:
     reason = node.inactive_reason
     if reason is None:
         return "True", "Ready", "Can admit new workloads"
+    if reason == TERMINATING:
+        return "False", "Terminating", "Can't admit new workloads; clusterQueue is terminating"
     if node.spec.stopped:
         return "False", "Stopped", "Can't admit new workloads: is stopped"
     if "missing ResourceFlavor" in reason:
@@ -159,3 +169,35 @@ def pending_by_local_queue(state: QuotaState, admitted: set[str]) -> dict[str, i
         key = f"{raw['metadata']['namespace']}/{(raw.get('spec') or {}).get('queueName', '')}"
         counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def finalizer_action(cluster_queue: Mapping[str, Any], *, holding: int) -> FinalizerAction | None:
+    """Kueue's rule for the resource-in-use finalizer of a ClusterQueue that ``holding`` unfinished workloads hold
+    quota in: added to every live ClusterQueue; on deletion kept while any workload holds quota there, then
+    removed so the deletion completes. None when the finalizer is absent and not wanted (deleted before it
+    was added)."""
+    meta = cluster_queue.get("metadata") or {}
+    present = RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or ())
+    if not meta.get("deletionTimestamp"):
+        return "keep" if present else "add"
+    if not present:
+        return None
+    return "keep" if holding else "remove"
+
+
+def finalizer_changes(state: QuotaState, raw_queues: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:
+    """ClusterQueue name → its new ``metadata.finalizers``, for every queue whose finalizers must change.
+
+    A queue the admission core could not read (malformed) keeps whatever it has: its holders are unknown."""
+    changes: dict[str, list[str]] = {}
+    for name, raw in raw_queues.items():
+        info = state.queues.get(name)
+        if info is None or info.spec is None:
+            continue
+        action = finalizer_action(raw, holding=len(state.reserving.get(name, ())))
+        current = list((raw.get("metadata") or {}).get("finalizers") or ())
+        if action == "add":
+            changes[name] = [*current, RESOURCE_IN_USE_FINALIZER]
+        elif action == "remove":
+            changes[name] = [f for f in current if f != RESOURCE_IN_USE_FINALIZER]
+    return changes

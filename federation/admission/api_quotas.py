@@ -40,6 +40,8 @@ class QueueInfo:
     namespace_selector: Obj | None
     flavor_names: tuple[str, ...]
     problem: str = ""
+    terminating: bool = False
+    """Being deleted (``deletionTimestamp`` set): admits nothing new, and is kept while workloads hold quota."""
 
 
 def _quantity(value: object) -> int:
@@ -118,6 +120,7 @@ def queue_info(raw: Mapping[str, Any]) -> QueueInfo:
         )
     except (ValidationError, ValueError) as exc:
         return QueueInfo(name, None, None, (), problem=f"invalid ClusterQueue: {_short(exc)}")
+    terminating = bool((raw.get("metadata") or {}).get("deletionTimestamp"))
     selector = spec.namespace_selector
     flavor_names = tuple(dict.fromkeys(f.name for group in spec.groups() for f in group.flavors))
     return QueueInfo(
@@ -125,6 +128,7 @@ def queue_info(raw: Mapping[str, Any]) -> QueueInfo:
         core_spec,
         None if selector is None else selector.model_dump(mode="json", by_alias=True, exclude_none=True),
         flavor_names,
+        terminating=terminating,
     )
 
 

@@ -41,6 +41,9 @@ from federation.protocol import REASON_INADMISSIBLE
 Obj = dict[str, Any]
 T = TypeVar("T")
 
+TERMINATING = "is terminating"
+"""The inactive reason of a ClusterQueue being deleted (Kueue's ``Terminating``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class LocalQueueInfo:
@@ -99,6 +102,8 @@ def build_quota_state(
         missing = [name for name in info.flavor_names if name not in flavors]
         if node is not None and missing and node.inactive_reason is None:
             node.inactive_reason = f"references missing ResourceFlavor(s): {', '.join(missing)}"
+        if node is not None and info.terminating:
+            node.inactive_reason = TERMINATING
     by_key = {f"{lq.namespace}/{lq.name}": lq for lq in local_queues}
     state = QuotaState(snapshot, queues, by_key)
     for raw in workloads:

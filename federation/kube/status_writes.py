@@ -1,4 +1,4 @@
-"""Write computed status patches back, each at the resourceVersion it was computed from.
+"""Write computed status patches (and finalizer lists) back, each at the resourceVersion it was computed from.
 
 Status that kfed derives (queue counts, conditions) is computed from cached objects; writing it with their
 resourceVersion means a stale computation is refused (Conflict) instead of overwriting newer state. The caller
@@ -42,3 +42,37 @@ async def write_status_patches(
             all_written = False
             log.warning("status write failed", resource=resource.label, key=key, error=str(err)[:300])
     return all_written
+
+
+async def write_finalizers(
+    api: KubeApi,
+    resource: Resource,
+    finalizers: Mapping[str, list[str]],
+    *,
+    current: Mapping[str, Mapping[str, Any]],
+    field_manager: str,
+) -> tuple[bool, dict[str, dict[str, Any]]]:
+    """Set ``metadata.finalizers`` of ``current[key]`` to ``finalizers[key]`` at the resourceVersion it was decided
+    from (a finalizer list is replaced whole, so a stale decision must be refused).
+
+    Returns whether every write was made (False: decide again) and the written objects by key, so that a status
+    write computed from the same objects can follow at their new resourceVersion."""
+    all_written = True
+    written: dict[str, dict[str, Any]] = {}
+    for key, value in finalizers.items():
+        meta = current[key]["metadata"]
+        body = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "finalizers": value or None}}
+        try:
+            written[key] = await api.patch(
+                resource, meta["name"], body, namespace=meta.get("namespace"), field_manager=field_manager
+            )
+        except NotFound:
+            continue
+        except Conflict:
+            all_written = False
+        except KubeError as err:
+            all_written = False
+            log.warning("finalizer write failed", resource=resource.label, key=key, error=str(err)[:300])
+            continue
+        log.info("finalizers updated", resource=resource.label, key=key, finalizers=value)
+    return all_written, written

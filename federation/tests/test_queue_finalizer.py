@@ -1,0 +1,74 @@
+"""Kueue's resource-in-use finalizer on ClusterQueues, and the Terminating status while it is held."""
+
+import datetime as dt
+from typing import Any
+
+from federation.admission.api_drain import drain
+from federation.admission.api_queue_status import (
+    RESOURCE_IN_USE_FINALIZER,
+    finalizer_action,
+    finalizer_changes,
+    queue_status_patches,
+)
+from federation.admission.decisions import Wait
+from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, state, workload
+
+NOW = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
+DELETED = "2026-11-22T00:00:00Z"
+
+
+def queue(name: str = "cq", *, finalizers: list[str] | None = None, deleted: bool = False) -> dict[str, Any]:
+    raw = cluster_queue(name, {"default": {"cpu": "4"}})
+    if finalizers is not None:
+        raw["metadata"]["finalizers"] = finalizers
+    if deleted:
+        raw["metadata"]["deletionTimestamp"] = DELETED
+    return raw
+
+
+def test_the_finalizer_is_added_kept_while_in_use_and_removed_when_deleted_and_empty() -> None:
+    assert finalizer_action(queue(), holding=0) == "add"
+    assert finalizer_action(queue(finalizers=[RESOURCE_IN_USE_FINALIZER]), holding=3) == "keep"
+    in_use = queue(finalizers=[RESOURCE_IN_USE_FINALIZER], deleted=True)
+    assert finalizer_action(in_use, holding=1) == "keep"
+    assert finalizer_action(in_use, holding=0) == "remove"
+    assert finalizer_action(queue(deleted=True), holding=1) is None, "never re-added to a queue being deleted"
+
+
+def _quota(*queues: dict[str, Any], workloads: list[dict[str, Any]]) -> Any:
+    return state(
+        flavors=[flavor("default")],
+        queues=list(queues),
+        local_queues=[local_queue("ns", "lq", "cq")],
+        workloads=workloads,
+    )
+
+
+def test_changes_name_only_the_queues_whose_finalizers_change_and_keep_other_finalizers() -> None:
+    fresh = queue("fresh", finalizers=["example.com/other"])
+    held = queue("cq", finalizers=[RESOURCE_IN_USE_FINALIZER, "example.com/other"], deleted=True)
+    running = workload("running", status=admitted_status("cq", "default", "1"))
+    quota = _quota(fresh, held, workloads=[running])
+    raws = {"fresh": fresh, "cq": held}
+    assert finalizer_changes(quota, raws) == {"fresh": ["example.com/other", RESOURCE_IN_USE_FINALIZER]}
+
+    done = workload("running", status=admitted_status("cq", "default", "1", finished=True))
+    assert finalizer_changes(_quota(fresh, held, workloads=[done]), raws) == {
+        "fresh": ["example.com/other", RESOURCE_IN_USE_FINALIZER],
+        "cq": ["example.com/other"],
+    }
+
+
+def test_a_queue_being_deleted_admits_nothing_and_says_it_is_terminating() -> None:
+    held = queue("cq", finalizers=[RESOURCE_IN_USE_FINALIZER], deleted=True)
+    running = workload("running", status=admitted_status("cq", "default", "1"))
+    quota = _quota(held, workloads=[running, workload("waiting")])
+    status = queue_status_patches(quota, {"cq": held}, pending={"cq": 1}, now=NOW)["cq"]
+    active = status["conditions"][0]
+    assert (active["type"], active["status"], active["reason"]) == ("Active", "False", "Terminating")
+    assert active["message"] == "Can't admit new workloads; clusterQueue is terminating"
+    assert status["reservingWorkloads"] == 1
+    decisions = drain(quota, now_seconds=NOW.timestamp())
+    assert len(decisions) == 1
+    assert isinstance(decisions[0], Wait)
+    assert "terminating" in decisions[0].message
