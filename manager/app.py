@@ -42,6 +42,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--worker-lost-timeout", type=float, default=ManagerConfig.worker_lost_timeout)
     parser.add_argument("--gc-interval", type=float, default=ManagerConfig.gc_interval)
+    parser.add_argument(
+        "--dispatch-timeout",
+        type=float,
+        default=ManagerConfig.dispatch_timeout,
+        help="seconds a worker has to admit a dispatched workload before it is withdrawn and dispatched again",
+    )
     parser.add_argument("--qps", type=float, default=ManagerConfig.client_qps, help="client rate limit per cluster")
     parser.add_argument("--burst", type=int, default=ManagerConfig.client_burst)
     parser.add_argument(
@@ -58,6 +64,7 @@ async def run(args: argparse.Namespace) -> None:
         origin=args.origin,
         worker_lost_timeout=args.worker_lost_timeout,
         gc_interval=args.gc_interval,
+        dispatch_timeout=args.dispatch_timeout,
         client_qps=args.qps,
         client_burst=args.burst,
         kubeconfig_dir=args.multikueue_kubeconfig_dir,

@@ -18,22 +18,19 @@ from typing import Any
 
 import anyio
 
-from federation.conditions import find_condition, is_true, parse_time
+from federation.conditions import find_condition, parse_time
 from federation.kube.clients import connect_kubeconfig_file
 from federation.kube.errors import KubeError
 from federation.kube.kubeconfig import KubeconfigError
 from federation.kube.resources import MULTIKUEUE_CLUSTERS, WORKLOADS
+from manager.decisions.lifecycle import phase_of
 
 Obj = Mapping[str, Any]
 
 
 def workload_state(workload: Obj) -> str:
-    for condition, state in (("Finished", "Finished"), ("Evicted", "Evicted"), ("Admitted", "Admitted")):
-        if is_true(workload, condition):
-            return state
-    if is_true(workload, "QuotaReserved"):
-        return "Dispatched"
-    return "Pending"
+    """The workload's lifecycle phase (``manager.decisions.lifecycle``), as shown in the STATE column."""
+    return phase_of(workload).value
 
 
 def _age(created: str | None, now: dt.datetime) -> str:

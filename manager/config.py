@@ -17,6 +17,8 @@ class ManagerConfig:
     origin: str = DEFAULT_ORIGIN
     worker_lost_timeout: float = 900.0
     gc_interval: float = 60.0
+    dispatch_timeout: float = 300.0
+    """Seconds a worker has to admit a dispatched workload before it is withdrawn and dispatched again."""
     reconnect_initial: float = 5.0
     reconnect_max: float = 320.0
     probe_interval: float = 2.0

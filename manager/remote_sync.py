@@ -36,11 +36,15 @@ from manager.decisions.admission_checks import (
     with_multikueue_message,
 )
 from manager.decisions.ledger import InFlightLedger
+from manager.decisions.lifecycle import Phase, phase_of
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
 from manager.decisions.sync import job_finish, mirrored_job_status, plan
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
     REASON_EVICTED_BY_ADMISSION_CHECK,
+    dispatch_time_left,
+    eviction_of,
+    eviction_status,
     exclusion_annotation,
     requeue_status,
     withdrawal_reason,
@@ -141,15 +145,25 @@ class RemoteSync:
             await self._delete_copies(conn, stale, why="copy of an earlier workload with the same name")
             return 1.0
         remote_wl, remote_jb = found_wl, found_jb
-        reason = withdrawal_reason(
-            manager_workload=workload,
-            worker=worker,
-            remote_workload=remote_wl,
-            remote_job=remote_jb,
-            manager_job=manager_job,
-        )
-        if reason is not None:
-            return await self._withdraw(conn, workload, manager_job, [remote_jb, remote_wl], reason=reason)
+        phase = phase_of(workload, manager_job=manager_job, remote_workload=remote_wl, copies_known=True)
+        if phase is Phase.EVICTING:
+            if job_finish(remote_jb) is None:
+                return await self._withdraw(conn, workload, manager_job, [remote_jb, remote_wl])
+            # it finished on the worker while being withdrawn: keep its result (the plan below finishes it)
+        else:
+            now = dt.datetime.now(dt.UTC)
+            reason = withdrawal_reason(
+                manager_workload=workload,
+                worker=worker,
+                remote_workload=remote_wl,
+                remote_job=remote_jb,
+                manager_job=manager_job,
+                now=now,
+                dispatch_timeout=self._config.dispatch_timeout,
+            )
+            if reason is not None:
+                await self._evict(workload, worker=worker, reason=reason, now=now)
+                return None  # the Workload's watch event brings it back to withdraw the copies
         gated = await self._admission_checks_gate(
             workload, worker=worker, conn=conn, copies=remote_wl is not None or remote_jb is not None
         )
@@ -171,6 +185,9 @@ class RemoteSync:
             if wait > 0:
                 steps = [step for step in steps if step != "mirror_job_status"]
                 again = wait
+        left = dispatch_time_left(remote_wl, now=dt.datetime.now(dt.UTC), timeout=self._config.dispatch_timeout)
+        if left is not None:  # look again when the worker's time to admit it is up
+            again = max(min(again, left) if again is not None else left, 0.05)
         try:
             for step in steps:
                 if step == "create_remote_workload":
@@ -230,47 +247,58 @@ class RemoteSync:
             field_manager=self._config.field_manager,
         )
 
-    async def _withdraw(
-        self,
-        conn: WorkerConnection,
-        workload: Obj,
-        manager_job: Obj | None,
-        copies: Sequence[Obj | None],
-        *,
-        reason: str,
-    ) -> float | None:
-        """Take the workload back from ``conn``'s worker: delete our copies there, and once they are confirmed gone
-        (the worker's caches no longer hold them) stop the manager Job and requeue the Workload."""
+    async def _evict(self, workload: Obj, *, worker: str, reason: str, now: dt.datetime) -> None:
+        """Record the decision to take the workload back (``Evicted=True``, check ``Retry``): from here on every
+        pass withdraws it, whatever made the decision, until its copies are gone and the quota is released."""
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
-        if any(copy is not None for copy in copies):
-            await self._delete_copies(conn, copies, why=reason)
-            return 1.0  # their DELETED events bring this key back; the delay is a safety net
-        if manager_job is not None:
-            await self._stop_manager_job(manager_job)
-        now = dt.datetime.now(dt.UTC)
         await self._api.patch_status(
             WORKLOADS,
             meta["name"],
             {
                 "metadata": {"resourceVersion": meta["resourceVersion"]},
-                "status": requeue_status(workload, reason=REASON_EVICTED_BY_ADMISSION_CHECK, message=reason, now=now),
+                "status": eviction_status(workload, reason=REASON_EVICTED_BY_ADMISSION_CHECK, message=reason, now=now),
+            },
+            namespace=meta["namespace"],
+            field_manager=self._config.field_manager,
+        )
+        queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        self._metrics.evicted_workloads.labels(cluster_queue=queue, reason=REASON_EVICTED_BY_ADMISSION_CHECK).inc()
+        self._events.emit(
+            workload,
+            reason=f"EvictedDueTo{REASON_EVICTED_BY_ADMISSION_CHECK}",
+            note=f"{reason}; withdrawing it from the worker and requeueing",
+            action="Evict",
+            event_type="Warning",
+        )
+        log.warning("workload evicted from its worker", workload=key, cluster=worker, reason=reason)
+
+    async def _withdraw(
+        self, conn: WorkerConnection, workload: Obj, manager_job: Obj | None, copies: list[Obj | None]
+    ) -> float | None:
+        """Carry out an eviction: delete our copies in ``conn``'s worker, and once they are confirmed gone (the
+        worker's caches no longer hold them) stop the manager Job and release the reservation (requeued)."""
+        meta = workload["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        reason, message = eviction_of(workload)
+        if any(copy is not None for copy in copies):
+            await self._delete_copies(conn, copies, why=message)
+            return 1.0  # their DELETED events bring this key back; the delay is a safety net
+        if manager_job is not None:
+            await self._stop_manager_job(manager_job)
+        await self._api.patch_status(
+            WORKLOADS,
+            meta["name"],
+            {
+                "metadata": {"resourceVersion": meta["resourceVersion"]},
+                "status": requeue_status(workload, reason=reason, message=message, now=dt.datetime.now(dt.UTC)),
             },
             namespace=meta["namespace"],
             field_manager=self._config.field_manager,
         )
         self._ledger.forget(key)
         self._mirrored_at.pop(key, None)
-        queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
-        self._metrics.evicted_workloads.labels(cluster_queue=queue, reason=REASON_EVICTED_BY_ADMISSION_CHECK).inc()
-        self._events.emit(
-            workload,
-            reason="EvictedDueToAdmissionCheck",
-            note=f"{reason}; requeued",
-            action="Evict",
-            event_type="Warning",
-        )
-        log.warning("workload withdrawn and requeued", workload=key, cluster=conn.name, reason=reason)
+        log.info("workload requeued", workload=key, cluster=conn.name, reason=reason, message=message)
         return None
 
     async def _stop_manager_job(self, job: Obj) -> None:

@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.conditions import conditions_of, find_condition, format_time, is_true, set_condition
+from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
 from manager.decisions.sync import job_finish
 
 Obj = Mapping[str, Any]
@@ -47,6 +47,17 @@ def foreign_job_message(namespace: str, job_name: str, worker: str) -> str:
     )
 
 
+def dispatch_time_left(remote_workload: Obj | None, *, now: dt.datetime, timeout: float) -> float | None:
+    """Seconds left for the worker to admit our Workload copy (counted from the copy's creation), or None when
+    there is no copy yet (other admission checks may still be pending) or the worker has reserved quota for it."""
+    if remote_workload is None or is_true(remote_workload, "QuotaReserved"):
+        return None
+    created = (remote_workload.get("metadata") or {}).get("creationTimestamp")
+    if not created:
+        return None
+    return timeout - (now - parse_time(str(created))).total_seconds()
+
+
 def withdrawal_reason(
     *,
     manager_workload: Obj,
@@ -54,10 +65,13 @@ def withdrawal_reason(
     remote_workload: Obj | None,
     remote_job: Obj | None,
     manager_job: Obj | None,
+    now: dt.datetime | None = None,
+    dispatch_timeout: float | None = None,
 ) -> str | None:
     """Why the workload must be taken back from ``worker`` and requeued, or None while its dispatch is sound.
 
-    ``remote_workload``/``remote_job`` are our copies in ``worker`` (None when absent).
+    ``remote_workload``/``remote_job`` are our copies in ``worker`` (None when absent). With ``now`` and
+    ``dispatch_timeout``, a worker that has not admitted the workload within the timeout is a reason too.
     """
     if is_true(manager_workload, "Finished"):
         return None
@@ -65,17 +79,54 @@ def withdrawal_reason(
     if worker in excluded_workers(manager_workload):
         job = (manager_job or {}).get("metadata", {}).get("name", "")
         return foreign_job_message(str(meta.get("namespace", "")), str(job), worker)
-    if not is_true(manager_workload, "Admitted"):
-        return None  # before admission a missing copy is simply (re)created
     if remote_job is not None and job_finish(remote_job) is not None:
         return None  # the final status is there to be mirrored
     if remote_workload is not None and is_true(remote_workload, "Finished"):
         return None
+    if remote_workload is not None and is_true(remote_workload, "Evicted"):
+        evicted = find_condition(remote_workload, "Evicted") or {}
+        why = ": ".join(str(part) for part in (evicted.get("reason"), evicted.get("message")) if part)
+        return f'evicted in worker cluster "{worker}" ({why})'
+    if not is_true(manager_workload, "Admitted"):
+        if now is not None and dispatch_timeout is not None:
+            left = dispatch_time_left(remote_workload, now=now, timeout=dispatch_timeout)
+            if left is not None and left <= 0:
+                return (
+                    f'not admitted by worker cluster "{worker}" within the dispatch timeout ({dispatch_timeout:.0f}s)'
+                )
+        return None  # before admission a missing copy is simply (re)created
     if remote_workload is None:
         return f'the Workload copy in worker cluster "{worker}" was deleted while the workload was admitted there'
     if remote_job is None and manager_job is not None:
         return f'the Job copy in worker cluster "{worker}" was deleted while the workload was admitted there'
     return None
+
+
+def eviction_status(workload: Obj, *, reason: str, message: str, now: dt.datetime) -> dict[str, Any]:
+    """The status patch that starts a withdrawal: ``Evicted=True`` while the reservation is still held, and the
+    MultiKueue check in ``Retry`` (Kueue's order: evict, remove the copies, then release the quota)."""
+    conditions, _ = set_condition(
+        conditions_of(workload),
+        condition_type="Evicted",
+        status=True,
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=(workload.get("metadata") or {}).get("generation"),
+    )
+    stamp = format_time(now)
+    checks = [
+        {**check, "state": "Retry", "message": message, "lastTransitionTime": stamp}
+        for check in (workload.get("status") or {}).get("admissionChecks") or ()
+        if check.get("name")
+    ]
+    return {"conditions": conditions, "admissionChecks": checks}
+
+
+def eviction_of(workload: Obj) -> tuple[str, str]:
+    """(reason, message) of the workload's ``Evicted`` condition."""
+    evicted = find_condition(workload, "Evicted") or {}
+    return str(evicted.get("reason") or REASON_EVICTED_BY_ADMISSION_CHECK), str(evicted.get("message") or "")
 
 
 def requeue_status(workload: Obj, *, reason: str, message: str, now: dt.datetime) -> dict[str, Any]:

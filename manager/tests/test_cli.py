@@ -30,7 +30,7 @@ def test_workloads_show_where_each_runs_and_why_others_wait() -> None:
     assert lines[1].split()[:4] == ["a", "user-queue", "Pending", "-"]
     assert "no worker has room" in lines[1]
     assert lines[2].split() == ["b", "user-queue", "Admitted", "worker-2", "90s"]
-    assert lines[3].split() == ["c", "user-queue", "Dispatched", "worker-1", "90s"]
+    assert lines[3].split() == ["c", "user-queue", "Reserved", "worker-1", "90s"]
 
 
 def test_workers_show_connection_and_reason() -> None:

@@ -1,0 +1,132 @@
+"""The Workload's phases on the manager, derived from Kueue's conditions, and the transitions between them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from manager.decisions.lifecycle import TRANSITIONS, Phase, holds_worker, may_follow, phase_of
+from manager.decisions.withdrawal import (
+    dispatch_time_left,
+    eviction_of,
+    eviction_status,
+    requeue_status,
+    withdrawal_reason,
+)
+
+NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
+
+
+def wl(*true: str, active: bool = True, reserved_at: str = "2026-11-22T11:55:00Z") -> dict[str, Any]:
+    conditions = [
+        {
+            "type": kind,
+            "status": "True",
+            "reason": kind,
+            "message": "m",
+            "lastTransitionTime": reserved_at if kind == "QuotaReserved" else "2026-11-22T11:00:00Z",
+        }
+        for kind in true
+    ]
+    return {
+        "metadata": {"name": "w", "namespace": "ns", "generation": 1},
+        "spec": {"active": active},
+        "status": {"conditions": conditions, "admissionChecks": [{"name": "mk", "state": "Pending", "message": ""}]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("workload", "kwargs", "phase"),
+    [
+        (wl(), {}, Phase.PENDING),
+        (wl(active=False), {}, Phase.DEACTIVATED),
+        (wl("Evicted", "Requeued"), {}, Phase.REQUEUED),
+        (wl("QuotaReserved"), {}, Phase.RESERVED),
+        (wl("QuotaReserved"), {"copies_known": True, "remote_workload": {"metadata": {}}}, Phase.DISPATCHED),
+        (wl("QuotaReserved", "Admitted"), {}, Phase.ADMITTED),
+        (wl("QuotaReserved", "Admitted"), {"manager_job": {"status": {"active": 1}}}, Phase.RUNNING),
+        (wl("QuotaReserved", "Admitted", "Evicted"), {}, Phase.EVICTING),
+        (wl("QuotaReserved", "Admitted", "Finished"), {}, Phase.FINISHED),
+    ],
+)
+def test_phase_from_conditions(workload: dict[str, Any], kwargs: dict[str, Any], phase: Phase) -> None:
+    assert phase_of(workload, **kwargs) is phase
+
+
+def test_transitions_cover_every_phase_and_only_finished_is_final() -> None:
+    assert set(TRANSITIONS) == set(Phase)
+    assert [p for p, nxt in TRANSITIONS.items() if not nxt] == [Phase.FINISHED]
+    for phase in Phase:
+        assert may_follow(phase, phase)
+
+
+def test_backwards_only_through_eviction() -> None:
+    for phase in (Phase.RESERVED, Phase.DISPATCHED, Phase.ADMITTED, Phase.RUNNING):
+        assert may_follow(phase, Phase.EVICTING)
+        assert not may_follow(phase, Phase.PENDING)
+        assert not may_follow(phase, Phase.REQUEUED)
+    assert may_follow(Phase.EVICTING, Phase.REQUEUED)
+    assert not may_follow(Phase.EVICTING, Phase.RUNNING)
+    assert not may_follow(Phase.FINISHED, Phase.PENDING)
+    assert may_follow(Phase.REQUEUED, Phase.RESERVED)
+    assert holds_worker(Phase.EVICTING)
+    assert not holds_worker(Phase.REQUEUED)
+
+
+def test_eviction_then_requeue_walks_the_lifecycle() -> None:
+    running = wl("QuotaReserved", "Admitted")
+    evicting = {
+        **running,
+        "status": {**running["status"], **eviction_status(running, reason="AdmissionCheck", message="gone", now=NOW)},
+    }
+    assert phase_of(evicting) is Phase.EVICTING
+    assert [c["state"] for c in evicting["status"]["admissionChecks"]] == ["Retry"]
+    assert eviction_of(evicting) == ("AdmissionCheck", "gone")
+    requeued = {**evicting, "status": requeue_status(evicting, reason="AdmissionCheck", message="gone", now=NOW)}
+    assert phase_of(requeued) is Phase.REQUEUED
+    assert may_follow(Phase.RUNNING, Phase.EVICTING)
+    assert may_follow(Phase.EVICTING, Phase.REQUEUED)
+
+
+def test_dispatch_timeout_counts_from_the_copy_until_the_worker_reserves() -> None:
+    copy = {"metadata": {"creationTimestamp": "2026-11-22T11:55:00Z"}}  # sent 5 minutes ago
+    assert dispatch_time_left(copy, now=NOW, timeout=600) == pytest.approx(300)
+    assert dispatch_time_left(None, now=NOW, timeout=600) is None  # not sent yet (checks pending)
+    reserved_copy = {**copy, "status": {"conditions": [{"type": "QuotaReserved", "status": "True"}]}}
+    assert dispatch_time_left(reserved_copy, now=NOW, timeout=600) is None
+
+    def reason(timeout: float, remote: dict[str, Any] = copy) -> str | None:
+        return withdrawal_reason(
+            manager_workload=wl("QuotaReserved"),
+            worker="worker-1",
+            remote_workload=remote,
+            remote_job=None,
+            manager_job=None,
+            now=NOW,
+            dispatch_timeout=timeout,
+        )
+
+    assert reason(600) is None
+    timed_out = reason(200)
+    assert timed_out is not None
+    assert "within the dispatch timeout (200s)" in timed_out
+    assert reason(200, reserved_copy) is None
+
+
+def test_an_eviction_on_the_worker_withdraws_with_its_reason() -> None:
+    remote = {
+        "metadata": {},
+        "status": {
+            "conditions": [{"type": "Evicted", "status": "True", "reason": "Preempted", "message": "to make room"}]
+        },
+    }
+    found = withdrawal_reason(
+        manager_workload=wl("QuotaReserved", "Admitted"),
+        worker="worker-2",
+        remote_workload=remote,
+        remote_job={"metadata": {}, "status": {"active": 1}},
+        manager_job=None,
+    )
+    assert found == 'evicted in worker cluster "worker-2" (Preempted: to make room)'
