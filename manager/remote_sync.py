@@ -42,12 +42,15 @@ from manager.decisions.sync import job_finish, mirrored_job_status, plan
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
     REASON_EVICTED_BY_ADMISSION_CHECK,
+    WITHDRAWN_FROM_ANNOTATION,
     dispatch_time_left,
     eviction_of,
     eviction_status,
     exclusion_annotation,
     requeue_status,
     withdrawal_reason,
+    withdrawn_annotation,
+    withdrawn_from,
 )
 from manager.workers import WorkerConnection, WorkerPool
 
@@ -252,6 +255,15 @@ class RemoteSync:
         pass withdraws it, whatever made the decision, until its copies are gone and the quota is released."""
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
+        if worker not in withdrawn_from(workload):
+            workload = await self._api.patch(
+                WORKLOADS,
+                meta["name"],
+                {"metadata": {"annotations": {WITHDRAWN_FROM_ANNOTATION: withdrawn_annotation(workload, worker)}}},
+                namespace=meta["namespace"],
+                field_manager=self._config.field_manager,
+            )
+            meta = workload["metadata"]
         await self._api.patch_status(
             WORKLOADS,
             meta["name"],

@@ -33,7 +33,7 @@ from federation.kube.trigger import Trigger
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
 from manager.decisions.reservation import assigned_flavors, multikueue_workers, reservation_update, workload_checks
-from manager.decisions.withdrawal import excluded_workers
+from manager.decisions.withdrawal import excluded_workers, withdrawn_from
 
 if TYPE_CHECKING:
     from manager.runtime import ManagerRuntime
@@ -142,6 +142,7 @@ class GlobalScheduler:
                 queue_name=raw["spec"]["queueName"],
                 requests=requests,
                 workers=self._workers(worker_names, now, excluded=excluded_workers(raw)),
+                avoid=withdrawn_from(raw),
             )
             if isinstance(result, NoWorker):
                 return result.message

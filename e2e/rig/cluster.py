@@ -6,22 +6,19 @@ for each to be healthy, how to restart its apiserver (for watch-resilience tests
 
 from __future__ import annotations
 
-import os
-import signal
 import ssl
 import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from e2e.rig import kubeconfig, pki
 from e2e.rig.kwok_stages import render_stages
 from e2e.rig.ports import free_port
-from e2e.rig.processes import ProcessRecord, start_process, stop_records
+from e2e.rig.processes import ProcessRecord, paused, start_process, stop_records
 
 AUDIT_POLICY = """\
 apiVersion: audit.k8s.io/v1
@@ -277,16 +274,9 @@ class LocalCluster:
         self._start("kube-apiserver", self._argv["kube-apiserver"])
         self._wait_ready("kube-apiserver", f"{self.server}/readyz", timeout=90)
 
-    @contextmanager
-    def paused(self, component: str = "kube-apiserver") -> Iterator[None]:
-        """Freeze one process (SIGSTOP) for the block, then let it go on (SIGCONT, also on failure): to the
-        clients it is a server that stops answering while its connections stay open, the hardest outage to see."""
-        record = next(r for r in self.records if r.name == f"{self.name}/{component}")
-        os.kill(record.pid, signal.SIGSTOP)
-        try:
-            yield
-        finally:
-            os.kill(record.pid, signal.SIGCONT)
+    def paused(self, component: str = "kube-apiserver") -> AbstractContextManager[None]:
+        """Freeze one of this cluster's processes for a block (see ``processes.paused``)."""
+        return paused(next(r for r in self.records if r.name == f"{self.name}/{component}"))
 
     def stop(self) -> list[str]:
         return stop_clusters([self])

@@ -123,6 +123,7 @@ def start_controllers(fed: Federation) -> None:
             str(port),
             "--gc-interval",
             "10",
+            *(["--dispatch-timeout", str(fed.spec.dispatch_timeout)] if fed.spec.dispatch_timeout else []),
             "--multikueue-kubeconfig-dir",
             str(kubeconfig_dir),
             *common,

@@ -22,7 +22,7 @@ import yaml
 
 from e2e.rig.cluster import ClusterOptions, LocalCluster, RigError, stop_clusters
 from e2e.rig.nodes import NodeShape, node_manifests
-from e2e.rig.processes import ProcessRecord, stop_records
+from e2e.rig.processes import ProcessRecord, paused, stop_records
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "charts" / "kfed-agent" / "crds"
@@ -45,6 +45,8 @@ class FederationSpec:
     node_monitor_grace_seconds: int = 40
     controllers: bool = False
     """Also start kfed-manager and one kfed-agent per worker (with the MultiKueue objects they need)."""
+    dispatch_timeout: float | None = None
+    """kfed-manager's --dispatch-timeout (None: its default)."""
 
     def shape(self, worker: str) -> NodeShape:
         return self.node_shapes.get(worker, self.default_shape)
@@ -141,6 +143,10 @@ class Federation:
     def paused(self, cluster: str, component: str = "kube-apiserver") -> AbstractContextManager[None]:
         """``with fed.paused("worker-1"):`` the worker's apiserver is frozen (SIGSTOP) and resumes afterwards."""
         return self.clusters[cluster].paused(component)
+
+    def paused_controller(self, name: str) -> AbstractContextManager[None]:
+        """``with fed.paused_controller("kfed-agent-worker-1"):`` that kfed process is frozen for the block."""
+        return paused(next(r for r in self.controller_records if r.name == name))
 
     def restart_apiserver(self, cluster: str) -> None:
         self.clusters[cluster].restart_apiserver()

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,3 +108,15 @@ def _is_zombie(pid: int) -> bool:
     except OSError:
         return True
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+@contextlib.contextmanager
+def paused(record: ProcessRecord) -> Iterator[None]:
+    """Freeze a process (SIGSTOP) for the block and let it go on afterwards (SIGCONT, also on failure): to its
+    peers it stops answering while its connections stay open, the hardest outage to notice."""
+    os.kill(record.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(record.pid, signal.SIGCONT)

@@ -11,6 +11,9 @@ from e2e.waiting import wait_for
 
 Obj = dict[str, Any]
 
+DISPATCH_TIMEOUT = 20.0
+"""kfed-manager's dispatch timeout in the shared federation (short, so the timeout scenario runs quickly)."""
+
 
 def get(fed: Federation, cluster: str, kind: str, name: str, namespace: str = "default") -> Obj | None:
     result = fed.kubectl(cluster, "get", kind, name, "-n", namespace, "-o", "json", check=False)

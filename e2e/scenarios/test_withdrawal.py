@@ -14,6 +14,7 @@ import pytest
 from e2e.queues import job_manifest
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import (
+    DISPATCH_TIMEOUT,
     condition,
     get,
     is_true,
@@ -170,3 +171,74 @@ def test_f9_a_running_job_whose_manager_workload_is_deleted_gets_a_new_one_and_c
     assert job is not None
     assert [e for e in items(federation, MANAGER, "events.events.k8s.io") if e.get("reason") == "Stopped"]
     wait_for(lambda: remote_copies(federation, "f9-mwl"), until=lambda c: c == {}, timeout=30, what="copies removed")
+
+
+def _withdrawn_from(fed: Federation, job: str) -> set[str]:
+    wl = workload_of(fed, job) or {}
+    text = ((wl.get("metadata") or {}).get("annotations") or {}).get("kfed.io/withdrawn-from", "")
+    return {name for name in text.split(",") if name}
+
+
+def test_f9_a_worker_that_does_not_admit_in_time_is_withdrawn_and_the_job_runs_elsewhere(
+    federation: Federation,
+) -> None:
+    """Both agents frozen: the copy sits unadmitted past the dispatch timeout on whichever worker got it; it is
+    withdrawn and sent to the other worker, where it runs once that agent is back."""
+    with federation.paused_controller("kfed-agent-worker-1"), federation.paused_controller("kfed-agent-worker-2"):
+        submit(federation, "f9-timeout", cpu="1", seconds=1)
+        first = wait_for(
+            lambda: _withdrawn_from(federation, "f9-timeout"),
+            until=bool,
+            timeout=DISPATCH_TIMEOUT + 40,
+            what="f9-timeout withdrawn after the dispatch timeout",
+        )
+    assert len(first) == 1
+    _complete_on_one_worker_at_a_time(federation, "f9-timeout")
+    evicted = condition(workload_of(federation, "f9-timeout"), "Requeued")
+    assert evicted is not None
+    assert "dispatch timeout" in evicted["message"]
+    ran_on = [w for w in federation.workers if w not in first]
+    assert _events(
+        federation, "EvictedDueToAdmissionCheck", (workload_of(federation, "f9-timeout") or {})["metadata"]["name"]
+    )
+    assert worker_of(federation, "f9-timeout") in (None, *ran_on)
+
+
+def test_f5_an_eviction_on_the_worker_requeues_and_the_job_runs_again_preferring_another_worker(
+    federation: Federation,
+) -> None:
+    submit(federation, "f5-evict", cpu="1", seconds=8)
+    worker = _running_on(federation, "f5-evict")
+    workload = workload_of(federation, "f5-evict")
+    assert workload is not None
+    evicted = {
+        "type": "Evicted",
+        "status": "True",
+        "reason": "Preempted",
+        "message": "Preempted to accommodate a higher priority workload",
+        "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    # What a worker's Kueue does when it preempts the copy there.
+    federation.kubectl(
+        worker,
+        "patch",
+        "workloads.kueue.x-k8s.io",
+        workload["metadata"]["name"],
+        "--subresource=status",
+        "--type=json",
+        "-p",
+        json.dumps([{"op": "add", "path": "/status/conditions/-", "value": evicted}]),
+    )
+    wait_for(
+        lambda: _withdrawn_from(federation, "f5-evict"),
+        until=lambda found: found == {worker},
+        timeout=30,
+        what=f"f5-evict withdrawn from {worker}",
+    )
+    _complete_on_one_worker_at_a_time(federation, "f5-evict")
+    requeued = condition(workload_of(federation, "f5-evict"), "Requeued")
+    assert requeued is not None
+    assert "Preempted" in requeued["message"]
+    assert f'evicted in worker cluster "{worker}"' in requeued["message"]
+    other = next(w for w in federation.workers if w != worker)
+    assert worker_of(federation, "f5-evict") in (None, other)

@@ -4,13 +4,14 @@ A worker is a candidate when it is usable (connected, fresh report) and its Loca
 feeds a ClusterQueue whose free quota, less what the manager already sent there and the report does not show
 yet (the in-flight ledger), covers every requested resource. Candidates are ranked: fits without borrowing
 first, then best fit (the least free quota left over, as a share of nominal, on the tightest resource), then the
-order of the MultiKueueConfig. Per resource the check takes the roomiest flavor, so for ClusterQueues with several
-flavors it can accept what the worker then cannot admit as one flavor choice; the dispatch timeout covers that.
+order of the MultiKueueConfig; workers the workload was withdrawn from come last. Per resource the check takes
+the roomiest flavor, so for ClusterQueues with several flavors it can accept what the worker then cannot admit
+as one flavor choice; the dispatch timeout (``manager.decisions.withdrawal``) covers that.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from federation.quantity import format_quantity
@@ -111,10 +112,18 @@ def _evaluate(
 
 
 def choose_worker(
-    *, namespace: str, queue_name: str, requests: Mapping[str, int], workers: Sequence[WorkerState]
+    *,
+    namespace: str,
+    queue_name: str,
+    requests: Mapping[str, int],
+    workers: Sequence[WorkerState],
+    avoid: Collection[str] = (),
 ) -> Dispatch | NoWorker:
-    """The best worker for a workload needing ``requests`` (milli-units, all pod sets) via LocalQueue ``queue_name``."""
-    best: tuple[tuple[int, float, int], Dispatch] | None = None
+    """The best worker for a workload needing ``requests`` (milli-units, all pod sets) via LocalQueue ``queue_name``.
+
+    Workers in ``avoid`` (the workload was withdrawn from them) are chosen only when no other worker fits.
+    """
+    best: tuple[tuple[int, int, float, int], Dispatch] | None = None
     reasons: list[str] = []
     for order, worker in enumerate(workers):
         result = _evaluate(worker, namespace=namespace, queue_name=queue_name, requests=requests)
@@ -122,7 +131,7 @@ def choose_worker(
             reasons.append(f"{worker.name}: {result}")
             continue
         (borrow_rank, left_over), dispatch = result
-        rank = (borrow_rank, left_over, order)
+        rank = (int(worker.name in avoid), borrow_rank, left_over, order)
         if best is None or rank < best[0]:
             best = (rank, dispatch)
     if best is not None:

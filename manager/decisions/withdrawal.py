@@ -24,19 +24,35 @@ Obj = Mapping[str, Any]
 EXCLUDED_CLUSTERS_ANNOTATION = "kfed.io/excluded-clusters"
 """Comma-separated worker clusters this Workload must not be dispatched to (a foreign Job holds its name there)."""
 
+WITHDRAWN_FROM_ANNOTATION = "kfed.io/withdrawn-from"
+"""Comma-separated worker clusters this Workload was withdrawn from: the next dispatch prefers the others."""
+
 REASON_EVICTED_BY_ADMISSION_CHECK = "AdmissionCheck"
 """Kueue's eviction reason when an admission check (here MultiKueue) takes the reservation back."""
 
 
-def excluded_workers(workload: Obj) -> frozenset[str]:
+def _workers_in(workload: Obj, annotation: str) -> frozenset[str]:
     annotations = (workload.get("metadata") or {}).get("annotations") or {}
-    text = str(annotations.get(EXCLUDED_CLUSTERS_ANNOTATION) or "")
+    text = str(annotations.get(annotation) or "")
     return frozenset(name for name in (part.strip() for part in text.split(",")) if name)
+
+
+def excluded_workers(workload: Obj) -> frozenset[str]:
+    return _workers_in(workload, EXCLUDED_CLUSTERS_ANNOTATION)
+
+
+def withdrawn_from(workload: Obj) -> frozenset[str]:
+    return _workers_in(workload, WITHDRAWN_FROM_ANNOTATION)
 
 
 def exclusion_annotation(workload: Obj, worker: str) -> str:
     """The annotation value that adds ``worker`` to the workload's excluded workers."""
     return ",".join(sorted(excluded_workers(workload) | {worker}))
+
+
+def withdrawn_annotation(workload: Obj, worker: str) -> str:
+    """The annotation value that adds ``worker`` to the workers the workload was withdrawn from."""
+    return ",".join(sorted(withdrawn_from(workload) | {worker}))
 
 
 def foreign_job_message(namespace: str, job_name: str, worker: str) -> str:

@@ -94,3 +94,20 @@ def test_reports_parse_into_rooms_and_routes() -> None:
     assert parsed.capacity.local_queues == {("team-a", "lq"): "cq"}
     assert parsed.capacity.cluster_queues["cq"][0].free == {"cpu": 1500}
     assert parse_report({"status": {}}) is None
+
+
+def test_a_worker_the_workload_was_withdrawn_from_comes_last_but_is_still_used() -> None:
+    workers = [worker("tight", free_cpu=3), worker("roomy", free_cpu=8)]
+    best = choose_worker(namespace="team-a", queue_name="lq", requests={"cpu": 2 * CPU}, workers=workers)
+    assert isinstance(best, Dispatch)
+    assert best.worker == "tight"
+    again = choose_worker(
+        namespace="team-a", queue_name="lq", requests={"cpu": 2 * CPU}, workers=workers, avoid={"tight"}
+    )
+    assert isinstance(again, Dispatch)
+    assert again.worker == "roomy"
+    only = choose_worker(
+        namespace="team-a", queue_name="lq", requests={"cpu": 2 * CPU}, workers=workers[:1], avoid={"tight"}
+    )
+    assert isinstance(only, Dispatch)
+    assert only.worker == "tight"
