@@ -18,6 +18,7 @@ from federation.obs.health import HealthEndpoints
 from federation.obs.logging import configure_logging
 from federation.obs.metrics import Metrics
 from federation.obs.serving import cancel_on_signal, start_listeners
+from federation.version import package_version
 from manager.config import ManagerConfig
 from manager.runtime import ManagerRuntime
 
@@ -26,6 +27,7 @@ log = structlog.get_logger("kfed-manager")
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="kfed-manager", description="kfed manager: global queues and dispatch")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     parser.add_argument("--kubeconfig", help="kubeconfig of the manager cluster (default: in-cluster config)")
     parser.add_argument("--namespace", default="kfed-system", help="namespace of kubeconfig Secrets and the Lease")
     parser.add_argument("--origin", default=ManagerConfig.origin, help="value of the multikueue-origin label")

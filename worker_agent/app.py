@@ -28,6 +28,7 @@ from federation.obs.health import HealthEndpoints
 from federation.obs.logging import configure_logging
 from federation.obs.metrics import Metrics
 from federation.obs.serving import cancel_on_signal, start_listeners
+from federation.version import package_version
 from worker_agent.agent import Agent
 
 log = structlog.get_logger("worker_agent")
@@ -40,6 +41,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="kfed-agent",
         description="kfed worker agent: admits dispatched Workloads locally, runs their Jobs, reports capacity.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     parser.add_argument(
         "--kubeconfig", help="kubeconfig of this worker cluster (default: $KUBECONFIG, else in-cluster)"
     )

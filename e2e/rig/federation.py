@@ -26,7 +26,7 @@ from e2e.rig.processes import ProcessRecord, paused, stop_records
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "charts" / "kfed-agent" / "crds"
-JOB_POLICY = REPO_ROOT / "charts" / "kfed-manager" / "templates" / "job-admission-policy.yaml"
+JOB_POLICY = REPO_ROOT / "charts" / "kfed-manager" / "files" / "job-admission-policy.yaml"
 MANAGER = "manager"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 

@@ -1,0 +1,285 @@
+"""Both charts with the toolchain's helm: `helm lint --strict` and `helm template` with the default values, with
+every option on and with every option off; the rendered RBAC is exactly the rule files, no ClusterRole reads a
+Secret, and the Deployments' args are accepted by the binaries' own parsers with the values given.
+
+No cluster needed (helm only), but helm comes from the toolchain build, hence the integration marker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e.charts import (
+    AGENT_CHART,
+    KUBE_VERSION,
+    MANAGER_CHART,
+    RULE_FILES,
+    Obj,
+    find,
+    helm,
+    render,
+    set_args,
+)
+from e2e.toolchain import ensure_built
+from manager.app import parse_args as manager_args
+from worker_agent.app import parse_args as agent_args
+
+pytestmark = pytest.mark.integration
+
+NAMESPACE = "kfed-test-ns"
+
+COMMON_ON: dict[str, Any] = {
+    "replicaCount": 3,
+    "image.repository": "registry.example.com/kfed",
+    "image.tag": "9.9.9-test",
+    "image.pullPolicy": "Always",
+    "imagePullSecrets": [{"name": "regcred"}],
+    "serviceAccount.annotations": {"example.com/role": "kfed"},
+    "priorityClassName": "system-cluster-critical",
+    "nodeSelector": {"kubernetes.io/os": "linux"},
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "kfed", "effect": "NoSchedule"}],
+    "affinity": {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {}},
+                }
+            ]
+        }
+    },
+    "podAnnotations": {"example.com/a": "b"},
+    "podLabels": {"example.com/team": "batch"},
+    "extraVolumes": [{"name": "kubeconfigs", "secret": {"secretName": "worker-kubeconfigs"}}],
+    "extraVolumeMounts": [{"name": "kubeconfigs", "mountPath": "/etc/multikueue/kubeconfigs", "readOnly": True}],
+    "metrics.serviceMonitor.enabled": True,
+    "metrics.serviceMonitor.labels": {"release": "prometheus"},
+    "podDisruptionBudget.minAvailable": 1,
+    "healthPort": 9443,
+    "metricsPort": 9444,
+}
+COMMON_OFF: dict[str, Any] = {
+    "replicaCount": 1,
+    "leaderElection.enabled": False,
+    "serviceAccount.create": False,
+    "serviceAccount.name": "brought-by-admin",
+    "rbac.create": False,
+    "metrics.service.enabled": False,
+    "podDisruptionBudget.enabled": False,
+}
+MANAGER_ON = {
+    **COMMON_ON,
+    "manager.origin": "kfed-test",
+    "manager.qps": 50,
+    "manager.burst": 75,
+    "manager.workerLostTimeout": 120,
+    "manager.gcInterval": 5,
+    "manager.logLevel": "debug",
+    "manager.logFormat": "console",
+    "manager.extraArgs": ["--bind-address=127.0.0.1"],
+}
+MANAGER_OFF = {**COMMON_OFF, "rbac.aggregatedRoles": False, "jobAdmissionPolicy.enabled": False}
+AGENT_ON = {
+    **COMMON_ON,
+    "clusterName": "worker-7",
+    "agent.qps": 50,
+    "agent.burst": 75,
+    "agent.logLevel": "debug",
+    "agent.extraArgs": ["--bind-address=127.0.0.1"],
+    "managerAccess.serviceAccountName": "manager-from-hq",
+    "managerAccess.tokenSecret": True,
+}
+AGENT_OFF = {**COMMON_OFF, "agent.clusterQueueStatus": False, "managerAccess.enabled": False}
+
+CASES = {
+    "manager-default": (MANAGER_CHART, {}),
+    "manager-all-on": (MANAGER_CHART, MANAGER_ON),
+    "manager-all-off": (MANAGER_CHART, MANAGER_OFF),
+    "agent-default": (AGENT_CHART, {}),
+    "agent-all-on": (AGENT_CHART, AGENT_ON),
+    "agent-all-off": (AGENT_CHART, AGENT_OFF),
+}
+
+
+class _NoDuplicates(yaml.SafeLoader):
+    """A loader that refuses duplicate mapping keys (PyYAML keeps the last one silently; kubectl refuses them)."""
+
+
+def _construct_mapping(loader: _NoDuplicates, node: yaml.MappingNode) -> dict[Any, Any]:
+    keys = [loader.construct_object(k) for k, _ in node.value]
+    duplicates = {k for k in keys if keys.count(k) > 1}
+    if duplicates:
+        raise AssertionError(f"duplicate keys {sorted(duplicates)} at {node.start_mark}")
+    return loader.construct_mapping(node)
+
+
+_NoDuplicates.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+@pytest.fixture(scope="module")
+def bins() -> Path:
+    return ensure_built()
+
+
+@pytest.fixture(scope="module", params=list(CASES), ids=list(CASES))
+def case(request: pytest.FixtureRequest, bins: Path) -> tuple[str, Path, dict[str, Any], list[Obj]]:
+    name: str = request.param
+    chart, values = CASES[name]
+    release = "kfed-test"
+    text = helm(
+        bins,
+        "template",
+        release,
+        str(chart),
+        f"--namespace={NAMESPACE}",
+        f"--kube-version={KUBE_VERSION}",
+        *set_args(values),
+    ).stdout
+    list(yaml.load_all(text, Loader=_NoDuplicates))
+    return name, chart, values, render(bins, chart, release=release, namespace=NAMESPACE, values=values)
+
+
+def test_lint_strict(bins: Path, case: tuple[str, Path, dict[str, Any], list[Obj]]) -> None:
+    _, chart, values, _ = case
+    result = helm(bins, "lint", "--strict", f"--kube-version={KUBE_VERSION}", str(chart), *set_args(values))
+    assert "0 chart(s) failed" in result.stdout, result.stdout
+
+
+def _rules(chart: Path, scope: str, prefix: str) -> list[dict[str, Any]]:
+    (rule_file,) = [f for f in RULE_FILES if f.chart == chart and f.scope == scope and f.name.startswith(prefix)]
+    return rule_file.rules()
+
+
+def test_rendered_rbac_is_exactly_the_rule_files(case: tuple[str, Path, dict[str, Any], list[Obj]]) -> None:
+    name, chart, values, objects = case
+    prefix = "manager-" if chart == MANAGER_CHART else "agent-"
+    cluster_roles = {o["metadata"]["name"]: o for o in find(objects, "ClusterRole")}
+    roles = find(objects, "Role")
+    if values.get("rbac.create") is False:
+        assert not roles
+        assert f"kfed-test-{chart.name}" not in cluster_roles
+    else:
+        fullname = f"kfed-test-{chart.name}"
+        assert cluster_roles[fullname]["rules"] == _rules(chart, "cluster", prefix)
+        (role,) = roles
+        assert role["metadata"]["namespace"] == NAMESPACE
+        assert role["rules"] == _rules(chart, "namespace", prefix)
+        sa = values.get("serviceAccount.name") or fullname
+        for binding in find(objects, "RoleBinding") + find(objects, "ClusterRoleBinding", fullname):
+            assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa, "namespace": NAMESPACE}]
+    for role_name, cluster_role in cluster_roles.items():
+        for rule in cluster_role["rules"]:
+            assert "secrets" not in rule["resources"], f"{name}: ClusterRole {role_name} grants {rule}"
+            assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
+    if chart == AGENT_CHART and values.get("managerAccess.enabled", True):
+        access = cluster_roles["kfed-test-kfed-agent-manager-access"]
+        assert access["rules"] == _rules(chart, "cluster", "manager-access")
+        (binding,) = find(objects, "ClusterRoleBinding", "kfed-test-kfed-agent-manager-access")
+        account = values.get("managerAccess.serviceAccountName", "kfed-manager-access")
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
+        assert find(objects, "ServiceAccount", account)[0]["automountServiceAccountToken"] is False
+        assert bool(find(objects, "Secret")) == bool(values.get("managerAccess.tokenSecret"))
+    if chart == MANAGER_CHART and values.get("rbac.aggregatedRoles", True):
+        view = cluster_roles["kfed-test-kfed-manager-view"]
+        assert view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+        assert {v for rule in view["rules"] for v in rule["verbs"]} == {"get", "list", "watch"}
+        edit = cluster_roles["kfed-test-kfed-manager-edit"]
+        assert edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+        assert edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
+
+
+def test_deployment_args_are_what_the_binary_accepts(case: tuple[str, Path, dict[str, Any], list[Obj]]) -> None:
+    _, chart, values, objects = case
+    (deployment,) = find(objects, "Deployment")
+    assert deployment["metadata"]["namespace"] == NAMESPACE
+    assert deployment["spec"]["replicas"] == values.get("replicaCount", 2)
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    parse: Callable[[list[str]], Any] = manager_args if chart == MANAGER_CHART else agent_args
+    assert container["command"] == ["kfed-manager" if chart == MANAGER_CHART else "kfed-agent"]
+    args = parse(container["args"])
+    assert args.namespace == NAMESPACE
+    assert args.leader_elect is values.get("leaderElection.enabled", True)
+    assert args.health_port == values.get("healthPort", 8081)
+    assert args.metrics_port == values.get("metricsPort", 8080)
+    if chart == MANAGER_CHART:
+        assert args.origin == values.get("manager.origin", "multikueue")
+        assert args.qps == values.get("manager.qps", 300)
+        assert args.burst == values.get("manager.burst", 500)
+        assert args.worker_lost_timeout == values.get("manager.workerLostTimeout", 900)
+        assert args.gc_interval == values.get("manager.gcInterval", 60)
+        assert args.log_format == values.get("manager.logFormat", "json")
+        assert args.bind_address == ("127.0.0.1" if "manager.extraArgs" in values else "0.0.0.0")
+    else:
+        assert args.cluster_name == values.get("clusterName", "kfed-test")
+        assert args.cluster_queue_status is values.get("agent.clusterQueueStatus", True)
+        assert args.qps == values.get("agent.qps", 300)
+        assert args.bind_address == ("127.0.0.1" if "agent.extraArgs" in values else "0.0.0.0")
+    tag = values.get("image.tag", "0.1.0")
+    assert container["image"] == f"{values.get('image.repository', 'localhost/kfed')}:{tag}"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    assert ports == {"health": args.health_port, "metrics": args.metrics_port}
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["serviceAccountName"] == values.get("serviceAccount.name", f"kfed-test-{chart.name}")
+    for key, field in (
+        ("priorityClassName", "priorityClassName"),
+        ("nodeSelector", "nodeSelector"),
+        ("tolerations", "tolerations"),
+        ("affinity", "affinity"),
+        ("imagePullSecrets", "imagePullSecrets"),
+    ):
+        assert pod.get(field) == values.get(key), field
+    assert bool(find(objects, "ServiceMonitor")) == bool(values.get("metrics.serviceMonitor.enabled"))
+    services = find(objects, "Service")
+    if values.get("metrics.service.enabled", True):
+        (service,) = services
+        assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+        assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    else:
+        assert not services
+    pdbs = find(objects, "PodDisruptionBudget")
+    assert bool(pdbs) == values.get("podDisruptionBudget.enabled", True)
+
+
+def test_job_admission_policy_is_the_file_the_rig_applies(case: tuple[str, Path, dict[str, Any], list[Obj]]) -> None:
+    _, chart, values, objects = case
+    policies = find(objects, "MutatingAdmissionPolicy") + find(objects, "MutatingAdmissionPolicyBinding")
+    if chart == MANAGER_CHART and values.get("jobAdmissionPolicy.enabled", True):
+        expected = list(yaml.safe_load_all((MANAGER_CHART / "files" / "job-admission-policy.yaml").read_text()))
+        assert policies == expected
+    else:
+        assert not policies
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"replicaCount": 2, "leaderElection.enabled": False}, "needs leaderElection.enabled"),
+        ({"unknownKey": 1}, "unknownKey"),
+        ({"image.pullPolicy": "Sometimes"}, "pullPolicy"),
+        ({"metrics.service.enabled": False, "metrics.serviceMonitor.enabled": True}, "needs metrics.service.enabled"),
+    ],
+)
+@pytest.mark.parametrize("chart", [MANAGER_CHART, AGENT_CHART], ids=lambda c: c.name)
+def test_inconsistent_values_are_refused(bins: Path, chart: Path, values: dict[str, Any], message: str) -> None:
+    result = helm(bins, "template", "x", str(chart), f"--kube-version={KUBE_VERSION}", *set_args(values), check=False)
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("chart", [MANAGER_CHART, AGENT_CHART], ids=lambda c: c.name)
+def test_kubernetes_older_than_1_36_is_refused(bins: Path, chart: Path) -> None:
+    result = helm(bins, "template", "x", str(chart), "--kube-version=1.35.0", check=False)
+    assert result.returncode != 0
+    assert "kubeVersion" in result.stderr or "incompatible" in result.stderr, result.stderr
