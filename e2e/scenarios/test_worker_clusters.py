@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+import time
 
 import pytest
 import yaml
 
 from e2e.rig.controllers import KFED_NAMESPACE, KUBECONFIG_DIR
 from e2e.rig.federation import MANAGER, Federation
+from e2e.rig.ports import free_port
 from e2e.scenarios.helpers import condition, get
 from e2e.waiting import wait_for
 
@@ -130,6 +133,34 @@ def test_a_path_kubeconfig_is_read_only_from_inside_the_configured_directory(fed
     finally:
         for name in [*refused, "path-inside"]:
             federation.kubectl(MANAGER, "delete", "multikueuecluster", name, "--wait=false", check=False)
+
+
+def test_an_unreachable_worker_is_retried_with_a_backoff_our_own_status_writes_do_not_advance(
+    federation: Federation,
+) -> None:
+    config = yaml.safe_load(federation.kubeconfig("worker-1").read_text())
+    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{free_port()}"  # nothing listens there
+    delays: list[int] = []
+    first_seen: dict[int, float] = {}
+
+    def retry_delays() -> list[int]:
+        found = re.search(r"retrying in (\d+)s", str((_active(federation, "unreachable") or {}).get("message")))
+        if found and (not delays or delays[-1] != int(found[1])):
+            delays.append(int(found[1]))
+            first_seen[int(found[1])] = time.monotonic()
+        return delays
+
+    _apply_cluster(federation, "unreachable", yaml.safe_dump(config))
+    try:
+        wait_for(retry_delays, until=lambda d: 20 in d, timeout=45, what="the third connection attempt (20s)")
+        # Each failed attempt writes the condition; those writes must not count as attempts (Kueue: 5s, 10s, 20s...).
+        assert delays == [5, 10, 20]
+        assert first_seen[20] - first_seen[5] >= 14, first_seen
+        active = _active(federation, "unreachable")
+        assert active is not None
+        assert (active["status"], active["reason"]) == ("False", "ClientConnectionFailed")
+    finally:
+        federation.kubectl(MANAGER, "delete", "multikueuecluster", "unreachable", "--wait=false", check=False)
 
 
 def test_a_missing_secret_says_so_and_fixing_it_brings_the_cluster_back(federation: Federation) -> None:
