@@ -199,3 +199,48 @@ def test_a_rejected_check_deactivates_the_workload_before_anything_is_sent(
     assert job is not None
     assert job["spec"]["suspend"] is True
     federation.kubectl(MANAGER, "delete", "job", "ac-rejected", "--wait=false")
+
+
+def test_a_retry_check_releases_the_reservation_and_the_workload_is_queued_again(
+    federation: Federation, gated_queue: str
+) -> None:
+    submit(federation, "ac-retry", cpu="1", seconds=2, queue=gated_queue)
+    wait_for(
+        lambda: workload_of(federation, "ac-retry"),
+        until=lambda w: is_true(w, "QuotaReserved"),
+        timeout=60,
+        what="ac-retry to get its quota reservation",
+    )
+    _set_gate(federation, "ac-retry", state="Retry", message="try again later")
+    workload = wait_for(
+        lambda: workload_of(federation, "ac-retry"),
+        until=lambda w: (
+            (condition(w, "Requeued") or {}).get("reason") == "AdmissionCheck"
+            and is_true(w, "QuotaReserved")
+            and _checks(w).get(GATE, {}).get("state") == "Pending"
+        ),
+        timeout=30,
+        what="ac-retry to be requeued by the Retry check and to get a new reservation with the check Pending",
+    )
+    assert workload is not None
+    name = workload["metadata"]["name"]
+    events = wait_for(
+        lambda: [
+            e
+            for e in items(federation, MANAGER, "events.events.k8s.io")
+            if e.get("reason") == "Evicted" and e["regarding"]["name"] == name
+        ],
+        until=bool,
+        timeout=30,
+        what="an Evicted event on the Workload",
+    )
+    assert GATE in events[0]["note"]
+    assert remote_copies(federation, "ac-retry") == {}, "nothing may reach a worker while the check is not Ready"
+    _set_gate(federation, "ac-retry", state="Ready", message="the gate is open")
+    job = wait_for(
+        lambda: get(federation, MANAGER, "job", "ac-retry"),
+        until=lambda j: is_true(j, "Complete") or is_true(j, "Failed"),
+        timeout=90,
+        what="ac-retry to finish on the manager",
+    )
+    assert is_true(job, "Complete"), (job or {}).get("status")
