@@ -75,7 +75,9 @@ def test_the_manager_writes_workload_and_queue_status_but_never_deletes_on_its_o
     for resource in ("workloads/status", "clusterqueues/status", "localqueues/status", "multikueueclusters/status"):
         assert grants(rules, "kueue.x-k8s.io", resource) == {"patch"}, resource
     assert not any("delete" in rule["verbs"] for rule in rules)
-    assert MUTATING & grants(rules, "kueue.x-k8s.io", "clusterqueues") == set(), "queues are the admins' objects"
+    # Queues are the admins' objects: kfed only patches its resource-in-use finalizer onto ClusterQueues.
+    assert MUTATING & grants(rules, "kueue.x-k8s.io", "clusterqueues") == {"patch"}
+    assert MUTATING & grants(rules, "kueue.x-k8s.io", "localqueues") == set()
 
 
 @pytest.mark.parametrize("chart", [MANAGER_CHART, AGENT_CHART], ids=lambda c: c.name)
