@@ -278,6 +278,8 @@ class WorkerPool:
             return f"no answer to GET /version within {timeout:g}s"
         except (KubeError, OSError) as err:
             return str(err) or type(err).__name__
+        except Exception as err:  # e.g. an answer that is not JSON: the worker fails the probe, the pool lives on
+            return f"{type(err).__name__}: {err}"
         return None
 
     async def _monitor(self, conn: WorkerConnection) -> None:

@@ -163,6 +163,25 @@ def test_an_unreachable_worker_is_retried_with_a_backoff_our_own_status_writes_d
         federation.kubectl(MANAGER, "delete", "multikueuecluster", "unreachable", "--wait=false", check=False)
 
 
+def test_a_worker_whose_watches_fail_is_inactive_with_the_reason(federation: Federation) -> None:
+    # A valid, secure kubeconfig whose user may not list anything kfed needs: the worker answers, its watches fail.
+    federation.kubectl("worker-1", "create", "serviceaccount", "kfed-no-rights", "-n", "default", check=False)
+    token = federation.kubectl("worker-1", "create", "token", "kfed-no-rights", "-n", "default").stdout.strip()
+    config = yaml.safe_load(federation.kubeconfig("worker-1").read_text())
+    user = config["users"][0]["user"]
+    user.clear()
+    user["token"] = token
+    _apply_cluster(federation, "no-rights", yaml.safe_dump(config))
+    try:
+        _wait_active(federation, "no-rights", status="False", says="keeps failing")
+        active = _active(federation, "no-rights")
+        assert active is not None
+        assert active["reason"] == "ClientConnectionFailed"
+        assert "forbidden" in str(active["message"]).lower()
+    finally:
+        federation.kubectl(MANAGER, "delete", "multikueuecluster", "no-rights", "--wait=false", check=False)
+
+
 def test_a_missing_secret_says_so_and_fixing_it_brings_the_cluster_back(federation: Federation) -> None:
     _apply_cluster(federation, "late", None)
     _wait_active(federation, "late", status="False", says=f"Secret {KFED_NAMESPACE}/late-kubeconfig not found")
