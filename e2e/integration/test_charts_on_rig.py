@@ -1,0 +1,383 @@
+"""Both charts installed with the toolchain's helm into the rig's clusters, and kfed run with nothing but the
+charts' ServiceAccounts: a token of each (TokenRequest, `kubectl create token`) in a kubeconfig, no admin
+certificate. The controllers run as local processes (the rig cannot run containers), so the Deployments are scaled
+to 0; what is under test is that the installed RBAC lets each binary do its work, and nothing more.
+
+- kfed-manager with the manager chart's ServiceAccount acquires its Lease, syncs every cache (ready), and connects
+  to worker-1 through a kubeconfig Secret holding a token of the agent chart's `kfed-manager-access`
+  ServiceAccount (its MultiKueueCluster turns Active), with no Forbidden in its log;
+- kfed-agent with the agent chart's ServiceAccount acquires its Lease and publishes the ClusterCapacity, with no
+  Forbidden in its log;
+- `kubectl auth can-i` with those tokens: every rule of the charts' rule files is allowed, Secrets outside the
+  release namespace, other Leases and deletes on the manager cluster are not.
+
+This is the first step toward `e2e.rig up --from-charts` (issue 12, deliverable 4).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e.charts import AGENT_CHART, MANAGER_CHART, RULE_FILES, helm, set_args
+from e2e.rig.federation import MANAGER, REPO_ROOT, Federation
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+WORKER = "worker-1"
+NAMESPACE = "kfed-system"
+MANAGER_RELEASE = "kfed-manager"
+AGENT_RELEASE = "kfed-agent"
+ACCESS_ACCOUNT = "kfed-manager-access"
+JOINED = "charts-worker-1"
+"""The MultiKueueCluster (and its kubeconfig Secret) made from the manager-access token."""
+
+
+@dataclass
+class Installed:
+    rig: Federation
+    directory: Path
+
+    def kubeconfig_for(self, cluster: str, service_account: str) -> Path:
+        """A kubeconfig for the cluster holding only a fresh token of the ServiceAccount (no client certificate)."""
+        token = self.rig.kubectl(
+            cluster, "-n", NAMESPACE, "create", "token", service_account, "--duration=1h"
+        ).stdout.strip()
+        path = self.directory / f"{cluster}-{service_account}.yaml"
+        path.write_text(token_kubeconfig(self.rig.kubeconfig(cluster), token, user=service_account))
+        return path
+
+
+def token_kubeconfig(admin_kubeconfig: Path, token: str, *, user: str) -> str:
+    admin = yaml.safe_load(admin_kubeconfig.read_text())
+    cluster = admin["clusters"][0]["cluster"]
+    assert cluster.get("certificate-authority-data"), "the rig's kubeconfigs embed the CA"
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "c", "cluster": {k: cluster[k] for k in ("server", "certificate-authority-data")}}],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": user}}],
+            "current-context": "c",
+        }
+    )
+
+
+def _helm_install(rig: Federation, cluster: str, release: str, chart: Path, values: dict[str, Any]) -> None:
+    helm(
+        rig.bin_dir,
+        "install",
+        release,
+        str(chart),
+        f"--kubeconfig={rig.kubeconfig(cluster)}",
+        f"--namespace={NAMESPACE}",
+        "--create-namespace",
+        "--skip-crds",  # the rig applied the same CRDs already
+        "--wait",
+        "--timeout=120s",
+        *set_args(values),
+    )
+
+
+@pytest.fixture(scope="module")
+def installed(rig: Federation, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    # The rig applied the Job admission policy itself (from the same file): Helm must not try to own it too.
+    _helm_install(
+        rig, MANAGER, MANAGER_RELEASE, MANAGER_CHART, {"replicaCount": 0, "jobAdmissionPolicy.enabled": False}
+    )
+    try:
+        _helm_install(rig, WORKER, AGENT_RELEASE, AGENT_CHART, {"replicaCount": 0, "clusterName": WORKER})
+        try:
+            yield Installed(rig, tmp_path_factory.mktemp("charts"))
+        finally:
+            helm(rig.bin_dir, "uninstall", AGENT_RELEASE, f"--kubeconfig={rig.kubeconfig(WORKER)}", f"-n={NAMESPACE}")
+    finally:
+        helm(rig.bin_dir, "uninstall", MANAGER_RELEASE, f"--kubeconfig={rig.kubeconfig(MANAGER)}", f"-n={NAMESPACE}")
+
+
+@pytest.mark.parametrize(("cluster", "release"), [(MANAGER, MANAGER_RELEASE), (WORKER, AGENT_RELEASE)])
+def test_every_object_of_the_release_exists(installed: Installed, cluster: str, release: str) -> None:
+    rig = installed.rig
+    manifest = helm(
+        rig.bin_dir, "get", "manifest", release, f"--kubeconfig={rig.kubeconfig(cluster)}", f"-n={NAMESPACE}"
+    )
+    docs = [d for d in yaml.safe_load_all(manifest.stdout) if d]
+    kinds = {d["kind"] for d in docs}
+    expected = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"}
+    expected |= {"Service", "PodDisruptionBudget"}
+    assert expected <= kinds, kinds
+    found = rig.kubectl(cluster, "get", "-f", "-", "-o", "json", input=manifest.stdout).stdout
+    items = json.loads(found).get("items") or [json.loads(found)]
+    assert sorted((i["kind"], i["metadata"]["name"]) for i in items) == sorted(
+        (d["kind"], d["metadata"]["name"]) for d in docs
+    )
+
+
+def can_i(rig: Federation, kubeconfig: Path, verb: str, resource: str, *scope: str) -> bool:
+    """`kubectl auth can-i` as the token's ServiceAccount (its exit status is 0 for yes, 1 for no)."""
+    cmd = [str(rig.bin_dir / "kubectl"), f"--kubeconfig={kubeconfig}", "auth", "can-i", verb, resource, *scope]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode in (0, 1), result.stderr
+    return result.returncode == 0
+
+
+def _rule_checks(prefix: str, chart: Path) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(verb, resource[/name], scope args) for every grant of the chart's rule files starting with ``prefix``."""
+    checks = []
+    for rule_file in RULE_FILES:
+        if rule_file.chart != chart or not rule_file.name.startswith(prefix):
+            continue
+        scope = ("-n", NAMESPACE) if rule_file.scope == "namespace" else ("-n", "some-user-namespace")
+        for rule in rule_file.rules():
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    plural, _, sub = resource.partition("/")
+                    ref = f"{plural}.{group}" if group else plural
+                    for name in rule.get("resourceNames") or [""]:
+                        target = f"{ref}/{name}" if name else ref
+                        extra = ("--subresource", sub) if sub else ()
+                        checks += [(verb, target, (*scope, *extra)) for verb in rule["verbs"]]
+    return checks
+
+
+def test_manager_token_can_do_its_rules_and_no_more(installed: Installed) -> None:
+    rig = installed.rig
+    kubeconfig = installed.kubeconfig_for(MANAGER, MANAGER_RELEASE)
+    refused = [c for c in _rule_checks("manager-", MANAGER_CHART) if not can_i(rig, kubeconfig, c[0], c[1], *c[2])]
+    assert not refused, refused
+    for verb, resource, scope in [
+        ("get", "secrets", ("-n", "default")),
+        ("list", "secrets", ("--all-namespaces",)),
+        ("create", "secrets", ("-n", NAMESPACE)),
+        ("get", "secrets", ("-n", NAMESPACE)),
+        ("update", "leases.coordination.k8s.io/someone-else", ("-n", NAMESPACE)),
+        ("create", "leases.coordination.k8s.io", ("-n", "default")),
+        ("delete", "workloads.kueue.x-k8s.io", ("-n", "default")),
+        ("create", "jobs.batch", ("-n", "default")),
+        ("update", "clusterqueues.kueue.x-k8s.io", ()),
+        ("create", "pods", ("-n", "default")),
+        ("list", "nodes", ()),
+    ]:
+        assert not can_i(rig, kubeconfig, verb, resource, *scope), f"the manager may {verb} {resource} {scope}"
+
+
+def test_agent_token_can_do_its_rules_and_no_more(installed: Installed) -> None:
+    rig = installed.rig
+    kubeconfig = installed.kubeconfig_for(WORKER, f"{AGENT_RELEASE}")
+    refused = [c for c in _rule_checks("agent-", AGENT_CHART) if not can_i(rig, kubeconfig, c[0], c[1], *c[2])]
+    assert not refused, refused
+    for verb, resource, scope in [
+        ("get", "secrets", ("-n", NAMESPACE)),
+        ("list", "secrets", ("--all-namespaces",)),
+        ("create", "workloads.kueue.x-k8s.io", ("-n", "default")),
+        ("delete", "jobs.batch", ("-n", "default")),
+        ("patch", "clustercapacities.kfed.io/other", ()),
+        ("update", "leases.coordination.k8s.io/kfed-manager", ("-n", NAMESPACE)),
+    ]:
+        assert not can_i(rig, kubeconfig, verb, resource, *scope), f"the agent may {verb} {resource} {scope}"
+
+
+def test_manager_access_token_on_the_worker_handles_copies_only(installed: Installed) -> None:
+    rig = installed.rig
+    kubeconfig = installed.kubeconfig_for(WORKER, ACCESS_ACCOUNT)
+    refused = [c for c in _rule_checks("manager-access", AGENT_CHART) if not can_i(rig, kubeconfig, c[0], c[1], *c[2])]
+    assert not refused, refused
+    for verb, resource, scope in [
+        ("patch", "workloads.kueue.x-k8s.io", ("-n", "default", "--subresource", "status")),
+        ("update", "jobs.batch", ("-n", "default")),
+        ("get", "secrets", ("-n", NAMESPACE)),
+        ("list", "clusterqueues.kueue.x-k8s.io", ()),
+        ("create", "pods", ("-n", "default")),
+    ]:
+        assert not can_i(rig, kubeconfig, verb, resource, *scope), f"the manager may {verb} {resource} {scope}"
+
+
+class Process:
+    """A kfed console script as a local process with a log file; always stopped (SIGTERM, then SIGKILL)."""
+
+    def __init__(self, argv: list[str], log_path: Path) -> None:
+        self.log_path = log_path
+        with log_path.open("wb") as log:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        return int(self.proc.returncode)
+
+
+def lease_holder(rig: Federation, cluster: str, name: str) -> str:
+    result = rig.kubectl(cluster, "-n", NAMESPACE, "get", "lease", name, "-o", "json", check=False)
+    return str(json.loads(result.stdout)["spec"].get("holderIdentity") or "") if result.returncode == 0 else ""
+
+
+def ready(process: Process) -> bool:
+    """/readyz answered 200 (the port is in the process's first log line)."""
+    import urllib.error
+    import urllib.request
+
+    port = None
+    for line in process.log().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        port = record.get("health_port") or port
+    if port is None:
+        return False
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
+            return int(response.status) == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def forbidden_lines(process: Process) -> list[str]:
+    return [line for line in process.log().splitlines() if "forbidden" in line.lower() or " 403" in line]
+
+
+def assert_no_forbidden(process: Process, name: str) -> None:
+    forbidden = forbidden_lines(process)
+    assert not forbidden, f"{name} was refused by RBAC:\n" + "\n".join(forbidden[:10])
+
+
+@contextmanager
+def explained(process: Process, name: str) -> Iterator[None]:
+    """A wait that times out says what RBAC refused, if anything (the usual reason here)."""
+    try:
+        yield
+    except AssertionError as err:
+        refused = "\n".join(forbidden_lines(process)[:10]) or "(nothing refused in the log)"
+        raise AssertionError(f"{err}\n{name} log, refused calls:\n{refused}") from err
+
+
+def test_kfed_manager_runs_with_its_service_account_and_reaches_the_worker(installed: Installed) -> None:
+    rig = installed.rig
+    kubeconfig = installed.kubeconfig_for(MANAGER, MANAGER_RELEASE)
+    venv = Path(REPO_ROOT / ".venv" / "bin")
+    process = Process(
+        [
+            str(venv / "kfed-manager"),
+            f"--kubeconfig={kubeconfig}",
+            f"--namespace={NAMESPACE}",
+            "--health-port=0",
+            "--metrics-port=-1",
+            "--bind-address=127.0.0.1",
+        ],
+        installed.directory / "kfed-manager.log",
+    )
+    secret = f"{JOINED}-kubeconfig"
+    try:
+        with explained(process, "kfed-manager"):
+            identity_suffix = f"_{process.proc.pid}"
+            wait_for(
+                lambda: lease_holder(rig, MANAGER, "kfed-manager"),
+                until=lambda holder: holder.endswith(identity_suffix),
+                timeout=60,
+                what="kfed-manager (chart ServiceAccount) to hold its Lease",
+            )
+            wait_for(lambda: ready(process), until=bool, timeout=60, what="kfed-manager's caches to sync (/readyz)")
+            access = installed.kubeconfig_for(WORKER, ACCESS_ACCOUNT).read_text()
+            join = [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": secret, "namespace": NAMESPACE},
+                    "data": {"kubeconfig": base64.b64encode(access.encode()).decode()},
+                },
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "MultiKueueCluster",
+                    "metadata": {"name": JOINED},
+                    "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret}}},
+                },
+            ]
+            rig.kubectl(
+                MANAGER, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": join})
+            )
+
+            def active() -> dict[str, Any]:
+                out = rig.kubectl(MANAGER, "get", "multikueuecluster.kueue.x-k8s.io", JOINED, "-o", "json").stdout
+                conditions = (json.loads(out).get("status") or {}).get("conditions") or []
+                return next((c for c in conditions if c["type"] == "Active"), {})
+
+            wait_for(
+                active,
+                until=lambda c: c.get("status") == "True",
+                timeout=60,
+                what=f"MultiKueueCluster {JOINED} Active through the kfed-manager-access token",
+            )
+            assert process.proc.poll() is None, process.log()[-3000:]
+    finally:
+        code = process.stop()
+        rig.kubectl(MANAGER, "delete", "multikueuecluster.kueue.x-k8s.io", JOINED, "--ignore-not-found")
+        rig.kubectl(MANAGER, "-n", NAMESPACE, "delete", "secret", secret, "--ignore-not-found")
+    assert code == 0, process.log()[-3000:]
+    assert_no_forbidden(process, "kfed-manager")
+
+
+def test_kfed_agent_runs_with_its_service_account_and_publishes_capacity(installed: Installed) -> None:
+    rig = installed.rig
+    kubeconfig = installed.kubeconfig_for(WORKER, AGENT_RELEASE)
+    # The agent must create the report itself (a previous test's agent may have left one).
+    rig.kubectl(WORKER, "delete", "clustercapacities.kfed.io", "local", "--ignore-not-found")
+    marker = uuid.uuid4().hex[:6]
+    process = Process(
+        [
+            str(REPO_ROOT / ".venv" / "bin" / "kfed-agent"),
+            f"--kubeconfig={kubeconfig}",
+            f"--cluster-name={WORKER}",
+            f"--namespace={NAMESPACE}",
+            "--health-port=0",
+            "--metrics-port=-1",
+            "--bind-address=127.0.0.1",
+        ],
+        installed.directory / f"kfed-agent-{marker}.log",
+    )
+    try:
+        with explained(process, "kfed-agent"):
+            wait_for(
+                lambda: lease_holder(rig, WORKER, "kfed-agent"),
+                until=lambda holder: any(holder in line for line in process.log().splitlines() if holder),
+                timeout=60,
+                what="kfed-agent (chart ServiceAccount) to hold its Lease",
+            )
+            wait_for(lambda: ready(process), until=bool, timeout=60, what="kfed-agent's caches to sync (/readyz)")
+
+            def report() -> dict[str, Any]:
+                result = rig.kubectl(WORKER, "get", "clustercapacities.kfed.io", "local", "-o", "json", check=False)
+                return json.loads(result.stdout) if result.returncode == 0 else {}
+
+            wait_for(
+                report,
+                until=lambda cap: int((cap.get("status") or {}).get("generation") or 0) >= 1,
+                timeout=60,
+                what="the ClusterCapacity 'local' created and reported by the agent",
+            )
+            assert process.proc.poll() is None, process.log()[-3000:]
+    finally:
+        code = process.stop()
+    assert code == 0, process.log()[-3000:]
+    assert_no_forbidden(process, "kfed-agent")
