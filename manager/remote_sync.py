@@ -25,13 +25,14 @@ from federation.obs.metrics import Metrics
 from federation.protocol import MANAGER_UID_LABEL, REASON_ADMITTED, REASON_FAILED, REASON_SUCCEEDED
 from manager.config import ManagerConfig
 from manager.decisions.admission_checks import (
+    CheckEviction,
     CheckGate,
-    Release,
     admitted_checks,
+    check_eviction,
     dispatch_gate,
     dispatched_message,
+    eviction_conditions,
     multikueue_check_names,
-    release_for_checks,
     waiting_message,
     with_multikueue_message,
 )
@@ -106,7 +107,6 @@ class RemoteSync:
         self._events = events
         self._metrics = metrics
         self._mirrored_at: dict[str, float] = {}
-        self._check_warnings: dict[str, CheckGate] = {}
 
     def _manager_job(self, workload: Obj) -> Obj | None:
         name = owner_job_name(workload)
@@ -125,7 +125,6 @@ class RemoteSync:
             await self.collect_garbage(only_key=key)
             self._ledger.forget(key)
             self._mirrored_at.pop(key, None)
-            self._check_warnings.pop(key, None)
             return None
         if not is_true(workload, "QuotaReserved"):
             return None
@@ -168,7 +167,7 @@ class RemoteSync:
                 await self._evict(workload, worker=worker, reason=reason, now=now)
                 return None  # the Workload's watch event brings it back to withdraw the copies
         gated = await self._admission_checks_gate(
-            workload, worker=worker, conn=conn, copies=remote_wl is not None or remote_jb is not None
+            workload, worker=worker, copies=remote_wl is not None or remote_jb is not None
         )
         if gated is None:
             return None
@@ -327,18 +326,19 @@ class RemoteSync:
         if job.get("status"):
             await self._api.replace_status(JOBS, {**job, "status": {}}, field_manager=self._config.field_manager)
 
-    async def _admission_checks_gate(
-        self, workload: Obj, *, worker: str, conn: WorkerConnection, copies: bool
-    ) -> tuple[CheckGate, Obj] | None:
-        """Hold the dispatch until the Workload's other admission checks are Ready (see
-        ``manager.decisions.admission_checks``). None when this pass stops here: it waits for them (the MultiKueue
-        check's message names them) or they released the quota; otherwise the gate for the plan and the Workload
-        as it is now."""
+    async def _admission_checks_gate(self, workload: Obj, *, worker: str, copies: bool) -> tuple[CheckGate, Obj] | None:
+        """The Workload's other admission checks (``manager.decisions.admission_checks``). None when this pass
+        stops here: it waits for them to be Ready before sending anything (the MultiKueue check's message names
+        them), or a Rejected/Retry check evicts it (the eviction path takes over at the next pass); otherwise the
+        gate for the plan and the Workload as it is now."""
         key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
         multikueue = multikueue_check_names(self._admission_checks.store)
         gate = dispatch_gate(workload, multikueue_checks=multikueue)
+        eviction = check_eviction(gate)
+        if eviction is not None:
+            await self._evict_for_checks(workload, eviction, worker=worker)
+            return None
         if copies or is_true(workload, "Admitted"):
-            self._warn_checks_after_dispatch(workload, gate, worker=worker)
             return gate, workload
         if gate.open:
             checks = with_multikueue_message(workload, multikueue_checks=multikueue, message=dispatched_message(worker))
@@ -346,11 +346,6 @@ class RemoteSync:
                 workload = await self._patch_workload_status(workload, {"admissionChecks": checks})
                 log.info("admission checks ready; dispatching", workload=key, cluster=worker)
             return gate, workload
-        now = dt.datetime.now(dt.UTC)
-        release = release_for_checks(workload, gate, now=now)
-        if release is not None:
-            await self._release_for_checks(workload, release, conn=conn, worker=worker)
-            return None
         message = waiting_message(gate.pending, worker)
         checks = with_multikueue_message(workload, multikueue_checks=multikueue, message=message)
         if checks is not None:
@@ -359,39 +354,12 @@ class RemoteSync:
             log.info("waiting for admission checks", workload=key, cluster=worker, checks=list(gate.pending))
         return None
 
-    def _warn_checks_after_dispatch(self, workload: Obj, gate: CheckGate, *, worker: str) -> None:
-        """A check that leaves Ready after the Job was sent is shown (Event + log), not acted on: evicting a
-        dispatched workload is the recovery path's job."""
-        key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
-        if gate.open or gate.pending:
-            self._check_warnings.pop(key, None)
-            return
-        if self._check_warnings.get(key) == gate:
-            return
-        self._check_warnings[key] = gate
-        states = [f"{name} is Rejected: {msg}" for name, msg in gate.rejected]
-        states += [f"{name} is Retry: {msg}" for name, msg in gate.retry]
-        note = (
-            f"AdmissionCheck {'; '.join(states)}; the Job was already sent to worker cluster {worker}, so kfed "
-            "leaves it running there"
-        )
-        self._events.emit(workload, reason="AdmissionCheckNotReady", note=note, action="Dispatch", event_type="Warning")
-        log.warning("admission check not ready after dispatch", workload=key, cluster=worker, note=note)
-
-    async def _release_for_checks(
-        self, workload: Obj, release: Release, *, conn: WorkerConnection, worker: str
-    ) -> None:
-        """Give the quota back (and deactivate for a Rejected check), after confirming on the worker that no copy
-        was sent: the caches could lag behind a create made just before the check changed."""
+    async def _evict_for_checks(self, workload: Obj, eviction: CheckEviction, *, worker: str) -> None:
+        """Start Kueue's eviction for a Rejected (deactivate first) or Retry check: ``Evicted=True`` while the
+        reservation is held; the eviction path then withdraws any copies and releases the quota."""
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
-        job_name = owner_job_name(workload)
-        sent = await conn.api.get_or_none(WORKLOADS, meta["name"], namespace=meta["namespace"])
-        if sent is None and job_name is not None:
-            sent = await conn.api.get_or_none(JOBS, job_name, namespace=meta["namespace"])
-        if sent is not None and is_ours(sent, origin=self._config.origin, manager_workload_uid=meta["uid"]):
-            return  # a copy exists after all: the next pass sees it and treats the check as after dispatch
-        if release.deactivate:
+        if eviction.deactivate and (workload.get("spec") or {}).get("active", True) is not False:
             workload = await self._api.patch(
                 WORKLOADS,
                 meta["name"],
@@ -399,17 +367,19 @@ class RemoteSync:
                 namespace=meta["namespace"],
                 field_manager=self._config.field_manager,
             )
-        await self._patch_workload_status(workload, release.status)
-        self._ledger.forget(key)
+        now = dt.datetime.now(dt.UTC)
+        await self._patch_workload_status(workload, {"conditions": eviction_conditions(workload, eviction, now=now)})
+        queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        self._metrics.evicted_workloads.labels(cluster_queue=queue, reason=eviction.reason).inc()
         self._events.emit(
-            workload, reason=release.event_reason, note=release.event_message, action="Admit", event_type="Warning"
+            workload, reason=eviction.event_reason, note=eviction.event_message, action="Evict", event_type="Warning"
         )
         log.warning(
-            "admission check released the reservation",
+            "admission check evicts the workload",
             workload=key,
             cluster=worker,
-            deactivated=release.deactivate,
-            message=release.message,
+            deactivated=eviction.deactivate,
+            message=eviction.message,
         )
 
     async def _patch_workload_status(self, workload: Obj, status: Obj) -> Obj:
@@ -460,7 +430,7 @@ class RemoteSync:
                 now=now,
             )
         elif checks == list(status.get("admissionChecks") or ()) and status.get("clusterName") == worker:
-            return workload  # already recorded; waits for another check (shown by _warn_checks_after_dispatch)
+            return workload  # already recorded; waits for another check to become Ready again
         patch: Obj = {
             "metadata": {"resourceVersion": workload["metadata"]["resourceVersion"]},
             # Kueue's rule: once admitted, clusterName replaces the nomination (they are mutually exclusive).

@@ -228,11 +228,11 @@ def test_a_retry_check_releases_the_reservation_and_the_workload_is_queued_again
         lambda: [
             e
             for e in items(federation, MANAGER, "events.events.k8s.io")
-            if e.get("reason") == "Evicted" and e["regarding"]["name"] == name
+            if e.get("reason") == "EvictedDueToAdmissionCheck" and e["regarding"]["name"] == name
         ],
         until=bool,
         timeout=30,
-        what="an Evicted event on the Workload",
+        what="an EvictedDueToAdmissionCheck event on the Workload",
     )
     assert GATE in events[0]["note"]
     assert remote_copies(federation, "ac-retry") == {}, "nothing may reach a worker while the check is not Ready"

@@ -13,16 +13,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from federation.api.workload import (
-    ADMITTED,
-    EVICTED,
-    EVICTED_BY_ADMISSION_CHECK,
-    EVICTED_BY_DEACTIVATION,
-    QUOTA_RESERVED,
-    REQUEUED,
-)
+from federation.api.workload import EVICTED, EVICTED_BY_ADMISSION_CHECK, EVICTED_BY_DEACTIVATION
 from federation.conditions import conditions_of, format_time, set_condition
-from federation.protocol import MULTIKUEUE_CONTROLLER, REASON_PENDING
+from federation.protocol import MULTIKUEUE_CONTROLLER
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +58,8 @@ def multikueue_check_verdict(
 # reserved; the Workload is ``Admitted`` only when all of them are ``Ready``. kfed owns the MultiKueue check; the
 # others belong to their own controllers (provisioning, custom gates), which set their state on the Workload. kfed
 # starts the Job on a worker only once every other check is ``Ready``: until then no copy is created, and the
-# MultiKueue check's message names the checks it waits for. A check in ``Rejected`` deactivates the Workload and a
-# check in ``Retry`` releases its quota and requeues it, as Kueue does — while nothing was sent to a worker yet.
+# MultiKueue check's message names the checks it waits for. A check in ``Rejected`` deactivates and evicts the
+# Workload, a check in ``Retry`` evicts and requeues it, as Kueue does, before or after its Job was sent.
 
 CHECK_PENDING, CHECK_READY, CHECK_RETRY, CHECK_REJECTED = "Pending", "Ready", "Retry", "Rejected"
 
@@ -157,80 +150,58 @@ def admitted_checks(
     return checks, all(check.get("state") == CHECK_READY for check in checks)
 
 
-def _reset_checks(workload: Mapping[str, Any], now: dt.datetime) -> list[dict[str, Any]]:
-    stamp = format_time(now)
-    reset = []
-    for check in check_states(workload):
-        state = check.get("state")
-        if state == CHECK_PENDING:
-            reset.append(dict(check))
-            continue
-        reset.append(
-            {
-                **check,
-                "state": CHECK_PENDING,
-                "message": f"Reset to Pending after eviction. Previously: {state}",
-                "lastTransitionTime": stamp,
-            }
-        )
-    return reset
-
-
 @dataclass(frozen=True, slots=True)
-class Release:
-    """Give back a Workload's quota because of its admission checks (nothing was sent to a worker yet)."""
+class CheckEviction:
+    """Kueue's answer to a check in ``Rejected`` (deactivate) or ``Retry`` (requeue): evict the workload. Only the
+    ``Evicted`` condition is written here; the manager's eviction path then withdraws any copies, stops the Job and
+    releases the quota (``manager.decisions.withdrawal``), as for every other eviction."""
 
     deactivate: bool
-    """Set ``spec.active: false`` first (a check was Rejected); otherwise the Workload is requeued."""
-    status: dict[str, Any]
+    """Set ``spec.active: false`` first (a check was Rejected)."""
+    reason: str
+    """Reason of the ``Evicted`` condition."""
+    message: str
     event_reason: str
     event_message: str
-    message: str
 
 
-def release_for_checks(workload: Mapping[str, Any], gate: CheckGate, *, now: dt.datetime) -> Release | None:
-    """Kueue's answer to a Rejected (deactivate) or Retry (evict and requeue) check; None if neither applies."""
+def check_eviction(gate: CheckGate) -> CheckEviction | None:
+    """The eviction a Rejected or Retry check asks for (Rejected wins); None when no check asks for one."""
     if gate.rejected:
         names = ", ".join(name for name, _ in gate.rejected)
-        message = f"The workload is deactivated due to Admission check(s): {names}, were rejected"
         first, first_message = gate.rejected[0]
-        event_reason = "AdmissionCheckRejected"
-        event_message = f"Deactivating workload because AdmissionCheck for {first} was Rejected: {first_message}"
-        evicted_reason = f"{EVICTED_BY_DEACTIVATION}DueTo{EVICTED_BY_ADMISSION_CHECK}"
-    elif gate.retry:
+        return CheckEviction(
+            deactivate=True,
+            reason=f"{EVICTED_BY_DEACTIVATION}DueTo{EVICTED_BY_ADMISSION_CHECK}",
+            message=f"The workload is deactivated due to Admission check(s): {names}, were rejected",
+            event_reason="AdmissionCheckRejected",
+            event_message=f"Deactivating workload because AdmissionCheck for {first} was Rejected: {first_message}",
+        )
+    if gate.retry:
         names = ", ".join(name for name, _ in gate.retry)
         message = f"At least one admission check is false: {names} asked to retry"
-        event_reason = EVICTED
-        event_message = f"{message}; quota released, the workload is requeued"
-        evicted_reason = EVICTED_BY_ADMISSION_CHECK
-    else:
-        return None
-    conditions: Sequence[Mapping[str, Any]] = conditions_of(workload)
-    generation = (workload.get("metadata") or {}).get("generation")
-    observed = generation if isinstance(generation, int) else None
-    changes: list[tuple[str, bool, str]] = [
-        (EVICTED, True, evicted_reason),
-        (QUOTA_RESERVED, False, REASON_PENDING),
-        (ADMITTED, False, "NoReservation"),
-    ]
-    if not gate.rejected:
-        changes.append((REQUEUED, True, EVICTED_BY_ADMISSION_CHECK))
-    for condition_type, status, reason in changes:
-        if condition_type == ADMITTED and not any(c.get("type") == ADMITTED for c in conditions):
-            continue  # never admitted: nothing to withdraw
-        conditions, _ = set_condition(
-            conditions,
-            condition_type=condition_type,
-            status=status,
-            reason=reason,
+        return CheckEviction(
+            deactivate=False,
+            reason=EVICTED_BY_ADMISSION_CHECK,
             message=message,
-            now=now,
-            observed_generation=observed,
+            event_reason=f"EvictedDueTo{EVICTED_BY_ADMISSION_CHECK}",
+            event_message=f"{message}; the workload is withdrawn and requeued",
         )
-    status_patch: dict[str, Any] = {
-        "conditions": list(conditions),
-        "admission": None,
-        "nominatedClusterNames": None,
-        "admissionChecks": _reset_checks(workload, now),
-    }
-    return Release(bool(gate.rejected), status_patch, event_reason, event_message, message)
+    return None
+
+
+def eviction_conditions(
+    workload: Mapping[str, Any], eviction: CheckEviction, *, now: dt.datetime
+) -> list[Mapping[str, Any]]:
+    """The Workload's conditions with ``Evicted=True`` for ``eviction`` (its reservation is still held)."""
+    generation = (workload.get("metadata") or {}).get("generation")
+    conditions, _ = set_condition(
+        conditions_of(workload),
+        condition_type=EVICTED,
+        status=True,
+        reason=eviction.reason,
+        message=eviction.message,
+        now=now,
+        observed_generation=generation if isinstance(generation, int) else None,
+    )
+    return list(conditions)

@@ -46,7 +46,7 @@ TRANSITIONS: Mapping[Phase, frozenset[Phase]] = {
     P.DISPATCHED: frozenset({P.ADMITTED, P.RUNNING, P.FINISHED, P.EVICTING}),
     P.ADMITTED: frozenset({P.RUNNING, P.FINISHED, P.EVICTING}),
     P.RUNNING: frozenset({P.FINISHED, P.EVICTING}),
-    P.EVICTING: frozenset({P.REQUEUED, P.FINISHED}),
+    P.EVICTING: frozenset({P.REQUEUED, P.DEACTIVATED, P.FINISHED}),  # deactivated: a Rejected admission check
     P.FINISHED: frozenset(),
 }
 """Which phases each phase may move to in one observed step. Two reads of the API may miss the phases passed in

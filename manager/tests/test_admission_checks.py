@@ -5,10 +5,11 @@ from manager.decisions.admission_checks import (
     CheckGate,
     CheckVerdict,
     admitted_checks,
+    check_eviction,
     dispatch_gate,
+    eviction_conditions,
     multikueue_check_names,
     multikueue_check_verdict,
-    release_for_checks,
     with_multikueue_message,
 )
 
@@ -121,44 +122,39 @@ def test_worker_admission_makes_only_the_multikueue_check_ready() -> None:
     assert all_ready
 
 
-def _conditions(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
-    return {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
-
-
-def test_a_rejected_check_deactivates_and_releases_the_quota() -> None:
+def test_a_rejected_check_deactivates_and_evicts() -> None:
     wl = reserved(("mk", "Pending"), ("prov", "Rejected"), message="no such machine type")
-    release = release_for_checks(wl, dispatch_gate(wl, multikueue_checks=MK), now=NOW)
-    assert release is not None
-    assert release.deactivate
-    message = "The workload is deactivated due to Admission check(s): prov, were rejected"
-    assert _conditions(release.status) == {
-        "QuotaReserved": ("False", "Pending", message),
-        "Evicted": ("True", "DeactivatedDueToAdmissionCheck", message),
-    }
-    assert release.status["admission"] is None
-    assert release.status["nominatedClusterNames"] is None
-    assert [(c["name"], c["state"], c["message"]) for c in release.status["admissionChecks"]] == [
-        ("mk", "Pending", "no such machine type"),
-        ("prov", "Pending", "Reset to Pending after eviction. Previously: Rejected"),
-    ]
-    assert release.event_reason == "AdmissionCheckRejected"
-    assert release.event_message == (
+    eviction = check_eviction(dispatch_gate(wl, multikueue_checks=MK))
+    assert eviction is not None
+    assert eviction.deactivate
+    assert eviction.reason == "DeactivatedDueToAdmissionCheck"
+    assert eviction.message == "The workload is deactivated due to Admission check(s): prov, were rejected"
+    assert eviction.event_reason == "AdmissionCheckRejected"
+    assert eviction.event_message == (
         "Deactivating workload because AdmissionCheck for prov was Rejected: no such machine type"
     )
+    conditions = {c["type"]: c for c in eviction_conditions(wl, eviction, now=NOW)}
+    assert (conditions["Evicted"]["status"], conditions["Evicted"]["reason"]) == (
+        "True",
+        "DeactivatedDueToAdmissionCheck",
+    )
+    assert conditions["QuotaReserved"]["status"] == "True", "the eviction path releases the quota after the copies"
 
 
-def test_a_retry_check_releases_the_quota_and_requeues() -> None:
+def test_a_retry_check_evicts_to_requeue_and_rejected_wins_over_retry() -> None:
     wl = reserved(("mk", "Pending"), ("prov", "Retry"))
-    release = release_for_checks(wl, dispatch_gate(wl, multikueue_checks=MK), now=NOW)
-    assert release is not None
-    assert not release.deactivate
-    conditions = _conditions(release.status)
-    assert conditions["Evicted"][:2] == ("True", "AdmissionCheck")
-    assert conditions["Requeued"][:2] == ("True", "AdmissionCheck")
-    assert conditions["QuotaReserved"][:2] == ("False", "Pending")
-    assert "prov" in conditions["Evicted"][2]
+    eviction = check_eviction(dispatch_gate(wl, multikueue_checks=MK))
+    assert eviction is not None
+    assert not eviction.deactivate
+    assert eviction.reason == "AdmissionCheck"
+    assert "prov" in eviction.message
+    assert eviction.event_reason == "EvictedDueToAdmissionCheck"
+    both = reserved(("mk", "Pending"), ("a", "Retry"), ("b", "Rejected"))
+    rejected = check_eviction(dispatch_gate(both, multikueue_checks=MK))
+    assert rejected is not None
+    assert rejected.deactivate
 
 
-def test_pending_checks_release_nothing() -> None:
-    wl = reserved(("mk", "Pending"), ("prov", "Pending"))
-    assert release_for_checks(wl, dispatch_gate(wl, multikueue_checks=MK), now=NOW) is None
+def test_pending_or_ready_checks_evict_nothing() -> None:
+    wl = reserved(("mk", "Retry"), ("prov", "Pending"), ("b", "Ready"))
+    assert check_eviction(dispatch_gate(wl, multikueue_checks=MK)) is None, "kfed's own check is not another's"

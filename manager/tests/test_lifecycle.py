@@ -130,3 +130,10 @@ def test_an_eviction_on_the_worker_withdraws_with_its_reason() -> None:
         manager_job=None,
     )
     assert found == 'evicted in worker cluster "worker-2" (Preempted: to make room)'
+
+
+def test_a_rejected_admission_check_deactivates_through_eviction() -> None:
+    # spec.active false and Evicted while still reserved, then the reservation released (Kueue's order).
+    assert may_follow(Phase.RESERVED, Phase.EVICTING)
+    assert may_follow(Phase.EVICTING, Phase.DEACTIVATED)
+    assert not may_follow(Phase.RESERVED, Phase.DEACTIVATED)
