@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from e2e.rig.federation import Federation, FederationSpec, running
-from e2e.scenarios.helpers import DISPATCH_TIMEOUT
+from e2e.scenarios.helpers import DISPATCH_TIMEOUT, WORKER_LOST_TIMEOUT
 from e2e.toolchain import ensure_built
 
 
@@ -37,6 +37,7 @@ def federation() -> Iterator[Federation]:
         job_seconds=3,
         controllers=True,
         dispatch_timeout=DISPATCH_TIMEOUT,
+        worker_lost_timeout=WORKER_LOST_TIMEOUT,
     )
     with tempfile.TemporaryDirectory(prefix="kfed-fed-") as tmp, running(Path(tmp), bins, spec) as fed:
         for cluster, cpu in (("manager", "96"), ("worker-1", "32"), ("worker-2", "64")):

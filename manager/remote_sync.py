@@ -37,7 +37,7 @@ from manager.decisions.admission_checks import (
     with_multikueue_message,
 )
 from manager.decisions.ledger import InFlightLedger
-from manager.decisions.lifecycle import Phase, phase_of
+from manager.decisions.lifecycle import Phase, copy_belongs, held_worker, phase_of
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
 from manager.decisions.sync import job_finish, mirrored_job_status, plan
 from manager.decisions.withdrawal import (
@@ -52,6 +52,8 @@ from manager.decisions.withdrawal import (
     withdrawal_reason,
     withdrawn_annotation,
     withdrawn_from,
+    worker_lost_message,
+    worker_lost_time_left,
 )
 from manager.workers import WorkerConnection, WorkerPool
 
@@ -62,6 +64,9 @@ MIRROR_INTERVAL = 1.0
 
 Obj = dict[str, Any]
 
+UNREACHABLE_RECHECK_SECONDS = 30.0
+"""While a workload's worker is unreachable, look again at least this often (the timeout may change meanwhile)."""
+
 INVALID_RETRY_SECONDS = 60.0
 """How long to wait before repeating a write the apiserver rejected as invalid (it is reported each time)."""
 
@@ -71,12 +76,6 @@ def owner_job_name(workload: Obj) -> str | None:
         if ref.get("kind") == "Job" and ref.get("controller"):
             return str(ref["name"])
     return None
-
-
-def nominated_worker(workload: Obj) -> str | None:
-    names = list((workload.get("status") or {}).get("nominatedClusterNames") or [])
-    cluster = (workload.get("status") or {}).get("clusterName")
-    return cluster or (names[0] if len(names) == 1 else None)
 
 
 class NotOurs(RuntimeError):
@@ -117,23 +116,23 @@ class RemoteSync:
         return job if job is not None and job["metadata"]["uid"] == owner_uid else None
 
     async def reconcile(self, key: str) -> float | None:
-        """One pass over a dispatched workload, as ordered cases: gone → garbage; not dispatched → nothing;
-        stale copies of an earlier incarnation → remove them first; dispatch unsound → withdraw and requeue;
-        otherwise carry out the sync plan."""
+        """One pass over a workload, as ordered cases: gone → garbage; copies where they do not belong → delete;
+        not dispatched → nothing; its worker unreachable → wait, requeue past the worker-lost timeout; stale copies
+        of an earlier incarnation → remove them first; evicting → withdraw; dispatch unsound → evict; otherwise
+        carry out the sync plan."""
         workload = self._workloads.store.get(key)
         if workload is None:
             await self.collect_garbage(only_key=key)
             self._ledger.forget(key)
             self._mirrored_at.pop(key, None)
             return None
-        if not is_true(workload, "QuotaReserved"):
-            return None
-        worker = nominated_worker(workload)
-        if worker is None:
+        worker = held_worker(workload)
+        await self._delete_strays(key, workload, holder=worker)
+        if worker is None or not is_true(workload, "QuotaReserved"):
             return None
         conn = self._pool.connections.get(worker)
-        if conn is None:
-            return 10.0
+        if conn is None or not conn.connected:
+            return await self._worker_unreachable(workload, worker=worker)
         namespace = workload["metadata"]["namespace"]
         manager_job = self._manager_job(workload)
         uid = workload["metadata"]["uid"]
@@ -231,6 +230,61 @@ class RemoteSync:
             )
             return INVALID_RETRY_SECONDS
         return again
+
+    async def _delete_strays(self, key: str, workload: Obj, *, holder: str | None) -> None:
+        """Delete copies of this workload on reachable workers other than the one holding it (e.g. left on a worker
+        that was unreachable when the workload was requeued): they are found the moment that worker's caches list
+        them again, so nothing stale keeps running there."""
+        namespace, name = key.split("/", 1)
+        job_name = owner_job_name(workload)
+        for conn in list(self._pool.connections.values()):
+            if conn.name == holder or not conn.connected:
+                continue
+            found = [conn.workloads.store.get_by_name(name, namespace=namespace)]
+            if job_name is not None:
+                found.append(conn.jobs.store.get_by_name(job_name, namespace=namespace))
+            strays = [copy for copy in found if copy is not None]
+            if strays:
+                await self._delete_copies(conn, strays, why="stale copy: the workload is not held by this worker")
+
+    async def _worker_unreachable(self, workload: Obj, *, worker: str) -> float | None:
+        """The holding worker cannot be reached: wait (a blip evicts nothing) until the worker-lost timeout, counted
+        from when the connection was lost, then requeue deliberately and visibly without confirming the copies are
+        gone; they are deleted when the worker answers again (see ``_delete_strays``)."""
+        since = self._pool.unreachable_since(worker)
+        now = dt.datetime.now(dt.UTC)
+        left = worker_lost_time_left(since, now=now, timeout=self._config.worker_lost_timeout)
+        if left > 0:
+            return min(left, UNREACHABLE_RECHECK_SECONDS)
+        message = worker_lost_message(worker, timeout=self._config.worker_lost_timeout)
+        meta = workload["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        manager_job = self._manager_job(workload)
+        if manager_job is not None:
+            await self._stop_manager_job(manager_job)
+        await self._api.patch_status(
+            WORKLOADS,
+            meta["name"],
+            {
+                "metadata": {"resourceVersion": meta["resourceVersion"]},
+                "status": requeue_status(workload, reason=REASON_EVICTED_BY_ADMISSION_CHECK, message=message, now=now),
+            },
+            namespace=meta["namespace"],
+            field_manager=self._config.field_manager,
+        )
+        self._ledger.forget(key)
+        self._mirrored_at.pop(key, None)
+        queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        self._metrics.evicted_workloads.labels(cluster_queue=queue, reason=REASON_EVICTED_BY_ADMISSION_CHECK).inc()
+        self._events.emit(
+            workload,
+            reason=f"EvictedDueTo{REASON_EVICTED_BY_ADMISSION_CHECK}",
+            note=f"{message}; requeued",
+            action="Evict",
+            event_type="Warning",
+        )
+        log.warning("workload requeued from a lost worker", workload=key, cluster=worker, message=message)
+        return None
 
     def _ours(self, remote: Obj, uid: str) -> bool:
         return is_ours(remote, origin=self._config.origin, manager_workload_uid=uid)
@@ -515,9 +569,11 @@ class RemoteSync:
             log.info("deleted remote object", cluster=conn.name, kind=resource.kind, name=meta["name"], reason=why)
 
     async def collect_garbage(self, *, only_key: str | None = None) -> int:
-        """Delete our copies that have no live manager Workload with the same uid; returns how many went."""
+        """Delete our copies that no manager Workload holds on that worker (``copy_belongs``); returns how many."""
         deleted = 0
         for conn in list(self._pool.connections.values()):
+            if not conn.connected:
+                continue
             for resource, cache in ((JOBS, conn.jobs), (WORKLOADS, conn.workloads)):
                 for remote in list(cache.store):
                     key = remote_workload_key(remote)
@@ -525,7 +581,7 @@ class RemoteSync:
                         continue
                     manager = self._workloads.store.get(key)
                     labels = remote["metadata"].get("labels") or {}
-                    if manager is not None and manager["metadata"]["uid"] == labels.get(MANAGER_UID_LABEL):
+                    if copy_belongs(manager, worker=conn.name, manager_uid=labels.get(MANAGER_UID_LABEL)):
                         continue
                     meta = remote["metadata"]
                     await conn.api.delete(

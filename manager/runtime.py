@@ -42,7 +42,7 @@ from manager.decisions.workload_from_job import workload_name_for_job
 from manager.job_controller import JobController
 from manager.remote_sync import RemoteSync, owner_job_name
 from manager.scheduler import GlobalScheduler
-from manager.workers import WorkerPool
+from manager.workers import HEALTH_CHANGED, WorkerPool
 
 log = structlog.get_logger(__name__)
 
@@ -163,6 +163,14 @@ class ManagerRuntime:
             cache.add_handler(self.admission_check_status.trigger.pull)
 
     def _remote_changed(self, worker: str, kind: str, obj: dict[str, Any]) -> None:
+        if kind == HEALTH_CHANGED:
+            conn = self.pool.connections.get(worker)
+            if conn is not None:
+                for copy in conn.workloads.store:
+                    self._remote_changed(worker, "Workload", copy)
+                for copy in conn.jobs.store:
+                    self._remote_changed(worker, "Job", copy)
+            return
         if kind == "ClusterCapacity":
             conn = self.pool.connections.get(worker)
             if conn is not None and conn.report is not None:

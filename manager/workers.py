@@ -30,7 +30,7 @@ import structlog
 
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
 from federation.api.multikueue import KUBECONFIG_SECRET_KEY
-from federation.conditions import find_condition, set_condition
+from federation.conditions import find_condition, parse_time, set_condition
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.clients import ClientOptions, connect_kubeconfig_text
@@ -48,7 +48,10 @@ from manager.decisions.worker_health import CacheView, Health, ReconnectBackoff,
 log = structlog.get_logger(__name__)
 
 RemoteHandler = Callable[[str, str, dict[str, Any]], None]
-"""``handler(worker, kind, obj)`` with kind ``Workload``, ``Job`` or ``ClusterCapacity``."""
+"""``handler(worker, kind, obj)`` with kind ``Workload``, ``Job`` or ``ClusterCapacity``, or ``HEALTH_CHANGED``
+(with an empty obj) when a worker's connection fails or answers again after failing."""
+
+HEALTH_CHANGED = "HealthChanged"
 
 # Kueue's reasons for the MultiKueueCluster Active condition.
 REASON_ACTIVE = "Active"
@@ -119,6 +122,8 @@ class WorkerPool:
         self.problems: dict[str, str] = {}
         self._backoff: dict[str, tuple[str, ReconnectBackoff]] = {}
         """cluster -> (kubeconfig fingerprint, its reconnect backoff); a new kubeconfig starts a fresh backoff."""
+        self._lost_at: dict[str, dt.datetime] = {}
+        """cluster -> when this process first saw it unusable (cleared once it is connected again)."""
         self._reported: dict[str, tuple[bool, str]] = {}
         """cluster -> (active, reason) last written, to tell a change of the condition from a rewrite."""
         self.queue = WorkQueue("multikueue-clusters")
@@ -135,6 +140,21 @@ class WorkerPool:
         if conn is None:
             return self.problems.get(name, "not connected")
         return conn.unusable_reason(now)
+
+    def unreachable_since(self, name: str) -> dt.datetime | None:
+        """Since when worker ``name`` has been unusable (None while it is connected): the earlier of when this process
+        saw it fail and when its ``Active`` condition turned False, so a manager restart during an outage neither
+        starts the clock again nor counts a blip it never saw."""
+        conn = self.connections.get(name)
+        if conn is not None and conn.connected:
+            self._lost_at.pop(name, None)
+            return None
+        since = self._lost_at.setdefault(name, dt.datetime.now(dt.UTC))
+        cluster = self._clusters.store.get_by_name(name)
+        written = find_condition(cluster, "Active") if cluster is not None else None
+        if written is not None and written.get("status") == "False" and written.get("lastTransitionTime"):
+            since = min(since, parse_time(str(written["lastTransitionTime"])))
+        return since
 
     def _secret_changed(self, secret: dict[str, Any]) -> None:
         name = secret["metadata"]["name"]
@@ -311,7 +331,14 @@ class WorkerPool:
                     was=conn.health.state,
                     message=health.message,
                 )
+                was_failed = conn.health.state == "failed"
                 conn.health = health
+                if health.state == "failed":
+                    self._lost_at.setdefault(conn.name, dt.datetime.now(dt.UTC))
+                if health.state == "failed" or was_failed:
+                    # lost (its workloads start waiting for the worker-lost timeout) or back (copies there may be
+                    # stale now): every workload with a copy there is looked at again
+                    self._on_remote_change(conn.name, HEALTH_CHANGED, {})
                 self.queue.add(conn.name)
             await anyio.sleep(self._config.probe_interval if health.state != "connecting" else 0.5)
 

@@ -124,6 +124,7 @@ def start_controllers(fed: Federation) -> None:
             "--gc-interval",
             "10",
             *(["--dispatch-timeout", str(fed.spec.dispatch_timeout)] if fed.spec.dispatch_timeout else []),
+            *(["--worker-lost-timeout", str(fed.spec.worker_lost_timeout)] if fed.spec.worker_lost_timeout else []),
             "--multikueue-kubeconfig-dir",
             str(kubeconfig_dir),
             *common,

@@ -47,6 +47,8 @@ class FederationSpec:
     """Also start kfed-manager and one kfed-agent per worker (with the MultiKueue objects they need)."""
     dispatch_timeout: float | None = None
     """kfed-manager's --dispatch-timeout (None: its default)."""
+    worker_lost_timeout: float | None = None
+    """kfed-manager's --worker-lost-timeout (None: its default, Kueue's 15 min)."""
 
     def shape(self, worker: str) -> NodeShape:
         return self.node_shapes.get(worker, self.default_shape)

@@ -13,6 +13,8 @@ Obj = dict[str, Any]
 
 DISPATCH_TIMEOUT = 20.0
 """kfed-manager's dispatch timeout in the shared federation (short, so the timeout scenario runs quickly)."""
+WORKER_LOST_TIMEOUT = 15.0
+"""kfed-manager's worker-lost timeout in the shared federation (Kueue's default is 15 min)."""
 
 
 def get(fed: Federation, cluster: str, kind: str, name: str, namespace: str = "default") -> Obj | None:
@@ -69,16 +71,20 @@ def worker_of(fed: Federation, job: str) -> str | None:
     return ((wl or {}).get("status") or {}).get("clusterName")
 
 
-def remote_copies(fed: Federation, job: str) -> dict[str, list[str]]:
-    """Per worker, which of the Job's copies exist there ("job", "workload")."""
+def remote_copies(fed: Federation, job: str, *, live_only: bool = False) -> dict[str, list[str]]:
+    """Per worker, which of the Job's copies exist there ("job", "workload"); with ``live_only``, copies already
+    being deleted (``deletionTimestamp`` set) are left out."""
     found: dict[str, list[str]] = {}
+    wl = workload_of(fed, job)
     for worker in fed.workers:
-        kinds = []
-        if get(fed, worker, "job", job) is not None:
-            kinds.append("job")
-        wl = workload_of(fed, job)
-        if wl is not None and get(fed, worker, "workloads.kueue.x-k8s.io", wl["metadata"]["name"]) is not None:
-            kinds.append("workload")
+        copies = [("job", get(fed, worker, "job", job))]
+        if wl is not None:
+            copies.append(("workload", get(fed, worker, "workloads.kueue.x-k8s.io", wl["metadata"]["name"])))
+        kinds = [
+            kind
+            for kind, obj in copies
+            if obj is not None and not (live_only and obj["metadata"].get("deletionTimestamp"))
+        ]
         if kinds:
             found[worker] = kinds
     return found

@@ -15,6 +15,7 @@ from e2e.queues import job_manifest
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import (
     DISPATCH_TIMEOUT,
+    WORKER_LOST_TIMEOUT,
     condition,
     get,
     is_true,
@@ -61,10 +62,12 @@ def _running_on(fed: Federation, job: str) -> str:
 
 
 def _complete_on_one_worker_at_a_time(fed: Federation, job: str, timeout: float = 120) -> None:
-    """Wait for Complete while checking, at every sample, that copies exist on at most one worker."""
+    """Wait for Complete while checking, at every sample, that live copies (not being deleted) exist on at most one
+    worker. (The samples of two workers are not atomic: a copy kfed is deleting, with its pods, may still show on
+    one worker while the next dispatch already shows on another.)"""
     deadline = time.monotonic() + timeout
     while True:
-        copies = remote_copies(fed, job)
+        copies = remote_copies(fed, job, live_only=True)
         assert len(copies) <= 1, f"{job} has copies on more than one worker: {copies}"
         manager_job = get(fed, MANAGER, "job", job)
         if is_true(manager_job, "Complete"):
@@ -242,3 +245,50 @@ def test_f5_an_eviction_on_the_worker_requeues_and_the_job_runs_again_preferring
     assert f'evicted in worker cluster "{worker}"' in requeued["message"]
     other = next(w for w in federation.workers if w != worker)
     assert worker_of(federation, "f5-evict") in (None, other)
+
+
+def test_f2_a_brief_blip_of_the_worker_evicts_nothing(federation: Federation) -> None:
+    submit(federation, "f2-blip", cpu="1", seconds=8)
+    worker = _running_on(federation, "f2-blip")
+    with federation.paused(worker):
+        # Well short of the worker-lost timeout: the manager notices (Active=False) but keeps the workload there.
+        wait_for(
+            lambda: condition(get(federation, MANAGER, "multikueuecluster", worker, namespace="kfed-system"), "Active"),
+            until=lambda c: c is not None and c["status"] == "False",
+            timeout=WORKER_LOST_TIMEOUT / 2,
+            what=f"{worker} Active=False",
+        )
+    _complete_on_one_worker_at_a_time(federation, "f2-blip")
+    assert worker_of(federation, "f2-blip") == worker
+    assert condition(workload_of(federation, "f2-blip"), "Requeued") is None
+
+
+def test_f1_a_worker_lost_past_the_timeout_has_its_workload_requeued_elsewhere_and_its_copies_collected(
+    federation: Federation,
+) -> None:
+    submit(federation, "f1-lost", cpu="1", seconds=6)
+    worker = _running_on(federation, "f1-lost")
+    other = next(w for w in federation.workers if w != worker)
+    with federation.paused(worker):
+        requeued = wait_for(
+            lambda: condition(workload_of(federation, "f1-lost"), "Requeued"),
+            until=lambda c: c is not None and c["status"] == "True",
+            timeout=WORKER_LOST_TIMEOUT + 30,
+            what="f1-lost requeued after the worker-lost timeout",
+        )
+        assert requeued is not None
+        assert "worker-lost timeout" in requeued["message"]
+        wait_for(
+            lambda: worker_of(federation, "f1-lost"),
+            until=lambda w: w == other,
+            timeout=60,
+            what=f"f1-lost dispatched to {other}",
+        )
+    # Back: its stale copies there are deleted; the Job completes where it was sent again.
+    wait_for(
+        lambda: remote_copies(federation, "f1-lost").get(worker),
+        until=lambda kinds: not kinds,
+        timeout=30,
+        what=f"stale copies of f1-lost removed from {worker}",
+    )
+    wait_complete(federation, "f1-lost", timeout=90)

@@ -93,3 +93,25 @@ def phase_of(
 def holds_worker(phase: Phase) -> bool:
     """Phases in which the workload may have copies in its worker (so it must not go to another one)."""
     return phase in _DISPATCHED_PHASES or phase is P.EVICTING
+
+
+def held_worker(workload: Obj) -> str | None:
+    """The worker that holds the workload (its copies may be there), or None.
+
+    ``status.clusterName`` once admitted, before that the single nominated worker — while the quota reservation
+    is held (a finished workload keeps its worker until its copies are cleaned up)."""
+    if not (is_true(workload, "QuotaReserved") or is_true(workload, "Finished")):
+        return None
+    status = workload.get("status") or {}
+    names = list(status.get("nominatedClusterNames") or [])
+    cluster = status.get("clusterName")
+    return str(cluster) if cluster else (str(names[0]) if len(names) == 1 else None)
+
+
+def copy_belongs(workload: Obj | None, *, worker: str, manager_uid: str | None) -> bool:
+    """Whether a copy in ``worker`` that names the manager Workload uid ``manager_uid`` is still wanted there: the
+    Workload exists with that uid and ``worker`` holds it. Any other copy is stale and is deleted (a requeued
+    workload's copy left on a worker that was unreachable, a copy of a deleted or re-created Workload)."""
+    if workload is None or (workload.get("metadata") or {}).get("uid") != manager_uid:
+        return False
+    return held_worker(workload) == worker

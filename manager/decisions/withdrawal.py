@@ -74,6 +74,20 @@ def dispatch_time_left(remote_workload: Obj | None, *, now: dt.datetime, timeout
     return timeout - (now - parse_time(str(created))).total_seconds()
 
 
+def worker_lost_time_left(since: dt.datetime | None, *, now: dt.datetime, timeout: float) -> float:
+    """Seconds until a worker unreachable since ``since`` counts as lost (``timeout`` when the start is unknown)."""
+    if since is None:
+        return timeout
+    return timeout - (now - since).total_seconds()
+
+
+def worker_lost_message(worker: str, *, timeout: float) -> str:
+    return (
+        f'worker cluster "{worker}" has been unreachable for longer than the worker-lost timeout ({timeout:.0f}s); '
+        "its copies there are deleted as soon as it answers again (until then it may still be running there)"
+    )
+
+
 def withdrawal_reason(
     *,
     manager_workload: Obj,

@@ -7,13 +7,22 @@ from typing import Any
 
 import pytest
 
-from manager.decisions.lifecycle import TRANSITIONS, Phase, holds_worker, may_follow, phase_of
+from manager.decisions.lifecycle import (
+    TRANSITIONS,
+    Phase,
+    copy_belongs,
+    held_worker,
+    holds_worker,
+    may_follow,
+    phase_of,
+)
 from manager.decisions.withdrawal import (
     dispatch_time_left,
     eviction_of,
     eviction_status,
     requeue_status,
     withdrawal_reason,
+    worker_lost_time_left,
 )
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
@@ -137,3 +146,29 @@ def test_a_rejected_admission_check_deactivates_through_eviction() -> None:
     assert may_follow(Phase.RESERVED, Phase.EVICTING)
     assert may_follow(Phase.EVICTING, Phase.DEACTIVATED)
     assert not may_follow(Phase.RESERVED, Phase.DEACTIVATED)
+
+
+def test_the_worker_holding_a_workload_and_which_copies_belong() -> None:
+    nominated = wl("QuotaReserved")
+    nominated["metadata"]["uid"] = "u1"
+    nominated["status"]["nominatedClusterNames"] = ["worker-1"]
+    admitted = wl("QuotaReserved", "Admitted")
+    admitted["metadata"]["uid"] = "u1"
+    admitted["status"]["clusterName"] = "worker-2"
+    requeued = wl("Evicted", "Requeued")
+    requeued["metadata"]["uid"] = "u1"
+    assert held_worker(nominated) == "worker-1"
+    assert held_worker(admitted) == "worker-2"
+    assert held_worker(requeued) is None
+    assert copy_belongs(admitted, worker="worker-2", manager_uid="u1")
+    assert not copy_belongs(admitted, worker="worker-1", manager_uid="u1")  # left on a worker it was taken from
+    assert not copy_belongs(admitted, worker="worker-2", manager_uid="u0")  # an earlier Workload of that name
+    assert not copy_belongs(requeued, worker="worker-2", manager_uid="u1")
+    assert not copy_belongs(None, worker="worker-2", manager_uid="u1")
+
+
+def test_worker_lost_counts_from_when_the_connection_was_lost() -> None:
+    since = NOW - dt.timedelta(seconds=600)
+    assert worker_lost_time_left(since, now=NOW, timeout=900) == pytest.approx(300)
+    assert worker_lost_time_left(since, now=NOW, timeout=300) <= 0
+    assert worker_lost_time_left(None, now=NOW, timeout=900) == 900
