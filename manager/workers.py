@@ -335,6 +335,8 @@ class WorkerPool:
                 conn.health = health
                 if health.state == "failed":
                     self._lost_at.setdefault(conn.name, dt.datetime.now(dt.UTC))
+                elif health.state == "healthy":
+                    self._lost_at.pop(conn.name, None)  # the next outage is timed from its own start
                 if health.state == "failed" or was_failed:
                     # lost (its workloads start waiting for the worker-lost timeout) or back (copies there may be
                     # stale now): every workload with a copy there is looked at again
