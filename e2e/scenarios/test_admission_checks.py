@@ -16,7 +16,7 @@ import pytest
 from e2e.queues import CLUSTER_QUEUE, FLAVOR
 from e2e.rig.controllers import ADMISSION_CHECK
 from e2e.rig.federation import MANAGER, Federation
-from e2e.scenarios.helpers import condition, get, is_true, items, remote_copies, submit, workload_of
+from e2e.scenarios.helpers import condition, get, is_true, items, remote_copies, submit, worker_of, workload_of
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -244,3 +244,40 @@ def test_a_retry_check_releases_the_reservation_and_the_workload_is_queued_again
         what="ac-retry to finish on the manager",
     )
     assert is_true(job, "Complete"), (job or {}).get("status")
+
+
+def test_a_check_that_asks_to_retry_after_dispatch_withdraws_the_running_job_and_requeues_it(
+    federation: Federation, gated_queue: str
+) -> None:
+    submit(federation, "ac-late", cpu="1", seconds=120, queue=gated_queue)
+    wait_for(
+        lambda: workload_of(federation, "ac-late"),
+        until=lambda w: is_true(w, "QuotaReserved"),
+        timeout=60,
+        what="ac-late to get its quota reservation",
+    )
+    _set_gate(federation, "ac-late", state="Ready", message="the gate is open")
+    wait_for(
+        lambda: get(federation, MANAGER, "job", "ac-late"),
+        until=lambda j: bool(((j or {}).get("status") or {}).get("active")),
+        timeout=60,
+        what="ac-late running (mirrored active pod)",
+    )
+    worker = worker_of(federation, "ac-late")
+    assert worker is not None
+    _set_gate(federation, "ac-late", state="Retry", message="the budget was revised")
+    wait_for(
+        lambda: (get(federation, worker, "job", "ac-late"), workload_of(federation, "ac-late")),
+        until=lambda seen: (
+            seen[0] is None
+            and (condition(seen[1], "Requeued") or {}).get("reason") == "AdmissionCheck"
+            and _checks(seen[1]).get(GATE, {}).get("state") == "Pending"
+        ),
+        timeout=60,
+        what="the remote Job withdrawn and ac-late requeued with the check Pending again",
+    )
+    job = get(federation, MANAGER, "job", "ac-late")
+    assert job is not None
+    assert job["spec"]["suspend"] is True, "the manager Job is stopped while the workload waits again"
+    assert remote_copies(federation, "ac-late") == {}
+    federation.kubectl(MANAGER, "delete", "job", "ac-late", "--wait=false")
