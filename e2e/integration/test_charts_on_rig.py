@@ -381,3 +381,182 @@ def test_kfed_agent_runs_with_its_service_account_and_publishes_capacity(install
         code = process.stop()
     assert code == 0, process.log()[-3000:]
     assert_no_forbidden(process, "kfed-agent")
+
+
+def _apply(rig: Federation, cluster: str, objects: list[dict[str, Any]]) -> None:
+    rig.kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+
+
+def _get(rig: Federation, cluster: str, *args: str) -> dict[str, Any]:
+    result = rig.kubectl(cluster, "get", *args, "-o", "json", check=False)
+    return json.loads(result.stdout) if result.returncode == 0 else {}
+
+
+def _conditions(obj: dict[str, Any]) -> dict[str, str]:
+    return {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or ()}
+
+
+def _start(kind: str, kubeconfig: Path, log: Path, *args: str) -> Process:
+    return Process(
+        [
+            str(REPO_ROOT / ".venv" / "bin" / kind),
+            f"--kubeconfig={kubeconfig}",
+            f"--namespace={NAMESPACE}",
+            "--health-port=0",
+            "--metrics-port=-1",
+            "--bind-address=127.0.0.1",
+            *args,
+        ],
+        log,
+    )
+
+
+def test_a_job_runs_through_kfed_with_only_the_charts_service_accounts(installed: Installed) -> None:
+    """A queued Job on the manager is dispatched to worker-1, run there and finished, with kfed-manager, kfed-agent
+    and the manager's access to the worker all authenticated by the charts' ServiceAccount tokens: every write path
+    of a dispatch (Workload create and status, remote copies create/delete, Job unsuspend and status mirror,
+    queue status, Events) goes through the charts' RBAC."""
+    rig = installed.rig
+    tag = uuid.uuid4().hex[:6]
+    name = f"charts-{tag}"
+    namespace = f"charts-{tag}"
+    secret = f"{name}-kubeconfig"
+    access = installed.kubeconfig_for(WORKER, ACCESS_ACCOUNT).read_text()
+    quota = [
+        {
+            "coveredResources": ["cpu", "memory"],
+            "flavors": [
+                {
+                    "name": name,
+                    "resources": [{"name": "cpu", "nominalQuota": "4"}, {"name": "memory", "nominalQuota": "8Gi"}],
+                }
+            ],
+        }
+    ]
+
+    def queues(*, manager: bool) -> list[dict[str, Any]]:
+        cq_spec: dict[str, Any] = {"namespaceSelector": {}, "resourceGroups": quota}
+        if manager:
+            cq_spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": name}]}
+        return [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name}},
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ClusterQueue",
+                "metadata": {"name": name},
+                "spec": cq_spec,
+            },
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": "user-queue", "namespace": namespace},
+                "spec": {"clusterQueue": name},
+            },
+        ]
+
+    multikueue = [
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": secret, "namespace": NAMESPACE},
+            "data": {"kubeconfig": base64.b64encode(access.encode()).decode()},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "MultiKueueCluster",
+            "metadata": {"name": name},
+            "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret}}},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "MultiKueueConfig",
+            "metadata": {"name": name},
+            "spec": {"clusters": [name]},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "AdmissionCheck",
+            "metadata": {"name": name},
+            "spec": {
+                "controllerName": "kueue.x-k8s.io/multikueue",
+                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": name},
+            },
+        },
+    ]
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "trained", "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+        "spec": {
+            "template": {
+                "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": "1s"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "main", "image": "registry.example/train:1", "resources": {"requests": {"cpu": "1"}}}
+                    ],
+                },
+            }
+        },
+    }
+    _apply(rig, WORKER, queues(manager=False))
+    _apply(rig, MANAGER, queues(manager=True) + multikueue)
+    manager = _start(
+        "kfed-manager", installed.kubeconfig_for(MANAGER, MANAGER_RELEASE), installed.directory / f"m-{tag}.log"
+    )
+    agent = _start(
+        "kfed-agent",
+        installed.kubeconfig_for(WORKER, AGENT_RELEASE),
+        installed.directory / f"a-{tag}.log",
+        f"--cluster-name={WORKER}",
+    )
+    try:
+        with explained(manager, "kfed-manager"), explained(agent, "kfed-agent"):
+            wait_for(
+                lambda: _conditions(_get(rig, MANAGER, "multikueuecluster.kueue.x-k8s.io", name)).get("Active"),
+                until=lambda status: status == "True",
+                timeout=60,
+                what=f"MultiKueueCluster {name} Active",
+            )
+            _apply(rig, MANAGER, [job])
+            finished = wait_for(
+                lambda: _get(rig, MANAGER, "-n", namespace, "job", "trained"),
+                until=lambda j: (j.get("status") or {}).get("succeeded") == 1,
+                timeout=90,
+                what="the Job to run on the worker and its final status to come back to the manager",
+            )
+            assert finished["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+            workloads = _get(rig, MANAGER, "-n", namespace, "workloads.kueue.x-k8s.io")["items"]
+            assert len(workloads) == 1
+            assert _conditions(workloads[0]).get("Finished") == "True"
+            assert workloads[0]["status"].get("clusterName") == name
+            wait_for(
+                lambda: _get(rig, WORKER, "-n", namespace, "jobs,workloads.kueue.x-k8s.io")["items"],
+                until=lambda remaining: remaining == [],
+                timeout=60,
+                what="the copies on the worker to be deleted by the manager",
+            )
+    finally:
+        codes = {"kfed-manager": manager.stop(), "kfed-agent": agent.stop()}
+        for cluster in (MANAGER, WORKER):
+            rig.kubectl(cluster, "delete", "namespace", namespace, "--wait=false", "--ignore-not-found")
+            rig.kubectl(cluster, "delete", "clusterqueue.kueue.x-k8s.io", name, "--wait=false", "--ignore-not-found")
+            # The processes that would lift Kueue's resource-in-use finalizer are gone: lift it here.
+            rig.kubectl(
+                cluster,
+                "patch",
+                "clusterqueue.kueue.x-k8s.io",
+                name,
+                "--type=merge",
+                "-p",
+                '{"metadata":{"finalizers":null}}',
+                check=False,
+            )
+            rig.kubectl(cluster, "delete", "resourceflavor.kueue.x-k8s.io", name, "--wait=false", "--ignore-not-found")
+        for kind in ("admissioncheck", "multikueueconfig", "multikueuecluster"):
+            rig.kubectl(MANAGER, "delete", f"{kind}.kueue.x-k8s.io", name, "--ignore-not-found")
+        rig.kubectl(MANAGER, "-n", NAMESPACE, "delete", "secret", secret, "--ignore-not-found")
+    assert codes == {"kfed-manager": 0, "kfed-agent": 0}, manager.log()[-2000:] + agent.log()[-2000:]
+    assert_no_forbidden(manager, "kfed-manager")
+    assert_no_forbidden(agent, "kfed-agent")
