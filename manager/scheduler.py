@@ -16,7 +16,7 @@ import anyio
 import anyio.abc
 import structlog
 
-from federation.admission.api_drain import WorkloadUpdate, drain, pending_update
+from federation.admission.api_drain import EventSpec, WorkloadUpdate, drain, pending_update
 from federation.admission.api_queue_status import (
     finalizer_changes,
     local_queue_status_patches,
@@ -26,6 +26,7 @@ from federation.admission.api_queue_status import (
 )
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.decisions import Admit, Preempt, Wait
+from federation.conditions import is_true
 from federation.kube.errors import Conflict, KubeError
 from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from federation.kube.status_writes import write_finalizers, write_status_patches
@@ -33,7 +34,7 @@ from federation.kube.trigger import Trigger
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
 from manager.decisions.reservation import assigned_flavors, multikueue_workers, reservation_update, workload_checks
-from manager.decisions.withdrawal import excluded_workers, withdrawn_from
+from manager.decisions.withdrawal import excluded_workers, preemption_status, withdrawn_from
 
 if TYPE_CHECKING:
     from manager.runtime import ManagerRuntime
@@ -161,6 +162,7 @@ class GlobalScheduler:
             if update is not None:
                 updates.append(update)
         decisions = drain(state, now_seconds=now.timestamp(), veto=veto)
+        preempting: set[str] = set()
         for decision in decisions:
             raw = raw_of[decision.workload.key]
             if isinstance(decision, Admit):
@@ -183,10 +185,7 @@ class GlobalScheduler:
             )
             message = decision.message
             if isinstance(decision, Preempt):
-                message = (
-                    f"{decision.message.split('. Pending the preemption')[0]}; preemption on the manager is "
-                    "not implemented yet"
-                )
+                updates.extend(self._preempt(decision, now=now, already=preempting))
             update = pending_update(
                 raw, reason=reason, message=message, now=now, cluster_queue=decision.workload.cluster_queue
             )
@@ -254,6 +253,30 @@ class GlobalScheduler:
         if not written:
             self.trigger()
 
+    def _preempt(self, decision: Preempt, *, now: dt.datetime, already: set[str]) -> list[WorkloadUpdate]:
+        """Evict the decision's victims that are not being evicted yet (one victim set per preemptor: while they give
+        their quota back they stay the first candidates, so later passes pick the same set instead of more)."""
+        updates = []
+        for victim in decision.victims:
+            raw = self._rt.workloads.store.get(victim.key)
+            if raw is None or victim.key in already or is_true(raw, "Evicted"):
+                continue
+            already.add(victim.key)
+            status = preemption_status(raw, preemption_reason=victim.reason, message=victim.message, now=now)
+            note = f"{victim.message}; preempted by {decision.workload.key}"
+            updates.append(
+                WorkloadUpdate(
+                    victim.key,
+                    raw,
+                    status,
+                    "preempted",
+                    victim.cluster_queue,
+                    victim.message,
+                    (EventSpec("Preempted", note, "Normal"),),
+                )
+            )
+        return updates
+
     async def _write(self, update: WorkloadUpdate) -> None:
         rt = self._rt
         meta = update.raw["metadata"]
@@ -270,6 +293,9 @@ class GlobalScheduler:
             log.info("workload status write failed; will decide again", workload=update.key, error=str(err))
             self.trigger()
             return
+        if update.outcome == "preempted":
+            rt.metrics.evicted_workloads.labels(cluster_queue=update.cluster_queue or "", reason="Preempted").inc()
+            log.info("workload preempted", workload=update.key, queue=update.cluster_queue, message=update.message)
         if update.outcome == "reserved":
             rt.metrics.quota_reserved_workloads.labels(cluster_queue=update.cluster_queue or "").inc()
             log.info(

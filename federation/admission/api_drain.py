@@ -30,7 +30,7 @@ from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 
 Veto = Callable[[Admit], str | None]
 Obj = dict[str, Any]
-Outcome = Literal["admitted", "reserved", "pending"]
+Outcome = Literal["admitted", "reserved", "pending", "preempted"]
 
 
 @dataclass(frozen=True, slots=True)

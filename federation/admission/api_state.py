@@ -29,6 +29,7 @@ from federation.admission.api_workloads import (
     PENDING,
     RESERVED,
     core_workload,
+    epoch_seconds,
     reserved_at,
     reserved_cluster_queue,
     reserved_usage,
@@ -36,6 +37,8 @@ from federation.admission.api_workloads import (
     workload_state,
 )
 from federation.admission.snapshot import Snapshot
+from federation.api.workload import EVICTED
+from federation.conditions import is_true
 from federation.protocol import REASON_INADMISSIBLE
 
 Obj = dict[str, Any]
@@ -167,8 +170,18 @@ def _charge(state: QuotaState, raw: Obj) -> None:
     key = workload_key(raw)
     if state.snapshot.admitted(key) is not None:
         return
-    workload = core.Workload(key=key, cluster_queue=queue_name, pod_sets=())
-    state.snapshot.add_workload(core.AdmittedWorkload(workload, usage, reserved_at(raw)))
+    # Priority and age matter to preemption; an eviction in progress makes it the first candidate (no second
+    # victim is chosen while the first one is still giving its quota back).
+    spec = raw.get("spec") or {}
+    workload = core.Workload(
+        key=key,
+        cluster_queue=queue_name,
+        pod_sets=(),
+        priority=int(spec.get("priority") or 0),
+        creation_time=epoch_seconds((raw.get("metadata") or {}).get("creationTimestamp")) or 0.0,
+    )
+    evicted = is_true(raw, EVICTED)
+    state.snapshot.add_workload(core.AdmittedWorkload(workload, usage, reserved_at(raw), evicted=evicted))
     state.reserving.setdefault(queue_name, []).append(raw)
 
 

@@ -153,6 +153,25 @@ def eviction_status(workload: Obj, *, reason: str, message: str, now: dt.datetim
     return {"conditions": conditions, "admissionChecks": checks}
 
 
+REASON_PREEMPTED = "Preempted"
+
+
+def preemption_status(workload: Obj, *, preemption_reason: str, message: str, now: dt.datetime) -> dict[str, Any]:
+    """Evict a preemption victim (``Evicted`` reason ``Preempted``, and ``Preempted`` with Kueue's preemption reason
+    such as ``InClusterQueue``); the remote sync then withdraws it from its worker and releases its quota."""
+    status = eviction_status(workload, reason=REASON_PREEMPTED, message=message, now=now)
+    status["conditions"], _ = set_condition(
+        status["conditions"],
+        condition_type="Preempted",
+        status=True,
+        reason=preemption_reason,
+        message=message,
+        now=now,
+        observed_generation=(workload.get("metadata") or {}).get("generation"),
+    )
+    return status
+
+
 def eviction_of(workload: Obj) -> tuple[str, str]:
     """(reason, message) of the workload's ``Evicted`` condition."""
     evicted = find_condition(workload, "Evicted") or {}

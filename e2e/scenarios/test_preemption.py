@@ -1,0 +1,126 @@
+"""Preemption decided by the manager's global scheduler runs on the worker (issue: recovery, deliverable 4).
+
+A ClusterQueue of 4 cpu with ``withinClusterQueue: LowerPriority``: a high-priority Job that needs the whole
+queue evicts the running low-priority one from its worker — one victim, withdrawn and requeued — runs, and the
+low-priority Job runs again afterwards. Both end Complete, and neither ever has copies on two workers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from e2e.queues import FLAVOR, job_manifest
+from e2e.rig.controllers import ADMISSION_CHECK
+from e2e.rig.federation import MANAGER, Federation
+from e2e.scenarios.helpers import condition, get, is_true, items, remote_copies, wait_complete, workload_of
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+QUEUE = "preempt-queue"
+
+
+def _queues(*, manager: bool) -> list[dict[str, Any]]:
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "preemption": {"withinClusterQueue": "LowerPriority"},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory"],
+                "flavors": [
+                    {
+                        "name": FLAVOR,
+                        "resources": [{"name": "cpu", "nominalQuota": "4"}, {"name": "memory", "nominalQuota": "64Gi"}],
+                    }
+                ],
+            }
+        ],
+    }
+    if manager:
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": ADMISSION_CHECK}]}
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": QUEUE}, "spec": spec},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": QUEUE, "namespace": "default"},
+            "spec": {"clusterQueue": QUEUE},
+        },
+    ]
+    if manager:
+        for name, value in (("low", 10), ("high", 1000)):
+            objects.append(
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "WorkloadPriorityClass",
+                    "metadata": {"name": f"preempt-{name}"},
+                    "value": value,
+                }
+            )
+    return objects
+
+
+@pytest.fixture
+def preempt_queue(federation: Federation) -> None:
+    for cluster in (MANAGER, *federation.workers):
+        objects = _queues(manager=cluster == MANAGER)
+        federation.kubectl(
+            cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+        )
+
+
+def _submit(fed: Federation, name: str, priority: str, seconds: float) -> None:
+    manifest = job_manifest(name, namespace="default", cpu="4", seconds=seconds, queue=QUEUE, memory="1Gi")
+    manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = f"preempt-{priority}"
+    fed.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+
+
+def test_a_higher_priority_job_preempts_a_running_lower_one_on_its_worker(
+    federation: Federation, preempt_queue: None
+) -> None:
+    _submit(federation, "pre-low", "low", seconds=12)
+    wait_for(
+        lambda: get(federation, MANAGER, "job", "pre-low"),
+        until=lambda j: int(((j or {}).get("status") or {}).get("active", 0)) > 0,
+        timeout=60,
+        what="pre-low running",
+    )
+    _submit(federation, "pre-high", "high", seconds=2)
+    low = wait_for(
+        lambda: workload_of(federation, "pre-low"),
+        until=lambda wl: is_true(wl, "Preempted"),
+        timeout=60,
+        what="pre-low preempted",
+    )
+    preempted = condition(low, "Preempted")
+    assert preempted is not None
+    assert preempted["reason"] == "InClusterQueue"
+    # The queue holds one of them at a time: while pre-high holds the quota (and is not finished), pre-low has no
+    # live copy on any worker (it was withdrawn before its quota was released).
+    deadline = time.monotonic() + 90
+    while not is_true(get(federation, MANAGER, "job", "pre-high"), "Complete"):
+        high = workload_of(federation, "pre-high")
+        if is_true(high, "QuotaReserved") and not is_true(high, "Finished"):
+            low_copies = remote_copies(federation, "pre-low", live_only=True)
+            assert not low_copies, f"pre-low still on a worker while pre-high holds the quota: {low_copies}"
+        assert time.monotonic() < deadline, "pre-high did not complete"
+        time.sleep(0.3)
+    high = workload_of(federation, "pre-high")
+    assert condition(high, "Preempted") is None
+    # pre-low was requeued and runs again afterwards.
+    requeued = condition(workload_of(federation, "pre-low"), "Requeued")
+    assert requeued is not None
+    assert requeued["reason"] == "Preempted"
+    wait_complete(federation, "pre-low", timeout=120)
+    victims = [
+        e
+        for e in items(federation, MANAGER, "events.events.k8s.io")
+        if e.get("reason") == "Preempted"
+        and "pre-high" not in (e.get("regarding") or {}).get("name", "")
+        and "preempted by" in e.get("note", "")
+    ]
+    assert len(victims) == 1, f"expected exactly one victim, got {[v['regarding']['name'] for v in victims]}"
