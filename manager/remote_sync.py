@@ -322,7 +322,13 @@ class RemoteSync:
             meta["name"],
             {
                 "metadata": {"resourceVersion": meta["resourceVersion"]},
-                "status": eviction_status(workload, reason=REASON_EVICTED_BY_ADMISSION_CHECK, message=reason, now=now),
+                "status": eviction_status(
+                    workload,
+                    reason=REASON_EVICTED_BY_ADMISSION_CHECK,
+                    message=reason,
+                    now=now,
+                    retry_checks=multikueue_check_names(self._admission_checks.store),
+                ),
             },
             namespace=meta["namespace"],
             field_manager=self._config.field_manager,

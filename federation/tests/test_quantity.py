@@ -95,7 +95,9 @@ def test_format_reports_the_suffix_family() -> None:
 def test_formatting_round_trips_exactly(milli: int, quantity_format: QuantityFormat) -> None:
     text = format_quantity(milli, quantity_format)
     assert parse_quantity(text) == milli
-    assert canonicalize(text) == text
+    # A text is canonical in the format it reads as: BinarySI prints 125000 (not a multiple of 1024) without a
+    # suffix, which Kubernetes reads back as DecimalSI and canonicalizes to "125k".
+    assert canonicalize(text) == format_quantity(milli, parse_with_format(text)[1])
 
 
 @settings(max_examples=200, deadline=None)

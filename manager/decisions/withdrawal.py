@@ -13,7 +13,7 @@ workers at once), release the manager's quota reservation, and put the workload 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
@@ -132,9 +132,12 @@ def withdrawal_reason(
     return None
 
 
-def eviction_status(workload: Obj, *, reason: str, message: str, now: dt.datetime) -> dict[str, Any]:
+def eviction_status(
+    workload: Obj, *, reason: str, message: str, now: dt.datetime, retry_checks: Collection[str] = ()
+) -> dict[str, Any]:
     """The status patch that starts a withdrawal: ``Evicted=True`` while the reservation is still held, and the
-    MultiKueue check in ``Retry`` (Kueue's order: evict, remove the copies, then release the quota)."""
+    checks named in ``retry_checks`` (the MultiKueue check) in ``Retry``; other controllers' checks are left as
+    they are (Kueue's order: evict, remove the copies, then release the quota)."""
     conditions, _ = set_condition(
         conditions_of(workload),
         condition_type="Evicted",
@@ -147,8 +150,9 @@ def eviction_status(workload: Obj, *, reason: str, message: str, now: dt.datetim
     stamp = format_time(now)
     checks = [
         {**check, "state": "Retry", "message": message, "lastTransitionTime": stamp}
+        if check.get("name") in retry_checks
+        else dict(check)
         for check in (workload.get("status") or {}).get("admissionChecks") or ()
-        if check.get("name")
     ]
     return {"conditions": conditions, "admissionChecks": checks}
 

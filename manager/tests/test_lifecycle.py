@@ -88,10 +88,15 @@ def test_eviction_then_requeue_walks_the_lifecycle() -> None:
     running = wl("QuotaReserved", "Admitted")
     evicting = {
         **running,
-        "status": {**running["status"], **eviction_status(running, reason="AdmissionCheck", message="gone", now=NOW)},
+        "status": {
+            **running["status"],
+            **eviction_status(running, reason="AdmissionCheck", message="gone", now=NOW, retry_checks={"mk"}),
+        },
     }
     assert phase_of(evicting) is Phase.EVICTING
     assert [c["state"] for c in evicting["status"]["admissionChecks"]] == ["Retry"]
+    others = eviction_status(running, reason="AdmissionCheck", message="gone", now=NOW, retry_checks={"other"})
+    assert [c["state"] for c in others["admissionChecks"]] == ["Pending"]  # another controller's check: untouched
     assert eviction_of(evicting) == ("AdmissionCheck", "gone")
     requeued = {**evicting, "status": requeue_status(evicting, reason="AdmissionCheck", message="gone", now=NOW)}
     assert phase_of(requeued) is Phase.REQUEUED
