@@ -17,7 +17,7 @@ from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.errors import AlreadyExists, NotFound
 from federation.kube.recorder import EventRecorder
-from federation.kube.resources import JOBS, WORKLOADS
+from federation.kube.resources import WORKLOADS
 from federation.protocol import MULTIKUEUE_CONTROLLER
 from manager.config import ManagerConfig
 from manager.decisions.sync import job_finish
@@ -28,6 +28,7 @@ from manager.decisions.workload_from_job import (
     workload_for_job,
     workload_name_for_job,
 )
+from manager.manager_jobs import stop_manager_job
 
 log = structlog.get_logger(__name__)
 
@@ -71,15 +72,7 @@ class JobController:
     async def _stop(self, job: dict[str, Any]) -> None:
         meta = job["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
-        job = await self._api.patch(
-            JOBS,
-            meta["name"],
-            {"spec": {"suspend": True}},
-            namespace=meta["namespace"],
-            field_manager=self._config.field_manager,
-        )
-        if job.get("status"):
-            await self._api.replace_status(JOBS, {**job, "status": {}}, field_manager=self._config.field_manager)
+        job = await stop_manager_job(self._api, job, field_manager=self._config.field_manager)
         log.warning("job stopped: its workload was deleted", job=key)
         self._events.emit(
             job,

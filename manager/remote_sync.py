@@ -55,6 +55,7 @@ from manager.decisions.withdrawal import (
     worker_lost_message,
     worker_lost_time_left,
 )
+from manager.manager_jobs import stop_manager_job
 from manager.workers import WorkerConnection, WorkerPool
 
 log = structlog.get_logger(__name__)
@@ -257,23 +258,9 @@ class RemoteSync:
         if left > 0:
             return min(left, UNREACHABLE_RECHECK_SECONDS)
         message = worker_lost_message(worker, timeout=self._config.worker_lost_timeout)
-        meta = workload["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
-        manager_job = self._manager_job(workload)
-        if manager_job is not None:
-            await self._stop_manager_job(manager_job)
-        await self._api.patch_status(
-            WORKLOADS,
-            meta["name"],
-            {
-                "metadata": {"resourceVersion": meta["resourceVersion"]},
-                "status": requeue_status(workload, reason=REASON_EVICTED_BY_ADMISSION_CHECK, message=message, now=now),
-            },
-            namespace=meta["namespace"],
-            field_manager=self._config.field_manager,
+        key = await self._requeue(
+            workload, self._manager_job(workload), reason=REASON_EVICTED_BY_ADMISSION_CHECK, message=message
         )
-        self._ledger.forget(key)
-        self._mirrored_at.pop(key, None)
         queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
         self._metrics.evicted_workloads.labels(cluster_queue=queue, reason=REASON_EVICTED_BY_ADMISSION_CHECK).inc()
         self._events.emit(
@@ -355,8 +342,16 @@ class RemoteSync:
         if any(copy is not None for copy in copies):
             await self._delete_copies(conn, copies, why=message)
             return 1.0  # their DELETED events bring this key back; the delay is a safety net
+        await self._requeue(workload, manager_job, reason=reason, message=message)
+        log.info("workload requeued", workload=key, cluster=conn.name, reason=reason, message=message)
+        return None
+
+    async def _requeue(self, workload: Obj, manager_job: Obj | None, *, reason: str, message: str) -> str:
+        """Stop the manager Job and release the reservation (the workload is queued again); returns its key."""
+        meta = workload["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
         if manager_job is not None:
-            await self._stop_manager_job(manager_job)
+            await stop_manager_job(self._api, manager_job, field_manager=self._config.field_manager)
         await self._api.patch_status(
             WORKLOADS,
             meta["name"],
@@ -369,22 +364,7 @@ class RemoteSync:
         )
         self._ledger.forget(key)
         self._mirrored_at.pop(key, None)
-        log.info("workload requeued", workload=key, cluster=conn.name, reason=reason, message=message)
-        return None
-
-    async def _stop_manager_job(self, job: Obj) -> None:
-        """Suspend the manager Job again and clear the status mirrored from the worker it no longer runs on."""
-        meta = job["metadata"]
-        if not (job.get("spec") or {}).get("suspend", False):
-            job = await self._api.patch(
-                JOBS,
-                meta["name"],
-                {"spec": {"suspend": True}},
-                namespace=meta["namespace"],
-                field_manager=self._config.field_manager,
-            )
-        if job.get("status"):
-            await self._api.replace_status(JOBS, {**job, "status": {}}, field_manager=self._config.field_manager)
+        return key
 
     async def _admission_checks_gate(self, workload: Obj, *, worker: str, copies: bool) -> tuple[CheckGate, Obj] | None:
         """The Workload's other admission checks (``manager.decisions.admission_checks``). None when this pass
