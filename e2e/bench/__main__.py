@@ -10,6 +10,7 @@ BENCHMARKS = {
     "topology": "e2e.bench.topology_bench",
     "dispatch": "e2e.bench.dispatch_bench",
     "workqueue": "e2e.bench.workqueue_bench",
+    "outage": "e2e.bench.outage_bench",
 }
 
 
