@@ -261,17 +261,21 @@ class RemoteSync:
         key = await self._requeue(
             workload, self._manager_job(workload), reason=REASON_EVICTED_BY_ADMISSION_CHECK, message=message
         )
+        self._report_eviction(workload, note=f"{message}; requeued")
+        log.warning("workload requeued from a lost worker", workload=key, cluster=worker, message=message)
+        return None
+
+    def _report_eviction(self, workload: Obj, *, note: str) -> None:
+        """Count an eviction kfed decided for the workload's worker, and say so on the Workload (an Event)."""
         queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
         self._metrics.evicted_workloads.labels(cluster_queue=queue, reason=REASON_EVICTED_BY_ADMISSION_CHECK).inc()
         self._events.emit(
             workload,
             reason=f"EvictedDueTo{REASON_EVICTED_BY_ADMISSION_CHECK}",
-            note=f"{message}; requeued",
+            note=note,
             action="Evict",
             event_type="Warning",
         )
-        log.warning("workload requeued from a lost worker", workload=key, cluster=worker, message=message)
-        return None
 
     def _ours(self, remote: Obj, uid: str) -> bool:
         return is_ours(remote, origin=self._config.origin, manager_workload_uid=uid)
@@ -320,15 +324,7 @@ class RemoteSync:
             namespace=meta["namespace"],
             field_manager=self._config.field_manager,
         )
-        queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
-        self._metrics.evicted_workloads.labels(cluster_queue=queue, reason=REASON_EVICTED_BY_ADMISSION_CHECK).inc()
-        self._events.emit(
-            workload,
-            reason=f"EvictedDueTo{REASON_EVICTED_BY_ADMISSION_CHECK}",
-            note=f"{reason}; withdrawing it from the worker and requeueing",
-            action="Evict",
-            event_type="Warning",
-        )
+        self._report_eviction(workload, note=f"{reason}; withdrawing it from the worker and requeueing")
         log.warning("workload evicted from its worker", workload=key, cluster=worker, reason=reason)
 
     async def _withdraw(
