@@ -41,9 +41,12 @@ from manager.decisions.lifecycle import Phase, copy_belongs, held_worker, phase_
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
 from manager.decisions.sync import job_finish, mirrored_job_status, plan
 from manager.decisions.withdrawal import (
+    DEACTIVATED_MESSAGE,
     EXCLUDED_CLUSTERS_ANNOTATION,
+    REASON_DEACTIVATED,
     REASON_EVICTED_BY_ADMISSION_CHECK,
     WITHDRAWN_FROM_ANNOTATION,
+    deactivated,
     dispatch_time_left,
     eviction_of,
     eviction_status,
@@ -152,6 +155,15 @@ class RemoteSync:
             if job_finish(remote_jb) is None:
                 return await self._withdraw(conn, workload, manager_job, [remote_jb, remote_wl])
             # it finished on the worker while being withdrawn: keep its result (the plan below finishes it)
+        elif deactivated(workload) and not is_true(workload, "Finished"):
+            await self._evict(
+                workload,
+                worker=worker,
+                reason=DEACTIVATED_MESSAGE,
+                now=dt.datetime.now(dt.UTC),
+                cause=REASON_DEACTIVATED,
+            )
+            return None
         else:
             now = dt.datetime.now(dt.UTC)
             reason = withdrawal_reason(
@@ -265,13 +277,13 @@ class RemoteSync:
         log.warning("workload requeued from a lost worker", workload=key, cluster=worker, message=message)
         return None
 
-    def _report_eviction(self, workload: Obj, *, note: str) -> None:
+    def _report_eviction(self, workload: Obj, *, note: str, cause: str = REASON_EVICTED_BY_ADMISSION_CHECK) -> None:
         """Count an eviction kfed decided for the workload's worker, and say so on the Workload (an Event)."""
         queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
-        self._metrics.evicted_workloads.labels(cluster_queue=queue, reason=REASON_EVICTED_BY_ADMISSION_CHECK).inc()
+        self._metrics.evicted_workloads.labels(cluster_queue=queue, reason=cause).inc()
         self._events.emit(
             workload,
-            reason=f"EvictedDueTo{REASON_EVICTED_BY_ADMISSION_CHECK}",
+            reason=f"EvictedDueTo{cause}",
             note=note,
             action="Evict",
             event_type="Warning",
@@ -294,12 +306,22 @@ class RemoteSync:
             field_manager=self._config.field_manager,
         )
 
-    async def _evict(self, workload: Obj, *, worker: str, reason: str, now: dt.datetime) -> None:
-        """Record the decision to take the workload back (``Evicted=True``, check ``Retry``): from here on every
-        pass withdraws it, whatever made the decision, until its copies are gone and the quota is released."""
+    async def _evict(
+        self,
+        workload: Obj,
+        *,
+        worker: str,
+        reason: str,
+        now: dt.datetime,
+        cause: str = REASON_EVICTED_BY_ADMISSION_CHECK,
+    ) -> None:
+        """Record the decision to take the workload back (``Evicted=True`` with reason ``cause``; for the MultiKueue
+        check's own reasons the check in ``Retry``): from here on every pass withdraws it, whatever made the
+        decision, until its copies are gone and the quota is released."""
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
-        if worker not in withdrawn_from(workload):
+        by_check = cause == REASON_EVICTED_BY_ADMISSION_CHECK
+        if by_check and worker not in withdrawn_from(workload):
             workload = await self._api.patch(
                 WORKLOADS,
                 meta["name"],
@@ -315,16 +337,16 @@ class RemoteSync:
                 "metadata": {"resourceVersion": meta["resourceVersion"]},
                 "status": eviction_status(
                     workload,
-                    reason=REASON_EVICTED_BY_ADMISSION_CHECK,
+                    reason=cause,
                     message=reason,
                     now=now,
-                    retry_checks=multikueue_check_names(self._admission_checks.store),
+                    retry_checks=multikueue_check_names(self._admission_checks.store) if by_check else (),
                 ),
             },
             namespace=meta["namespace"],
             field_manager=self._config.field_manager,
         )
-        self._report_eviction(workload, note=f"{reason}; withdrawing it from the worker and requeueing")
+        self._report_eviction(workload, note=f"{reason}; withdrawing it from the worker", cause=cause)
         log.warning("workload evicted from its worker", workload=key, cluster=worker, reason=reason)
 
     async def _withdraw(

@@ -296,3 +296,37 @@ def test_f1_a_worker_lost_past_the_timeout_has_its_workload_requeued_elsewhere_a
         what=f"stale copies of f1-lost removed from {worker}",
     )
     wait_complete(federation, "f1-lost", timeout=90)
+
+
+def _set_active(fed: Federation, workload: str, *, active: bool) -> None:
+    patch = json.dumps({"spec": {"active": active}})
+    fed.kubectl(MANAGER, "patch", "workloads.kueue.x-k8s.io", workload, "--type=merge", "-p", patch)
+
+
+def test_deactivating_a_running_workload_withdraws_it_and_reactivating_runs_it_again(federation: Federation) -> None:
+    submit(federation, "deact", cpu="1", seconds=6)
+    _running_on(federation, "deact")
+    workload = workload_of(federation, "deact")
+    assert workload is not None
+    name = workload["metadata"]["name"]
+    federation.kubectl(
+        MANAGER, "patch", "workloads.kueue.x-k8s.io", name, "--type=merge", "-p", '{"spec":{"active":false}}'
+    )
+    off = wait_for(
+        lambda: workload_of(federation, "deact"),
+        until=lambda wl: not is_true(wl, "QuotaReserved") and is_true(wl, "Evicted"),
+        timeout=30,
+        what="deact withdrawn and its quota released",
+    )
+    evicted = condition(off, "Evicted")
+    assert evicted is not None
+    assert evicted["reason"] == "Deactivated"
+    assert condition(off, "Requeued") is None
+    assert remote_copies(federation, "deact", live_only=True) == {}
+    job = get(federation, MANAGER, "job", "deact")
+    assert job is not None
+    assert job["spec"]["suspend"] is True
+    federation.kubectl(
+        MANAGER, "patch", "workloads.kueue.x-k8s.io", name, "--type=merge", "-p", '{"spec":{"active":true}}'
+    )
+    _complete_on_one_worker_at_a_time(federation, "deact")

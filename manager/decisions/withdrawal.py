@@ -158,6 +158,13 @@ def eviction_status(
 
 
 REASON_PREEMPTED = "Preempted"
+REASON_DEACTIVATED = "Deactivated"
+DEACTIVATED_MESSAGE = "The workload is deactivated (spec.active is false)"
+
+
+def deactivated(workload: Obj) -> bool:
+    """``spec.active: false``: a dispatched workload is withdrawn and stays out of its queue until reactivated."""
+    return (workload.get("spec") or {}).get("active") is False
 
 
 def preemption_status(workload: Obj, *, preemption_reason: str, message: str, now: dt.datetime) -> dict[str, Any]:
@@ -183,14 +190,14 @@ def eviction_of(workload: Obj) -> tuple[str, str]:
 
 
 def requeue_status(workload: Obj, *, reason: str, message: str, now: dt.datetime) -> dict[str, Any]:
-    """The status patch that releases the reservation and queues the workload again (Kueue's eviction)."""
+    """The status patch that releases the reservation and queues the workload again (Kueue's eviction); a
+    deactivated workload releases it without being queued again."""
     generation = (workload.get("metadata") or {}).get("generation")
     conditions: Sequence[Mapping[str, Any]] = list(conditions_of(workload))
-    for condition_type, status, why in (
-        ("Evicted", True, reason),
-        ("QuotaReserved", False, "Pending"),
-        ("Requeued", True, reason),
-    ):
+    changes: list[tuple[str, bool, str]] = [("Evicted", True, reason), ("QuotaReserved", False, "Pending")]
+    if not deactivated(workload):  # a deactivated workload is not queued again until it is reactivated
+        changes.append(("Requeued", True, reason))
+    for condition_type, status, why in changes:
         conditions, _ = set_condition(
             conditions,
             condition_type=condition_type,

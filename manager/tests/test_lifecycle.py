@@ -177,3 +177,13 @@ def test_worker_lost_counts_from_when_the_connection_was_lost() -> None:
     assert worker_lost_time_left(since, now=NOW, timeout=900) == pytest.approx(300)
     assert worker_lost_time_left(since, now=NOW, timeout=300) <= 0
     assert worker_lost_time_left(None, now=NOW, timeout=900) == 900
+
+
+def test_a_deactivated_workload_is_released_but_not_queued_again() -> None:
+    running = wl("QuotaReserved", "Admitted", active=False)
+    status = requeue_status(running, reason="Deactivated", message="off", now=NOW)
+    by_type = {c["type"]: c for c in status["conditions"]}
+    assert by_type["Evicted"]["reason"] == "Deactivated"
+    assert by_type["QuotaReserved"]["status"] == "False"
+    assert "Requeued" not in by_type
+    assert phase_of({**running, "status": status}) is Phase.DEACTIVATED
