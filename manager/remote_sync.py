@@ -48,6 +48,7 @@ from manager.decisions.withdrawal import (
     WITHDRAWN_FROM_ANNOTATION,
     deactivated,
     dispatch_time_left,
+    drained_by_stop_policy,
     eviction_of,
     eviction_status,
     exclusion_annotation,
@@ -95,6 +96,8 @@ class RemoteSync:
         workloads: WatchCache,
         jobs: WatchCache,
         admission_checks: WatchCache,
+        cluster_queues: WatchCache,
+        local_queues: WatchCache,
         pool: WorkerPool,
         ledger: InFlightLedger,
         events: EventRecorder,
@@ -105,6 +108,8 @@ class RemoteSync:
         self._workloads = workloads
         self._jobs = jobs
         self._admission_checks = admission_checks
+        self._cluster_queues = cluster_queues
+        self._local_queues = local_queues
         self._pool = pool
         self._ledger = ledger
         self._events = events
@@ -155,6 +160,10 @@ class RemoteSync:
             if job_finish(remote_jb) is None:
                 return await self._withdraw(conn, workload, manager_job, [remote_jb, remote_wl])
             # it finished on the worker while being withdrawn: keep its result (the plan below finishes it)
+        elif (drained := self._drained(workload)) is not None:
+            cause, message = drained
+            await self._evict(workload, worker=worker, reason=message, now=dt.datetime.now(dt.UTC), cause=cause)
+            return None
         elif deactivated(workload) and not is_true(workload, "Finished"):
             await self._evict(
                 workload,
@@ -287,6 +296,21 @@ class RemoteSync:
             note=note,
             action="Evict",
             event_type="Warning",
+        )
+
+    def _drained(self, workload: Obj) -> tuple[str, str] | None:
+        if is_true(workload, "Finished"):
+            return None
+        queue_name = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue")
+        local_name = (workload.get("spec") or {}).get("queueName")
+        return drained_by_stop_policy(
+            workload,
+            cluster_queue=self._cluster_queues.store.get_by_name(queue_name) if queue_name else None,
+            local_queue=(
+                self._local_queues.store.get_by_name(local_name, namespace=workload["metadata"]["namespace"])
+                if local_name
+                else None
+            ),
         )
 
     def _ours(self, remote: Obj, uid: str) -> bool:

@@ -93,6 +93,8 @@ class ManagerRuntime:
             workloads=self.workloads,
             jobs=self.jobs,
             admission_checks=self.admission_checks,
+            cluster_queues=self.cluster_queues,
+            local_queues=self.local_queues,
             pool=self.pool,
             ledger=self.ledger,
             events=self.events,
@@ -146,10 +148,23 @@ class ManagerRuntime:
         self.jobs.add_handler(on_job)
         self.workloads.add_handler(on_workload)
         self.priority_classes.add_handler(on_priority_class)
-        for cache in (self.cluster_queues, self.local_queues):  # our own status writes there change nothing
-            cache.add_handler(
-                lambda event, obj, old: self.scheduler.trigger() if spec_changed(event, obj, old) else None
-            )
+
+        def on_queue(event: str, queue: dict[str, Any], old: Any) -> None:
+            if not spec_changed(event, queue, old):  # our own status writes there change nothing
+                return
+            self.scheduler.trigger()
+            # e.g. stopPolicy HoldAndDrain: the workloads the queue holds are looked at again
+            name, namespace = queue["metadata"]["name"], queue["metadata"].get("namespace")
+            for workload in self.workloads.store:
+                admission = (workload.get("status") or {}).get("admission") or {}
+                if (namespace is None and admission.get("clusterQueue") == name) or (
+                    namespace == workload["metadata"]["namespace"]
+                    and (workload.get("spec") or {}).get("queueName") == name
+                ):
+                    self.sync_queue.add(_key(workload))
+
+        for cache in (self.cluster_queues, self.local_queues):
+            cache.add_handler(on_queue)
         for cache in (
             self.flavors,
             self.cohorts,

@@ -162,6 +162,24 @@ REASON_DEACTIVATED = "Deactivated"
 DEACTIVATED_MESSAGE = "The workload is deactivated (spec.active is false)"
 
 
+REASON_CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
+REASON_LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
+
+
+def drained_by_stop_policy(
+    workload: Obj, *, cluster_queue: Obj | None, local_queue: Obj | None
+) -> tuple[str, str] | None:
+    """(eviction reason, message) when the workload's ClusterQueue or LocalQueue has ``stopPolicy: HoldAndDrain``
+    (Kueue evicts what they admitted; ``Hold`` only stops new admissions), else None."""
+    for queue, reason, kind in (
+        (cluster_queue, REASON_CLUSTER_QUEUE_STOPPED, "ClusterQueue"),
+        (local_queue, REASON_LOCAL_QUEUE_STOPPED, "LocalQueue"),
+    ):
+        if queue is not None and (queue.get("spec") or {}).get("stopPolicy") == "HoldAndDrain":
+            return reason, f"The {kind} is stopped (stopPolicy HoldAndDrain)"
+    return None
+
+
 def deactivated(workload: Obj) -> bool:
     """``spec.active: false``: a dispatched workload is withdrawn and stays out of its queue until reactivated."""
     return (workload.get("spec") or {}).get("active") is False

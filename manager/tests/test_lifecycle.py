@@ -18,6 +18,7 @@ from manager.decisions.lifecycle import (
 )
 from manager.decisions.withdrawal import (
     dispatch_time_left,
+    drained_by_stop_policy,
     eviction_of,
     eviction_status,
     requeue_status,
@@ -187,3 +188,18 @@ def test_a_deactivated_workload_is_released_but_not_queued_again() -> None:
     assert by_type["QuotaReserved"]["status"] == "False"
     assert "Requeued" not in by_type
     assert phase_of({**running, "status": status}) is Phase.DEACTIVATED
+
+
+def test_hold_and_drain_evicts_with_the_queue_that_stopped() -> None:
+    def queue(policy: str) -> dict[str, Any]:
+        return {"spec": {"stopPolicy": policy}}
+
+    running = wl("QuotaReserved", "Admitted")
+    assert drained_by_stop_policy(running, cluster_queue=queue("None"), local_queue=queue("None")) is None
+    assert drained_by_stop_policy(running, cluster_queue=queue("Hold"), local_queue=None) is None  # no new ones only
+    found = drained_by_stop_policy(running, cluster_queue=queue("HoldAndDrain"), local_queue=None)
+    assert found is not None
+    assert found[0] == "ClusterQueueStopped"
+    local = drained_by_stop_policy(running, cluster_queue=queue("None"), local_queue=queue("HoldAndDrain"))
+    assert local is not None
+    assert local[0] == "LocalQueueStopped"

@@ -1,0 +1,88 @@
+"""ClusterQueue ``stopPolicy: HoldAndDrain`` on the manager drains what it admitted from the workers, and the
+Jobs run again once the queue is started (issue: recovery, deliverable 4)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from e2e.queues import FLAVOR, job_manifest
+from e2e.rig.controllers import ADMISSION_CHECK
+from e2e.rig.federation import MANAGER, Federation
+from e2e.scenarios.helpers import condition, get, is_true, remote_copies, wait_complete, workload_of
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+QUEUE = "drain-queue"
+
+
+def _queues(*, manager: bool) -> list[dict[str, Any]]:
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory"],
+                "flavors": [
+                    {
+                        "name": FLAVOR,
+                        "resources": [{"name": "cpu", "nominalQuota": "4"}, {"name": "memory", "nominalQuota": "64Gi"}],
+                    }
+                ],
+            }
+        ],
+    }
+    if manager:
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": ADMISSION_CHECK}]}
+    return [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": QUEUE}, "spec": spec},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": QUEUE, "namespace": "default"},
+            "spec": {"clusterQueue": QUEUE},
+        },
+    ]
+
+
+def _stop_policy(fed: Federation, policy: str) -> None:
+    patch = json.dumps({"spec": {"stopPolicy": policy}})
+    fed.kubectl(MANAGER, "patch", "clusterqueue", QUEUE, "--type=merge", "-p", patch)
+
+
+def test_hold_and_drain_withdraws_running_jobs_and_starting_the_queue_runs_them_again(
+    federation: Federation,
+) -> None:
+    for cluster in (MANAGER, *federation.workers):
+        items = _queues(manager=cluster == MANAGER)
+        federation.kubectl(
+            cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+        )
+    manifest = job_manifest("drain", namespace="default", cpu="1", seconds=6, queue=QUEUE)
+    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    wait_for(
+        lambda: get(federation, MANAGER, "job", "drain"),
+        until=lambda j: int(((j or {}).get("status") or {}).get("active", 0)) > 0,
+        timeout=60,
+        what="drain running",
+    )
+    _stop_policy(federation, "HoldAndDrain")
+    try:
+        drained = wait_for(
+            lambda: workload_of(federation, "drain"),
+            until=lambda wl: is_true(wl, "Evicted") and not is_true(wl, "QuotaReserved"),
+            timeout=30,
+            what="drain evicted and its quota released",
+        )
+        evicted = condition(drained, "Evicted")
+        assert evicted is not None
+        assert evicted["reason"] == "ClusterQueueStopped"
+        assert remote_copies(federation, "drain", live_only=True) == {}
+        job = get(federation, MANAGER, "job", "drain")
+        assert job is not None
+        assert job["spec"]["suspend"] is True
+    finally:
+        _stop_policy(federation, "None")
+    wait_complete(federation, "drain", timeout=90)
