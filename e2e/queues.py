@@ -57,6 +57,27 @@ def queue_objects(*, namespace: str, cpu: str, memory: str, manager: bool) -> li
     ]
 
 
+def named_queue_objects(
+    name: str, *, cpu: str, manager: bool, namespace: str = "default", preemption: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """A ClusterQueue and a LocalQueue both called ``name`` over the sample flavor, for a scenario that needs a
+    queue of its own (on the manager with kfed's MultiKueue check); apply it on the manager and on every worker."""
+    spec: dict[str, Any] = {"namespaceSelector": {}, "resourceGroups": _quota(cpu, "64Gi")}
+    if preemption is not None:
+        spec["preemption"] = preemption
+    if manager:
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": ADMISSION_CHECK}]}
+    return [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"clusterQueue": name},
+        },
+    ]
+
+
 def job_manifest(
     name: str,
     *,

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from e2e.queues import FLAVOR, job_manifest
-from e2e.rig.controllers import ADMISSION_CHECK
+from e2e.queues import job_manifest, named_queue_objects
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import condition, get, is_true, items, wait_complete, workload_of
 from e2e.waiting import wait_for
@@ -24,32 +23,7 @@ QUEUE = "preempt-queue"
 
 
 def _queues(*, manager: bool) -> list[dict[str, Any]]:
-    spec: dict[str, Any] = {
-        "namespaceSelector": {},
-        "preemption": {"withinClusterQueue": "LowerPriority"},
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu", "memory"],
-                "flavors": [
-                    {
-                        "name": FLAVOR,
-                        "resources": [{"name": "cpu", "nominalQuota": "4"}, {"name": "memory", "nominalQuota": "64Gi"}],
-                    }
-                ],
-            }
-        ],
-    }
-    if manager:
-        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": ADMISSION_CHECK}]}
-    objects: list[dict[str, Any]] = [
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": QUEUE}, "spec": spec},
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": QUEUE, "namespace": "default"},
-            "spec": {"clusterQueue": QUEUE},
-        },
-    ]
+    objects = named_queue_objects(QUEUE, cpu="4", manager=manager, preemption={"withinClusterQueue": "LowerPriority"})
     if manager:
         for name, value in (("low", 10), ("high", 1000)):
             objects.append(

@@ -4,12 +4,10 @@ Jobs run again once the queue is started (issue: recovery, deliverable 4)."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
-from e2e.queues import FLAVOR, job_manifest
-from e2e.rig.controllers import ADMISSION_CHECK
+from e2e.queues import job_manifest, named_queue_objects
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import condition, get, is_true, remote_copies, wait_complete, workload_of
 from e2e.waiting import wait_for
@@ -17,34 +15,6 @@ from e2e.waiting import wait_for
 pytestmark = pytest.mark.e2e
 
 QUEUE = "drain-queue"
-
-
-def _queues(*, manager: bool) -> list[dict[str, Any]]:
-    spec: dict[str, Any] = {
-        "namespaceSelector": {},
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu", "memory"],
-                "flavors": [
-                    {
-                        "name": FLAVOR,
-                        "resources": [{"name": "cpu", "nominalQuota": "4"}, {"name": "memory", "nominalQuota": "64Gi"}],
-                    }
-                ],
-            }
-        ],
-    }
-    if manager:
-        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": ADMISSION_CHECK}]}
-    return [
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": QUEUE}, "spec": spec},
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": QUEUE, "namespace": "default"},
-            "spec": {"clusterQueue": QUEUE},
-        },
-    ]
 
 
 def _stop_policy(fed: Federation, policy: str) -> None:
@@ -56,7 +26,7 @@ def test_hold_and_drain_withdraws_running_jobs_and_starting_the_queue_runs_them_
     federation: Federation,
 ) -> None:
     for cluster in (MANAGER, *federation.workers):
-        items = _queues(manager=cluster == MANAGER)
+        items = named_queue_objects(QUEUE, cpu="4", manager=cluster == MANAGER)
         federation.kubectl(
             cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
         )
