@@ -1,7 +1,9 @@
 """The Workload's lifecycle on the manager: its phases and the transitions between them, as data (pure).
 
-Every component that asks "where is this workload?" asks here: the remote sync (what to do next), the scheduler
-(what it may reserve) and ``kubectl kfed`` (what to show). The phase is derived from Kueue's own API — the
+The remote sync (what to do next, and which worker holds the workload), its garbage collection (which copies
+belong where) and ``kubectl kfed`` (what to show) ask here. The scheduler keeps reading the quota state shared with
+the agent (``federation.admission.api_workloads``); :data:`TRANSITIONS` states the allowed moves, and the unit
+tests walk the eviction path through it. The phase is derived from Kueue's own API — the
 ``QuotaReserved``, ``Admitted``, ``Evicted``, ``Requeued`` and ``Finished`` conditions, ``spec.active``,
 ``status.nominatedClusterNames`` / ``status.clusterName`` — plus, where the caller has them, the manager Job and
 the remote copies, so nothing is remembered outside the API.
