@@ -1,7 +1,9 @@
 """Job → Workload on the manager cluster: every queued Job managed by MultiKueue gets its Workload.
 
 Level-triggered: for each Job key it re-reads the Job and creates the Workload if it is missing (a Job that was
-running when its Workload was deleted is suspended again first, so it runs only once it is dispatched anew). A Job kfed
+running when its Workload was deleted is suspended again first, so it runs only once it is dispatched anew). A Job
+relabelled with another ``kueue.x-k8s.io/priority-class`` re-prioritizes its Workload, pending or admitted, as in
+Kueue; the remote sync carries the new priority to the worker's copy. A Job kfed
 cannot queue (bad annotation, unknown WorkloadPriorityClass) gets a Warning Event saying why and is retried when
 things change; a Job managed by another controller is left alone with one Event saying so.
 """
@@ -13,6 +15,7 @@ from typing import Any
 import structlog
 
 from federation.api.labels import QUEUE_NAME_LABEL
+from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.errors import AlreadyExists, NotFound
@@ -24,7 +27,9 @@ from manager.decisions.sync import job_finish
 from manager.decisions.workload_from_job import (
     JobNotQueueable,
     Priority,
+    priority_class_changed,
     priority_class_of,
+    priority_spec,
     workload_for_job,
     workload_name_for_job,
 )
@@ -82,6 +87,32 @@ class JobController:
             event_type="Warning",
         )
 
+    async def _reprioritize(self, job: dict[str, Any], workload: dict[str, Any]) -> None:
+        key = f"{job['metadata']['namespace']}/{job['metadata']['name']}"
+        try:
+            priority = self._priority(job)
+        except JobNotQueueable as err:
+            log.warning("priority not changed", job=key, reason=str(err))
+            self._events.emit(
+                job, reason="UpdatingPriorityFailed", note=str(err), action="Update", event_type="Warning"
+            )
+            return  # re-examined when a WorkloadPriorityClass or the Job changes
+        await self._api.patch(
+            WORKLOADS,
+            workload["metadata"]["name"],
+            {"spec": priority_spec(priority)},
+            namespace=workload["metadata"]["namespace"],
+            field_manager=self._config.field_manager,
+        )
+        old = (workload.get("spec") or {}).get("priority", 0)
+        log.info("workload priority changed", job=key, priority_class=priority.class_name, old=old, new=priority.value)
+        self._events.emit(
+            workload,
+            reason="PriorityChanged",
+            note=f"Priority {old} -> {priority.value} (priority class {priority.class_name or 'none'})",
+            action="Update",
+        )
+
     async def reconcile(self, key: str) -> float | None:
         job = self._jobs.store.get(key)
         if job is None or (job["metadata"].get("deletionTimestamp")):
@@ -104,7 +135,10 @@ class JobController:
             return None
         meta = job["metadata"]
         name = workload_name_for_job(meta["name"], meta["uid"])
-        if self._workloads.store.get_by_name(name, namespace=meta["namespace"]) is not None:
+        existing = self._workloads.store.get_by_name(name, namespace=meta["namespace"])
+        if existing is not None:
+            if priority_class_changed(existing, job) and not is_true(existing, "Finished"):
+                await self._reprioritize(job, existing)
             return None
         if job_finish(job) is not None:
             return None  # a finished Job keeps its final status; it needs no new Workload

@@ -14,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from federation.api.labels import PREBUILT_WORKLOAD_LABEL
+from federation.api.labels import PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL
 from federation.conditions import find_condition, is_true, parse_time, set_condition
 from federation.kube.api import KubeApi, Propagation
 from federation.kube.cache import WatchCache
@@ -219,6 +219,8 @@ class RemoteSync:
                 elif step == "create_remote_job" and manager_job is not None:
                     copy = remote_job(manager_job, manager_workload=workload, origin=self._config.origin)
                     await self._create(conn, JOBS, copy)
+                elif step == "update_remote_priority" and remote_wl is not None:
+                    await self._update_remote_priority(conn, workload, remote_wl=remote_wl, remote_jb=remote_jb)
                 elif step == "mark_admitted":
                     workload = await self._mark_admitted(workload, worker=worker, remote_workload=remote_wl)
                 elif step == "unsuspend_manager_job" and manager_job is not None:
@@ -491,6 +493,36 @@ class RemoteSync:
             cluster=conn.name,
             kind=resource.kind,
             workload=f"{obj['metadata']['namespace']}/{obj['metadata']['name']}",
+        )
+
+    async def _update_remote_priority(
+        self, conn: WorkerConnection, workload: Obj, *, remote_wl: Obj, remote_jb: Obj | None
+    ) -> None:
+        """Give the copies the manager Workload's new priority: the Workload copy's spec (the worker queues and
+        preempts by it) and the Job copy's priority-class label (a stock Kueue worker derives it from that)."""
+        spec = workload.get("spec") or {}
+        ref = spec.get("priorityClassRef")
+        meta = remote_wl["metadata"]
+        await conn.api.patch(
+            WORKLOADS,
+            meta["name"],
+            {"spec": {"priority": spec.get("priority", 0), "priorityClassRef": ref}},
+            namespace=meta["namespace"],
+            field_manager=self._config.field_manager,
+        )
+        if remote_jb is not None:
+            await conn.api.patch(
+                JOBS,
+                remote_jb["metadata"]["name"],
+                {"metadata": {"labels": {PRIORITY_CLASS_LABEL: (ref or {}).get("name")}}},
+                namespace=meta["namespace"],
+                field_manager=self._config.field_manager,
+            )
+        log.info(
+            "copy reprioritized",
+            workload=f"{meta['namespace']}/{meta['name']}",
+            cluster=conn.name,
+            priority=spec.get("priority", 0),
         )
 
     async def _mark_admitted(self, workload: Obj, *, worker: str, remote_workload: Obj | None) -> Obj:

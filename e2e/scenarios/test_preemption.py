@@ -100,3 +100,41 @@ def test_a_higher_priority_job_preempts_a_running_lower_one_on_its_worker(
         and "preempted by" in e.get("note", "")
     ]
     assert len(victims) == 1, f"expected exactly one victim, got {[v['regarding']['name'] for v in victims]}"
+
+
+def test_a_priority_change_reaches_the_workers_copy_and_decides_preemption(
+    federation: Federation, preempt_queue: None
+) -> None:
+    """Relabelling a running Job ``preempt-high`` (Kueue M19) re-prioritizes its Workload and the copy on its worker;
+    a later high-priority Job then finds no lower-priority victim and waits for it instead of preempting it."""
+    _submit(federation, "prio-a", "low", seconds=15)
+    running = wait_for(
+        lambda: workload_of(federation, "prio-a"),
+        until=lambda wl: is_true(wl, "Admitted"),
+        timeout=60,
+        what="prio-a admitted on a worker",
+    )
+    assert running is not None
+    worker = running["status"]["clusterName"]
+    federation.kubectl(MANAGER, "label", "job", "prio-a", "kueue.x-k8s.io/priority-class=preempt-high", "--overwrite")
+    name = running["metadata"]["name"]
+    copy = wait_for(
+        lambda: get(federation, worker, "workloads.kueue.x-k8s.io", name),
+        until=lambda wl: wl is not None and wl["spec"].get("priority") == 1000,
+        timeout=30,
+        what=f"the copy of {name} on {worker} to carry priority 1000",
+    )
+    assert copy is not None
+    assert copy["spec"]["priorityClassRef"]["name"] == "preempt-high"
+    remote_job = get(federation, worker, "job", "prio-a")
+    assert remote_job is not None
+    assert remote_job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "preempt-high"
+    manager_wl = workload_of(federation, "prio-a")
+    assert manager_wl is not None and manager_wl["spec"]["priority"] == 1000
+    _submit(federation, "prio-b", "high", seconds=2)
+    wait_complete(federation, "prio-a", timeout=90)
+    wait_complete(federation, "prio-b", timeout=90)
+    a, b = workload_of(federation, "prio-a"), workload_of(federation, "prio-b")
+    assert condition(a, "Evicted") is None, condition(a, "Evicted")
+    assert condition(a, "Preempted") is None
+    assert _when(a, "Finished") <= _when(b, "QuotaReserved")

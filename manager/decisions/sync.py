@@ -18,6 +18,7 @@ Obj = Mapping[str, Any]
 Step = Literal[
     "create_remote_workload",
     "create_remote_job",
+    "update_remote_priority",
     "mark_admitted",
     "unsuspend_manager_job",
     "mirror_job_status",
@@ -76,6 +77,11 @@ def status_mirrored(manager_job: Obj, remote_job: Obj) -> bool:
     return (manager_job.get("status") or {}) == mirrored_job_status(remote_job)
 
 
+def priority_of(workload: Obj | None) -> tuple[int, str | None]:
+    spec = (workload or {}).get("spec") or {}
+    return int(spec.get("priority") or 0), (spec.get("priorityClassRef") or {}).get("name")
+
+
 def plan(
     *,
     manager_workload: Obj,
@@ -92,6 +98,14 @@ def plan(
         return ["delete_remote"] if remote_workload is not None or remote_job is not None else []
     finish = job_finish(remote_job)
     admitted_here = is_true(manager_workload, "Admitted")
+    # The Job's priority class changed (Kueue M19): the worker orders and preempts by its copy's priority.
+    resync: list[Step] = (
+        ["update_remote_priority"]
+        if remote_workload is not None
+        and finish is None
+        and priority_of(remote_workload) != priority_of(manager_workload)
+        else []
+    )
     steps: list[Step] = []
     # Copies are only ever created before the manager saw the worker admit them: a copy that vanishes later is
     # never re-created (it could run the Job twice); requeueing it is the eviction path's job.
@@ -101,7 +115,7 @@ def plan(
         if remote_job is None and manager_job is not None:
             steps.append("create_remote_job")
     if steps or remote_job is None:
-        return steps
+        return resync + steps
     if (remote_reserved(remote_workload) or finish is not None) and not admitted_here:
         steps.append("mark_admitted")
     if manager_job is not None and (admitted_here or steps):
@@ -111,4 +125,4 @@ def plan(
             steps.append("mirror_job_status")
     if finish is not None:
         steps.append("finish_manager_workload")
-    return steps
+    return resync + steps

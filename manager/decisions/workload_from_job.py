@@ -46,6 +46,23 @@ class Priority:
     value: int
 
 
+def priority_spec(priority: Priority) -> dict[str, Any]:
+    """The Workload spec fields that carry ``priority``, as a merge patch (a ``None`` reference removes it)."""
+    ref = (
+        {"group": KUEUE_GROUP, "kind": "WorkloadPriorityClass", "name": priority.class_name}
+        if priority.class_name
+        else None
+    )
+    return {"priority": priority.value, "priorityClassRef": ref}
+
+
+def priority_class_changed(workload: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
+    """The Job's ``kueue.x-k8s.io/priority-class`` label names another class than its Workload's reference (as in
+    Kueue, a change of the label re-prioritizes the Workload; a change of the class's value does not)."""
+    ref = (workload.get("spec") or {}).get("priorityClassRef") or {}
+    return ref.get("name") != priority_class_of(job)
+
+
 def queue_name_of(job: Mapping[str, Any]) -> str | None:
     return ((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL)
 
@@ -98,13 +115,9 @@ def workload_for_job(job: Mapping[str, Any], *, priority: Priority) -> dict[str,
             raise JobNotQueueable(f"{MIN_PARALLELISM_ANNOTATION}={min_count} must be between 1 and {count}")
         if min_count < count:
             pod_set["minCount"] = min_count
-    workload_spec: dict[str, Any] = {"queueName": queue, "podSets": [pod_set], "priority": priority.value}
-    if priority.class_name:
-        workload_spec["priorityClassRef"] = {
-            "group": KUEUE_GROUP,
-            "kind": "WorkloadPriorityClass",
-            "name": priority.class_name,
-        }
+    workload_spec: dict[str, Any] = {"queueName": queue, "podSets": [pod_set], **priority_spec(priority)}
+    if workload_spec["priorityClassRef"] is None:
+        del workload_spec["priorityClassRef"]
     return {
         "apiVersion": WORKLOAD_API_VERSION,
         "kind": "Workload",

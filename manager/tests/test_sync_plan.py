@@ -95,3 +95,39 @@ def test_copies_already_sent_keep_syncing_whatever_the_other_checks_say() -> Non
         manager_workload=RESERVED, manager_job=job, remote_workload=RESERVED, remote_job=remote_job, checks_ready=False
     )
     assert steps == ["mark_admitted", "unsuspend_manager_job", "mirror_job_status"]
+
+
+def with_priority(o: dict[str, Any], value: int, class_name: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"priority": value}
+    if class_name:
+        spec["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": class_name}
+    return {**o, "spec": {**(o.get("spec") or {}), **spec}}
+
+
+def test_a_priority_change_reaches_the_copy_before_anything_else_and_the_rest_still_runs() -> None:
+    admitted = with_priority(obj(cond("QuotaReserved"), cond("Admitted")), 1000, "high")
+    copy = with_priority(RESERVED, 100, "low")
+    job = obj(suspend=False, status={"active": 1})
+    steps = plan(manager_workload=admitted, manager_job=job, remote_workload=copy, remote_job=obj(status={"active": 2}))
+    assert steps == ["update_remote_priority", "mirror_job_status"]
+
+
+def test_a_pending_copy_gets_the_new_priority_too_and_an_equal_one_needs_nothing() -> None:
+    reserved = with_priority(RESERVED, 5, None)
+    job = obj(suspend=True)
+    assert plan(
+        manager_workload=reserved, manager_job=job, remote_workload=with_priority(obj(), 0, None), remote_job=obj()
+    ) == ["update_remote_priority"]
+    assert (
+        plan(
+            manager_workload=reserved, manager_job=job, remote_workload=with_priority(obj(), 5, None), remote_job=obj()
+        )
+        == []
+    )
+
+
+def test_a_finished_copy_is_not_reprioritized() -> None:
+    reserved = with_priority(RESERVED, 5, "high")
+    done = obj(cond("Complete"), status={"succeeded": 1})
+    steps = plan(manager_workload=reserved, manager_job=obj(suspend=True), remote_workload=obj(), remote_job=done)
+    assert "update_remote_priority" not in steps

@@ -4,6 +4,8 @@ from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
 from manager.decisions.workload_from_job import (
     JobNotQueueable,
     Priority,
+    priority_class_changed,
+    priority_spec,
     workload_for_job,
     workload_name_for_job,
 )
@@ -64,3 +66,24 @@ def test_remote_copies_drop_manager_only_fields_and_carry_ownership() -> None:
     assert is_ours(copy_job, origin="multikueue", manager_workload_uid="wl-uid")
     assert not is_ours(copy_job, origin="multikueue", manager_workload_uid="other")
     assert not is_ours(job, origin="multikueue")
+
+
+def test_a_job_without_a_priority_class_gets_priority_zero_and_no_reference() -> None:
+    wl = workload_for_job(make_job("plain").queue("lq").obj(), priority=Priority(None, 0))
+    assert wl["spec"]["priority"] == 0
+    assert "priorityClassRef" not in wl["spec"]
+
+
+def test_relabelling_the_job_changes_its_workloads_priority_class_and_removing_the_label_clears_it() -> None:
+    job = make_job("train").queue("lq").priority_class("low").obj()
+    wl = workload_for_job(job, priority=Priority("low", 10))
+    assert not priority_class_changed(wl, job)
+    relabelled = make_job("train").queue("lq").priority_class("high").obj()
+    assert priority_class_changed(wl, relabelled)
+    assert priority_spec(Priority("high", 1000)) == {
+        "priority": 1000,
+        "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"},
+    }
+    unlabelled = make_job("train").queue("lq").obj()
+    assert priority_class_changed(wl, unlabelled)
+    assert priority_spec(Priority(None, 0)) == {"priority": 0, "priorityClassRef": None}
