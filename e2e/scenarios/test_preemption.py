@@ -130,7 +130,8 @@ def test_a_priority_change_reaches_the_workers_copy_and_decides_preemption(
     assert remote_job is not None
     assert remote_job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "preempt-high"
     manager_wl = workload_of(federation, "prio-a")
-    assert manager_wl is not None and manager_wl["spec"]["priority"] == 1000
+    assert manager_wl is not None
+    assert manager_wl["spec"]["priority"] == 1000
     _submit(federation, "prio-b", "high", seconds=2)
     wait_complete(federation, "prio-a", timeout=90)
     wait_complete(federation, "prio-b", timeout=90)
