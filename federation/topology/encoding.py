@@ -7,8 +7,8 @@ workloads. The shape is::
     levels: [label keys, top to bottom]            # only kubernetes.io/hostname when it is the lowest level
     slices:
     - domainCount: N
-      valuesPerLevel: [{universal: v} | {individual: {prefix?, suffix?, roots: [N values]}}]  # one per level
-      podCounts: {universal: c} | {individual: [N counts]}
+      valuesPerLevel: [{universalValue: v} | {prefix?, suffix?, roots: [N values]}]  # one per level
+      universalPodCount: c | podCounts: [N counts]
 
 Encoding slices here are only a compression device (they are unrelated to pod set slices): consecutive domains
 are grouped while they share a long common prefix, so a rack's hosts cost a few bytes each. Domains keep their
@@ -232,7 +232,7 @@ def _slice_to_dict(item: AssignmentSlice) -> dict[str, Any]:
     per_level: list[dict[str, Any]] = []
     for level_values in item.values_per_level:
         if level_values.universal is not None:
-            per_level.append({"universal": level_values.universal})
+            per_level.append({"universalValue": level_values.universal})
             continue
         assert level_values.individual is not None
         individual: dict[str, Any] = {}
@@ -241,12 +241,13 @@ def _slice_to_dict(item: AssignmentSlice) -> dict[str, Any]:
         if level_values.individual.suffix:
             individual["suffix"] = level_values.individual.suffix
         individual["roots"] = list(level_values.individual.roots)
-        per_level.append({"individual": individual})
+        per_level.append(individual)
+    out: dict[str, Any] = {"domainCount": item.domain_count, "valuesPerLevel": per_level}
     if item.pod_counts.universal is not None:
-        pod_counts: dict[str, Any] = {"universal": item.pod_counts.universal}
+        out["universalPodCount"] = item.pod_counts.universal
     else:
-        pod_counts = {"individual": list(item.pod_counts.individual or ())}
-    return {"domainCount": item.domain_count, "valuesPerLevel": per_level, "podCounts": pod_counts}
+        out["podCounts"] = list(item.pod_counts.individual or ())
+    return out
 
 
 def _slice_from_dict(data: Mapping[str, Any], level_count: int) -> AssignmentSlice:
@@ -258,32 +259,32 @@ def _slice_from_dict(data: Mapping[str, Any], level_count: int) -> AssignmentSli
         raise ValueError("valuesPerLevel must have one entry per level")
     per_level = []
     for raw in raw_levels:
-        has_universal, has_individual = "universal" in raw, "individual" in raw
-        if has_universal == has_individual:
-            raise ValueError("exactly one of universal, individual must be set in valuesPerLevel")
+        has_universal, has_roots = "universalValue" in raw, "roots" in raw
+        if has_universal == has_roots:
+            raise ValueError("exactly one of roots, universalValue must be set in valuesPerLevel")
         if has_universal:
-            per_level.append(LevelValues(universal=str(raw["universal"])))
+            if "prefix" in raw or "suffix" in raw:
+                raise ValueError("universalValue cannot be set together with prefix or suffix")
+            per_level.append(LevelValues(universal=str(raw["universalValue"])))
             continue
-        individual = raw["individual"]
-        roots = tuple(str(root) for root in individual.get("roots") or ())
+        roots = tuple(str(root) for root in raw.get("roots") or ())
         if len(roots) != domain_count:
             raise ValueError("roots must have domainCount entries")
         per_level.append(
             LevelValues(
                 individual=IndividualValues(
-                    roots=roots, prefix=individual.get("prefix") or None, suffix=individual.get("suffix") or None
+                    roots=roots, prefix=raw.get("prefix") or None, suffix=raw.get("suffix") or None
                 )
             )
         )
-    raw_counts = data.get("podCounts") or {}
-    has_universal, has_individual = "universal" in raw_counts, "individual" in raw_counts
-    if has_universal == has_individual:
-        raise ValueError("exactly one of universal, individual must be set in podCounts")
+    has_universal, has_counts = "universalPodCount" in data, "podCounts" in data
+    if has_universal == has_counts:
+        raise ValueError("exactly one of podCounts, universalPodCount must be set")
     if has_universal:
-        pod_counts = PodCounts(universal=int(raw_counts["universal"]))
+        pod_counts = PodCounts(universal=int(data["universalPodCount"]))
     else:
-        counts = tuple(int(count) for count in raw_counts["individual"])
+        counts = tuple(int(count) for count in data["podCounts"])
         if len(counts) != domain_count:
-            raise ValueError("podCounts.individual must have domainCount entries")
+            raise ValueError("podCounts must have domainCount entries")
         pod_counts = PodCounts(individual=counts)
     return AssignmentSlice(domain_count=domain_count, values_per_level=tuple(per_level), pod_counts=pod_counts)

@@ -16,10 +16,10 @@ def test_kueue_example_shape_with_prefix_and_universal() -> None:
             {
                 "domainCount": 2,
                 "valuesPerLevel": [
-                    {"universal": "block-1"},
-                    {"individual": {"prefix": "rack-", "roots": ["1", "2"]}},
+                    {"universalValue": "block-1"},
+                    {"prefix": "rack-", "roots": ["1", "2"]},
                 ],
-                "podCounts": {"individual": [4, 2]},
+                "podCounts": [4, 2],
             }
         ],
     }
@@ -27,9 +27,23 @@ def test_kueue_example_shape_with_prefix_and_universal() -> None:
 
 def test_suffix_and_universal_pod_count() -> None:
     assignment = encode_domains([HOSTNAME_LABEL], [(("n-a.example",), 1), (("n-b.example",), 1)])
-    level = assignment.to_dict()["slices"][0]["valuesPerLevel"][0]["individual"]
-    assert level == {"prefix": "n-", "suffix": ".example", "roots": ["a", "b"]}
-    assert assignment.to_dict()["slices"][0]["podCounts"] == {"universal": 1}
+    encoded = assignment.to_dict()["slices"][0]
+    assert encoded["valuesPerLevel"][0] == {"prefix": "n-", "suffix": ".example", "roots": ["a", "b"]}
+    assert encoded["universalPodCount"] == 1
+    assert "podCounts" not in encoded
+
+
+def test_json_is_what_the_workload_crd_accepts() -> None:
+    """The JSON validates against kfed's Workload model (Kueue's v1beta2 TopologyAssignment) and reads back."""
+    from federation.api.workload import TopologyAssignment as ApiAssignment
+
+    assignment = encode_domains(
+        [BLOCK, RACK], [(("block-1", "rack-1"), 4), (("block-1", "rack-2"), 2), (("block-2", "x"), 2)]
+    )
+    data = assignment.to_dict()
+    model = ApiAssignment.model_validate(data)
+    assert model.model_dump(mode="json", by_alias=True, exclude_none=True) == data
+    assert TopologyAssignment.from_dict(data) == assignment
 
 
 def test_overlapping_prefix_and_suffix_do_not_overlap() -> None:
@@ -59,18 +73,18 @@ def test_expand_with_pinned_ranks_fills_the_rest_in_order() -> None:
     "bad",
     [
         {"levels": [], "slices": []},
-        {"levels": ["x"], "slices": [{"domainCount": 1, "valuesPerLevel": [], "podCounts": {"universal": 1}}]},
+        {"levels": ["x"], "slices": [{"domainCount": 1, "valuesPerLevel": [], "universalPodCount": 1}]},
         {
             "levels": ["x"],
-            "slices": [{"domainCount": 2, "valuesPerLevel": [{"universal": "a"}], "podCounts": {"individual": [1]}}],
+            "slices": [{"domainCount": 2, "valuesPerLevel": [{"universalValue": "a"}], "podCounts": [1]}],
         },
         {
             "levels": ["x"],
             "slices": [
                 {
                     "domainCount": 1,
-                    "valuesPerLevel": [{"universal": "a", "individual": {"roots": ["a"]}}],
-                    "podCounts": {"universal": 1},
+                    "valuesPerLevel": [{"universalValue": "a", "roots": ["a"]}],
+                    "universalPodCount": 1,
                 }
             ],
         },
