@@ -1,5 +1,8 @@
 """Sample Kueue queues for a local federation, as a user would write them (used by the demo and e2e tests).
 
+Two sets: the plain ``user-queue`` below, and a topology-aware ``tas-queue`` (a Topology of block, rack and host
+on every worker, and a TAS ResourceFlavor over the kwok nodes) for scenarios of topology-aware scheduling.
+
 Manager: a ResourceFlavor, a ClusterQueue whose admission check is kfed's MultiKueue check (the global quota),
 and a LocalQueue. Each worker: the same flavor, a ClusterQueue sized to that worker, and a LocalQueue of the same
 name, because a dispatched Workload keeps its ``queueName``.
@@ -11,7 +14,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from e2e.rig.controllers import ADMISSION_CHECK
-from e2e.rig.nodes import NodeShape
+from e2e.rig.nodes import BLOCK_LABEL, HOSTNAME_LABEL, KWOK_TYPE_LABEL, RACK_LABEL, NodeShape
 from federation.quantity import QuantityFormat, format_quantity, parse_quantity
 
 if TYPE_CHECKING:
@@ -130,6 +133,90 @@ def apply_sample_queues(fed: Federation, *, namespace: str = "default") -> None:
         items = queue_objects(namespace=namespace, cpu=cpu, memory=memory, manager=False)
         fed.kubectl(worker, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     items = queue_objects(
+        namespace=namespace,
+        cpu=format_quantity(total_cpu),
+        memory=format_quantity(total_memory, QuantityFormat.BINARY_SI),
+        manager=True,
+    )
+    fed.kubectl("manager", "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+
+
+TOPOLOGY = "default"
+TAS_FLAVOR = "tas-flavor"
+TAS_QUEUE = "tas-queue"
+TOPOLOGY_LEVELS = (BLOCK_LABEL, RACK_LABEL, HOSTNAME_LABEL)
+
+
+def topology_object(name: str = TOPOLOGY) -> dict[str, Any]:
+    """Kueue's Topology over the rig's node labels: block, rack, host."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Topology",
+        "metadata": {"name": name},
+        "spec": {"levels": [{"nodeLabel": label} for label in TOPOLOGY_LEVELS]},
+    }
+
+
+def tas_queue_objects(*, namespace: str, cpu: str, memory: str, manager: bool) -> list[dict[str, Any]]:
+    """A TAS ResourceFlavor (on workers: ``topologyName`` over every kwok node) with its ClusterQueue and LocalQueue,
+    all called ``tas-*``; the manager gets the same names without a Topology (it has no nodes) and kfed's check."""
+    flavor: dict[str, Any] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": TAS_FLAVOR},
+        "spec": {},
+    }
+    objects: list[dict[str, Any]] = []
+    if not manager:
+        flavor["spec"] = {"nodeLabels": {KWOK_TYPE_LABEL: "kwok"}, "topologyName": TOPOLOGY}
+        objects.append(topology_object())
+    cq_spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory"],
+                "flavors": [
+                    {
+                        "name": TAS_FLAVOR,
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": cpu},
+                            {"name": "memory", "nominalQuota": memory},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    if manager:
+        cq_spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": ADMISSION_CHECK}]}
+    objects += [
+        flavor,
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": TAS_QUEUE},
+            "spec": cq_spec,
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": TAS_QUEUE, "namespace": namespace},
+            "spec": {"clusterQueue": TAS_QUEUE},
+        },
+    ]
+    return objects
+
+
+def apply_tas_queues(fed: Federation, *, namespace: str = "default") -> None:
+    """The TAS queues on every cluster: each worker's quota is all of its nodes, the manager's their sum."""
+    total_cpu = total_memory = 0
+    for worker in fed.workers:
+        cpu, memory = worker_quota(fed.spec.shape(worker))
+        total_cpu += parse_quantity(cpu)
+        total_memory += parse_quantity(memory)
+        items = tas_queue_objects(namespace=namespace, cpu=cpu, memory=memory, manager=False)
+        fed.kubectl(worker, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    items = tas_queue_objects(
         namespace=namespace,
         cpu=format_quantity(total_cpu),
         memory=format_quantity(total_memory, QuantityFormat.BINARY_SI),

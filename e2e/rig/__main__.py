@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from e2e.queues import apply_sample_queues
+from e2e.queues import apply_sample_queues, apply_tas_queues
 from e2e.rig.cluster import RigError
 from e2e.rig.federation import Federation, FederationSpec, read_state_records, stop_directory
 from e2e.rig.nodes import NodeShape
@@ -31,7 +31,10 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--sample-queues",
         action="store_true",
-        help="also create the demo's queues: user-queue in namespace default on every cluster, sized to the workers",
+        help=(
+            "also create the demo's queues in namespace default on every cluster, sized to the workers: user-queue, "
+            "and tas-queue over a Topology (block, rack, host) and a TAS ResourceFlavor"
+        ),
     )
     down = sub.add_parser("down", help="stop everything a previous `up` started in DIR")
     down.add_argument("--dir", type=Path, required=True)
@@ -68,6 +71,7 @@ def main(argv: list[str]) -> int:
         return 1
     if args.sample_queues:
         apply_sample_queues(fed)
+        apply_tas_queues(fed)
     print(f"rig up in {seconds:.1f}s: {args.dir}")
     for name in fed.clusters:
         print(f"  {name:10} {fed.clusters[name].server}  kubeconfig {fed.kubeconfig(name)}")

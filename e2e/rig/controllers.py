@@ -147,6 +147,7 @@ def start_controllers(fed: Federation) -> None:
                 "--health-port",
                 str(port),
                 *common,
+                *fed.spec.agent_args,
             ],
             log_path=logs / f"kfed-agent-{worker}.log",
             die_with_parent=fed.die_with_parent,

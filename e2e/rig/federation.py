@@ -49,6 +49,8 @@ class FederationSpec:
     """kfed-manager's --dispatch-timeout (None: its default)."""
     worker_lost_timeout: float | None = None
     """kfed-manager's --worker-lost-timeout (None: its default, Kueue's 15 min)."""
+    agent_args: tuple[str, ...] = ()
+    """Extra command-line arguments of every kfed-agent (e.g. ``("--node-failure-delay", "5")``)."""
 
     def shape(self, worker: str) -> NodeShape:
         return self.node_shapes.get(worker, self.default_shape)

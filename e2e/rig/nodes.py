@@ -9,6 +9,9 @@ BLOCK_LABEL = "cloud.provider.com/topology-block"
 RACK_LABEL = "cloud.provider.com/topology-rack"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 KWOK_NODE_LABEL = "kfed.io/kwok-node"
+"""kwok plays kubelet for nodes with this label set to true (``e2e.rig.node_faults`` drops it for NotReady)."""
+KWOK_TYPE_LABEL = "type"
+"""Every rig node has ``type: kwok``; ResourceFlavors select nodes by it."""
 GPU_RESOURCE = "nvidia.com/gpu"
 
 
@@ -42,7 +45,7 @@ def node_manifests(cluster: str, shape: NodeShape) -> list[dict[str, Any]]:
                     "name": name,
                     "labels": {
                         KWOK_NODE_LABEL: "true",
-                        "type": "kwok",
+                        KWOK_TYPE_LABEL: "kwok",
                         HOSTNAME_LABEL: name,
                         BLOCK_LABEL: f"{cluster}-b{block}",
                         RACK_LABEL: f"{cluster}-b{block}-r{rack}",
