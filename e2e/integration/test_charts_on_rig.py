@@ -560,3 +560,74 @@ def test_a_job_runs_through_kfed_with_only_the_charts_service_accounts(installed
     assert codes == {"kfed-manager": 0, "kfed-agent": 0}, manager.log()[-2000:] + agent.log()[-2000:]
     assert_no_forbidden(manager, "kfed-manager")
     assert_no_forbidden(agent, "kfed-agent")
+
+
+def _kfed(*args: str) -> subprocess.CompletedProcess[str]:
+    """`kubectl kfed ...` (the plugin of this venv)."""
+    plugin = str(REPO_ROOT / ".venv" / "bin" / "kubectl-kfed")
+    return subprocess.run([plugin, *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_add_worker_joins_through_the_manager_access_token_and_remove_worker_undoes_it(installed: Installed) -> None:
+    """`kubectl kfed add-worker` with the operator's admin kubeconfigs: the manager (chart token) connects to the
+    worker with a kubeconfig that holds only a token of `kfed-manager-access` and the worker's CA; running it again
+    changes nothing but the token; `remove-worker` takes everything it made away again."""
+    rig = installed.rig
+    name = f"joined-{uuid.uuid4().hex[:6]}"
+    config = f"{name}-config"
+    manager = _start(
+        "kfed-manager", installed.kubeconfig_for(MANAGER, MANAGER_RELEASE), installed.directory / f"{name}.log"
+    )
+    admin = str(rig.kubeconfig(MANAGER))
+    add = [f"--kubeconfig={admin}", "add-worker", name, f"--worker-kubeconfig={rig.kubeconfig(WORKER)}"]
+    add += ["--worker-context=worker-1", f"--multikueue-config={config}", "--wait=60"]
+    try:
+        with explained(manager, "kfed-manager"):
+            first = _kfed(*add)
+            assert first.returncode == 0, first.stdout + first.stderr
+            assert f"{name}: Active=True" in first.stdout, first.stdout
+            secret = _get(rig, MANAGER, "-n", NAMESPACE, "secret", f"{name}-kubeconfig")
+            text = base64.b64decode(secret["data"]["kubeconfig"]).decode()
+            joined = yaml.safe_load(text)
+            admin_cluster = yaml.safe_load(rig.kubeconfig(WORKER).read_text())["clusters"][0]["cluster"]
+            assert joined["clusters"][0]["cluster"] == {
+                "server": admin_cluster["server"],
+                "certificate-authority-data": admin_cluster["certificate-authority-data"],
+            }
+            assert list(joined["users"][0]["user"]) == ["token"], "a token and nothing else"
+            path = installed.directory / f"{name}.kubeconfig"
+            path.write_text(text)
+            whoami = rig.kubectl(WORKER, f"--kubeconfig={path}", "auth", "whoami", "-o", "json").stdout
+            assert json.loads(whoami)["status"]["userInfo"]["username"] == (
+                f"system:serviceaccount:{NAMESPACE}:{ACCESS_ACCOUNT}"
+            )
+            assert _get(rig, MANAGER, "multikueueconfig.kueue.x-k8s.io", config)["spec"]["clusters"] == [name]
+            again = _kfed(*add)
+            assert again.returncode == 0, again.stdout + again.stderr
+            assert f"multikueueconfig {config} already lists {name}" in again.stdout
+            assert _get(rig, MANAGER, "multikueueconfig.kueue.x-k8s.io", config)["spec"]["clusters"] == [name]
+
+            removed = _kfed(f"--kubeconfig={admin}", "remove-worker", name)
+            assert removed.returncode == 0, removed.stdout + removed.stderr
+            assert _get(rig, MANAGER, "multikueueconfig.kueue.x-k8s.io", config) == {}
+            assert _get(rig, MANAGER, "multikueuecluster.kueue.x-k8s.io", name) == {}
+            assert _get(rig, MANAGER, "-n", NAMESPACE, "secret", f"{name}-kubeconfig") == {}
+            assert manager.proc.poll() is None, manager.log()[-3000:]
+    finally:
+        code = manager.stop()
+        rig.kubectl(MANAGER, "delete", "multikueueconfig.kueue.x-k8s.io", config, "--ignore-not-found")
+        rig.kubectl(MANAGER, "delete", "multikueuecluster.kueue.x-k8s.io", name, "--ignore-not-found")
+        rig.kubectl(MANAGER, "-n", NAMESPACE, "delete", "secret", f"{name}-kubeconfig", "--ignore-not-found")
+    assert code == 0, manager.log()[-3000:]
+    assert_no_forbidden(manager, "kfed-manager")
+
+
+def test_add_worker_says_what_is_missing(installed: Installed) -> None:
+    admin = str(installed.rig.kubeconfig(MANAGER))
+    worker = f"--worker-kubeconfig={installed.rig.kubeconfig(WORKER)}"
+    no_account = _kfed(f"--kubeconfig={admin}", "add-worker", "w", worker, "--worker-namespace=nowhere", "--wait=0")
+    assert no_account.returncode == 1
+    assert "ServiceAccount nowhere/kfed-manager-access not found on the worker" in no_account.stderr
+    no_context = _kfed(f"--kubeconfig={admin}", "add-worker", "w", worker, "--worker-context=nope", "--wait=0")
+    assert no_context.returncode == 1
+    assert "context 'nope' is not in the kubeconfig (contexts: worker-1)" in no_context.stderr

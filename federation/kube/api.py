@@ -28,7 +28,7 @@ from federation.kube.counters import ApiCallCounter
 from federation.kube.errors import Gone, KubeError, NotFound, Unavailable, error_from_response, error_from_status
 from federation.kube.events import build_event
 from federation.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, RateLimiter
-from federation.kube.resources import EVENTS, Resource
+from federation.kube.resources import EVENTS, SERVICE_ACCOUNTS, Resource
 
 log = structlog.get_logger(__name__)
 
@@ -549,6 +549,20 @@ class KubeApi:
             now=dt.datetime.now(dt.UTC),
         )
         return await self.create(EVENTS, event)
+
+    async def request_token(
+        self, service_account: str, *, namespace: str, expiration_seconds: int, audiences: Sequence[str] = ()
+    ) -> Obj:
+        """A TokenRequest (authentication.k8s.io/v1) for the ServiceAccount: a bound token, as `kubectl create
+        token` mints. The answer's ``status.token`` and ``status.expirationTimestamp`` (which the apiserver may
+        shorten to its --service-account-max-token-expiration)."""
+        body: Obj = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": expiration_seconds, **({"audiences": list(audiences)} if audiences else {})},
+        }
+        path = SERVICE_ACCOUNTS.path(namespace=namespace, name=service_account, subresource="token")
+        return await self._call("create", "serviceaccounts/token", self._request("POST", path, body=body))
 
 
 def _write_query(
