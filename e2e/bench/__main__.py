@@ -11,6 +11,7 @@ BENCHMARKS = {
     "dispatch": "e2e.bench.dispatch_bench",
     "workqueue": "e2e.bench.workqueue_bench",
     "outage": "e2e.bench.outage_bench",
+    "compare": "e2e.bench.compare_bench",
 }
 
 

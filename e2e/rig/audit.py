@@ -1,4 +1,4 @@
-"""Count API writes from the apiservers' audit logs, by client (user agent) and verb.
+"""Count API writes from the apiservers' audit logs, by client (user agent) and verb; time each Job's steps.
 
 The rig's audit policy records every create/update/patch/delete at Metadata level, so counting lines is exact:
 no client-side counter can forget a retried request.
@@ -6,10 +6,13 @@ no client-side counter can forget a retried request.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
@@ -67,3 +70,97 @@ def created_names(path: Path, *, resource: str, client: str) -> list[str]:
             ):
                 names.append(f"{ref.get('namespace', '')}/{ref.get('name', '')}")
     return names
+
+
+def _stamp(event: dict[str, object]) -> float | None:
+    text = event.get("requestReceivedTimestamp") or event.get("stageTimestamp")
+    if not isinstance(text, str):
+        return None
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def job_of_pod(pod: str) -> str:
+    """A Job's pods are named ``<job>-<5 random characters>``."""
+    return pod.rsplit("-", 1)[0]
+
+
+@dataclass
+class JobTimes:
+    """Per ``namespace/name`` of a Job, the wall-clock seconds at which the audit log saw each step (None: not seen).
+
+    submitted: the first successful create of the Job by the submitting client (kubectl);
+    running: the first write of its pod's status by the node agent (kwok plays kubelet: Running is its first write);
+    finished: the last write of the Job's status on the cluster it was submitted to (the Complete one).
+    """
+
+    submitted: dict[str, float] = field(default_factory=dict)
+    running: dict[str, float] = field(default_factory=dict)
+    finished: dict[str, float] = field(default_factory=dict)
+
+    def merge(self, other: JobTimes) -> None:
+        self.submitted.update(other.submitted)
+        for key, value in other.running.items():
+            self.running[key] = min(value, self.running.get(key, value))
+        for key, value in other.finished.items():
+            self.finished[key] = max(value, self.finished.get(key, value))
+
+
+def job_times(
+    lines: Iterable[str], *, submitter: str = "kubectl", node_agent: str = "kwok", finish_here: bool = True
+) -> JobTimes:
+    """The steps of every Job one cluster's audit log shows (``finish_here``: Jobs are submitted to this cluster, so
+    the last status write of a Job there is when its user sees it finish)."""
+    times = JobTimes()
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("stage") != "ResponseComplete" or event.get("verb") not in WRITE_VERBS:
+            continue
+        code = (event.get("responseStatus") or {}).get("code", 0)
+        if not 200 <= code < 300:
+            continue
+        ref = event.get("objectRef") or {}
+        resource, sub = ref.get("resource"), ref.get("subresource", "")
+        key = f"{ref.get('namespace', '')}/{ref.get('name', '')}"
+        client = client_of(event.get("userAgent", ""))
+        at = _stamp(event)
+        if at is None:
+            continue
+        if resource == "jobs" and not sub and event["verb"] == "create" and client == submitter:
+            times.submitted.setdefault(key, at)
+        elif resource == "pods" and sub == "status" and client == node_agent:
+            job = f"{ref.get('namespace', '')}/{job_of_pod(ref.get('name', ''))}"
+            times.running.setdefault(job, at)
+        elif resource == "jobs" and sub == "status" and finish_here:
+            times.finished[key] = max(at, times.finished.get(key, at))
+    return times
+
+
+def job_times_in(path: Path, **kwargs: Any) -> JobTimes:
+    if not path.exists():
+        return JobTimes()
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        return job_times(handle, **kwargs)
+
+
+def conflicts_in(path: Path) -> Counter[tuple[str, str]]:
+    """(client, resource) → write requests answered 409 Conflict."""
+    counts: Counter[tuple[str, str]] = Counter()
+    if not path.exists():
+        return counts
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if '"code":409' not in line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("stage") != "ResponseComplete" or (event.get("responseStatus") or {}).get("code") != 409:
+                continue
+            ref = event.get("objectRef") or {}
+            resource = ref.get("resource", "") + ("/" + ref["subresource"] if ref.get("subresource") else "")
+            counts[(client_of(event.get("userAgent", "")), resource)] += 1
+    return counts

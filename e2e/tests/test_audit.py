@@ -1,6 +1,6 @@
 import json
 
-from e2e.rig.audit import client_of, count_writes
+from e2e.rig.audit import client_of, count_writes, job_of_pod, job_times
 
 
 def _line(verb: str, resource: str, agent: str, *, sub: str = "", stage: str = "ResponseComplete") -> str:
@@ -31,3 +31,37 @@ def test_writes_are_counted_per_client_verb_and_resource() -> None:
 def test_client_names() -> None:
     assert client_of("kfed-agent/0.1.0") == "kfed-agent"
     assert client_of("") == "unknown"
+
+
+def _timed(verb: str, resource: str, name: str, agent: str, at: str, *, sub: str = "", code: int = 200) -> str:
+    ref = {"resource": resource, "namespace": "default", "name": name}
+    if sub:
+        ref["subresource"] = sub
+    return json.dumps(
+        {
+            "stage": "ResponseComplete",
+            "verb": verb,
+            "objectRef": ref,
+            "userAgent": agent,
+            "responseStatus": {"code": code},
+            "requestReceivedTimestamp": f"2026-11-23T02:00:{at}Z",
+        }
+    )
+
+
+def test_job_steps_come_from_the_submit_the_first_pod_status_and_the_last_job_status_write() -> None:
+    lines = [
+        _timed("create", "jobs", "b-0001", "kubectl/v1.36.3", "00.500000"),
+        _timed("create", "jobs", "b-0002", "kubectl/v1.36.3", "01.000000", code=409),
+        _timed("patch", "jobs", "b-0001", "kube-controller-manager/v1.36.3", "02.000000", sub="status"),
+        _timed("patch", "pods", "b-0001-x7k2p", "kwok/v0.8.0", "03.250000", sub="status"),
+        _timed("patch", "pods", "b-0001-x7k2p", "kwok/v0.8.0", "05.250000", sub="status"),
+        _timed("update", "jobs", "b-0001", "kube-controller-manager/v1.36.3", "06.000000", sub="status"),
+    ]
+    here = job_times(lines)
+    assert here.submitted == {"default/b-0001": here.submitted["default/b-0001"]}
+    assert here.running["default/b-0001"] - here.submitted["default/b-0001"] == 2.75
+    assert here.finished["default/b-0001"] - here.submitted["default/b-0001"] == 5.5
+    elsewhere = job_times(lines, finish_here=False)
+    assert elsewhere.finished == {}
+    assert job_of_pod("b-0001-x7k2p") == "b-0001"

@@ -9,6 +9,8 @@ KUBERNETES = "v1.36.3"
 ETCD = "v3.6.16"
 KWOK = "v0.8.0"
 HELM = "v4.3.1"
+KUEUE = "v0.19.1"
+"""Stock Kueue for the compare bench only (e2e/toolchain/kueue.py builds it on demand, outside `make toolchain`)."""
 MIN_GO = (1, 26)
 """Kubernetes v1.36 declares `go 1.26.0` in its go.mod."""
 

@@ -1,0 +1,453 @@
+"""kfed side by side with direct submission (and stock MultiKueue when built): the same Jobs on the same rig shape.
+
+Each system gets a fresh rig (manager + 2 workers x 40 kwok nodes x 16 cpu) and the same ``N`` one-pod Jobs of
+1 cpu that complete 2 s after they run:
+
+- ``direct``: the Jobs created straight on the workers, split evenly, no federation: the rig's own ceiling;
+- ``kfed``: the Jobs created on the manager with the queue label, kfed-manager and one kfed-agent per worker;
+- ``kueue`` / ``kueue-qps``: stock Kueue MultiKueue (``e2e.bench.stock_kueue``), with its shipped defaults and
+  with kfed's client QPS/burst where Kueue lets it be set.
+
+Figures per system, all from the apiservers' audit logs (no client can forget a request): time to all
+reserved / admitted (manager Workload conditions, watched) and all Complete, Jobs/s, submit→running and
+submit→complete p50/p99, writes per Job per cluster and per client (events separately), 409 Conflicts per client,
+CPU-seconds per process from the first create to the last Complete. Results go to ``DIR/compare.json`` and PNG
+plots (throughput over time, latency CDF, writes per Job by writer); the table and the paths are printed. Ratios
+are what to compare: the machine is shared.
+
+Environment: ``KFED_COMPARE_SIZES`` (default ``300``; e.g. ``300,1000``), ``KFED_COMPARE_SYSTEMS`` (default
+``direct,kfed``, add ``kueue,kueue-qps``), ``KFED_BENCH_OUT`` (default ``.bench/compare`` under the repository).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from e2e.queues import apply_sample_queues, job_manifest
+from e2e.rig.audit import JobTimes, conflicts_in, job_times_in, writes_in
+from e2e.rig.federation import MANAGER, REPO_ROOT, Federation, FederationSpec, running
+from e2e.rig.nodes import NodeShape
+from e2e.toolchain import ensure_built
+
+NAMESPACE = "default"
+JOB_SECONDS = 2
+TIMEOUT = 1800.0
+CONTROLLERS = ("kfed-manager", "kfed-agent", "kueue")
+"""Clients whose writes are the federation's cost (the rest — kube's own controllers, kwok — is the same for all)."""
+
+
+def shapes(workers: int) -> dict[str, NodeShape]:
+    return {f"worker-{i}": NodeShape(count=40, cpu="16", memory="64Gi") for i in range(1, workers + 1)}
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+class ConditionWatch:
+    """``kubectl get RESOURCE -w``: when each object first showed each True condition, as seen by the bench."""
+
+    def __init__(self, fed: Federation, cluster: str, resource: str) -> None:
+        self.first_true: dict[str, dict[str, float]] = {}
+        self._lock = threading.Lock()
+        self._proc = subprocess.Popen(
+            [
+                str(fed.bin_dir / "kubectl"),
+                f"--kubeconfig={fed.kubeconfig(cluster)}",
+                "get",
+                resource,
+                "-n",
+                NAMESPACE,
+                "-w",
+                "-o",
+                "json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        """kubectl prints one JSON document per object and change, back to back."""
+        assert self._proc.stdout is not None
+        decoder = json.JSONDecoder()
+        buffer = ""
+        for line in self._proc.stdout:
+            buffer += line
+            if not line.startswith("}"):
+                continue
+            try:
+                obj, end = decoder.raw_decode(buffer.lstrip())
+            except ValueError:
+                continue
+            buffer = buffer.lstrip()[end:]
+            now = time.time()
+            conditions = (obj.get("status") or {}).get("conditions") or ()
+            with self._lock:
+                seen = self.first_true.setdefault(obj["metadata"]["name"], {})
+                for condition in conditions:
+                    if condition.get("status") == "True":
+                        seen.setdefault(condition["type"], now)
+
+    def alive(self) -> bool:
+        return self._proc.poll() is None
+
+    def error(self) -> str:
+        return self._proc.stderr.read() if self._proc.stderr and self._proc.poll() is not None else ""
+
+    def count(self, condition: str) -> int:
+        with self._lock:
+            return sum(1 for seen in self.first_true.values() if condition in seen)
+
+    def last(self, condition: str) -> float | None:
+        with self._lock:
+            times = [seen[condition] for seen in self.first_true.values() if condition in seen]
+        return max(times) if times else None
+
+    def stop(self) -> None:
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+
+@dataclass
+class System:
+    """How one system is set up on a fresh rig and where its Jobs go."""
+
+    name: str
+    controllers: bool
+    setup: Callable[[Federation], None]
+    submit: Callable[[Federation, list[dict[str, Any]]], None]
+    user_clusters: Callable[[Federation], list[str]]
+    """Where users submit and watch their Jobs."""
+    teardown: Callable[[Federation], None] = lambda fed: None
+    extra_records: Callable[[], list[Any]] = lambda: []
+    workers: int = 2
+
+
+def _create(fed: Federation, cluster: str, manifests: list[dict[str, Any]]) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [str(fed.bin_dir / "kubectl"), f"--kubeconfig={fed.kubeconfig(cluster)}", "create", "-f", "-", "-o", "name"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
+    proc.stdin.close()
+    return proc
+
+
+def _wait_created(procs: list[subprocess.Popen[str]]) -> None:
+    for proc in procs:
+        if proc.wait(timeout=600) != 0:
+            raise RuntimeError(f"kubectl create failed: {proc.stderr.read() if proc.stderr else ''}")
+
+
+def submit_direct(fed: Federation, manifests: list[dict[str, Any]]) -> None:
+    """Round-robin over the workers, without the queue label (no local queueing: the rig's ceiling)."""
+    per_worker: dict[str, list[dict[str, Any]]] = {w: [] for w in fed.workers}
+    for index, manifest in enumerate(manifests):
+        plain = json.loads(json.dumps(manifest))
+        plain["metadata"]["labels"].pop("kueue.x-k8s.io/queue-name", None)
+        per_worker[fed.workers[index % len(fed.workers)]].append(plain)
+    _wait_created([_create(fed, worker, items) for worker, items in per_worker.items()])
+
+
+def submit_manager(fed: Federation, manifests: list[dict[str, Any]]) -> None:
+    _wait_created([_create(fed, MANAGER, manifests)])
+
+
+def systems() -> dict[str, System]:
+    from e2e.bench import stock_kueue
+
+    return {
+        "direct": System("direct", False, lambda fed: None, submit_direct, lambda fed: fed.workers),
+        "kfed": System("kfed", True, apply_sample_queues, submit_manager, lambda fed: [MANAGER]),
+        **stock_kueue.systems(submit_manager),
+    }
+
+
+@dataclass
+class Result:
+    system: str
+    jobs: int
+    created_seconds: float
+    milestones: dict[str, float | None] = field(default_factory=dict)
+    """Seconds from the first create to all reserved / admitted (manager Workloads) and all Complete."""
+    jobs_per_second: float | None = None
+    latency: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    writes_per_job: dict[str, dict[str, float]] = field(default_factory=dict)
+    """cluster → client → writes per Job (Events under ``<client> events``)."""
+    controller_writes_per_job: float = 0.0
+    controller_events_per_job: float = 0.0
+    conflicts: dict[str, int] = field(default_factory=dict)
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
+    completions: list[float] = field(default_factory=list)
+    """Seconds from the first create at which each Job finished (sorted), for the throughput plot."""
+    submit_to_running: list[float] = field(default_factory=list)
+    submit_to_complete: list[float] = field(default_factory=list)
+    workers_used: dict[str, int] = field(default_factory=dict)
+
+
+def _cpu(fed: Federation, system: System) -> dict[str, float]:
+    """CPU-seconds so far of every process of the rig and of the system under test."""
+    records = [r for c in fed.clusters.values() for r in c.records] + fed.controller_records + system.extra_records()
+    return {record.name: record.cpu_seconds() or 0.0 for record in records}
+
+
+def run_system(system: System, jobs: int, bins: Path) -> Result:
+    spec = FederationSpec(workers=system.workers, node_shapes=shapes(system.workers), job_seconds=JOB_SECONDS)
+    spec.controllers = system.controllers
+    manifests = [
+        job_manifest(f"b-{i:04d}", namespace=NAMESPACE, cpu="1", memory="1Gi", seconds=JOB_SECONDS) for i in range(jobs)
+    ]
+    with (
+        tempfile.TemporaryDirectory(prefix=f"kfed-compare-{system.name}-") as tmp,
+        running(Path(tmp), bins, spec) as fed,
+    ):
+        try:
+            system.setup(fed)
+            watches = [ConditionWatch(fed, c, "jobs.batch") for c in system.user_clusters(fed)]
+            workload_watch = (
+                ConditionWatch(fed, MANAGER, "workloads.kueue.x-k8s.io") if system.name != "direct" else None
+            )
+            try:
+                cpu_before = _cpu(fed, system)
+                started = time.time()
+                system.submit(fed, manifests)
+                created = time.time() - started
+                deadline = time.monotonic() + TIMEOUT
+                while sum(w.count("Complete") for w in watches) < jobs and time.monotonic() < deadline:
+                    for watch in watches:
+                        if not watch.alive():
+                            raise RuntimeError(f"kubectl get -w ended: {watch.error()}")
+                    time.sleep(0.5)
+                milestones: dict[str, float | None] = {}
+                if workload_watch is not None:
+                    for name, condition in (("reserved", "QuotaReserved"), ("admitted", "Admitted")):
+                        last = workload_watch.last(condition)
+                        done = workload_watch.count(condition) >= jobs
+                        milestones[name] = last - started if last is not None and done else None
+                complete = [w.last("Complete") for w in watches]
+                all_complete = sum(w.count("Complete") for w in watches) >= jobs
+                milestones["complete"] = (
+                    max(t for t in complete if t is not None) - started if all_complete and any(complete) else None
+                )
+            finally:
+                for watch in [*watches, *([workload_watch] if workload_watch else [])]:
+                    watch.stop()
+            cpu = {name: seconds - cpu_before.get(name, 0.0) for name, seconds in _cpu(fed, system).items()}
+        finally:
+            system.teardown(fed)
+        return _collect(system, fed, jobs=jobs, created=created, milestones=milestones, cpu=cpu)
+
+
+def _collect(
+    system: System,
+    fed: Federation,
+    *,
+    jobs: int,
+    created: float,
+    milestones: dict[str, float | None],
+    cpu: dict[str, float],
+) -> Result:
+    users = set(system.user_clusters(fed))
+    times = JobTimes()
+    writes: dict[str, dict[str, float]] = {}
+    controller_writes = controller_events = 0
+    conflicts: Counter[str] = Counter()
+    workers_used: Counter[str] = Counter()
+    for name, cluster in fed.clusters.items():
+        cluster_times = job_times_in(cluster.audit_log, finish_here=name in users)
+        if name != MANAGER:
+            workers_used[name] = len(cluster_times.running)
+        times.merge(cluster_times)
+        per_client: Counter[str] = Counter()
+        for (client, _verb, resource), count in writes_in(cluster.audit_log).items():
+            if client == "kubectl":
+                continue
+            label = f"{client} events" if resource == "events" else client
+            per_client[label] += count
+            if client in CONTROLLERS:
+                if resource == "events":
+                    controller_events += count
+                else:
+                    controller_writes += count
+        writes[name] = {k: round(v / jobs, 2) for k, v in sorted(per_client.items())}
+        for (client, resource), count in conflicts_in(cluster.audit_log).items():
+            conflicts[f"{client} {resource} on {name}"] += count
+    start = times.submitted
+    first = min(start.values()) if start else 0.0
+    running_lat = sorted(times.running[k] - start[k] for k in times.running if k in start)
+    complete_lat = sorted(times.finished[k] - start[k] for k in times.finished if k in start)
+    completions = sorted(times.finished[k] - first for k in times.finished if k in start)
+    result = Result(
+        system=system.name,
+        jobs=jobs,
+        created_seconds=round(created, 2),
+        milestones={k: None if v is None else round(v, 2) for k, v in milestones.items()},
+        writes_per_job=writes,
+        controller_writes_per_job=round(controller_writes / jobs, 2),
+        controller_events_per_job=round(controller_events / jobs, 2),
+        conflicts=dict(conflicts),
+        cpu_seconds={k: round(v, 2) for k, v in sorted(cpu.items(), key=lambda kv: -kv[1])},
+        completions=[round(c, 3) for c in completions],
+        submit_to_running=[round(v, 3) for v in running_lat],
+        submit_to_complete=[round(v, 3) for v in complete_lat],
+        workers_used=dict(workers_used),
+    )
+    if len(completions) >= jobs:
+        result.jobs_per_second = round(jobs / completions[-1], 2) if completions[-1] > 0 else None
+    result.latency = {
+        "submit_to_running": {"p50": percentile(running_lat, 50), "p99": percentile(running_lat, 99)},
+        "submit_to_complete": {"p50": percentile(complete_lat, 50), "p99": percentile(complete_lat, 99)},
+    }
+    return result
+
+
+def _fmt(value: float | None, spec: str = "6.1f") -> str:
+    return "     -" if value is None else format(value, spec)
+
+
+def table(results: list[Result]) -> str:
+    lines = [
+        f"{'system':10} {'jobs':>5} {'reserved':>8} {'admitted':>8} {'complete':>8} {'jobs/s':>6} "
+        f"{'run p50':>7} {'run p99':>7} {'done p50':>8} {'done p99':>8} {'writes/J':>8} {'events/J':>8} "
+        f"{'409s':>5} {'ctl CPU ms/J':>12}  workers"
+    ]
+    for r in results:
+        conflicts = sum(v for k, v in r.conflicts.items() if k.startswith(CONTROLLERS))
+        ctl_cpu = sum(v for k, v in r.cpu_seconds.items() if any(k.startswith(c) for c in CONTROLLERS))
+        lines.append(
+            f"{r.system:10} {r.jobs:5} {_fmt(r.milestones.get('reserved'), '8.1f')} "
+            f"{_fmt(r.milestones.get('admitted'), '8.1f')} {_fmt(r.milestones.get('complete'), '8.1f')} "
+            f"{_fmt(r.jobs_per_second)} {_fmt(r.latency['submit_to_running']['p50'], '7.1f')} "
+            f"{_fmt(r.latency['submit_to_running']['p99'], '7.1f')} "
+            f"{_fmt(r.latency['submit_to_complete']['p50'], '8.1f')} "
+            f"{_fmt(r.latency['submit_to_complete']['p99'], '8.1f')} {r.controller_writes_per_job:8.2f} "
+            f"{r.controller_events_per_job:8.2f} {conflicts:5} {1000 * ctl_cpu / r.jobs:12.1f}  "
+            + ",".join(f"{k}={v}" for k, v in sorted(r.workers_used.items()))
+        )
+    by_size: dict[int, dict[str, Result]] = {}
+    for r in results:
+        by_size.setdefault(r.jobs, {})[r.system] = r
+    for size, found in sorted(by_size.items()):
+        base = found.get("kfed")
+        if base is None or not base.jobs_per_second:
+            continue
+        for other, r in found.items():
+            if other != "kfed" and r.jobs_per_second:
+                lines.append(f"  {size} Jobs: kfed Jobs/s = {base.jobs_per_second / r.jobs_per_second:.2f} x {other}")
+    return "\n".join(lines)
+
+
+def plot(results: list[Result], out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    sizes = sorted({r.jobs for r in results})
+    for size in sizes:
+        runs = [r for r in results if r.jobs == size]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for r in runs:
+            ax.step(r.completions, range(1, len(r.completions) + 1), where="post", label=r.system)
+        ax.set(xlabel="seconds since the first create", ylabel="Jobs complete", title=f"Throughput, {size} Jobs")
+        ax.legend()
+        paths.append(out / f"throughput-{size}.png")
+        fig.savefig(paths[-1], dpi=100, bbox_inches="tight")
+        plt.close(fig)
+
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for r in runs:
+            for values, style, what in (
+                (r.submit_to_running, "-", "running"),
+                (r.submit_to_complete, "--", "complete"),
+            ):
+                if values:
+                    ax.plot(
+                        values, [(i + 1) / len(values) for i in range(len(values))], style, label=f"{r.system} {what}"
+                    )
+        ax.set(xlabel="seconds after submit", ylabel="fraction of Jobs", title=f"Latency CDF, {size} Jobs")
+        ax.legend()
+        paths.append(out / f"latency-{size}.png")
+        fig.savefig(paths[-1], dpi=100, bbox_inches="tight")
+        plt.close(fig)
+
+        fig, ax = plt.subplots(figsize=(7, 4))
+        writers = sorted(
+            {f"{client} on {cluster}" for r in runs for cluster, per in r.writes_per_job.items() for client in per}
+        )
+        bottoms = [0.0] * len(runs)
+        for writer in writers:
+            client, _, cluster = writer.rpartition(" on ")
+            heights = [r.writes_per_job.get(cluster, {}).get(client, 0.0) for r in runs]
+            ax.bar([r.system for r in runs], heights, bottom=bottoms, label=writer)
+            bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+        ax.set(ylabel="writes per Job", title=f"API writes per Job by writer, {size} Jobs")
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1, 1))
+        paths.append(out / f"writes-{size}.png")
+        fig.savefig(paths[-1], dpi=100, bbox_inches="tight")
+        plt.close(fig)
+    return paths
+
+
+def main() -> None:
+    sizes = [int(s) for s in os.environ.get("KFED_COMPARE_SIZES", "300").split(",") if s]
+    names = [s for s in os.environ.get("KFED_COMPARE_SYSTEMS", "direct,kfed").split(",") if s]
+    out = Path(os.environ.get("KFED_BENCH_OUT", str(REPO_ROOT / ".bench" / "compare"))).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    known = systems()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown system(s) {unknown}; known: {', '.join(known)}")
+    bins = ensure_built()
+    results: list[Result] = []
+    for size in sizes:
+        for name in names:
+            print(f"--- {name}, {size} Jobs", flush=True)
+            result = run_system(known[name], size, bins)
+            results.append(result)
+            print(table([result]), flush=True)
+            (out / "compare.json").write_text(json.dumps([r.__dict__ for r in results], indent=1) + "\n")
+    print(table(results))
+    for size in sizes:
+        for r in results:
+            if r.jobs == size:
+                print(
+                    f"  {r.system} {size}: writes/Job "
+                    + "; ".join(
+                        f"{cluster}: " + ", ".join(f"{c} {v}" for c, v in per.items())
+                        for cluster, per in r.writes_per_job.items()
+                    )
+                )
+                top = list(r.cpu_seconds.items())[:6]
+                print(f"  {r.system} {size}: CPU-s " + ", ".join(f"{k} {v}" for k, v in top))
+                if r.conflicts:
+                    print(f"  {r.system} {size}: 409s {r.conflicts}")
+    print(f"results: {out / 'compare.json'}")
+    for path in plot(results, out):
+        print(f"plot: {path}")

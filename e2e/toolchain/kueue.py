@@ -1,0 +1,86 @@
+"""Stock Kueue (the MultiKueue the compare bench measures kfed against), built from its Go module on demand.
+
+Only ``make bench BENCH=compare`` asks for it, so ``make toolchain`` and the tests never pay its 15-20 minutes.
+``go install sigs.k8s.io/kueue/cmd/kueue@VERSION`` needs the module proxy's version-list endpoint, which is
+refused here; the exact version downloads fine, so the module is copied to a writable directory and built in
+place with its own go.mod. Its CRDs come from the same module (``config/components/crd/bases``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+from e2e.toolchain import pins
+from e2e.toolchain.build import ToolchainError, _go_env, _run, _say, cache_root, check_go
+
+MODULE = "sigs.k8s.io/kueue"
+
+
+def kueue_dir() -> Path:
+    return cache_root() / f"kueue-{pins.KUEUE}_r{pins.RECIPE}"
+
+
+def _download(go: str, cwd: Path) -> Path:
+    out = subprocess.run(
+        [go, "mod", "download", "-json", f"{MODULE}@{pins.KUEUE}"],
+        cwd=cwd,
+        env=_go_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise ToolchainError(f"cannot download {MODULE}@{pins.KUEUE}: {out.stderr or out.stdout}")
+    return Path(json.loads(out.stdout)["Dir"])
+
+
+def _make_writable(root: Path) -> None:
+    for path in [root, *root.rglob("*")]:
+        mode = path.stat().st_mode
+        path.chmod(mode | stat.S_IWUSR | (stat.S_IXUSR if path.is_dir() else 0))
+
+
+def ensure_kueue() -> tuple[Path, Path]:
+    """(the kueue binary, its CRD directory), building them once per pinned version (under a lock)."""
+    root = kueue_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    binary, crds, stamp = root / "bin" / "kueue", root / "crds", root / ".built"
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and binary.exists() and crds.is_dir():
+            return binary, crds
+        go = check_go()
+        started = time.monotonic()
+        _say(f"building stock Kueue {pins.KUEUE} (only the compare bench needs it; 15-20 min on 2 cores)")
+        src = root / "src"
+        module_dir = _download(go, root)
+        shutil.rmtree(src, ignore_errors=True)
+        shutil.copytree(module_dir, src)
+        _make_writable(src)
+        staging = root / "staging"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        _run(
+            [go, "build", "-v", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / "kueue"), "./cmd/kueue"],
+            cwd=src,
+            label="kueue: compiling",
+        )
+        (root / "bin").mkdir(exist_ok=True)
+        os.replace(staging / "kueue", binary)
+        shutil.rmtree(crds, ignore_errors=True)
+        shutil.copytree(src / "config" / "components" / "crd" / "bases", crds)
+        shutil.rmtree(staging, ignore_errors=True)
+        stamp.write_text(pins.KUEUE + "\n")
+        _say(f"built kueue in {time.monotonic() - started:.0f}s: {binary}")
+        return binary, crds
+
+
+if __name__ == "__main__":
+    print(ensure_kueue()[0])
