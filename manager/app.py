@@ -20,6 +20,7 @@ from federation.obs.metrics import Metrics
 from federation.obs.serving import cancel_on_signal, start_listeners
 from federation.version import package_version
 from manager.config import ManagerConfig
+from manager.decisions.dispatch import DispatchPolicy
 from manager.runtime import ManagerRuntime
 
 log = structlog.get_logger("kfed-manager")
@@ -50,6 +51,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=ManagerConfig.dispatch_timeout,
         help="seconds a worker has to admit a dispatched workload before it is withdrawn and dispatched again",
     )
+    parser.add_argument(
+        "--dispatch-policy",
+        choices=[p.value for p in DispatchPolicy],
+        default=ManagerConfig.dispatch_policy.value,
+        help="among workers that fit: BestFit packs, LeastAllocated spreads, Balanced spreads small workloads and "
+        "packs large ones",
+    )
+    parser.add_argument(
+        "--dispatch-large-share",
+        type=float,
+        default=ManagerConfig.dispatch_large_share,
+        help="Balanced: a workload taking at least this share of a worker's quota is placed by best fit",
+    )
     parser.add_argument("--qps", type=float, default=ManagerConfig.client_qps, help="client rate limit per cluster")
     parser.add_argument("--burst", type=int, default=ManagerConfig.client_burst)
     parser.add_argument(
@@ -67,6 +81,8 @@ async def run(args: argparse.Namespace) -> None:
         worker_lost_timeout=args.worker_lost_timeout,
         gc_interval=args.gc_interval,
         dispatch_timeout=args.dispatch_timeout,
+        dispatch_policy=DispatchPolicy(args.dispatch_policy),
+        dispatch_large_share=args.dispatch_large_share,
         client_qps=args.qps,
         client_burst=args.burst,
         kubeconfig_dir=args.multikueue_kubeconfig_dir,

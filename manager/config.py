@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from federation.kube.kubeconfig import DEFAULT_KUBECONFIG_DIR
 from federation.protocol import DEFAULT_ORIGIN
+from manager.decisions.dispatch import DEFAULT_LARGE_SHARE, DispatchPolicy
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,10 @@ class ManagerConfig:
     gc_interval: float = 60.0
     dispatch_timeout: float = 300.0
     """Seconds a worker has to admit a dispatched workload before it is withdrawn and dispatched again."""
+    dispatch_policy: DispatchPolicy = DispatchPolicy.BALANCED
+    """How to choose among workers that fit equally well (``manager.decisions.dispatch``)."""
+    dispatch_large_share: float = DEFAULT_LARGE_SHARE
+    """For ``Balanced``: a workload taking at least this share of a worker's quota is placed by best fit."""
     reconnect_initial: float = 5.0
     reconnect_max: float = 320.0
     probe_interval: float = 2.0

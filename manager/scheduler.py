@@ -144,6 +144,8 @@ class GlobalScheduler:
                 requests=requests,
                 workers=self._workers(worker_names, now, excluded=excluded_workers(raw)),
                 avoid=withdrawn_from(raw),
+                policy=rt.config.dispatch_policy,
+                large_share=rt.config.dispatch_large_share,
             )
             if isinstance(result, NoWorker):
                 return result.message

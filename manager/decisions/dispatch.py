@@ -2,9 +2,13 @@
 
 A worker is a candidate when it is usable (connected, fresh report) and its LocalQueue of the workload's name
 feeds a ClusterQueue whose free quota, less what the manager already sent there and the report does not show
-yet (the in-flight ledger), covers every requested resource. Candidates are ranked: fits without borrowing
-first, then best fit (the least free quota left over, as a share of nominal, on the tightest resource), then the
-order of the MultiKueueConfig; workers the workload was withdrawn from come last. Per resource the check takes
+yet (the in-flight ledger), covers every requested resource: a workload only ever goes where it fits. Candidates
+are ranked: fits without borrowing first, then the ``DispatchPolicy`` on the free quota left over (as a share of
+nominal, on the tightest resource), then the order of the MultiKueueConfig; workers the workload was withdrawn
+from come last. The default, ``Balanced``, spreads small workloads over equally good workers (least allocated:
+with best fit alone every workload packs onto the first worker and one worker does all the local admission
+while the others idle) and keeps best fit for large ones (a share of a worker's quota of at least
+``large_share``), so that large holes stay open for large workloads. Per resource the check takes
 the roomiest flavor, so for ClusterQueues with several flavors it can accept what the worker then cannot admit
 as one flavor choice; the dispatch timeout (``manager.decisions.withdrawal``) covers that.
 """
@@ -13,8 +17,23 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from federation.quantity import format_quantity
+
+
+class DispatchPolicy(StrEnum):
+    """How to choose among the workers that fit equally well as far as borrowing goes."""
+
+    BEST_FIT = "BestFit"
+    """The least free quota left over: pack workers one after another."""
+    LEAST_ALLOCATED = "LeastAllocated"
+    """The most free quota left over: spread workloads over the workers."""
+    BALANCED = "Balanced"
+    """LeastAllocated, but BestFit for a workload that takes at least ``large_share`` of a candidate's quota."""
+
+
+DEFAULT_LARGE_SHARE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +93,9 @@ def _room(flavors: Sequence[FlavorRoom], resource: str, *, borrowing: bool) -> t
 
 def _evaluate(
     worker: WorkerState, *, namespace: str, queue_name: str, requests: Mapping[str, int]
-) -> tuple[tuple[int, float], Dispatch] | str:
+) -> tuple[tuple[int, float, float], Dispatch] | str:
+    """(borrows, free share left on the tightest resource, largest share of nominal requested) and the dispatch;
+    or why the worker cannot take the workload."""
     if not worker.usable:
         return worker.unusable_reason or "not usable"
     if worker.capacity is None:
@@ -87,6 +108,7 @@ def _evaluate(
         return f"ClusterQueue {cluster_queue} not reported"
     in_flight = worker.in_flight.get(cluster_queue, {})
     tightest = 1.0
+    share = 0.0
     borrows = False
     for resource, amount in sorted(requests.items()):
         if amount <= 0:
@@ -108,7 +130,8 @@ def _evaluate(
             borrows = True
         left_over = (room - amount) / nominal if nominal > 0 else 0.0
         tightest = min(tightest, max(left_over, 0.0))
-    return (int(borrows), tightest), Dispatch(worker=worker.name, cluster_queue=cluster_queue, borrows=borrows)
+        share = max(share, amount / nominal if nominal > 0 else 1.0)
+    return (int(borrows), tightest, share), Dispatch(worker=worker.name, cluster_queue=cluster_queue, borrows=borrows)
 
 
 def choose_worker(
@@ -118,24 +141,28 @@ def choose_worker(
     requests: Mapping[str, int],
     workers: Sequence[WorkerState],
     avoid: Collection[str] = (),
+    policy: DispatchPolicy = DispatchPolicy.BALANCED,
+    large_share: float = DEFAULT_LARGE_SHARE,
 ) -> Dispatch | NoWorker:
     """The best worker for a workload needing ``requests`` (milli-units, all pod sets) via LocalQueue ``queue_name``.
 
     Workers in ``avoid`` (the workload was withdrawn from them) are chosen only when no other worker fits.
     """
-    best: tuple[tuple[int, int, float, int], Dispatch] | None = None
+    fitting: list[tuple[int, int, float, float, Dispatch]] = []
     reasons: list[str] = []
     for order, worker in enumerate(workers):
         result = _evaluate(worker, namespace=namespace, queue_name=queue_name, requests=requests)
         if isinstance(result, str):
             reasons.append(f"{worker.name}: {result}")
             continue
-        (borrow_rank, left_over), dispatch = result
-        rank = (int(worker.name in avoid), borrow_rank, left_over, order)
-        if best is None or rank < best[0]:
-            best = (rank, dispatch)
-    if best is not None:
-        return best[1]
+        (borrow_rank, left_over, share), dispatch = result
+        fitting.append((int(worker.name in avoid) * 2 + borrow_rank, order, left_over, share, dispatch))
+    if fitting:
+        pack = policy is DispatchPolicy.BEST_FIT or (
+            policy is DispatchPolicy.BALANCED and max(f[3] for f in fitting) >= large_share
+        )
+        sign = 1.0 if pack else -1.0
+        return min(fitting, key=lambda f: (f[0], sign * f[2], f[1]))[4]
     if not workers:
         return NoWorker("no worker clusters are configured in the MultiKueueConfig")
     return NoWorker("no worker has room: " + "; ".join(reasons))

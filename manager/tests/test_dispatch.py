@@ -1,6 +1,14 @@
 import datetime as dt
 
-from manager.decisions.dispatch import Dispatch, FlavorRoom, NoWorker, WorkerCapacity, WorkerState, choose_worker
+from manager.decisions.dispatch import (
+    Dispatch,
+    DispatchPolicy,
+    FlavorRoom,
+    NoWorker,
+    WorkerCapacity,
+    WorkerState,
+    choose_worker,
+)
 from manager.decisions.ledger import InFlightLedger
 
 CPU = 1000  # milli-units per cpu
@@ -111,3 +119,73 @@ def test_a_worker_the_workload_was_withdrawn_from_comes_last_but_is_still_used()
     )
     assert isinstance(only, Dispatch)
     assert only.worker == "tight"
+
+
+def dispatch_burst(count: int, *, policy: DispatchPolicy) -> list[str]:
+    """``count`` one-cpu workloads dispatched in one pass to two equal workers, the ledger counting each."""
+    ledger = InFlightLedger()
+    chosen = []
+    for i in range(count):
+        workers = [worker(n, free_cpu=16, nominal_cpu=16, in_flight=ledger.in_flight(n)) for n in ("w1", "w2")]
+        result = choose_worker(
+            namespace="team-a", queue_name="lq", requests={"cpu": CPU}, workers=workers, policy=policy
+        )
+        assert isinstance(result, Dispatch)
+        ledger.record(f"ns/{i}", worker=result.worker, cluster_queue="cq", requests={"cpu": CPU})
+        chosen.append(result.worker)
+    return chosen
+
+
+def test_balanced_spreads_a_burst_of_small_workloads_over_equally_good_workers() -> None:
+    assert dispatch_burst(6, policy=DispatchPolicy.BALANCED) == ["w1", "w2"] * 3
+    assert dispatch_burst(6, policy=DispatchPolicy.LEAST_ALLOCATED) == ["w1", "w2"] * 3
+
+
+def test_best_fit_packs_the_same_burst_onto_the_first_worker() -> None:
+    assert dispatch_burst(6, policy=DispatchPolicy.BEST_FIT) == ["w1"] * 6
+
+
+def test_least_allocated_prefers_the_roomier_worker_but_only_where_it_fits() -> None:
+    workers = [worker("tight", free_cpu=3), worker("roomy", free_cpu=7), worker("full", free_cpu=0)]
+    pick = choose_worker(
+        namespace="team-a",
+        queue_name="lq",
+        requests={"cpu": CPU},
+        workers=workers,
+        policy=DispatchPolicy.LEAST_ALLOCATED,
+    )
+    assert pick == Dispatch("roomy", "cq", False)
+    too_big = choose_worker(
+        namespace="team-a",
+        queue_name="lq",
+        requests={"cpu": 8 * CPU},
+        workers=workers,
+        policy=DispatchPolicy.LEAST_ALLOCATED,
+    )
+    assert isinstance(too_big, NoWorker)
+
+
+def test_balanced_keeps_best_fit_for_large_workloads() -> None:
+    workers = [worker("big-hole", free_cpu=8), worker("small-hole", free_cpu=5)]
+    small = choose_worker(namespace="team-a", queue_name="lq", requests={"cpu": CPU}, workers=workers)
+    large = choose_worker(namespace="team-a", queue_name="lq", requests={"cpu": 4 * CPU}, workers=workers)
+    assert small == Dispatch("big-hole", "cq", False)
+    assert large == Dispatch("small-hole", "cq", False)
+    # the threshold is the caller's: with a higher one, the same request spreads
+    spread = choose_worker(
+        namespace="team-a", queue_name="lq", requests={"cpu": 4 * CPU}, workers=workers, large_share=0.75
+    )
+    assert spread == Dispatch("big-hole", "cq", False)
+
+
+def test_withdrawn_and_borrowing_workers_still_come_last_when_spreading() -> None:
+    workers = [worker("withdrawn", free_cpu=8), worker("borrow", free_cpu=0, borrowable=4), worker("ok", free_cpu=2)]
+    pick = choose_worker(
+        namespace="team-a",
+        queue_name="lq",
+        requests={"cpu": CPU},
+        workers=workers,
+        avoid={"withdrawn"},
+        policy=DispatchPolicy.LEAST_ALLOCATED,
+    )
+    assert pick == Dispatch("ok", "cq", False)
