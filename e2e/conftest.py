@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from e2e.rig.federation import Federation, FederationSpec, running
-from e2e.scenarios.helpers import DISPATCH_TIMEOUT, WORKER_LOST_TIMEOUT
+from e2e.scenarios.helpers import DISPATCH_TIMEOUT, MANAGER_ARGS, WORKER_LOST_TIMEOUT
 from e2e.toolchain import ensure_built
 
 
@@ -38,6 +38,7 @@ def federation() -> Iterator[Federation]:
         controllers=True,
         dispatch_timeout=DISPATCH_TIMEOUT,
         worker_lost_timeout=WORKER_LOST_TIMEOUT,
+        manager_args=MANAGER_ARGS,
     )
     with tempfile.TemporaryDirectory(prefix="kfed-fed-") as tmp, running(Path(tmp), bins, spec) as fed:
         for cluster, cpu in (("manager", "96"), ("worker-1", "32"), ("worker-2", "64")):

@@ -21,6 +21,7 @@ from federation.obs.serving import cancel_on_signal, start_listeners
 from federation.version import package_version
 from manager.config import ManagerConfig
 from manager.decisions.dispatch import DispatchPolicy
+from manager.decisions.pods_ready import BACKOFF_BASE_SECONDS, BACKOFF_MAX_SECONDS, WaitForPodsReady
 from manager.runtime import ManagerRuntime
 
 log = structlog.get_logger("kfed-manager")
@@ -64,6 +65,21 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=ManagerConfig.dispatch_large_share,
         help="Balanced: a workload taking at least this share of a worker's quota is placed by best fit",
     )
+    ready = parser.add_argument_group(
+        "waitForPodsReady", "Kueue's waitForPodsReady (off unless --wait-for-pods-ready-timeout is given)"
+    )
+    ready.add_argument(
+        "--wait-for-pods-ready-timeout",
+        type=float,
+        default=None,
+        help="seconds an admitted workload's pods have to become ready before it is evicted (PodsReadyTimeout)",
+    )
+    ready.add_argument("--wait-for-pods-ready-recovery-timeout", type=float, default=None)
+    ready.add_argument(
+        "--requeuing-backoff-limit-count", type=int, default=None, help="requeues before deactivation (default: none)"
+    )
+    ready.add_argument("--requeuing-backoff-base-seconds", type=float, default=BACKOFF_BASE_SECONDS)
+    ready.add_argument("--requeuing-backoff-max-seconds", type=float, default=BACKOFF_MAX_SECONDS)
     parser.add_argument("--qps", type=float, default=ManagerConfig.client_qps, help="client rate limit per cluster")
     parser.add_argument("--burst", type=int, default=ManagerConfig.client_burst)
     parser.add_argument(
@@ -86,6 +102,17 @@ async def run(args: argparse.Namespace) -> None:
         client_qps=args.qps,
         client_burst=args.burst,
         kubeconfig_dir=args.multikueue_kubeconfig_dir,
+        wait_for_pods_ready=(
+            WaitForPodsReady(
+                timeout=args.wait_for_pods_ready_timeout,
+                recovery_timeout=args.wait_for_pods_ready_recovery_timeout,
+                backoff_limit_count=args.requeuing_backoff_limit_count,
+                backoff_base_seconds=args.requeuing_backoff_base_seconds,
+                backoff_max_seconds=args.requeuing_backoff_max_seconds,
+            )
+            if args.wait_for_pods_ready_timeout is not None
+            else None
+        ),
     )
     metrics = Metrics()
     health = HealthEndpoints(metrics=metrics.exposition)

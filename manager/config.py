@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from federation.kube.kubeconfig import DEFAULT_KUBECONFIG_DIR
 from federation.protocol import DEFAULT_ORIGIN
 from manager.decisions.dispatch import DEFAULT_LARGE_SHARE, DispatchPolicy
+from manager.decisions.pods_ready import WaitForPodsReady
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class ManagerConfig:
     """How to choose among workers that fit equally well (``manager.decisions.dispatch``)."""
     dispatch_large_share: float = DEFAULT_LARGE_SHARE
     """For ``Balanced``: a workload taking at least this share of a worker's quota is placed by best fit."""
+    wait_for_pods_ready: WaitForPodsReady | None = None
+    """Kueue's waitForPodsReady (None: off, Kueue's default)."""
     reconnect_initial: float = 5.0
     reconnect_max: float = 320.0
     probe_interval: float = 2.0

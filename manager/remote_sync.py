@@ -8,6 +8,7 @@ a worker that carry the same name but are not ours are never touched (DESIGN §7
 from __future__ import annotations
 
 import datetime as dt
+import random
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import structlog
 
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL
-from federation.conditions import find_condition, is_true, parse_time, set_condition
+from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
 from federation.kube.api import KubeApi, Propagation
 from federation.kube.cache import WatchCache
 from federation.kube.errors import AlreadyExists, Conflict, Invalid
@@ -38,15 +39,20 @@ from manager.decisions.admission_checks import (
 )
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.lifecycle import Phase, copy_belongs, held_worker, phase_of
+from manager.decisions.pods_ready import (
+    REASON_PODS_READY_TIMEOUT,
+    deactivation_target,
+    pods_ready_step,
+    waiting_for_start,
+)
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
 from manager.decisions.sync import job_finish, mirrored_job_status, plan
 from manager.decisions.withdrawal import (
-    DEACTIVATED_MESSAGE,
     EXCLUDED_CLUSTERS_ANNOTATION,
-    REASON_DEACTIVATED,
     REASON_EVICTED_BY_ADMISSION_CHECK,
     WITHDRAWN_FROM_ANNOTATION,
     deactivated,
+    deactivation_of,
     dispatch_time_left,
     drained_by_stop_policy,
     eviction_of,
@@ -156,6 +162,7 @@ class RemoteSync:
             return 1.0
         remote_wl, remote_jb = found_wl, found_jb
         phase = phase_of(workload, manager_job=manager_job, remote_workload=remote_wl, copies_known=True)
+        ready_recheck: float | None = None
         if phase is Phase.EVICTING:
             if job_finish(remote_jb) is None:
                 return await self._withdraw(conn, workload, manager_job, [remote_jb, remote_wl])
@@ -165,13 +172,8 @@ class RemoteSync:
             await self._evict(workload, worker=worker, reason=message, now=dt.datetime.now(dt.UTC), cause=cause)
             return None
         elif deactivated(workload) and not is_true(workload, "Finished"):
-            await self._evict(
-                workload,
-                worker=worker,
-                reason=DEACTIVATED_MESSAGE,
-                now=dt.datetime.now(dt.UTC),
-                cause=REASON_DEACTIVATED,
-            )
+            cause, message = deactivation_of(workload)
+            await self._evict(workload, worker=worker, reason=message, now=dt.datetime.now(dt.UTC), cause=cause)
             return None
         else:
             now = dt.datetime.now(dt.UTC)
@@ -187,6 +189,10 @@ class RemoteSync:
             if reason is not None:
                 await self._evict(workload, worker=worker, reason=reason, now=now)
                 return None  # the Workload's watch event brings it back to withdraw the copies
+            ready_step = await self._pods_ready(workload, worker=worker, remote_jb=remote_jb, now=now)
+            if ready_step is None:
+                return None  # evicted or deactivated: the watch event brings it back
+            workload, ready_recheck = ready_step
         gated = await self._admission_checks_gate(
             workload, worker=worker, copies=remote_wl is not None or remote_jb is not None
         )
@@ -208,6 +214,8 @@ class RemoteSync:
             if wait > 0:
                 steps = [step for step in steps if step != "mirror_job_status"]
                 again = wait
+        if ready_recheck is not None:
+            again = min(again, ready_recheck) if again is not None else ready_recheck
         left = dispatch_time_left(remote_wl, now=dt.datetime.now(dt.UTC), timeout=self._config.dispatch_timeout)
         if left is not None:  # look again when the worker's time to admit it is up
             again = max(min(again, left) if again is not None else left, 0.05)
@@ -340,6 +348,7 @@ class RemoteSync:
         reason: str,
         now: dt.datetime,
         cause: str = REASON_EVICTED_BY_ADMISSION_CHECK,
+        requeue_state: Obj | None = None,
     ) -> None:
         """Record the decision to take the workload back (``Evicted=True`` with reason ``cause``; for the MultiKueue
         check's own reasons the check in ``Retry``): from here on every pass withdraws it, whatever made the
@@ -356,19 +365,19 @@ class RemoteSync:
                 field_manager=self._config.field_manager,
             )
             meta = workload["metadata"]
+        status = eviction_status(
+            workload,
+            reason=cause,
+            message=reason,
+            now=now,
+            retry_checks=multikueue_check_names(self._admission_checks.store) if by_check else (),
+        )
+        if requeue_state is not None:
+            status["requeueState"] = dict(requeue_state)
         await self._api.patch_status(
             WORKLOADS,
             meta["name"],
-            {
-                "metadata": {"resourceVersion": meta["resourceVersion"]},
-                "status": eviction_status(
-                    workload,
-                    reason=cause,
-                    message=reason,
-                    now=now,
-                    retry_checks=multikueue_check_names(self._admission_checks.store) if by_check else (),
-                ),
-            },
+            {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": status},
             namespace=meta["namespace"],
             field_manager=self._config.field_manager,
         )
@@ -495,6 +504,46 @@ class RemoteSync:
             workload=f"{obj['metadata']['namespace']}/{obj['metadata']['name']}",
         )
 
+    async def _pods_ready(
+        self, workload: Obj, *, worker: str, remote_jb: Obj | None, now: dt.datetime
+    ) -> tuple[Obj, float | None] | None:
+        """Kueue's waitForPodsReady (``manager.decisions.pods_ready``): record readiness, or evict with
+        ``PodsReadyTimeout`` and a requeue backoff, or deactivate past the requeuing limit (then None). Otherwise
+        the workload as it is now and when to look at its readiness again."""
+        policy = self._config.wait_for_pods_ready
+        if policy is None:
+            return workload, None
+        step = pods_ready_step(workload, remote_job=remote_jb, now=now, policy=policy, jitter=random.random() * 0.05)
+        key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
+        if step.deactivate:
+            await self._patch_workload_status(
+                workload, {"conditions": [*conditions_of(workload), deactivation_target(now)]}
+            )
+            await self._api.patch(
+                WORKLOADS,
+                workload["metadata"]["name"],
+                {"spec": {"active": False}},
+                namespace=workload["metadata"]["namespace"],
+                field_manager=self._config.field_manager,
+            )
+            log.warning("workload deactivated: requeuing limit exceeded", workload=key, cluster=worker)
+            return None
+        if step.evict_message is not None:
+            await self._evict(
+                workload,
+                worker=worker,
+                reason=step.evict_message,
+                now=now,
+                cause=REASON_PODS_READY_TIMEOUT,
+                requeue_state=step.requeue_state,
+            )
+            return None
+        if step.condition is not None:
+            merged = [c for c in conditions_of(workload) if c.get("type") != "PodsReady"]
+            workload = await self._patch_workload_status(workload, {"conditions": [*merged, step.condition]})
+            log.info("pods readiness changed", workload=key, cluster=worker, reason=step.condition["reason"])
+        return workload, step.recheck_after
+
     async def _update_remote_priority(
         self, conn: WorkerConnection, workload: Obj, *, remote_wl: Obj, remote_jb: Obj | None
     ) -> None:
@@ -543,6 +592,8 @@ class RemoteSync:
                 message=f"The workload is admitted in worker cluster {worker}",
                 now=now,
             )
+            if self._config.wait_for_pods_ready is not None and find_condition(workload, "PodsReady") is None:
+                conditions = [*conditions, waiting_for_start(now)]  # Kueue's clock for the PodsReady timeout
         elif checks == list(status.get("admissionChecks") or ()) and status.get("clusterName") == worker:
             return workload  # already recorded; waits for another check to become Ready again
         patch: Obj = {

@@ -57,6 +57,8 @@ class GlobalScheduler:
         self._state_builder = QuotaStateBuilder()
         self._queue_status_written_at = -QUEUE_STATUS_INTERVAL
         self._queue_status_deferred = False
+        self._requeue_wake_at: float | None = None
+        """The epoch second a pass is already scheduled for, when a requeued workload's backoff ends."""
         self._task_group: anyio.abc.TaskGroup
 
     def trigger(self) -> None:
@@ -65,6 +67,12 @@ class GlobalScheduler:
     async def _trigger_after(self, delay: float) -> None:
         await anyio.sleep(delay)
         self._queue_status_deferred = False
+        self.trigger()
+
+    async def _wake_at(self, at: float) -> None:
+        await anyio.sleep(max(0.0, at - time.time()) + 0.05)
+        if self._requeue_wake_at == at:
+            self._requeue_wake_at = None
         self.trigger()
 
     async def run(self) -> None:
@@ -83,7 +91,7 @@ class GlobalScheduler:
                 await anyio.sleep(1)
                 self.trigger()
 
-    def _state(self) -> QuotaState:
+    def _state(self, now: dt.datetime) -> QuotaState:
         rt = self._rt
         state = self._state_builder.build(
             flavors=rt.flavors.store,
@@ -92,6 +100,7 @@ class GlobalScheduler:
             local_queues=rt.local_queues.store,
             namespaces=rt.namespaces.store,
             workloads=rt.workloads.store,
+            now_seconds=now.timestamp(),
         )
         for ignored in self._state_builder.ignored:
             log.warning("invalid quota object ignored", kind=ignored.kind, name=ignored.name, error=ignored.error)
@@ -120,7 +129,11 @@ class GlobalScheduler:
     async def schedule_once(self) -> None:
         rt = self._rt
         now = dt.datetime.now(dt.UTC)
-        state = self._state()
+        state = self._state(now)
+        at = state.next_requeue_at
+        if at is not None and (self._requeue_wake_at is None or at < self._requeue_wake_at):
+            self._requeue_wake_at = at
+            self._task_group.start_soon(self._wake_at, at)
         raw_of = {wl.key: raw for items in state.pending.values() for wl, raw in items}
         queues = _by_name(rt.cluster_queues.store)
         checks = _by_name(rt.admission_checks.store)

@@ -125,6 +125,7 @@ def start_controllers(fed: Federation) -> None:
             "10",
             *(["--dispatch-timeout", str(fed.spec.dispatch_timeout)] if fed.spec.dispatch_timeout else []),
             *(["--worker-lost-timeout", str(fed.spec.worker_lost_timeout)] if fed.spec.worker_lost_timeout else []),
+            *fed.spec.manager_args,
             "--multikueue-kubeconfig-dir",
             str(kubeconfig_dir),
             *common,

@@ -51,6 +51,8 @@ class FederationSpec:
     """kfed-manager's --worker-lost-timeout (None: its default, Kueue's 15 min)."""
     agent_args: tuple[str, ...] = ()
     """Extra command-line arguments of every kfed-agent (e.g. ``("--node-failure-delay", "5")``)."""
+    manager_args: tuple[str, ...] = ()
+    """More kfed-manager flags (e.g. waitForPodsReady's)."""
 
     def shape(self, worker: str) -> NodeShape:
         return self.node_shapes.get(worker, self.default_shape)

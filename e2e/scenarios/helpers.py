@@ -15,6 +15,20 @@ DISPATCH_TIMEOUT = 20.0
 """kfed-manager's dispatch timeout in the shared federation (short, so the timeout scenario runs quickly)."""
 WORKER_LOST_TIMEOUT = 15.0
 """kfed-manager's worker-lost timeout in the shared federation (Kueue's default is 15 min)."""
+PODS_READY_TIMEOUT = 30.0
+"""kfed-manager's waitForPodsReady timeout in the shared federation (Kueue's default is 5 min; off by default)."""
+REQUEUE_BACKOFF_BASE = 4.0
+REQUEUE_BACKOFF_LIMIT = 1
+MANAGER_ARGS = (
+    "--wait-for-pods-ready-timeout",
+    str(PODS_READY_TIMEOUT),
+    "--requeuing-backoff-base-seconds",
+    str(REQUEUE_BACKOFF_BASE),
+    "--requeuing-backoff-limit-count",
+    str(REQUEUE_BACKOFF_LIMIT),
+)
+"""The shared federation's kfed-manager runs with Kueue's waitForPodsReady on, so every scenario also shows that
+healthy Jobs are never evicted by it."""
 
 
 def get(fed: Federation, cluster: str, kind: str, name: str, namespace: str = "default") -> Obj | None:

@@ -38,8 +38,8 @@ from federation.admission.api_workloads import (
 )
 from federation.admission.snapshot import Snapshot
 from federation.api.workload import EVICTED
-from federation.conditions import is_true
-from federation.protocol import REASON_INADMISSIBLE
+from federation.conditions import is_true, parse_time
+from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -76,6 +76,8 @@ class QuotaState:
     blocked: list[Blocked] = field(default_factory=list)
     reserving: dict[str, list[Obj]] = field(default_factory=dict)
     """Quota-holding, unfinished workloads per ClusterQueue."""
+    next_requeue_at: float | None = None
+    """The earliest ``status.requeueState.requeueAt`` (epoch seconds) still ahead: schedule a pass then."""
 
 
 def local_queue_info(raw: Mapping[str, Any]) -> LocalQueueInfo:
@@ -97,7 +99,9 @@ def build_quota_state(
     local_queues: Iterable[LocalQueueInfo],
     namespace_labels: Mapping[str, Mapping[str, str]],
     workloads: Iterable[Mapping[str, Any]],
+    now_seconds: float | None = None,
 ) -> QuotaState:
+    """``now_seconds`` (epoch) keeps workloads whose ``status.requeueState.requeueAt`` is ahead out of the queues."""
     usable = [info.spec for info in queues.values() if info.spec is not None]
     snapshot = Snapshot(cluster_queues=usable, cohorts=cohorts, flavors=[flavor.spec for flavor in flavors.values()])
     for info in queues.values():
@@ -110,13 +114,21 @@ def build_quota_state(
     by_key = {f"{lq.namespace}/{lq.name}": lq for lq in local_queues}
     state = QuotaState(snapshot, queues, by_key)
     for raw in workloads:
-        _classify(state, dict(raw), namespace_labels)
+        _classify(state, dict(raw), namespace_labels, now_seconds)
     for pending in state.pending.values():
         pending.sort(key=lambda item: (-item[0].priority, item[0].ordering_time, item[0].key))
     return state
 
 
-def _classify(state: QuotaState, raw: Obj, namespace_labels: Mapping[str, Mapping[str, str]]) -> None:
+def requeue_at(raw: Obj) -> float | None:
+    """``status.requeueState.requeueAt`` in epoch seconds (None when unset)."""
+    at = ((raw.get("status") or {}).get("requeueState") or {}).get("requeueAt")
+    return parse_time(str(at)).timestamp() if at else None
+
+
+def _classify(
+    state: QuotaState, raw: Obj, namespace_labels: Mapping[str, Mapping[str, str]], now_seconds: float | None
+) -> None:
     kind = workload_state(raw)
     if kind == FINISHED_STATE:
         return
@@ -150,6 +162,12 @@ def _classify(state: QuotaState, raw: Obj, namespace_labels: Mapping[str, Mappin
         state.blocked.append(
             Blocked(raw, REASON_INADMISSIBLE, "Workload namespace doesn't match ClusterQueue selector")
         )
+        return
+    backoff_until = requeue_at(raw) if now_seconds is not None else None
+    if backoff_until is not None and now_seconds is not None and backoff_until > now_seconds:
+        at = (raw.get("status") or {}).get("requeueState", {}).get("requeueAt")
+        state.blocked.append(Blocked(raw, REASON_PENDING, f"Waiting for the requeuing backoff until {at}"))
+        state.next_requeue_at = min(backoff_until, state.next_requeue_at or backoff_until)
         return
     try:
         workload = core_workload(raw, cluster_queue=queue.name)
@@ -238,6 +256,7 @@ class QuotaStateBuilder:
         local_queues: Iterable[Mapping[str, Any]],
         namespaces: Iterable[Mapping[str, Any]],
         workloads: Iterable[Mapping[str, Any]],
+        now_seconds: float | None = None,
     ) -> QuotaState:
         self.ignored = []
         queue_infos = [self._parse("ClusterQueue", raw, queue_info) for raw in cluster_queues]
@@ -251,4 +270,5 @@ class QuotaStateBuilder:
                 str(ns["metadata"]["name"]): dict(ns["metadata"].get("labels") or {}) for ns in namespaces
             },
             workloads=workloads,
+            now_seconds=now_seconds,
         )

@@ -142,6 +142,7 @@ def state(
     workloads: list[Obj],
     cohorts: list[Obj] = (),  # type: ignore[assignment]
     namespaces: dict[str, dict[str, str]] | None = None,
+    now_seconds: float | None = None,
 ) -> QuotaState:
     infos = [flavor_info(f) for f in flavors]
     return build_quota_state(
@@ -151,4 +152,5 @@ def state(
         local_queues=[local_queue_info(lq) for lq in local_queues],
         namespace_labels=namespaces if namespaces is not None else {"ns": {}},
         workloads=workloads,
+        now_seconds=now_seconds,
     )

@@ -1,3 +1,6 @@
+import datetime as dt
+from typing import Any
+
 from federation.admission.api_drain import drain
 from federation.admission.decisions import Admit, Wait
 from federation.tests.api_builders import cluster_queue, flavor, local_queue, state, workload
@@ -53,3 +56,22 @@ def test_local_queue_status_counts_and_active() -> None:
     assert (orphan["status"], orphan["reason"]) == ("False", "ClusterQueueDoesNotExist")
     written = {key: {**lqs[key], "status": status} for key, status in patches.items()}
     assert local_queue_status_patches(quota, written, pending={"ns/lq": 1}, now=now) == {}
+
+
+def test_a_workload_in_its_requeue_backoff_waits_until_requeue_at_then_competes() -> None:
+    backoff = {"requeueState": {"count": 1, "requeueAt": "2026-11-23T10:01:00Z"}}
+    inputs: dict[str, Any] = {
+        "flavors": [flavor("default")],
+        "queues": [cluster_queue("cq", {"default": {"cpu": "4"}})],
+        "local_queues": [local_queue("ns", "lq", "cq")],
+        "workloads": [workload("late", status=backoff), workload("fresh")],
+    }
+    before = state(**inputs, now_seconds=dt.datetime(2026, 11, 23, 10, 0, 30, tzinfo=dt.UTC).timestamp())
+    assert [blocked.raw["metadata"]["name"] for blocked in before.blocked] == ["late"]
+    assert "2026-11-23T10:01:00Z" in before.blocked[0].message
+    assert before.next_requeue_at == dt.datetime(2026, 11, 23, 10, 1, tzinfo=dt.UTC).timestamp()
+    assert [w.key for w, _ in before.pending["cq"]] == ["ns/fresh"]
+    after = state(**inputs, now_seconds=dt.datetime(2026, 11, 23, 10, 1, 1, tzinfo=dt.UTC).timestamp())
+    assert after.blocked == []
+    assert after.next_requeue_at is None
+    assert sorted(w.key for w, _ in after.pending["cq"]) == ["ns/fresh", "ns/late"]

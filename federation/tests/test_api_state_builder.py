@@ -1,8 +1,10 @@
+from typing import Any
+
 from federation.admission.api_state import IgnoredObject, QuotaStateBuilder
 from federation.tests.api_builders import cluster_queue, flavor, local_queue, workload
 
 
-def _inputs(bad_flavor_version: str) -> dict[str, list[dict[str, object]]]:
+def _inputs(bad_flavor_version: str) -> dict[str, Any]:
     bad = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "ResourceFlavor",

@@ -180,6 +180,18 @@ def drained_by_stop_policy(
     return None
 
 
+def deactivation_of(workload: Obj) -> tuple[str, str]:
+    """(Evicted reason, message) for a deactivated workload: Kueue's ``DeactivatedDueTo<cause>`` when kfed
+    deactivated it (a ``DeactivationTarget`` condition names the cause), plain ``Deactivated`` when a user did."""
+    target = find_condition(workload, "DeactivationTarget")
+    if target is not None and target.get("status") == "True" and target.get("reason"):
+        return (
+            f"{REASON_DEACTIVATED}DueTo{target['reason']}",
+            f"The workload is deactivated due to {target.get('message')}",
+        )
+    return REASON_DEACTIVATED, DEACTIVATED_MESSAGE
+
+
 def deactivated(workload: Obj) -> bool:
     """``spec.active: false``: a dispatched workload is withdrawn and stays out of its queue until reactivated."""
     return (workload.get("spec") or {}).get("active") is False
@@ -240,10 +252,15 @@ def requeue_status(workload: Obj, *, reason: str, message: str, now: dt.datetime
         {**check, "state": "Pending", "message": message, "lastTransitionTime": stamp}
         for check in (workload.get("status") or {}).get("admissionChecks") or ()
     ]
-    return {
+    patch: dict[str, Any] = {
         "conditions": conditions,
         "admission": None,
         "clusterName": None,
         "nominatedClusterNames": None,
         "admissionChecks": checks,
     }
+    if deactivated(workload):
+        # Deactivation is done: its target marker goes, and a reactivated workload starts its requeue count afresh.
+        patch["conditions"] = [c for c in conditions if c.get("type") != "DeactivationTarget"]
+        patch["requeueState"] = None
+    return patch

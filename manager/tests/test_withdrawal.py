@@ -8,6 +8,7 @@ from typing import Any
 from manager.decisions.sync import mirrored_job_status, status_mirrored
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
+    deactivation_of,
     excluded_workers,
     exclusion_annotation,
     requeue_status,
@@ -119,3 +120,26 @@ def test_a_finished_status_without_start_time_gets_one_so_the_mirror_is_accepted
     assert mirrored_job_status(running) == {"active": 1}
     started = {"status": {"startTime": "t0", "completionTime": "t1", "conditions": [cond("Complete")]}}
     assert mirrored_job_status(started)["startTime"] == "t0"
+
+
+def test_a_workload_kfed_deactivated_says_why_and_its_requeue_leaves_a_clean_slate() -> None:
+    target = {
+        "type": "DeactivationTarget",
+        "status": "True",
+        "reason": "RequeuingLimitExceeded",
+        "message": "exceeding the maximum number of re-queuing retries",
+    }
+    wl = workload(cond("QuotaReserved"), cond("Admitted"), target)
+    wl["spec"] = {"active": False}
+    wl["status"]["requeueState"] = {"count": 2, "requeueAt": "2026-11-22T12:00:00Z"}
+    assert deactivation_of(wl) == (
+        "DeactivatedDueToRequeuingLimitExceeded",
+        "The workload is deactivated due to exceeding the maximum number of re-queuing retries",
+    )
+    patch = requeue_status(wl, reason="DeactivatedDueToRequeuingLimitExceeded", message="m", now=NOW)
+    assert patch["requeueState"] is None
+    assert "DeactivationTarget" not in {c["type"] for c in patch["conditions"]}
+    assert "Requeued" not in {c["type"] for c in patch["conditions"]}
+    user = workload(cond("QuotaReserved"))
+    user["spec"] = {"active": False}
+    assert deactivation_of(user)[0] == "Deactivated"

@@ -1,0 +1,148 @@
+"""Kueue's waitForPodsReady on the manager: a dispatched workload whose pods do not become ready in time is taken
+back and requeued with backoff, and deactivated after too many requeues (pure).
+
+The manager decides because the requeue and its backoff belong to the global queue: the worker only runs the
+copy. Readiness is read from the Job copy on the worker (``ready + succeeded`` pods reach the pod set's count, as
+Kueue's batch/v1 Job integration counts it). The clock starts when the workload was ``Admitted``; a workload whose
+pods were ready once and then are not gets ``recovery_timeout`` from that moment (none: it is never evicted for
+that). Eviction uses Kueue's reason ``PodsReadyTimeout`` and message, ``status.requeueState`` counts the requeues
+and says when the workload may compete again: ``base · 2^(count-1)`` seconds, capped at ``max``. One requeue past
+``backoff_limit_count`` deactivates the workload instead (``DeactivationTarget`` reason
+``RequeuingLimitExceeded``), as Kueue does. Off unless configured, like Kueue.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from federation.conditions import find_condition, format_time, is_true, parse_time
+
+Obj = Mapping[str, Any]
+
+REASON_PODS_READY_TIMEOUT = "PodsReadyTimeout"
+REASON_REQUEUING_LIMIT_EXCEEDED = "RequeuingLimitExceeded"
+REQUEUING_LIMIT_MESSAGE = "exceeding the maximum number of re-queuing retries"
+WAIT_FOR_START = "WaitForStart"
+WAIT_FOR_RECOVERY = "WaitForRecovery"
+
+
+BACKOFF_BASE_SECONDS = 60.0
+BACKOFF_MAX_SECONDS = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class WaitForPodsReady:
+    """Kueue's ``waitForPodsReady`` settings, with its defaults."""
+
+    timeout: float = 300.0
+    recovery_timeout: float | None = None
+    backoff_limit_count: int | None = None
+    """Requeues allowed before the workload is deactivated (None: requeued forever)."""
+    backoff_base_seconds: float = BACKOFF_BASE_SECONDS
+    backoff_max_seconds: float = BACKOFF_MAX_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class PodsReadyStep:
+    """What the manager does about one admitted workload's readiness now (every field may be empty)."""
+
+    condition: dict[str, Any] | None = None
+    """A ``PodsReady`` condition to write (it changed)."""
+    evict_message: str | None = None
+    """Evict with reason ``PodsReadyTimeout`` and this message; ``requeue_state`` goes with it."""
+    requeue_state: dict[str, Any] | None = None
+    deactivate: bool = False
+    """The requeuing limit is exceeded: deactivate (``DeactivationTarget`` then ``spec.active: false``)."""
+    recheck_after: float | None = None
+
+
+def pod_count(workload: Obj) -> int:
+    return sum(int(pod_set.get("count", 1)) for pod_set in (workload.get("spec") or {}).get("podSets") or ())
+
+
+def pods_ready(remote_job: Obj | None, count: int) -> bool:
+    status = (remote_job or {}).get("status") or {}
+    return int(status.get("ready") or 0) + int(status.get("succeeded") or 0) >= count
+
+
+def requeue_state_after(workload: Obj, *, now: dt.datetime, policy: WaitForPodsReady, jitter: float = 0.0) -> Obj:
+    """``status.requeueState`` after one more requeue: the count, and ``requeueAt`` after Kueue's backoff."""
+    count = int(((workload.get("status") or {}).get("requeueState") or {}).get("count") or 0) + 1
+    delay = min(policy.backoff_base_seconds * 2 ** (count - 1), policy.backoff_max_seconds) * (1 + jitter)
+    return {"count": count, "requeueAt": format_time(now + dt.timedelta(seconds=delay))}
+
+
+def _condition(status: bool, reason: str, message: str, now: dt.datetime) -> dict[str, Any]:
+    return {
+        "type": "PodsReady",
+        "status": "True" if status else "False",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": format_time(now),
+    }
+
+
+def waiting_for_start(now: dt.datetime) -> dict[str, Any]:
+    """The ``PodsReady`` condition of a workload just admitted (written with its ``Admitted`` condition)."""
+    return _condition(False, WAIT_FOR_START, "Not all pods are ready or succeeded", now)
+
+
+def pods_ready_step(
+    workload: Obj, *, remote_job: Obj | None, now: dt.datetime, policy: WaitForPodsReady, jitter: float = 0.0
+) -> PodsReadyStep:
+    """The readiness step for a workload the manager holds as admitted on a worker (see the module docstring)."""
+    spec = workload.get("spec") or {}
+    if (
+        not is_true(workload, "Admitted")
+        or is_true(workload, "Finished")
+        or is_true(workload, "Evicted")
+        or spec.get("active") is False
+    ):
+        return PodsReadyStep()
+    current = find_condition(workload, "PodsReady")
+    if pods_ready(remote_job, pod_count(workload)):
+        if current is not None and current.get("status") == "True":
+            return PodsReadyStep()
+        recovered = current is not None and current.get("reason") == WAIT_FOR_RECOVERY
+        return PodsReadyStep(
+            condition=_condition(True, "Recovered" if recovered else "Started", "All pods reached readiness", now)
+        )
+    if current is not None and current.get("status") == "True":
+        recovering = _condition(False, WAIT_FOR_RECOVERY, "At least one pod is not ready, waiting for recovery", now)
+        return PodsReadyStep(condition=recovering, recheck_after=policy.recovery_timeout)
+    if current is not None and current.get("reason") == WAIT_FOR_RECOVERY:
+        if policy.recovery_timeout is None:
+            return PodsReadyStep()
+        since, timeout = str(current.get("lastTransitionTime") or ""), policy.recovery_timeout
+    else:
+        since, timeout = (
+            str((find_condition(workload, "Admitted") or {}).get("lastTransitionTime") or ""),
+            policy.timeout,
+        )
+    if not since:
+        return PodsReadyStep()
+    left = (parse_time(since) + dt.timedelta(seconds=timeout) - now).total_seconds()
+    if left > 0:
+        return PodsReadyStep(recheck_after=left)
+    count = int(((workload.get("status") or {}).get("requeueState") or {}).get("count") or 0)
+    if policy.backoff_limit_count is not None and count + 1 > policy.backoff_limit_count:
+        return PodsReadyStep(deactivate=True)
+    meta = workload.get("metadata") or {}
+    return PodsReadyStep(
+        evict_message=f"Exceeded the PodsReady timeout {meta.get('namespace')}/{meta.get('name')}",
+        requeue_state=dict(requeue_state_after(workload, now=now, policy=policy, jitter=jitter)),
+    )
+
+
+def deactivation_target(now: dt.datetime) -> dict[str, Any]:
+    """Kueue's ``DeactivationTarget`` condition for a workload past its requeuing limit."""
+    return {
+        "type": "DeactivationTarget",
+        "status": "True",
+        "reason": REASON_REQUEUING_LIMIT_EXCEEDED,
+        "message": REQUEUING_LIMIT_MESSAGE,
+        "lastTransitionTime": format_time(now),
+    }
