@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.kfed-installed
 PYTEST_ARGS ?=
 
-.PHONY: help venv lint test test-unit test-integration toolchain crds demo bench clean
+.PHONY: help venv lint test test-unit test-integration toolchain crds demo bench image test-image clean
 
 help:
 	@echo "make demo        run 20 Jobs on a local federation (manager + 2 workers) and print a summary"
@@ -16,6 +16,8 @@ help:
 	@echo "make toolchain   build kube-apiserver/etcd/kwok/helm... from Go modules into the cache"
 	@echo "make bench       admission and topology cores in memory, dispatch on a local federation (BENCH=name)"
 	@echo "make crds        regenerate charts/*/crds from the pydantic models"
+	@echo "make image       build the kfed image (Containerfile) into dist/kfed-VERSION.oci.tar, no Docker needed"
+	@echo "make test-image  make image, then run its entrypoints in a chroot of its root filesystem"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,7 +34,7 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 test-unit: $(STAMP)
-	$(PY) -m pytest -q -m "not integration and not e2e" federation manager worker_agent e2e $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not integration and not e2e and not image" federation manager worker_agent e2e $(PYTEST_ARGS)
 
 toolchain:
 	$(PYTHON) -m e2e.toolchain build
@@ -50,6 +52,12 @@ demo: $(STAMP) toolchain
 
 bench: $(STAMP) toolchain
 	$(PY) -m e2e.bench $(BENCH)
+
+image: $(STAMP)
+	$(PY) -m e2e.image build
+
+test-image: image
+	$(PY) -m pytest -q -m image e2e $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
