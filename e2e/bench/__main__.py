@@ -12,6 +12,7 @@ BENCHMARKS = {
     "workqueue": "e2e.bench.workqueue_bench",
     "outage": "e2e.bench.outage_bench",
     "compare": "e2e.bench.compare_bench",
+    "soak": "e2e.bench.soak_bench",
 }
 
 

@@ -9,8 +9,11 @@ This is the one place that knows the rig's directory layout:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -22,7 +25,7 @@ import yaml
 
 from e2e.rig.cluster import ClusterOptions, LocalCluster, RigError, stop_clusters
 from e2e.rig.nodes import NodeShape, node_manifests
-from e2e.rig.processes import ProcessRecord, paused, stop_records
+from e2e.rig.processes import ProcessRecord, launch_spec, paused, start_process, stop_records
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "charts" / "kfed-agent" / "crds"
@@ -153,6 +156,31 @@ class Federation:
     def paused_controller(self, name: str) -> AbstractContextManager[None]:
         """``with fed.paused_controller("kfed-agent-worker-1"):`` that kfed process is frozen for the block."""
         return paused(next(r for r in self.controller_records if r.name == name))
+
+    @contextmanager
+    def stopped_controller(self, name: str, *, kill: bool = False) -> Iterator[None]:
+        """``with fed.stopped_controller("kfed-manager"):`` that kfed process is stopped (SIGTERM, or SIGKILL with
+        ``kill``) for the block and started again afterwards with the same command line, environment and log, also
+        when the block fails. The new process is not waited for: tests wait on what it does."""
+        index, record = next((i, r) for i, r in enumerate(self.controller_records) if r.name == name)
+        spec = launch_spec(record)
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(record.pid, signal.SIGKILL)
+        stop_records([record])
+        try:
+            yield
+        finally:
+            _, fresh = start_process(
+                name,
+                spec.argv,
+                env=spec.env,
+                cwd=spec.cwd,
+                log_path=self.directory / "logs" / f"{name}.log",
+                die_with_parent=self.die_with_parent,
+            )
+            self.controller_records[index] = fresh
+            self._save_state()
 
     def restart_apiserver(self, cluster: str) -> None:
         self.clusters[cluster].restart_apiserver()

@@ -66,7 +66,13 @@ class ProcessRecord:
 
 
 def start_process(
-    name: str, argv: list[str], *, log_path: Path, die_with_parent: bool, env: dict[str, str] | None = None
+    name: str,
+    argv: list[str],
+    *,
+    log_path: Path,
+    die_with_parent: bool,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
 ) -> tuple[subprocess.Popen[bytes], ProcessRecord]:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
@@ -78,9 +84,26 @@ def start_process(
             start_new_session=True,
             preexec_fn=_die_with_parent if die_with_parent else None,  # noqa: PLW1509 - only prctl, see above
             env=env,
+            cwd=cwd,
         )
     ticks = process_start_ticks(proc.pid)
     return proc, ProcessRecord(name=name, pid=proc.pid, start_ticks=ticks if ticks is not None else -1)
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """How a running process was started (read from /proc), to start it again the same way."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+
+
+def launch_spec(record: ProcessRecord) -> LaunchSpec:
+    proc = Path(f"/proc/{record.pid}")
+    argv = [part.decode() for part in (proc / "cmdline").read_bytes().split(b"\0")[:-1]]
+    env = dict(entry.decode().split("=", 1) for entry in (proc / "environ").read_bytes().split(b"\0") if b"=" in entry)
+    return LaunchSpec(argv=argv, env=env, cwd=os.readlink(proc / "cwd"))
 
 
 def stop_records(records: list[ProcessRecord], *, grace_seconds: float = 10.0) -> list[str]:

@@ -139,3 +139,67 @@ def test_a_priority_change_reaches_the_workers_copy_and_decides_preemption(
     assert condition(a, "Evicted") is None, condition(a, "Evicted")
     assert condition(a, "Preempted") is None
     assert _when(a, "Finished") <= _when(b, "QuotaReserved")
+
+
+XQUEUE = "xpreempt"
+
+
+def test_a_higher_priority_job_preempts_a_lower_one_running_on_another_worker_with_one_victim_set(
+    federation: Federation,
+) -> None:
+    """The global ClusterQueue has 6 cpu. pre-x-low (4 cpu) can only go to worker-1 (worker-2 has no such queue
+    yet); then worker-2 gets a 6-cpu queue and pre-x-high (6 cpu) arrives: the manager preempts pre-x-low on
+    worker-1, waits until its quota is back, and sends pre-x-high to worker-2, the only worker it fits."""
+    first, second = federation.workers[0], federation.workers[1]
+
+    def apply(cluster: str, cpu: str) -> None:
+        objects = named_queue_objects(
+            XQUEUE, cpu=cpu, manager=cluster == MANAGER, preemption={"withinClusterQueue": "LowerPriority"}
+        )
+        federation.kubectl(
+            cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+        )
+
+    apply(MANAGER, "6")
+    federation.kubectl(
+        MANAGER,
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": _queues(manager=True)[2:]}),
+    )
+    apply(first, "4")
+
+    def submit_x(name: str, priority: str, cpu: str, seconds: float) -> None:
+        manifest = job_manifest(name, namespace="default", cpu=cpu, seconds=seconds, queue=XQUEUE, memory="1Gi")
+        manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = f"preempt-{priority}"
+        federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+
+    submit_x("pre-x-low", "low", "4", seconds=20)
+    low = wait_for(
+        lambda: workload_of(federation, "pre-x-low"),
+        until=lambda wl: is_true(wl, "Admitted"),
+        timeout=60,
+        what="pre-x-low admitted",
+    )
+    assert low is not None
+    assert low["status"]["clusterName"] == first
+    apply(second, "6")
+    submit_x("pre-x-high", "high", "6", seconds=2)
+    wait_complete(federation, "pre-x-high", timeout=120)
+    high = workload_of(federation, "pre-x-high")
+    assert high is not None
+    assert high["status"]["clusterName"] == second
+    wait_complete(federation, "pre-x-low", timeout=120)
+    low = workload_of(federation, "pre-x-low")
+    assert low is not None
+    preempted = condition(low, "Preempted")
+    assert preempted is not None
+    assert preempted["reason"] == "InClusterQueue"
+    assert _when(low, "Requeued") <= _when(high, "QuotaReserved"), "the preemptor reserved before the victim left"
+    victims = [
+        e
+        for e in items(federation, MANAGER, "events.events.k8s.io")
+        if e.get("reason") == "Preempted" and "pre-x-" in (e.get("regarding") or {}).get("name", "")
+    ]
+    assert [v["regarding"]["name"] for v in victims] == [low["metadata"]["name"]], "exactly one victim, once"

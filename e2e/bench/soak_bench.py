@@ -1,0 +1,294 @@
+"""Chaos soak (`make bench BENCH=soak`): hundreds of Jobs of mixed sizes and priorities while kfed is hurt.
+
+A manager and two workers (real apiservers, kwok nodes) run kfed with a short worker-lost timeout. Jobs (1 to 4 cpu,
+1 or 2 pods, two WorkloadPriorityClasses, a manager ClusterQueue smaller than the workers so Jobs queue and
+high-priority ones preempt) are submitted at a steady rate while a driver, on a fixed timetable: kills
+kfed-manager (SIGKILL) and starts it again, kills each kfed-agent, freezes a worker's apiserver short of the
+worker-lost timeout and another past it, and deletes nodes under running Jobs. Then it waits for every Job to
+finish and checks (``e2e.bench.soak_checks``):
+
+* every Job reached a final state on the manager (Complete, or Failed with its worker's reason);
+* no Job ran on two workers at once (audit logs of the workers; partitions reported on their own);
+* no copy on a worker outlived its manager Job;
+* no sampled moment had a ClusterQueue reserving more than its quota;
+* every kfed process is alive at the end (nothing crashed besides what the driver killed).
+
+It prints the counts, the recovery times per fault (p50/max from the fault to the affected Jobs Running again),
+writes them to ``soak.json`` and exits non-zero when an invariant broke. Environment: ``KFED_SOAK_JOBS``
+(default 500), ``KFED_SOAK_RATE`` (Jobs per second, default 4).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from e2e.bench.soak_checks import Freeze, PodLife, QuotaSamples, clip_to_partitions, overlaps, pod_lives, recovery_times
+from e2e.queues import job_manifest, named_queue_objects
+from e2e.rig.audit import job_times_in
+from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
+from e2e.rig.node_faults import delete_node
+from e2e.rig.nodes import NodeShape, node_manifests
+from e2e.toolchain import ensure_built
+
+NAMESPACE = "default"
+QUEUE = "soak"
+WORKER_LOST_TIMEOUT = 20.0
+BLIP = 8.0
+PARTITION = WORKER_LOST_TIMEOUT + 15.0
+FINISH_WITHIN = 900.0
+
+
+def _queues(fed: Federation) -> None:
+    preemption = {"withinClusterQueue": "LowerPriority"}
+    for cluster in (MANAGER, *fed.workers):
+        objects = named_queue_objects(QUEUE, cpu="96" if cluster == MANAGER else "128", manager=cluster == MANAGER)
+        if cluster == MANAGER:
+            objects[0]["spec"]["preemption"] = preemption
+            objects += [
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "WorkloadPriorityClass",
+                    "metadata": {"name": f"soak-{name}"},
+                    "value": value,
+                }
+                for name, value in (("low", 10), ("high", 1000))
+            ]
+        fed.kubectl(
+            cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+        )
+
+
+def _jobs(count: int, seed: int = 7) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(count):
+        manifest = job_manifest(
+            f"soak-{i:04d}",
+            namespace=NAMESPACE,
+            cpu=str(rng.choice((1, 1, 2, 4))),
+            parallelism=rng.choice((1, 1, 2)),
+            seconds=rng.choice((2, 4, 8)),
+            queue=QUEUE,
+            memory="256Mi",
+        )
+        manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = (
+            "soak-high" if rng.random() < 0.2 else "soak-low"
+        )
+        jobs.append(manifest)
+    return jobs
+
+
+def _list(fed: Federation, cluster: str, kind: str, *selector: str) -> list[dict[str, Any]]:
+    result = fed.kubectl(cluster, "get", kind, "-A", *selector, "-o", "json", check=False, timeout=60)
+    return list(json.loads(result.stdout)["items"]) if result.returncode == 0 else []
+
+
+def _finished(job: dict[str, Any]) -> str | None:
+    for condition in (job.get("status") or {}).get("conditions") or ():
+        if condition["type"] in ("Complete", "Failed") and condition["status"] == "True":
+            return str(condition["type"])
+    return None
+
+
+class Chaos:
+    """The fault timetable, run in its own thread; records what it did and when."""
+
+    def __init__(self, fed: Federation) -> None:
+        self.fed = fed
+        self.freezes: list[Freeze] = []
+        self.node_deletions: list[tuple[str, float, set[str]]] = []
+        """(worker, when, Jobs with pods on the deleted node)"""
+        self.kills: list[tuple[str, float, float]] = []
+        self.errors: list[str] = []
+
+    def _kill(self, name: str, down: float) -> None:
+        started = time.time()
+        with self.fed.stopped_controller(name, kill=True):
+            time.sleep(down)
+        self.kills.append((name, started, time.time()))
+
+    def _freeze(self, worker: str, seconds: float) -> None:
+        with self.fed.paused(worker):
+            started = time.time()
+            time.sleep(seconds)
+        self.freezes.append(Freeze(worker, started, time.time(), past_timeout=seconds > WORKER_LOST_TIMEOUT))
+
+    def _delete_nodes(self, worker: str, count: int) -> None:
+        names = [m["metadata"]["name"] for m in node_manifests(worker, self.fed.spec.shape(worker))][:count]
+        for node in names:
+            pods = _list(self.fed, worker, "pods", "--field-selector", f"spec.nodeName={node}")
+            jobs = {f"{p['metadata']['namespace']}/{p['metadata']['name'].rsplit('-', 1)[0]}" for p in pods}
+            self.node_deletions.append((worker, time.time(), jobs))
+            delete_node(self.fed, worker, node)
+
+    def timetable(self) -> list[tuple[float, str, Callable[[], None]]]:
+        w1, w2 = self.fed.workers
+        return [
+            (10, "kill kfed-manager", lambda: self._kill("kfed-manager", 4)),
+            (30, f"kill kfed-agent-{w1}", lambda: self._kill(f"kfed-agent-{w1}", 3)),
+            (45, f"freeze {w2} {BLIP:.0f}s", lambda: self._freeze(w2, BLIP)),
+            (65, f"delete 2 nodes of {w1}", lambda: self._delete_nodes(w1, 2)),
+            (80, f"kill kfed-agent-{w2}", lambda: self._kill(f"kfed-agent-{w2}", 3)),
+            (95, f"freeze {w1} {PARTITION:.0f}s", lambda: self._freeze(w1, PARTITION)),
+            (140, "kill kfed-manager", lambda: self._kill("kfed-manager", 2)),
+        ]
+
+    def run(self, t0: float) -> None:
+        for at, what, action in self.timetable():
+            time.sleep(max(0.0, t0 + at - time.time()))
+            print(f"  t={time.time() - t0:5.1f}s chaos: {what}", flush=True)
+            try:
+                action()
+            except Exception as err:  # report and go on: the soak checks what kfed made of it
+                self.errors.append(f"{what}: {err}")
+
+
+def _summary(values: list[float]) -> str:
+    if not values:
+        return "none"
+    return f"n={len(values)} p50 {statistics.median(values):.1f}s max {max(values):.1f}s"
+
+
+def main() -> None:
+    count = int(os.environ.get("KFED_SOAK_JOBS", "500"))
+    rate = float(os.environ.get("KFED_SOAK_RATE", "4"))
+    bins = ensure_built()
+    shapes = {w: NodeShape(count=8, cpu="16", memory="64Gi") for w in ("worker-1", "worker-2")}
+    spec = FederationSpec(
+        workers=2,
+        node_shapes=shapes,
+        controllers=True,
+        worker_lost_timeout=WORKER_LOST_TIMEOUT,
+        dispatch_timeout=60,
+    )
+    with tempfile.TemporaryDirectory(prefix="kfed-soak-") as tmp, running(Path(tmp), bins, spec) as fed:
+        _queues(fed)
+        jobs = _jobs(count)
+        chaos = Chaos(fed)
+        quota = QuotaSamples()
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(3):
+                queues = {q["metadata"]["name"]: q for q in _list(fed, MANAGER, "clusterqueues.kueue.x-k8s.io")}
+                quota.add(_list(fed, MANAGER, "workloads.kueue.x-k8s.io"), queues)
+
+        t0 = time.time()
+        driver = threading.Thread(target=chaos.run, args=(t0,), daemon=True)
+        sampler = threading.Thread(target=sample, daemon=True)
+        driver.start()
+        sampler.start()
+        batch = max(1, int(rate * 2))
+        for start in range(0, count, batch):
+            time.sleep(max(0.0, t0 + start / rate - time.time()))
+            items = jobs[start : start + batch]
+            fed.kubectl(
+                MANAGER, "create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+            )
+        print(f"  t={time.time() - t0:5.1f}s all {count} Jobs submitted", flush=True)
+        driver.join()
+        outcomes: dict[str, str] = {}
+        deadline = time.time() + FINISH_WITHIN
+        while time.time() < deadline:
+            outcomes = {
+                j["metadata"]["name"]: state
+                for j in _list(fed, MANAGER, "jobs", "-l", f"kueue.x-k8s.io/queue-name={QUEUE}")
+                if (state := _finished(j)) is not None
+            }
+            if len(outcomes) >= count:
+                break
+            time.sleep(3)
+        all_done = time.time() - t0
+        stop.set()
+        sampler.join()
+        leftovers: list[str] = []
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            leftovers = [
+                f"{w}:{kind}/{obj['metadata']['name']}"
+                for w in fed.workers
+                for kind in ("jobs", "workloads.kueue.x-k8s.io")
+                for obj in _list(fed, w, kind, "-l", "kueue.x-k8s.io/multikueue-origin")
+            ]
+            if not leftovers:
+                break
+            time.sleep(3)
+        dead = [r.name for r in fed.controller_records if not r.alive()]
+        tracebacks = sum(
+            (fed.directory / "logs" / f"{r.name}.log").read_text(errors="replace").count("Traceback")
+            for r in fed.controller_records
+        )
+        lives: list[PodLife] = []
+        for worker in fed.workers:
+            with fed.clusters[worker].audit_log.open(encoding="utf-8", errors="replace") as handle:
+                lives += pod_lives(handle, worker=worker)
+        clipped, stale = clip_to_partitions(lives, chaos.freezes)
+        doubles = overlaps(clipped)
+        finished_at = job_times_in(fed.clusters[MANAGER].audit_log).finished
+        recovery = {
+            "partition": [
+                t
+                for f in chaos.freezes
+                if f.past_timeout
+                for t in recovery_times(lives, worker=f.worker, at=f.start, finished=finished_at, elsewhere=True)
+            ],
+            "node deletion": [
+                t
+                for worker, at, jobs in chaos.node_deletions
+                for t in recovery_times(lives, worker=worker, at=at, finished=finished_at, jobs=jobs)
+            ],
+        }
+        moved_by_blip = [
+            t
+            for f in chaos.freezes
+            if not f.past_timeout
+            for t in recovery_times(lives, worker=f.worker, at=f.start, finished=finished_at, elsewhere=True)
+        ]
+    failed = sum(1 for state in outcomes.values() if state == "Failed")
+    report = {
+        "jobs": count,
+        "finished": len(outcomes),
+        "failed": failed,
+        "seconds_to_all_finished": round(all_done, 1),
+        "ran_on_two_workers_at_once": len(doubles),
+        "stale_pods_after_partition": len(stale),
+        "stale_pod_seconds_after_return_max": round(max(stale), 1) if stale else 0.0,
+        "leftover_copies": len(leftovers),
+        "quota_samples": quota.samples,
+        "quota_violations": len(quota.violations),
+        "quota_peak_share": round(quota.peak_share, 3),
+        "dead_processes": dead,
+        "tracebacks_in_logs": tracebacks,
+        "chaos_errors": chaos.errors,
+        "recovery_seconds": {k: sorted(round(v, 1) for v in vs) for k, vs in recovery.items()},
+        "jobs_moved_by_a_blip": len(moved_by_blip),
+    }
+    Path("soak.json").write_text(json.dumps(report, indent=2))
+    print(f"Jobs: {count} submitted, {len(outcomes)} finished ({failed} Failed) in {all_done:.0f}s")
+    print(f"ran on two workers at once: {len(doubles)}; stale pods on a partitioned worker: {len(stale)}")
+    print(f"copies left on workers after everything finished: {len(leftovers)}")
+    print(f"quota: {quota.samples} samples, {len(quota.violations)} over quota, peak {quota.peak_share:.0%}")
+    print(f"dead kfed processes at the end: {dead or 'none'}; Tracebacks in logs: {tracebacks}")
+    for kind, values in recovery.items():
+        print(f"recovery after {kind}: {_summary(values)}")
+    print(f"Jobs moved by a blip shorter than the worker-lost timeout: {len(moved_by_blip)}")
+    print("results: soak.json")
+    broken = len(outcomes) < count or doubles or leftovers or quota.violations or dead or chaos.errors or moved_by_blip
+    if broken:
+        for a, b in doubles[:5]:
+            first, second = f"{a.pod} on {a.worker} {a.start:.1f}-{a.end:.1f}", f"{b.pod} on {b.worker} {b.start:.1f}"
+            print(f"  two at once: {first}, {second}-{b.end:.1f}")
+        for line in quota.violations[:5] + leftovers[:5] + chaos.errors:
+            print(f"  {line}")
+        print("INVARIANT BROKEN", file=sys.stderr)
+        raise SystemExit(1)
