@@ -5,6 +5,7 @@ Each test submits plain batch/v1 Jobs with kubectl on the manager and watches wh
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 
 import pytest
@@ -46,6 +47,10 @@ def test_s1_job_runs_on_one_worker_and_its_final_status_comes_back(federation: F
     assert items(federation, MANAGER, "pods", "-l", "job-name=s1") == [], "the manager cluster must not run pods"
     wl = workload_of(federation, "s1")
     assert is_true(wl, "Finished")
+    # Kueue's jobframework name: "job-<name>-" and 5 hex digits of SHA-1("Job\nbatch\n<name>\n<uid>").
+    digest = hashlib.sha1(f"Job\nbatch\ns1\n{job['metadata']['uid']}".encode(), usedforsecurity=False).hexdigest()
+    assert wl is not None
+    assert wl["metadata"]["name"] == f"job-s1-{digest[:5]}"
     wait_for(
         lambda: remote_copies(federation, "s1"),
         until=lambda c: c == {},

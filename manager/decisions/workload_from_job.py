@@ -1,7 +1,8 @@
 """Job → Workload: the manager's Workload for a queued batch/v1 Job, as Kueue's Job integration builds it.
 
-The name is deterministic (``job-<job name>-<5 hex digits of the job's uid>``, at most 63 characters, so it also
-fits the ``kueue.x-k8s.io/prebuilt-workload-name`` label); the Workload is owned by the Job, so deleting the
+The name is Kueue's (``job-<job name>-<5 hex digits of a SHA-1 over kind, group, name and uid>``, at most 63
+characters, so it also fits the ``kueue.x-k8s.io/prebuilt-workload-name`` label), so tools that compute a Job's
+Workload name find it; the Workload is owned by the Job, so deleting the
 Job deletes it. One pod set, ``main``, of ``parallelism`` pods (fewer if ``completions`` is smaller), with
 ``minCount`` from ``kueue.x-k8s.io/job-min-parallelism`` for partial admission.
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,11 +31,13 @@ class JobNotQueueable(ValueError):
     """The Job cannot become a Workload; the message says why in words a user can act on."""
 
 
-def workload_name_for_job(job_name: str, job_uid: str) -> str:
-    digest = hashlib.sha256(f"{job_name}/{job_uid}".encode()).hexdigest()[:_HASH_LEN]
-    prefix = f"job-{job_name}".lower()[: _MAX_NAME - _HASH_LEN - 1]
-    prefix = re.sub(r"[^a-z0-9]+$", "", prefix)
-    return f"{prefix}-{digest}"
+def workload_name_for_job(job_name: str, job_uid: str, *, kind: str = "Job", group: str = "batch") -> str:
+    """Kueue's jobframework name: ``<kind>-<name>`` and the first 5 hex digits of the SHA-1 of kind, group, name and
+    uid (newline-separated). Names that would pass 63 characters keep a 57-character prefix, as Kueue does with
+    ShortWorkloadNames, so the name is also a valid label value (``kueue.x-k8s.io/prebuilt-workload-name``)."""
+    digest = hashlib.sha1("\n".join((kind, group, job_name, job_uid)).encode(), usedforsecurity=False).hexdigest()
+    prefix = f"{kind.lower()}-{job_name}"[: _MAX_NAME - _HASH_LEN - 1]
+    return f"{prefix}-{digest[:_HASH_LEN]}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,12 @@ def test_workload_mirrors_the_job() -> None:
     assert pod_set["template"]["metadata"]["labels"] == {"app": "x"}
 
 
+def test_names_are_kueues_jobframework_names() -> None:
+    # SHA-1 over "Job\nbatch\n<name>\n<uid>", first 5 hex digits, after "job-<name>-" (Kueue's jobframework).
+    assert workload_name_for_job("train", "6c1a2e9f-0b1d-4c2e-9a55-8f4d1b2c3d4e") == "job-train-4c04b"
+    assert workload_name_for_job("a" * 80, "uid-1") == "job-" + "a" * 53 + "-d0d88"  # 57-char prefix, 63 in all
+
+
 def test_names_are_deterministic_short_and_valid() -> None:
     long_name = "a" * 80
     name = workload_name_for_job(long_name, "uid-1")
