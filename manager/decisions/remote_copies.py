@@ -15,7 +15,7 @@ from typing import Any
 
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL
 from federation.protocol import JOB_GENERATED_LABELS, MANAGER_UID_LABEL
-from manager.decisions.workload_from_job import clean_template
+from manager.decisions.workload_from_job import JOB_UID_LABEL, clean_template
 
 _META_KEPT = ("name", "namespace", "labels", "annotations")
 _JOB_SPEC_DROPPED = ("managedBy", "selector", "manualSelector", "ttlSecondsAfterFinished")
@@ -50,10 +50,13 @@ def is_ours(remote: Mapping[str, Any], *, origin: str, manager_workload_uid: str
 def remote_workload(manager_workload: Mapping[str, Any], *, origin: str) -> dict[str, Any]:
     meta = manager_workload["metadata"]
     labels = ownership_labels(origin=origin, manager_workload_uid=meta["uid"])
+    copied = _copied_meta(meta, extra_labels=labels)
+    # The manager Job's uid names no Job on the worker: a Kueue worker would finish the copy as orphaned.
+    copied["labels"].pop(JOB_UID_LABEL, None)
     return {
         "apiVersion": manager_workload.get("apiVersion", "kueue.x-k8s.io/v1beta2"),
         "kind": "Workload",
-        "metadata": _copied_meta(meta, extra_labels=labels),
+        "metadata": copied,
         "spec": copy.deepcopy(manager_workload["spec"]),
     }
 

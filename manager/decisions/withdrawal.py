@@ -27,6 +27,9 @@ EXCLUDED_CLUSTERS_ANNOTATION = "kfed.io/excluded-clusters"
 WITHDRAWN_FROM_ANNOTATION = "kfed.io/withdrawn-from"
 """Comma-separated worker clusters this Workload was withdrawn from: the next dispatch prefers the others."""
 
+REASON_OWNER_NOT_FOUND = "OwnerNotFound"
+"""Kueue's Finished reason for a Workload whose owner (Job) does not exist."""
+
 REASON_EVICTED_BY_ADMISSION_CHECK = "AdmissionCheck"
 """Kueue's eviction reason when an admission check (here MultiKueue) takes the reservation back."""
 
@@ -112,6 +115,10 @@ def withdrawal_reason(
     if remote_job is not None and job_finish(remote_job) is not None:
         return None  # the final status is there to be mirrored
     if remote_workload is not None and is_true(remote_workload, "Finished"):
+        finished = find_condition(remote_workload, "Finished") or {}
+        if finished.get("reason") == REASON_OWNER_NOT_FOUND:
+            # A Kueue worker finished the copy as orphaned before its Job copy arrived: the Job never ran there.
+            return f'the Workload copy in worker cluster "{worker}" was finished as orphaned (OwnerNotFound)'
         return None
     if remote_workload is not None and is_true(remote_workload, "Evicted"):
         evicted = find_condition(remote_workload, "Evicted") or {}

@@ -143,3 +143,14 @@ def test_a_workload_kfed_deactivated_says_why_and_its_requeue_leaves_a_clean_sla
     user = workload(cond("QuotaReserved"))
     user["spec"] = {"active": False}
     assert deactivation_of(user)[0] == "Deactivated"
+
+
+def test_a_copy_a_kueue_worker_finished_as_orphaned_is_withdrawn_and_dispatched_again() -> None:
+    orphaned = workload(cond("QuotaReserved"))
+    orphaned["status"]["conditions"].append(
+        {"type": "Finished", "status": "True", "reason": "OwnerNotFound", "message": "missing owner"}
+    )
+    reserved = workload(cond("QuotaReserved"))
+    why = reason(reserved, remote_workload=orphaned, remote_job=None)
+    assert why == 'the Workload copy in worker cluster "worker-1" was finished as orphaned (OwnerNotFound)'
+    assert reason(ADMITTED, remote_workload=orphaned, remote_job=RUNNING) == why

@@ -63,6 +63,8 @@ def test_remote_copies_drop_manager_only_fields_and_carry_ownership() -> None:
     assert "ownerReferences" not in copy_wl["metadata"]
     assert "uid" not in copy_wl["metadata"]
     assert copy_wl["spec"] == wl["spec"]
+    assert "kueue.x-k8s.io/job-uid" in wl["metadata"]["labels"]
+    assert "kueue.x-k8s.io/job-uid" not in copy_wl["metadata"]["labels"], "a Kueue worker would finish it as orphaned"
     copy_job = remote_job(job, manager_workload=wl, origin="multikueue")
     assert "managedBy" not in copy_job["spec"]
     assert "selector" not in copy_job["spec"]
