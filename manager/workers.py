@@ -43,7 +43,7 @@ from federation.kube.workqueue import WorkQueue
 from federation.protocol import CAPACITY_STALE_SECONDS
 from manager.config import ManagerConfig
 from manager.decisions.capacity_view import ParsedReport, parse_report
-from manager.decisions.worker_health import CacheView, Health, ReconnectBackoff, connection_health
+from manager.decisions.worker_health import CacheView, Health, ReconnectBackoff, connection_health, reconnect_message
 
 log = structlog.get_logger(__name__)
 
@@ -246,7 +246,12 @@ class WorkerPool:
                 cluster,
                 active=False,
                 reason=REASON_CONNECTION_FAILED,
-                message=f"cannot reach the worker's apiserver: {err or type(err).__name__}; retrying in {delay:.0f}s",
+                message=reconnect_message(
+                    str(err) or type(err).__name__,
+                    attempt=backoff.failures,
+                    delay=delay,
+                    now=dt.datetime.now(dt.UTC),
+                ),
             )
             return delay
         self._start(name, fingerprint, api)

@@ -144,10 +144,12 @@ def test_an_unreachable_worker_is_retried_with_a_backoff_our_own_status_writes_d
     first_seen: dict[int, float] = {}
 
     def retry_delays() -> list[int]:
-        found = re.search(r"retrying in (\d+)s", str((_active(federation, "unreachable") or {}).get("message")))
-        if found and (not delays or delays[-1] != int(found[1])):
-            delays.append(int(found[1]))
-            first_seen[int(found[1])] = time.monotonic()
+        message = str((_active(federation, "unreachable") or {}).get("message"))
+        found = re.search(r"attempt (\d+) failed, next at \S+Z \(in (\d+)s\)", message)
+        if found and (not delays or delays[-1] != int(found[2])):
+            assert int(found[1]) == len(delays) + 1, f"attempts counted wrong: {message}"
+            delays.append(int(found[2]))
+            first_seen[int(found[2])] = time.monotonic()
         return delays
 
     _apply_cluster(federation, "unreachable", yaml.safe_dump(config))

@@ -15,6 +15,7 @@ attempts advances it.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -81,3 +82,10 @@ class ReconnectBackoff:
     def reset(self) -> None:
         self.failures = 0
         self.next_attempt = 0.0
+
+
+def reconnect_message(error: str, *, attempt: int, delay: float, now: dt.datetime) -> str:
+    """The ``Active=False`` message after failed connection attempt ``attempt``: what failed, and when the next
+    attempt is made (Kueue v0.20 names both)."""
+    at = (now + dt.timedelta(seconds=delay)).astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"cannot reach the worker's apiserver: {error}; attempt {attempt} failed, next at {at} (in {delay:.0f}s)"

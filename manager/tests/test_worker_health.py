@@ -1,6 +1,15 @@
 from __future__ import annotations
 
-from manager.decisions.worker_health import CONNECTED, CacheView, Health, ReconnectBackoff, connection_health
+import datetime as dt
+
+from manager.decisions.worker_health import (
+    CONNECTED,
+    CacheView,
+    Health,
+    ReconnectBackoff,
+    connection_health,
+    reconnect_message,
+)
 
 SYNCED = [CacheView("Workload", synced=True), CacheView("Job", synced=True), CacheView("ClusterCapacity", synced=True)]
 
@@ -56,3 +65,12 @@ def test_reconciles_before_the_next_attempt_do_not_advance_the_backoff() -> None
     assert backoff.failed(5.0) == 10.0
     backoff.reset()
     assert (backoff.failures, backoff.remaining(6.0)) == (0, 0.0)
+
+
+def test_the_reconnect_message_names_the_attempt_and_when_the_next_one_is_made() -> None:
+    now = dt.datetime(2026, 11, 23, 10, 0, 0, tzinfo=dt.UTC)
+    message = reconnect_message("connection refused", attempt=3, delay=20, now=now)
+    assert message == (
+        "cannot reach the worker's apiserver: connection refused; attempt 3 failed, next at "
+        "2026-11-23T10:00:20Z (in 20s)"
+    )

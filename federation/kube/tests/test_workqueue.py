@@ -12,7 +12,7 @@ from federation.kube.workqueue import WorkQueue
 pytestmark = pytest.mark.anyio
 
 
-async def _until(condition: Callable[[], bool], *, within: float = 5.0) -> None:
+async def _until(condition: Callable[[], bool], *, within: float = 30.0) -> None:
     """Poll a condition of in-memory state with a deadline (the reconcilers have no event to wait on)."""
     with anyio.fail_after(within):
         while not condition():  # noqa: ASYNC110
