@@ -128,6 +128,26 @@ class PodSet(KubeModel):
         return dict(found) if isinstance(found, dict) else {}
 
 
+GateName = Annotated[StrictStr, Field(min_length=1, max_length=63)]
+GatePosition = Literal["Open", "Closed"]
+MULTIKUEUE_PREEMPTION_GATE = "kueue.x-k8s.io/multikueue"
+"""The gate a Kueue v0.20 MultiKueue manager puts on the Workload copies it sends (orchestrated preemption)."""
+
+
+class PreemptionGate(KubeModel):
+    """A gate that keeps the Workload from triggering preemption until ``status.preemptionGates`` opens it."""
+
+    name: GateName
+
+
+class PreemptionGateState(KubeModel):
+    """The observed position of one preemption gate (a gate with no state is closed)."""
+
+    name: GateName
+    position: GatePosition
+    last_transition_time: Time
+
+
 class WorkloadSpec(KubeModel):
     __crd_rules__ = (
         Rule(
@@ -143,6 +163,9 @@ class WorkloadSpec(KubeModel):
     priority: Int32 | None = None
     active: Annotated[Bool, Crd(defaulted=True)] = True
     maximum_execution_time_seconds: Annotated[Int32, Field(ge=1)] | None = None
+    preemption_gates: (
+        Annotated[list[PreemptionGate], Field(max_length=8), Crd(list_type="map", map_keys=("name",))] | None
+    ) = None
 
 
 # --- topology assignment (compressed v1beta2 encoding) ----------------------------------------------------------
@@ -355,6 +378,9 @@ class WorkloadStatus(KubeModel):
     cluster_name: Annotated[StrictStr, Field(max_length=256)] | None = None
     unhealthy_nodes: (
         Annotated[list[UnhealthyNode], Field(max_length=8), Crd(list_type="map", map_keys=("name",))] | None
+    ) = None
+    preemption_gates: (
+        Annotated[list[PreemptionGateState], Field(max_length=8), Crd(list_type="map", map_keys=("name",))] | None
     ) = None
 
 
