@@ -589,7 +589,7 @@ class RemoteSync:
                 condition_type="Admitted",
                 status=True,
                 reason=REASON_ADMITTED,
-                message=f"The workload is admitted in worker cluster {worker}",
+                message="The workload is admitted",  # Kueue's words; the worker is in status.clusterName
                 now=now,
             )
             if self._config.wait_for_pods_ready is not None and find_condition(workload, "PodsReady") is None:
@@ -624,7 +624,15 @@ class RemoteSync:
         self._metrics.admitted_workloads.labels(cluster_queue=queue).inc()
         created = parse_time(workload["metadata"]["creationTimestamp"])
         self._metrics.admission_wait_time.labels(cluster_queue=queue).observe((now - created).total_seconds())
-        self._events.emit(workload, reason="Admitted", note=f"Admitted by worker cluster {worker}", action="Admit")
+        reserved_at = find_condition(workload, "QuotaReserved") or {}
+        since = parse_time(str(reserved_at.get("lastTransitionTime") or workload["metadata"]["creationTimestamp"]))
+        self._events.emit(
+            workload,
+            reason="Admitted",
+            note=f"Admitted by ClusterQueue {queue}, wait time since reservation was "
+            f"{max(0.0, (now - since).total_seconds()):.0f}s",
+            action="Admit",
+        )
         log.info("workload admitted", workload=key, cluster=worker, queue=queue)
         return updated
 

@@ -142,7 +142,7 @@ def admitted_checks(
     for check in check_states(workload):
         updated = dict(check)
         if check.get("name") in multikueue_checks:
-            updated["message"] = f"The workload got reservation on {worker}"
+            updated["message"] = f'The workload got reservation on "{worker}"'  # Kueue's wording, name quoted
             if check.get("state") != CHECK_READY:
                 updated["state"] = CHECK_READY
                 updated["lastTransitionTime"] = stamp

@@ -113,6 +113,7 @@ def test_worker_admission_makes_only_the_multikueue_check_ready() -> None:
         reserved(("mk", "Pending"), ("prov", "Pending")), multikueue_checks=MK, worker="worker-1", now=NOW
     )
     assert [(c["name"], c["state"]) for c in checks] == [("mk", "Ready"), ("prov", "Pending")]
+    assert checks[0]["message"] == 'The workload got reservation on "worker-1"'  # Kueue's words, name quoted
     assert checks[0]["lastTransitionTime"] == "2026-11-22T12:00:00Z"
     assert checks[1]["lastTransitionTime"] == "2026-11-22T11:00:00Z"
     assert not all_ready
