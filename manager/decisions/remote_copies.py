@@ -5,6 +5,11 @@ drop everything the manager cluster's apiserver generated (uid, resourceVersion,
 selector and controller-uid labels, status), so the worker's apiserver accepts them as new objects. The Job copy
 also drops ``ttlSecondsAfterFinished``: the worker must keep the finished Job until the manager has mirrored its
 final status; the manager deletes the copy itself after that (the manager Job keeps its TTL).
+
+The Workload copy carries no preemption gate (Kueue v0.20's orchestrated preemption, ``spec.preemptionGates``). A
+Kueue manager gates its copies because it sends one Workload to several workers at once and must stop each of them
+from preempting on its behalf until one is chosen. kfed-manager decides preemption globally, before dispatch,
+and sends each Workload to exactly one worker, so there is nothing for a gate to coordinate.
 """
 
 from __future__ import annotations
