@@ -14,10 +14,11 @@ import structlog
 
 from federation.kube.api import KubeApi
 from federation.kube.recorder import EventRecorder
-from federation.kube.trigger import spec_changed
+from federation.kube.trigger import Trigger, spec_changed
 from federation.obs.metrics import Metrics
 from worker_agent.capacity_publisher import CapacityPublisher
 from worker_agent.reconciler import Reconciler
+from worker_agent.tas import DEFAULT_NODE_FAILURE_DELAY, Tas
 from worker_agent.world import World
 
 log = structlog.get_logger(__name__)
@@ -35,6 +36,7 @@ class Agent:
         metrics: Metrics,
         update_queue_status: bool = True,
         heartbeat: float | None = None,
+        node_failure_delay: float = DEFAULT_NODE_FAILURE_DELAY,
     ) -> None:
         self.api = api
         self.cluster = cluster
@@ -42,6 +44,8 @@ class Agent:
         self.metrics = metrics
         self.update_queue_status = update_queue_status
         self.heartbeat = heartbeat
+        self.node_failure_delay = node_failure_delay
+        self.tas: Tas | None = None
         self.world: World | None = None
         self.running = False
 
@@ -49,6 +53,8 @@ class Agent:
         if self.world is None:
             return True, "standby"
         missing = self.world.unsynced()
+        if self.tas is not None:
+            missing += [cache.resource.label for cache in self.tas.caches() if not cache.synced]
         return (not missing, "caches not synced: " + ", ".join(missing) if missing else "ok")
 
     async def run(self) -> None:
@@ -65,6 +71,17 @@ class Agent:
             update_queue_status=self.update_queue_status,
             **publisher_options,
         )
+        trigger = Trigger()
+        tas = Tas(
+            self.api,
+            flavors=world.flavors,
+            events=events,
+            metrics=self.metrics,
+            cluster=self.cluster,
+            wake=trigger.pull,
+            node_failure_delay=self.node_failure_delay,
+        )
+        self.tas = tas
         reconciler = Reconciler(
             world,
             cluster=self.cluster,
@@ -72,6 +89,8 @@ class Agent:
             metrics=self.metrics,
             lock=lock,
             on_admitted=publisher.admitted_at,
+            trigger=trigger,
+            tas=tas,
         )
 
         def wake_on_spec(event_type: str, obj: Obj, old: Obj | None) -> None:
@@ -88,11 +107,12 @@ class Agent:
         world.on_change(reconciler.trigger.pull, world.jobs)
         try:
             async with anyio.create_task_group() as tg:
-                for cache in world.caches():
+                for cache in (*world.caches(), *tas.caches()):
                     tg.start_soon(cache.run)
                 tg.start_soon(events.run)
-                for cache in world.caches():
+                for cache in (*world.caches(), *tas.caches()):
                     await cache.wait_synced()
+                tas.reconfigure()
                 log.info("agent.synced", cluster=self.cluster, workloads=len(world.workloads.store))
                 self.running = True
                 tg.start_soon(reconciler.run)
@@ -100,6 +120,7 @@ class Agent:
         finally:
             self.running = False
             self.world = None
+            self.tas = None
             log.info(
                 "agent.stopped",
                 cluster=self.cluster,

@@ -66,6 +66,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=True,
         help="keep local ClusterQueue status (counts, flavor usage, Active) current, like Kueue",
     )
+    parser.add_argument(
+        "--node-failure-delay",
+        type=float,
+        default=30.0,
+        help="seconds a node must stay NotReady before TAS workloads' pods on it are replaced (Kueue: 30)",
+    )
     parser.add_argument("--qps", type=float, default=300.0, help="client-side rate limit to the apiserver")
     parser.add_argument("--burst", type=int, default=500)
     return parser.parse_args(argv)
@@ -105,6 +111,7 @@ async def run(args: argparse.Namespace) -> int:
         identity=identity,
         metrics=metrics,
         update_queue_status=args.cluster_queue_status,
+        node_failure_delay=args.node_failure_delay,
     )
     health = HealthEndpoints(metrics=metrics.exposition)
     health.add_readiness_check("caches", agent.ready)

@@ -25,6 +25,7 @@ from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
 from worker_agent.decisions.admission import plan_admissions
 from worker_agent.decisions.jobs import finish_decision, prebuilt_workload_name, start_decision
+from worker_agent.tas import Tas
 from worker_agent.world import World
 
 log = structlog.get_logger(__name__)
@@ -55,6 +56,8 @@ class Reconciler:
         lock: anyio.Lock,
         on_admitted: Callable[[float], None] = lambda _: None,
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        trigger: Trigger | None = None,
+        tas: Tas | None = None,
     ) -> None:
         self.world = world
         self.api = world.api
@@ -64,19 +67,27 @@ class Reconciler:
         self.lock = lock
         self.on_admitted = on_admitted
         self.clock = clock
-        self.trigger = Trigger()
+        self.trigger = trigger or Trigger()
+        self.tas = tas
         self.passes = 0
         self._log = log.bind(cluster=cluster)
 
     async def run(self) -> None:
         self.trigger.pull()
         while True:
-            await self.trigger.wait()
+            recheck = self.tas.seconds_until_recheck() if self.tas is not None else None
+            with anyio.move_on_after(recheck if recheck is not None else float("inf")):
+                await self.trigger.wait()
             await anyio.sleep(COALESCE_SECONDS)
             async with self.lock:
                 try:
                     await self.admission_pass()
                     await self.job_pass()
+                    if self.tas is not None:
+                        await self.tas.ungate_pass(self.world.all_workloads())
+                        await self.tas.repair_pass(
+                            self.world.all_workloads(), remember=self.world.workload_writes.remember
+                        )
                 except Exception:  # a bug in one pass must not stop the agent; the next change retries
                     self._log.exception("agent.pass_failed")
             self.passes += 1
@@ -86,7 +97,11 @@ class Reconciler:
     async def admission_pass(self) -> None:
         state = self.world.local_state()
         now = self.clock()
-        updates = plan_admissions(state, now=now)
+        if self.tas is not None:
+            placer = self.tas.placer(state, self.world.all_workloads())
+            updates = plan_admissions(state, now=now, veto=placer.veto, topology=placer.assignments)
+        else:
+            updates = plan_admissions(state, now=now)
         if not updates:
             return
         limiter = anyio.CapacityLimiter(WRITE_CONCURRENCY)

@@ -3,8 +3,13 @@ once the Job ends.
 
 Starting is one Job write: the assigned flavors' ``nodeLabels`` are merged into each pod template's
 ``nodeSelector`` and their ``tolerations`` appended (Kueue's "run with pod set info"), together with
-``spec.suspend: false``. Ending is one Workload status write: ``Finished=True`` with reason ``Succeeded`` or
-``Failed`` and the Job condition's message, which releases the workload's quota.
+``spec.suspend: false``. A pod set with a ``topologyAssignment`` also gets Kueue's TAS pod markings in the same
+write: the scheduling gate ``kueue.x-k8s.io/topology`` (the ungater removes it once it pinned the pod to its
+domain), the ``kueue.x-k8s.io/tas`` and ``kueue.x-k8s.io/podset`` labels and the ``kueue.x-k8s.io/workload``
+annotation (how the agent finds the workload's pods).
+
+Ending is one Workload status write: ``Finished=True`` with reason ``Succeeded`` or ``Failed`` and the Job
+condition's message, which releases the workload's quota.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from federation.api.labels import PREBUILT_WORKLOAD_LABEL
 from federation.api.workload import FINISHED
 from federation.conditions import conditions_of, set_condition
 from federation.protocol import REASON_FAILED, REASON_SUCCEEDED
+from worker_agent.decisions.tas_objects import PODSET_LABEL, TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 
 Obj = dict[str, Any]
 
@@ -106,9 +112,22 @@ def start_decision(
     missing = [t for t in tolerations if t not in existing]
     if missing:
         template_patch["tolerations"] = existing + missing  # merge patch replaces lists: send the whole list
+    if assignments[:1] and assignments[0].get("topologyAssignment"):
+        gates = list(pod_spec.get("schedulingGates") or [])
+        if not any(gate.get("name") == TOPOLOGY_GATE for gate in gates):
+            template_patch["schedulingGates"] = [*gates, {"name": TOPOLOGY_GATE}]
+    template_meta: Obj = {}
+    if assignments[:1] and assignments[0].get("topologyAssignment"):
+        workload_name = str((workload.get("metadata") or {}).get("name", ""))
+        template_meta = {
+            "labels": {TAS_LABEL: "true", PODSET_LABEL: str(assignments[0].get("name") or "main")},
+            "annotations": {WORKLOAD_ANNOTATION: workload_name},
+        }
     patch: Obj = {"spec": {"suspend": False}}
+    if template_meta:
+        patch["spec"]["template"] = {"metadata": template_meta}
     if template_patch:
-        patch["spec"]["template"] = {"spec": template_patch}
+        patch["spec"].setdefault("template", {})["spec"] = template_patch
     return StartJob(patch, tuple(used))
 
 

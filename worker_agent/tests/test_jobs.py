@@ -133,3 +133,19 @@ def test_finish_sets_the_finished_condition_once() -> None:
     assert {c["type"] for c in finish.status["conditions"]} == {"QuotaReserved", "Admitted", "Finished"}
     already = workload("w", status={**ADMITTED["status"], "conditions": finish.status["conditions"]})
     assert finish_decision(ended, already, now=NOW) is None
+
+
+def test_a_tas_workload_starts_its_job_gated_and_marked_for_the_ungater() -> None:
+    import copy
+
+    tas = copy.deepcopy(ADMITTED)
+    tas["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"] = {
+        "levels": ["kubernetes.io/hostname"],
+        "slices": [{"domainCount": 1, "valuesPerLevel": [{"universalValue": "n1"}], "universalPodCount": 1}],
+    }
+    start = start_decision(job(schedulingGates=[{"name": "other"}]), tas, flavors=FLAVORS)
+    assert start is not None
+    template = start.patch["spec"]["template"]
+    assert template["spec"]["schedulingGates"] == [{"name": "other"}, {"name": "kueue.x-k8s.io/topology"}]
+    assert template["metadata"]["labels"]["kueue.x-k8s.io/tas"] == "true"
+    assert template["metadata"]["annotations"]["kueue.x-k8s.io/workload"] == tas["metadata"]["name"]

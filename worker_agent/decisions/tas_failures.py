@@ -1,0 +1,182 @@
+"""Node failures under running TAS workloads (pure): which nodes failed, and what to write about each workload.
+
+Why this module exists: Kueue replaces one failed node per workload and evicts on the second (Kueue #14244).
+kfed replaces all of them at once: for every admitted TAS workload whose assignment uses failed nodes it asks
+``federation.topology.replace_failed_nodes`` for a new assignment that moves only the pods of the failed nodes,
+inside the originally required domain, and rewrites ``topologyAssignment``; the old pods are deleted so the Job
+controller creates replacements, which the ungater pins by the new assignment. If no replacement fits, the
+workload is evicted with reason ``NodeFailures`` (the manager re-dispatches it).
+
+A node is failed for a workload when (Kueue's rules):
+
+* it is gone (deleted);
+* it has been NotReady for at least ``delay`` (Kueue: 30 s) -- a node that recovers sooner moves nothing;
+* it is NotReady and the workload's pods on it are terminating;
+* it carries a ``NoExecute`` taint that the workload's pods do not tolerate (the node lifecycle controller's
+  own not-ready / unreachable taints are judged by readiness instead).
+
+``status.unhealthyNodes`` lists the failed nodes of the workload; a node that is healthy again leaves the list
+(Kueue #6348). The list is capped at 8 entries (the field's limit); replacement itself has no limit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from federation.conditions import conditions_of, set_condition
+from federation.topology import (
+    PodSetRequest,
+    Replacement,
+    TopologyAssignment,
+    TopologySnapshot,
+    replace_failed_nodes,
+)
+from federation.topology.model import HOSTNAME_LABEL, NODE_FAILURES_REASON
+from worker_agent.decisions.tas_objects import node_not_ready_since, node_spec, untolerated_no_execute
+
+Obj = Mapping[str, Any]
+MAX_UNHEALTHY_NODES = 8
+
+
+@dataclass(frozen=True, slots=True)
+class NodeVerdict:
+    """``failed``: why the node counts as failed (empty: it does not); ``recheck_at``: when a NotReady node's
+    delay runs out (None: nothing to wait for)."""
+
+    failed: str = ""
+    recheck_at: dt.datetime | None = None
+
+
+def judge_node(
+    node: Obj | None,
+    *,
+    now: dt.datetime,
+    delay: float,
+    tolerations: Sequence[Any],
+    pods_terminating: bool,
+) -> NodeVerdict:
+    if node is None:
+        return NodeVerdict("node deleted")
+    since = node_not_ready_since(node)
+    if since is not None:
+        waited = (now - since).total_seconds()
+        if waited >= delay:
+            return NodeVerdict(f"NotReady for {waited:.0f}s (delay {delay:g}s)")
+        if pods_terminating:
+            return NodeVerdict("NotReady with the workload's pods terminating")
+        return NodeVerdict("", since + dt.timedelta(seconds=delay))
+    taints = untolerated_no_execute(node_spec(node), tuple(tolerations))
+    if taints:
+        taint = taints[0]
+        return NodeVerdict(f"untolerated taint {taint.key}={taint.value}:{taint.effect}")
+    return NodeVerdict()
+
+
+def node_healthy(node: Obj | None, *, tolerations: Sequence[Any]) -> bool:
+    """Ready and without untolerated NoExecute taints (a node that recovered)."""
+    if node is None or node_not_ready_since(node) is not None:
+        return False
+    return not untolerated_no_execute(node_spec(node), tuple(tolerations))
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetRepair:
+    """One TAS pod set: its request, snapshot and current assignment, and the failed hosts it uses."""
+
+    name: str
+    request: PodSetRequest
+    snapshot: TopologySnapshot
+    assignment: TopologyAssignment
+    failed: Mapping[str, str]
+    """host (node) name → why it failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRepair:
+    """What to write for one workload: a merge patch of ``status`` and the pods to delete (on failed nodes)."""
+
+    status: Obj
+    evicted: bool
+    message: str
+    failed: Mapping[str, str]
+    moved_pods: int = 0
+    delete_pods: tuple[str, ...] = field(default_factory=tuple)
+
+
+def assignment_hosts(assignment: TopologyAssignment) -> list[str]:
+    """Hostnames of an assignment whose only level is ``kubernetes.io/hostname`` (else empty)."""
+    from federation.topology import decode_assignment
+
+    if tuple(assignment.levels) != (HOSTNAME_LABEL,):
+        return []
+    return [values[0] for values, _ in decode_assignment(assignment)]
+
+
+def unhealthy_nodes(current: Sequence[str], failed: Sequence[str], recovered: set[str]) -> list[str]:
+    names = [name for name in current if name not in recovered]
+    for name in sorted(failed):
+        if name not in names:
+            names.append(name)
+    return names[:MAX_UNHEALTHY_NODES]
+
+
+def current_unhealthy(workload: Obj) -> list[str]:
+    return [str(item.get("name")) for item in (workload.get("status") or {}).get("unhealthyNodes") or ()]
+
+
+def plan_repair(
+    workload: Obj,
+    pod_sets: Sequence[PodSetRepair],
+    *,
+    recovered: set[str],
+    pods_on_failed: Sequence[str],
+    now: dt.datetime,
+) -> WorkloadRepair | None:
+    """The repair of one workload, or None when there is nothing to write."""
+    failed: dict[str, str] = {}
+    for pod_set in pod_sets:
+        failed.update(pod_set.failed)
+    previous = current_unhealthy(workload)
+    unhealthy = unhealthy_nodes(previous, list(failed), recovered)
+    admission = (workload.get("status") or {}).get("admission") or {}
+    assignments = [dict(item) for item in admission.get("podSetAssignments") or ()]
+    moved = 0
+    impossible: list[str] = []
+    changed_assignment = False
+    for pod_set in pod_sets:
+        if not pod_set.failed:
+            continue
+        result = replace_failed_nodes(pod_set.snapshot, pod_set.request, pod_set.assignment, list(pod_set.failed))
+        if not isinstance(result, Replacement):
+            impossible.append(f"pod set {pod_set.name}: {result.message}")
+            continue
+        moved += len(result.moves)
+        for item in assignments:
+            if item.get("name") == pod_set.name:
+                item["topologyAssignment"] = result.assignment.to_dict()
+                changed_assignment = True
+    names = ", ".join(f"{name} ({why})" for name, why in sorted(failed.items()))
+    if impossible:
+        message = f"Workload evicted due to node failures: {names}; no replacement fits: {'; '.join(impossible)}"
+        conditions, _ = set_condition(
+            conditions_of(workload),
+            condition_type="Evicted",
+            status=True,
+            reason=NODE_FAILURES_REASON,
+            message=message[:32768],
+            now=now,
+        )
+        status: dict[str, Any] = {"conditions": conditions, "unhealthyNodes": [{"name": n} for n in unhealthy]}
+        return WorkloadRepair(status, True, message, failed, 0, tuple(pods_on_failed))
+    if not changed_assignment and unhealthy == previous:
+        if pods_on_failed:
+            return WorkloadRepair({}, False, "", failed, 0, tuple(pods_on_failed))
+        return None
+    status = {"unhealthyNodes": [{"name": n} for n in unhealthy] or None}
+    if changed_assignment:
+        status["admission"] = {**admission, "podSetAssignments": assignments}
+    message = f"replaced {moved} pods of failed nodes {names}" if moved else "unhealthy nodes updated"
+    return WorkloadRepair(status, False, message, failed, moved, tuple(pods_on_failed))

@@ -1,0 +1,393 @@
+"""Topology-aware scheduling on the worker: Node/Pod/Topology watches, the ungater and node-failure repair.
+
+Why this module exists: it is the I/O side of TAS in the agent. It owns the watches TAS needs (Nodes; bound,
+non-terminal Pods with a field selector; Pods of TAS pod sets with Kueue's ``kueue.x-k8s.io/tas`` label;
+Topologies), feeds their events into ``TopologyIndex``, and runs, under the reconciler's lock:
+
+* ``placer``: the admission veto over the snapshots (``decisions.tas_admission``), after re-deriving the
+  assumed usage of admitted workloads;
+* ``ungate_pass``: pins gated pods to the domains of their assignment and removes the gate
+  (``decisions.tas_ungate``); the kube-scheduler binds them;
+* ``repair_pass``: finds failed nodes under admitted TAS workloads and writes the replacement or the
+  ``NodeFailures`` eviction (``decisions.tas_failures``), then deletes the pods left on failed nodes so the Job
+  controller replaces them.
+
+Every decision is re-derived from the caches on each pass (level-triggered); only the leader runs this.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import structlog
+
+from federation.admission.api_state import QuotaState
+from federation.admission.api_workloads import RESERVED, workload_key, workload_state
+from federation.conditions import is_true
+from federation.kube import resources as r
+from federation.kube.api import KubeApi
+from federation.kube.cache import WatchCache
+from federation.kube.errors import Conflict, KubeError, NotFound
+from federation.kube.recorder import EventRecorder
+from federation.obs.metrics import Metrics
+from federation.topology.model import NODE_FAILURES_REASON
+from worker_agent.decisions.tas_admission import TasPlacer, TasPodSet, admitted_tas_pod_sets, assumed_usage
+from worker_agent.decisions.tas_failures import (
+    PodSetRepair,
+    assignment_hosts,
+    current_unhealthy,
+    judge_node,
+    node_healthy,
+    plan_repair,
+)
+from worker_agent.decisions.tas_objects import (
+    COMPLETION_INDEX_LABEL,
+    PODSET_LABEL,
+    TAS_LABEL,
+    TOPOLOGY_GATE,
+    WORKLOAD_ANNOTATION,
+    flavor_topology,
+    pod_key,
+    pod_terminal,
+    topology_levels,
+)
+from worker_agent.decisions.tas_ungate import PodView, plan_ungates, pod_domain
+from worker_agent.overlay import WriteOverlay
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+BOUND_PODS_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+DEFAULT_NODE_FAILURE_DELAY = 30.0
+
+
+def _node_signature(node: Mapping[str, Any] | None) -> Any:
+    """What of a Node matters to TAS (labels, taints, allocatable, readiness): heartbeats alone change nothing."""
+    if node is None:
+        return None
+    meta = node.get("metadata") or {}
+    status = node.get("status") or {}
+    ready = next((c.get("status") for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
+    return (
+        meta.get("labels"),
+        (node.get("spec") or {}).get("taints"),
+        (node.get("spec") or {}).get("unschedulable"),
+        status.get("allocatable"),
+        ready,
+    )
+
+
+def _booking_key(pod: Mapping[str, Any]) -> str | None:
+    meta = pod.get("metadata") or {}
+    workload = (meta.get("annotations") or {}).get(WORKLOAD_ANNOTATION)
+    if not workload:
+        return None
+    podset = (meta.get("labels") or {}).get(PODSET_LABEL) or "main"
+    return f"{meta.get('namespace', '')}/{workload}/{podset}"
+
+
+def _live(pod: Mapping[str, Any]) -> bool:
+    return not pod_terminal(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp")
+
+
+class Tas:
+    def __init__(
+        self,
+        api: KubeApi,
+        *,
+        flavors: WatchCache,
+        events: EventRecorder,
+        metrics: Metrics,
+        cluster: str,
+        wake: Callable[..., None],
+        node_failure_delay: float = DEFAULT_NODE_FAILURE_DELAY,
+        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    ) -> None:
+        from worker_agent.tas_index import TopologyIndex
+
+        self.api = api
+        self.flavors = flavors
+        self.events = events
+        self.metrics = metrics
+        self.wake = wake
+        self.delay = node_failure_delay
+        self.clock = clock
+        self.nodes = WatchCache(api, r.NODES)
+        self.bound_pods = WatchCache(api, r.PODS, field_selector=BOUND_PODS_SELECTOR)
+        self.tas_pods = WatchCache(api, r.PODS, label_selector=TAS_LABEL)
+        self.topologies = WatchCache(api, r.TOPOLOGIES)
+        self.pod_writes = WriteOverlay()
+        self.index = TopologyIndex()
+        self.recheck_at: float | None = None
+        self._log = log.bind(cluster=cluster)
+        self.nodes.add_handler(self._on_node)
+        self.bound_pods.add_handler(self._on_bound_pod)
+        self.tas_pods.add_handler(self.pod_writes.observe)
+        self.tas_pods.add_handler(lambda *_: self.wake())
+        self.topologies.add_handler(self._on_config)
+        self.flavors.add_handler(self._on_config)
+
+    def caches(self) -> tuple[WatchCache, ...]:
+        return (self.nodes, self.bound_pods, self.tas_pods, self.topologies)
+
+    # -- events -----------------------------------------------------------------------------------------------
+
+    def _on_node(self, event_type: str, obj: Obj, old: Obj | None) -> None:
+        self.index.node_event(event_type, obj)
+        if event_type == "DELETED" or _node_signature(obj) != _node_signature(old):
+            self.wake()
+
+    def _on_bound_pod(self, event_type: str, obj: Obj, old: Obj | None) -> None:
+        self.index.pod_event(event_type, obj)
+        if event_type != "MODIFIED":
+            self.wake()
+
+    def _on_config(self, *_: object) -> None:
+        self.reconfigure()
+        self.wake()
+
+    def reconfigure(self) -> None:
+        tas_flavors = [f for f in (flavor_topology(raw) for raw in self.flavors.store) if f is not None]
+        levels = {
+            str((raw.get("metadata") or {}).get("name", "")): topology_levels(raw) for raw in self.topologies.store
+        }
+        rebuilt = self.index.configure(tas_flavors, levels, nodes=self.nodes.store, pods=self.bound_pods.store)
+        if rebuilt:
+            self._log.info("tas.snapshots_rebuilt", flavors=rebuilt, nodes=len(self.nodes.store))
+
+    # -- admission --------------------------------------------------------------------------------------------
+
+    def placer(self, state: QuotaState, workloads: Iterable[Obj]) -> TasPlacer:
+        """Book what admitted workloads still hold, then hand out the veto for this pass's drain."""
+        pod_sets = self._admitted_pod_sets(workloads)
+        bound: dict[str, dict[str, int]] = {}
+        for pod in self.tas_pods.store:
+            key = _booking_key(pod)
+            node = (pod.get("spec") or {}).get("nodeName")
+            if key is None or not node or pod_terminal(pod):
+                continue
+            per_node = bound.setdefault(key, {})
+            per_node[str(node)] = per_node.get(str(node), 0) + 1
+        by_flavor = assumed_usage(pod_sets, self.index.snapshots, bound)
+        for flavor in self.index.snapshots:
+            self.index.set_assumed(flavor, by_flavor.get(flavor, {}))
+        raw = {workload.key: item for items in state.pending.values() for workload, item in items}
+        return TasPlacer(self.index.flavors, self.index.snapshots, raw, book=self.index.assume_now)
+
+    def _admitted_pod_sets(self, workloads: Iterable[Obj]) -> list[TasPodSet]:
+        found: list[TasPodSet] = []
+        for workload in workloads:
+            if workload_state(workload) != RESERVED:
+                continue
+            found.extend(admitted_tas_pod_sets(workload, self.index.flavors))
+        return found
+
+    # -- pods of TAS workloads --------------------------------------------------------------------------------
+
+    def _pods_by_key(self) -> dict[str, list[Obj]]:
+        grouped: dict[str, list[Obj]] = {}
+        for cached in self.tas_pods.store:
+            pod = self.pod_writes.view(cached)
+            key = _booking_key(pod)
+            if key is not None:
+                grouped.setdefault(key, []).append(pod)
+        return grouped
+
+    def _node_labels(self, name: str) -> Mapping[str, str]:
+        node = self.nodes.store.get(name)
+        return ((node or {}).get("metadata") or {}).get("labels") or {}
+
+    async def ungate_pass(self, workloads: Iterable[Obj]) -> int:
+        """Pin and ungate the gated pods of every admitted TAS workload; returns how many were ungated."""
+        pods = self._pods_by_key()
+        if not pods:
+            return 0
+        ungated = 0
+        for pod_set in self._admitted_pod_sets(workloads):
+            members = pods.get(pod_set.key)
+            if not members:
+                continue
+            levels = pod_set.assignment.levels
+            views: list[PodView] = []
+            by_key: dict[str, Obj] = {}
+            for pod in members:
+                if not _live(pod):
+                    continue
+                spec = pod.get("spec") or {}
+                gated = any(g.get("name") == TOPOLOGY_GATE for g in spec.get("schedulingGates") or ())
+                domain = pod_domain(levels, spec.get("nodeSelector") or {})
+                if domain is None and spec.get("nodeName"):
+                    domain = pod_domain(levels, self._node_labels(str(spec["nodeName"])))
+                index_text = ((pod.get("metadata") or {}).get("labels") or {}).get(COMPLETION_INDEX_LABEL)
+                index = int(index_text) if index_text and str(index_text).isdigit() else None
+                views.append(PodView(key=pod_key(pod), gated=gated, domain=domain, index=index))
+                by_key[pod_key(pod)] = pod
+            for ungate in plan_ungates(pod_set.assignment, views):
+                if await self._ungate(by_key[ungate.pod], ungate.node_selector, workload=pod_set.workload):
+                    ungated += 1
+        return ungated
+
+    async def _ungate(self, pod: Obj, node_selector: Mapping[str, str], *, workload: str) -> bool:
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        remaining = [g for g in spec.get("schedulingGates") or () if g.get("name") != TOPOLOGY_GATE]
+        patch = {
+            "metadata": {"resourceVersion": meta.get("resourceVersion")},
+            "spec": {"nodeSelector": dict(node_selector), "schedulingGates": remaining or None},
+        }
+        bound = self._log.bind(workload=workload, pod=pod_key(pod))
+        try:
+            written = await self.api.patch(
+                r.PODS, str(meta.get("name")), patch, namespace=str(meta.get("namespace")), field_manager="kfed-agent"
+            )
+        except Conflict:
+            self.wake()
+            return False
+        except NotFound:
+            return False
+        except KubeError as exc:
+            bound.warning("tas.ungate_failed", error=str(exc)[:300])
+            self.wake()
+            return False
+        self.pod_writes.remember(written)
+        bound.debug("tas.ungated", node_selector=dict(node_selector))
+        return True
+
+    # -- node failures ----------------------------------------------------------------------------------------
+
+    def seconds_until_recheck(self) -> float | None:
+        return None if self.recheck_at is None else max(0.0, self.recheck_at - time.time())
+
+    async def repair_pass(self, workloads: Iterable[Obj], *, remember: Callable[[Obj], None]) -> None:
+        now = self.clock()
+        pods = self._pods_by_key()
+        recheck: dt.datetime | None = None
+        by_workload: dict[str, list[TasPodSet]] = {}
+        raw_of: dict[str, Obj] = {}
+        for workload in workloads:
+            if workload_state(workload) != RESERVED or is_true(workload, "Evicted"):
+                continue
+            sets = admitted_tas_pod_sets(workload, self.index.flavors)
+            if sets:
+                by_workload[workload_key(workload)] = sets
+                raw_of[workload_key(workload)] = workload
+        for key, pod_sets in by_workload.items():
+            workload = raw_of[key]
+            repairs: list[PodSetRepair] = []
+            tolerations_seen: list[Any] = []
+            failed_all: dict[str, str] = {}
+            for pod_set in pod_sets:
+                snapshot = self.index.snapshots.get(pod_set.flavor.name)
+                if snapshot is None:
+                    continue
+                members = pods.get(pod_set.key, [])
+                failed: dict[str, str] = {}
+                for host in assignment_hosts(pod_set.assignment):
+                    state = snapshot.node_by_hostname(host)
+                    name = state.spec.name if state is not None else host
+                    node = self.nodes.store.get(name)
+                    terminating = any(
+                        (p.get("spec") or {}).get("nodeName") == name
+                        and (p.get("metadata") or {}).get("deletionTimestamp")
+                        for p in members
+                    )
+                    verdict = judge_node(
+                        node,
+                        now=now,
+                        delay=self.delay,
+                        tolerations=pod_set.request.tolerations,
+                        pods_terminating=terminating,
+                    )
+                    if verdict.failed:
+                        failed[name] = verdict.failed
+                    elif verdict.recheck_at is not None and (recheck is None or verdict.recheck_at < recheck):
+                        recheck = verdict.recheck_at
+                tolerations_seen.extend(pod_set.request.tolerations)
+                failed_all.update(failed)
+                repairs.append(PodSetRepair(pod_set.name, pod_set.request, snapshot, pod_set.assignment, failed))
+            unhealthy = current_unhealthy(workload)
+            recovered = {
+                name for name in unhealthy if node_healthy(self.nodes.store.get(name), tolerations=tolerations_seen)
+            }
+            still_failed = (set(unhealthy) - recovered) | set(failed_all)
+            doomed = [
+                pod
+                for pod_set in pod_sets
+                for pod in pods.get(pod_set.key, [])
+                if _live(pod) and (pod.get("spec") or {}).get("nodeName") in still_failed
+            ]
+            repair = plan_repair(
+                workload, repairs, recovered=recovered, pods_on_failed=[pod_key(p) for p in doomed], now=now
+            )
+            if repair is None:
+                continue
+            await self._apply_repair(workload, repair, doomed, remember=remember)
+        self.recheck_at = recheck.timestamp() if recheck is not None else None
+
+    async def _apply_repair(
+        self, workload: Obj, repair: Any, doomed: list[Obj], *, remember: Callable[[Obj], None]
+    ) -> None:
+        meta = workload.get("metadata") or {}
+        bound = self._log.bind(workload=workload_key(workload))
+        if repair.status:
+            body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": repair.status}
+            try:
+                written = await self.api.patch_status(
+                    r.WORKLOADS,
+                    str(meta.get("name")),
+                    body,
+                    namespace=str(meta.get("namespace")),
+                    field_manager="kfed-agent",
+                )
+            except Conflict:
+                self.wake()
+                return
+            except NotFound:
+                return
+            except KubeError as exc:
+                bound.warning("tas.repair_write_failed", error=str(exc)[:300])
+                self.wake()
+                return
+            remember(written)
+            queue = str(((written.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+            if repair.evicted:
+                self.metrics.evicted_workloads.labels(cluster_queue=queue, reason=NODE_FAILURES_REASON).inc()
+                bound.warning("tas.evicted", failed=dict(repair.failed), message=repair.message)
+                self.events.emit(
+                    written,
+                    reason="EvictedDueToNodeFailures",
+                    note=repair.message,
+                    action="Evict",
+                    event_type="Warning",
+                )
+            elif repair.moved_pods:
+                bound.info("tas.replaced", failed=dict(repair.failed), moved_pods=repair.moved_pods)
+                self.events.emit(
+                    written,
+                    reason="NodeFailureReplacement",
+                    note=f"Topology assignment updated: {repair.message}",
+                    action="Replace",
+                    event_type="Warning",
+                )
+            else:
+                bound.info("tas.unhealthy_nodes", unhealthy=(repair.status.get("unhealthyNodes") or []))
+        for pod in doomed:
+            pod_meta = pod.get("metadata") or {}
+            try:
+                await self.api.delete(
+                    r.PODS,
+                    str(pod_meta.get("name")),
+                    namespace=str(pod_meta.get("namespace")),
+                    uid=str(pod_meta.get("uid") or "") or None,
+                    missing_ok=True,
+                )
+            except Conflict:
+                continue
+            except KubeError as exc:
+                bound.warning("tas.pod_delete_failed", pod=pod_key(pod), error=str(exc)[:300])
+                self.wake()
+                continue
+            bound.info("tas.pod_deleted", pod=pod_key(pod), node=(pod.get("spec") or {}).get("nodeName"))

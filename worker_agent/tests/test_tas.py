@@ -1,0 +1,179 @@
+"""The agent's pure TAS decisions: reading nodes and pods, ungating by count, judging failed nodes, repairing."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from federation.topology import (
+    Placement,
+    PodSetRequest,
+    TopologyAssignment,
+    TopologyRequest,
+    decode_assignment,
+    encode_placement,
+    place,
+)
+from federation.topology.encoding import encode_domains
+from federation.topology.model import HOSTNAME_LABEL, Toleration
+from federation.topology.tests.helpers import RACK, grid, snapshot_of
+from worker_agent.decisions.tas_failures import PodSetRepair, judge_node, plan_repair
+from worker_agent.decisions.tas_objects import node_spec, pod_usage
+from worker_agent.decisions.tas_ungate import PodView, plan_ungates
+from worker_agent.tas_index import TopologyIndex
+
+NOW = dt.datetime(2026, 1, 1, 0, 0, 30, tzinfo=dt.UTC)
+
+
+def raw_node(name: str, *, ready: str = "True", since: str = "2026-01-01T00:00:00Z", taints: Any = None) -> Any:
+    return {
+        "metadata": {"name": name, "labels": {"type": "kwok", RACK: "r0", HOSTNAME_LABEL: name}},
+        "spec": {"taints": taints or []},
+        "status": {
+            "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": since}],
+        },
+    }
+
+
+def test_node_and_pod_amounts_are_milli_units_and_whole_pods() -> None:
+    spec = node_spec(raw_node("n1"))
+    assert spec.allocatable == {"cpu": 8000, "memory": (32 << 30) * 1000, "pods": 110}
+    pod = {"spec": {"nodeName": "n1", "containers": [{"resources": {"requests": {"cpu": "500m"}}}]}, "status": {}}
+    assert pod_usage(pod) == ("n1", {"cpu": 500})
+    assert pod_usage({**pod, "status": {"phase": "Succeeded"}}) is None
+    assert pod_usage({"spec": {"containers": []}, "status": {}}) is None
+
+
+def test_ungater_never_pins_more_pods_to_a_domain_than_assigned() -> None:
+    assignment = encode_domains([HOSTNAME_LABEL], [(("a",), 2), (("b",), 1)])
+    pods = [
+        PodView("ns/p0", gated=False, domain=("a",)),
+        PodView("ns/p1", gated=True, domain=None),
+        PodView("ns/p2", gated=True, domain=None),
+        PodView("ns/p3", gated=True, domain=None),
+    ]
+    ungates = plan_ungates(assignment, pods)
+    assert [(u.pod, dict(u.node_selector)) for u in ungates] == [
+        ("ns/p1", {HOSTNAME_LABEL: "a"}),
+        ("ns/p2", {HOSTNAME_LABEL: "b"}),
+    ]
+
+
+def test_ungater_puts_indexed_pods_on_their_rank_domain() -> None:
+    assignment = encode_domains([HOSTNAME_LABEL], [(("a",), 1), (("b",), 1)])
+    pods = [PodView("ns/x", gated=True, domain=None, index=1), PodView("ns/y", gated=True, domain=None, index=0)]
+    assert {u.pod: u.node_selector[HOSTNAME_LABEL] for u in plan_ungates(assignment, pods)} == {
+        "ns/x": "b",
+        "ns/y": "a",
+    }
+
+
+def test_a_node_fails_when_deleted_not_ready_past_the_delay_or_tainted() -> None:
+    assert judge_node(None, now=NOW, delay=30, tolerations=(), pods_terminating=False).failed == "node deleted"
+    young = judge_node(raw_node("n", ready="False"), now=NOW, delay=40, tolerations=(), pods_terminating=False)
+    assert young.failed == ""
+    assert young.recheck_at == dt.datetime(2026, 1, 1, 0, 0, 40, tzinfo=dt.UTC)
+    old = judge_node(raw_node("n", ready="False"), now=NOW, delay=30, tolerations=(), pods_terminating=False)
+    assert old.failed.startswith("NotReady for 30s")
+    terminating = judge_node(raw_node("n", ready="False"), now=NOW, delay=40, tolerations=(), pods_terminating=True)
+    assert terminating.failed == "NotReady with the workload's pods terminating"
+    taint = [{"key": "k", "value": "v", "effect": "NoExecute"}]
+    assert judge_node(raw_node("n", taints=taint), now=NOW, delay=30, tolerations=(), pods_terminating=False).failed
+    tolerated = (Toleration(key="k", operator="Exists"),)
+    verdict = judge_node(raw_node("n", taints=taint), now=NOW, delay=30, tolerations=tolerated, pods_terminating=False)
+    assert verdict.failed == ""
+    not_ready_taint = [{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]
+    verdict = judge_node(
+        raw_node("n", taints=not_ready_taint), now=NOW, delay=30, tolerations=(), pods_terminating=False
+    )
+    assert verdict.failed == ""
+
+
+def _workload(assignment: dict[str, Any], unhealthy: list[str] | None = None) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "topologyAssignment": assignment}]},
+        "conditions": [],
+    }
+    if unhealthy:
+        status["unhealthyNodes"] = [{"name": name} for name in unhealthy]
+    return {"metadata": {"name": "w", "namespace": "ns"}, "status": status}
+
+
+def test_three_failed_nodes_are_replaced_at_once_inside_the_required_rack() -> None:
+    snapshot = snapshot_of(grid(1, 2, 8))
+    request = PodSetRequest(count=10, requests={"cpu": 4000}, topology=TopologyRequest(required=RACK))
+    placement = place(snapshot, request)
+    assert isinstance(placement, Placement)
+    snapshot.assume_placement("w", placement, request)
+    assignment = encode_placement(placement)
+    used = sorted(placement.pods_per_node())
+    assert len(used) == 5
+    failed = used[:3]
+    repair = plan_repair(
+        _workload(assignment.to_dict()),
+        [PodSetRepair("main", request, snapshot, assignment, {name: "node deleted" for name in failed})],
+        recovered=set(),
+        pods_on_failed=["ns/p"],
+        now=NOW,
+    )
+    assert repair is not None
+    assert not repair.evicted
+    assert repair.moved_pods == 6
+    assert [n["name"] for n in repair.status["unhealthyNodes"]] == failed
+    new = repair.status["admission"]["podSetAssignments"][0]["topologyAssignment"]
+    hosts = [values[0] for values, _ in decode_assignment(TopologyAssignment.from_dict(new))]
+    assert not set(hosts) & set(failed)
+    assert set(used[3:]) <= set(hosts)
+    assert {host.split("-h")[0] for host in hosts} == {used[0].split("-h")[0]}
+
+
+def test_no_room_in_the_required_rack_evicts_with_node_failures_and_recovery_clears_unhealthy_nodes() -> None:
+    snapshot = snapshot_of(grid(1, 2, 2))
+    request = PodSetRequest(count=4, requests={"cpu": 4000}, topology=TopologyRequest(required=RACK))
+    placement = place(snapshot, request)
+    assert isinstance(placement, Placement)
+    snapshot.assume_placement("w", placement, request)
+    assignment = encode_placement(placement)
+    failed = sorted(placement.pods_per_node())[0]
+    repair = plan_repair(
+        _workload(assignment.to_dict()),
+        [PodSetRepair("main", request, snapshot, assignment, {failed: "node deleted"})],
+        recovered=set(),
+        pods_on_failed=[],
+        now=NOW,
+    )
+    assert repair is not None
+    assert repair.evicted
+    evicted = repair.status["conditions"][0]
+    assert (evicted["type"], evicted["status"], evicted["reason"]) == ("Evicted", "True", "NodeFailures")
+    cleared = plan_repair(
+        _workload(assignment.to_dict(), unhealthy=["gone"]),
+        [PodSetRepair("main", request, snapshot, assignment, {})],
+        recovered={"gone"},
+        pods_on_failed=[],
+        now=NOW,
+    )
+    assert cleared is not None
+    assert cleared.status == {"unhealthyNodes": None}
+
+
+def test_topology_index_rebuilds_from_nodes_and_pods_when_its_topology_is_recreated() -> None:
+    from worker_agent.decisions.tas_objects import FlavorTopology
+
+    flavor = FlavorTopology("tas", "topo", {"type": "kwok"}, ())
+    nodes = [raw_node("n1"), raw_node("n2")]
+    pod = {
+        "metadata": {"namespace": "ns", "name": "p"},
+        "spec": {"nodeName": "n1", "containers": [{"resources": {"requests": {"cpu": "2"}}}]},
+        "status": {},
+    }
+    index = TopologyIndex()
+    index.configure([flavor], {"topo": (RACK, HOSTNAME_LABEL)}, nodes=nodes, pods=[pod])
+    assert index.snapshots["tas"].node_free("n1")["cpu"] == 6000
+    index.configure([flavor], {}, nodes=nodes, pods=[pod])
+    assert "tas" not in index.snapshots
+    index.configure([flavor], {"topo": (RACK, HOSTNAME_LABEL)}, nodes=nodes, pods=[pod])
+    assert index.snapshots["tas"].node_free("n1")["cpu"] == 6000
+    index.pod_event("DELETED", pod)
+    assert index.snapshots["tas"].node_free("n1")["cpu"] == 8000
