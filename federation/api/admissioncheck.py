@@ -40,6 +40,7 @@ class AdmissionCheck(ApiObject):
         version=KUEUE_VERSION,
         kind="AdmissionCheck",
         plural="admissionchecks",
+        short_names=("ac",),
         scope="Cluster",
         categories=("kueue",),
     )

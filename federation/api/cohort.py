@@ -59,6 +59,7 @@ class Cohort(ApiObject):
         version=KUEUE_VERSION,
         kind="Cohort",
         plural="cohorts",
+        short_names=("co",),
         scope="Cluster",
         categories=("kueue",),
         printer_columns=(PrinterColumn("Parent", ".spec.parentName", "string", "Parent Cohort, if any"),),

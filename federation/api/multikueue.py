@@ -50,6 +50,7 @@ class MultiKueueCluster(ApiObject):
         version=KUEUE_VERSION,
         kind="MultiKueueCluster",
         plural="multikueueclusters",
+        short_names=("mkc",),
         scope="Cluster",
         categories=("kueue",),
         printer_columns=(

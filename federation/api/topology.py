@@ -61,6 +61,7 @@ class Topology(ApiObject):
         version=KUEUE_VERSION,
         kind="Topology",
         plural="topologies",
+        short_names=("topo",),
         scope="Cluster",
         categories=("kueue",),
         status_subresource=False,

@@ -413,7 +413,7 @@ class Workload(ApiObject):
         kind="Workload",
         plural="workloads",
         scope="Namespaced",
-        short_names=("wl",),
+        short_names=("kwl", "wl"),
         categories=("kueue",),
         printer_columns=(
             PrinterColumn("Queue", ".spec.queueName", "string", "Name of the queue this workload was submitted to"),

@@ -181,8 +181,12 @@ def test_names_like_kueues() -> None:
     assert names["ClusterQueue"]["shortNames"] == ["cq"]
     assert names["LocalQueue"]["shortNames"] == ["queue", "queues", "lq"]
     assert names["ResourceFlavor"]["shortNames"] == ["flavor", "flavors", "rf"]
-    assert names["Workload"]["shortNames"] == ["wl"]
+    assert names["Workload"]["shortNames"] == ["kwl", "wl"]  # kueuectl's and Kueue's CRD's
     assert names["WorkloadPriorityClass"]["shortNames"] == ["wpc"]
+    assert names["AdmissionCheck"]["shortNames"] == ["ac"]
+    assert names["Cohort"]["shortNames"] == ["co"]
+    assert names["MultiKueueCluster"]["shortNames"] == ["mkc"]
+    assert names["Topology"]["shortNames"] == ["topo"]
     all_short = [s for n in names.values() for s in n.get("shortNames", [])]
     assert len(all_short) == len(set(all_short))
     for kind in ALL_KINDS:
