@@ -39,6 +39,7 @@ def federation() -> Iterator[Federation]:
         dispatch_timeout=DISPATCH_TIMEOUT,
         worker_lost_timeout=WORKER_LOST_TIMEOUT,
         manager_args=MANAGER_ARGS,
+        manager_nodes=1,
     )
     with tempfile.TemporaryDirectory(prefix="kfed-fed-") as tmp, running(Path(tmp), bins, spec) as fed:
         for cluster, cpu in (("manager", "96"), ("worker-1", "32"), ("worker-2", "64")):

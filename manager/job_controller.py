@@ -10,6 +10,7 @@ things change; a Job managed by another controller is left alone with one Event 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -48,6 +49,7 @@ class JobController:
         workloads: WatchCache,
         priority_classes: WatchCache,
         events: EventRecorder,
+        runs_locally: Callable[[str, str], bool] = lambda _namespace, _queue: False,
     ) -> None:
         self._api = api
         self._config = config
@@ -55,6 +57,8 @@ class JobController:
         self._workloads = workloads
         self._priority_classes = priority_classes
         self._events = events
+        self._runs_locally = runs_locally
+        """(namespace, LocalQueue) → its Jobs run on the manager cluster, not kfed's (no MultiKueue check)."""
         self._ignored: set[str] = set()
 
     def _priority(self, job: dict[str, Any]) -> Priority:
@@ -122,6 +126,9 @@ class JobController:
             return None
         managed_by = (job.get("spec") or {}).get("managedBy")
         if managed_by != MULTIKUEUE_CONTROLLER:
+            queue = job["metadata"]["labels"][QUEUE_NAME_LABEL]
+            if self._runs_locally(job["metadata"]["namespace"], queue):
+                return None  # a local LocalQueue's Job: the policy left it to this cluster, as Kueue would
             if key not in self._ignored:
                 self._ignored.add(key)
                 self._events.emit(

@@ -40,6 +40,8 @@ from manager.config import ManagerConfig
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.workload_from_job import workload_name_for_job
 from manager.job_controller import JobController
+from manager.local_queues_config import KEY as LOCAL_QUEUES_KEY
+from manager.local_queues_config import LocalQueuesConfig
 from manager.remote_sync import RemoteSync, owner_job_name
 from manager.scheduler import GlobalScheduler
 from manager.workers import HEALTH_CHANGED, WorkerPool
@@ -79,6 +81,15 @@ class ManagerRuntime:
             on_remote_change=self._remote_changed,
             events=self.events,
         )
+        self.local_queues_config = LocalQueuesConfig(
+            api=api,
+            namespace=config.namespace,
+            field_manager=config.field_manager,
+            local_queues=self.local_queues,
+            cluster_queues=self.cluster_queues,
+            admission_checks=self.admission_checks,
+        )
+        self.local_queues_queue = WorkQueue("local-queues-config")
         self.job_controller = JobController(
             api=api,
             config=config,
@@ -86,6 +97,7 @@ class ManagerRuntime:
             workloads=self.workloads,
             priority_classes=self.priority_classes,
             events=self.events,
+            runs_locally=self.local_queues_config.is_local,
         )
         self.remote_sync = RemoteSync(
             api=api,
@@ -176,6 +188,12 @@ class ManagerRuntime:
             cache.add_handler(lambda _e, _o, _old: self.scheduler.trigger())
         for cache in (self.admission_checks, self.multikueue_configs, self.multikueue_clusters):
             cache.add_handler(self.admission_check_status.trigger.pull)
+        for cache in (self.local_queues, self.cluster_queues, self.admission_checks):
+            cache.add_handler(self._local_queues_changed)
+
+    def _local_queues_changed(self, event: str, obj: dict[str, Any], old: Any) -> None:
+        if spec_changed(event, obj, old):
+            self.local_queues_queue.add(LOCAL_QUEUES_KEY)
 
     def _remote_changed(self, worker: str, kind: str, obj: dict[str, Any]) -> None:
         if kind == HEALTH_CHANGED:
@@ -217,6 +235,8 @@ class ManagerRuntime:
             tg.start_soon(partial(self.sync_queue.run, self.remote_sync.reconcile, workers=self.config.workers))
             tg.start_soon(self.scheduler.run)
             tg.start_soon(self.admission_check_status.run)
+            self.local_queues_queue.add(LOCAL_QUEUES_KEY)
+            tg.start_soon(partial(self.local_queues_queue.run, self.local_queues_config.reconcile, workers=1))
             tg.start_soon(self._collect_garbage_periodically)
 
     async def _collect_garbage_periodically(self) -> None:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.bench.soak_checks import Freeze, PodLife, QuotaSamples, clip_to_partitions, overlaps, pod_lives, recovery_times
-from e2e.queues import job_manifest, named_queue_objects
+from e2e.queues import FLAVOR, job_manifest, named_queue_objects
 from e2e.rig.audit import job_times_in
 from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
 from e2e.rig.node_faults import delete_node
@@ -51,9 +51,12 @@ FINISH_WITHIN = 900.0
 def _queues(fed: Federation) -> None:
     preemption = {"withinClusterQueue": "LowerPriority"}
     for cluster in (MANAGER, *fed.workers):
-        objects = named_queue_objects(QUEUE, cpu="96" if cluster == MANAGER else "128", manager=cluster == MANAGER)
+        objects = [
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}},
+            *named_queue_objects(QUEUE, cpu="96" if cluster == MANAGER else "128", manager=cluster == MANAGER),
+        ]
         if cluster == MANAGER:
-            objects[0]["spec"]["preemption"] = preemption
+            objects[1]["spec"]["preemption"] = preemption
             objects += [
                 {
                     "apiVersion": "kueue.x-k8s.io/v1beta2",
@@ -207,6 +210,8 @@ def main() -> None:
             }
             if len(outcomes) >= count:
                 break
+            if int(time.time() - t0) % 30 < 3:
+                print(f"  t={time.time() - t0:5.1f}s {len(outcomes)}/{count} Jobs finished", flush=True)
             time.sleep(3)
         all_done = time.time() - t0
         stop.set()

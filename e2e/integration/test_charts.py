@@ -256,8 +256,11 @@ def test_job_admission_policy_is_the_file_the_rig_applies(case: tuple[str, Path,
     _, chart, values, objects = case
     policies = find(objects, "MutatingAdmissionPolicy") + find(objects, "MutatingAdmissionPolicyBinding")
     if chart == MANAGER_CHART and values.get("jobAdmissionPolicy.enabled", True):
-        expected = list(yaml.safe_load_all((MANAGER_CHART / "files" / "job-admission-policy.yaml").read_text()))
+        text = (MANAGER_CHART / "files" / "job-admission-policy.yaml").read_text()
+        expected = list(yaml.safe_load_all(text.replace("namespace: kfed-system", f"namespace: {NAMESPACE}")))
         assert policies == expected
+        [params] = [c for c in find(objects, "ConfigMap") if c["metadata"]["name"] == "kfed-local-queues"]
+        assert params["metadata"]["namespace"] == NAMESPACE
     else:
         assert not policies
 

@@ -54,6 +54,8 @@ class FederationSpec:
     """kfed-manager's --worker-lost-timeout (None: its default, Kueue's 15 min)."""
     agent_args: tuple[str, ...] = ()
     """Extra command-line arguments of every kfed-agent (e.g. ``("--node-failure-delay", "5")``)."""
+    manager_nodes: int = 0
+    """kwok nodes (and a scheduler) on the manager cluster, for Jobs that Kueue would run there (no MultiKueue)."""
     manager_args: tuple[str, ...] = ()
     """More kfed-manager flags (e.g. waitForPodsReady's)."""
 
@@ -75,7 +77,7 @@ class Federation:
             name: LocalCluster(
                 options=ClusterOptions(
                     name=name,
-                    run_pods=name != MANAGER,
+                    run_pods=name != MANAGER or spec.manager_nodes > 0,
                     job_seconds=spec.job_seconds,
                     node_monitor_grace_seconds=spec.node_monitor_grace_seconds,
                 ),
@@ -115,10 +117,14 @@ class Federation:
             self._install_job_policy()
             for name in self.workers:
                 self.kubectl(name, "apply", "-f", "-", input=_yaml_stream(node_manifests(name, self.spec.shape(name))))
+            if self.spec.manager_nodes:
+                nodes = node_manifests(MANAGER, NodeShape(count=self.spec.manager_nodes))
+                self.kubectl(MANAGER, "apply", "-f", "-", input=_yaml_stream(nodes))
             for cluster in self.clusters.values():
                 cluster.wait_components_healthy()
-            for name in self.workers:
-                self.kubectl(name, "wait", "--for=condition=Ready", "node", "--all", "--timeout=90s")
+            for name in self.clusters:
+                if self.clusters[name].options.run_pods:
+                    self.kubectl(name, "wait", "--for=condition=Ready", "node", "--all", "--timeout=90s")
             for name in self.clusters:
                 self._wait_default_service_account(name)
             if self.spec.controllers:
@@ -206,7 +212,17 @@ class Federation:
             self.kubectl(name, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
 
     def _install_job_policy(self, timeout: float = 30) -> None:
-        """The manager's MutatingAdmissionPolicy; returns once a server-side dry run shows it in effect."""
+        """The manager's MutatingAdmissionPolicy and its (empty) params ConfigMap, as the chart installs them;
+        returns once a server-side dry run shows the policy in effect."""
+        params: list[dict[str, object]] = [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kfed-system"}},
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "kfed-local-queues", "namespace": "kfed-system"},
+            },
+        ]
+        self.kubectl(MANAGER, "apply", "-f", "-", input=_yaml_stream(params))
         self.kubectl(MANAGER, "apply", "-f", str(JOB_POLICY))
         probe = yaml.safe_dump(
             {

@@ -51,9 +51,10 @@ def test_manager_reads_kubeconfig_secrets_and_holds_its_lease_only_in_its_namesp
     role = next(f for f in RULE_FILES if f.name == "manager-role-rules.yaml").rules()
     assert grants(role, "", "secrets") == {"list", "watch"}
     assert grants(role, "coordination.k8s.io", "leases") == {"create", "get", "update"}
+    assert grants(role, "", "configmaps") == {"create", "get", "update"}  # the job policy's params
     named = [rule for rule in role if "get" in rule["verbs"] or "update" in rule["verbs"]]
-    assert all(rule.get("resourceNames") == ["kfed-manager"] for rule in named), named
-    assert {res for rule in role for res in rule["resources"]} == {"secrets", "leases"}
+    assert all(rule.get("resourceNames") in (["kfed-manager"], ["kfed-local-queues"]) for rule in named), named
+    assert {res for rule in role for res in rule["resources"]} == {"secrets", "leases", "configmaps"}
 
 
 def test_agent_reads_no_secret_at_all() -> None:
@@ -64,8 +65,8 @@ def test_agent_reads_no_secret_at_all() -> None:
 
 def test_the_manager_on_a_worker_only_handles_its_copies_and_reads_capacity() -> None:
     rules = next(f for f in RULE_FILES if f.name == "manager-access-rules.yaml").rules()
-    assert grants(rules, "kueue.x-k8s.io", "workloads") == {"get", "list", "watch", "create", "delete"}
-    assert grants(rules, "batch", "jobs") == {"get", "list", "watch", "create", "delete"}
+    assert grants(rules, "kueue.x-k8s.io", "workloads") == {"get", "list", "watch", "create", "patch", "delete"}
+    assert grants(rules, "batch", "jobs") == {"get", "list", "watch", "create", "patch", "delete"}
     assert grants(rules, "kfed.io", "clustercapacities") == {"list", "watch"}
     assert not any("/" in res for rule in rules for res in rule["resources"]), "no status writes on the worker"
 
