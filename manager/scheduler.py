@@ -60,6 +60,7 @@ class GlobalScheduler:
         self._requeue_wake_at: float | None = None
         """The epoch second a pass is already scheduled for, when a requeued workload's backoff ends."""
         self._task_group: anyio.abc.TaskGroup
+        self._pass_workers: dict[tuple[tuple[str, ...], frozenset[str]], list[WorkerState]] = {}
 
     def trigger(self) -> None:
         self._wakeup.pull()
@@ -107,6 +108,12 @@ class GlobalScheduler:
         return state
 
     def _workers(self, names: list[str], now: dt.datetime, *, excluded: frozenset[str]) -> list[WorkerState]:
+        """The workers' states for one decision; built once per pass for the same workers (their in-flight quota is
+        the ledger's live view, so the pass's own dispatches count)."""
+        key = (tuple(names), excluded)
+        cached = self._pass_workers.get(key)
+        if cached is not None:
+            return cached
         states = []
         for name in names:
             conn = self._rt.pool.connections.get(name)
@@ -124,11 +131,13 @@ class GlobalScheduler:
                     in_flight=self._rt.ledger.in_flight(name),
                 )
             )
+        self._pass_workers[key] = states
         return states
 
     async def schedule_once(self) -> None:
         rt = self._rt
         now = dt.datetime.now(dt.UTC)
+        self._pass_workers = {}
         state = self._state(now)
         at = state.next_requeue_at
         if at is not None and (self._requeue_wake_at is None or at < self._requeue_wake_at):

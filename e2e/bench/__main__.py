@@ -13,6 +13,7 @@ BENCHMARKS = {
     "outage": "e2e.bench.outage_bench",
     "compare": "e2e.bench.compare_bench",
     "soak": "e2e.bench.soak_bench",
+    "schedpass": "e2e.bench.schedpass_bench",
 }
 
 

@@ -1,5 +1,8 @@
 import datetime as dt
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from manager.decisions.dispatch import (
     Dispatch,
     DispatchPolicy,
@@ -189,3 +192,38 @@ def test_withdrawn_and_borrowing_workers_still_come_last_when_spreading() -> Non
         policy=DispatchPolicy.LEAST_ALLOCATED,
     )
     assert pick == Dispatch("ok", "cq", False)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["record", "forget", "reserved", "report"]),
+            st.integers(0, 5),
+            st.sampled_from(["w1", "w2"]),
+            st.sampled_from(["cq-a", "cq-b"]),
+            st.integers(1, 4000),
+        ),
+        max_size=40,
+    )
+)
+def test_ledger_totals_always_equal_the_sum_of_its_entries(ops: list[tuple[str, int, str, str, int]]) -> None:
+    ledger = InFlightLedger()
+    t0 = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
+    for step, (op, key, name, queue, cpu) in enumerate(ops):
+        at = t0 + dt.timedelta(seconds=step)
+        if op == "record":
+            ledger.record(f"ns/{key}", worker=name, cluster_queue=queue, requests={"cpu": cpu, "memory": 2 * cpu})
+        elif op == "forget":
+            ledger.forget(f"ns/{key}")
+        elif op == "reserved":
+            ledger.reserved(f"ns/{key}", at=at)
+        else:
+            ledger.report_arrived(name, observed_at=at)
+        for worker_name in ("w1", "w2"):
+            expected: dict[str, dict[str, int]] = {}
+            for entry in ledger._entries.values():
+                if entry.worker == worker_name:
+                    totals = expected.setdefault(entry.cluster_queue, {})
+                    for resource, amount in entry.requests.items():
+                        totals[resource] = totals.get(resource, 0) + amount
+            assert ledger.in_flight(worker_name) == expected

@@ -1,0 +1,273 @@
+"""The manager's scheduling pass in memory at scale: 100 workers' capacity reports and 100,000 pending Workloads.
+
+``GlobalScheduler.schedule_once`` runs unchanged on in-memory stores (what its watch caches hold) with an API that
+answers every write at once, so what is timed is kfed's own work per pass: building the quota state, Kueue's
+admission cycles, choosing a worker per admission from the parsed reports, and the status patches it computes.
+Shape: ``WORKERS`` workers, each reporting one ClusterQueue with the quota of ``NODES`` nodes of 16 cpu;
+``QUEUES`` manager ClusterQueues (quota ``ADMIT_PER_QUEUE`` one-cpu Workloads each) sharing ``PENDING`` pending
+one-cpu Workloads. The first pass admits ``QUEUES * ADMIT_PER_QUEUE`` and marks the rest Pending; the later passes
+are the steady state of a long backlog (nothing changed, nothing to write). Printed: seconds per pass (first, and
+p50/p99 of the later ones), microseconds per dispatch decision in the first pass, peak RSS.
+
+Environment: ``KFED_SCHED_WORKERS`` (100), ``KFED_SCHED_NODES`` (1000), ``KFED_SCHED_PENDING`` (100000),
+``KFED_SCHED_QUEUES`` (100), ``KFED_SCHED_ADMIT`` (100), ``KFED_SCHED_PASSES`` (5).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import resource
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import anyio
+import structlog
+
+from e2e.bench.compare_bench import percentile
+from e2e.queues import job_manifest
+from e2e.rig.controllers import ADMISSION_CHECK, MULTIKUEUE_CONFIG
+from federation.kube.store import Store
+from federation.obs.metrics import Metrics
+from manager.config import ManagerConfig
+from manager.decisions.capacity_view import parse_report
+from manager.decisions.ledger import InFlightLedger
+from manager.decisions.workload_from_job import Priority, workload_for_job
+from manager.scheduler import GlobalScheduler
+
+FLAVOR = "default-flavor"
+NAMESPACE = "team"
+
+
+def _env(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+class _Api:
+    """Answers every write at once; a Workload's status write lands in the store, as its watch event would."""
+
+    def __init__(self, workloads: Store) -> None:
+        self.writes = 0
+        self.workloads = workloads
+
+    async def patch_status(self, resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        namespace = kw.get("namespace")
+        current = self.workloads.get(f"{namespace}/{name}") if namespace else None
+        if current is not None and "status" in body:
+            status = {**(current.get("status") or {})}
+            for field, value in body["status"].items():
+                if value is None:
+                    status.pop(field, None)
+                else:
+                    status[field] = value
+            meta = {**current["metadata"], "resourceVersion": str(int(current["metadata"]["resourceVersion"]) + 1)}
+            self.workloads.upsert({**current, "metadata": meta, "status": status})
+        return await self.patch(resource, name, body, **kw)
+
+    async def patch(
+        self, resource: Any, name: str, body: dict[str, Any], *, namespace: str | None = None, **_: Any
+    ) -> dict[str, Any]:
+        self.writes += 1
+        meta = {**body.get("metadata", {}), "name": name, "resourceVersion": "2"}
+        if namespace:
+            meta["namespace"] = namespace
+        return {**body, "metadata": meta}
+
+    async def replace_status(self, resource: Any, body: dict[str, Any], **_: Any) -> dict[str, Any]:
+        self.writes += 1
+        return body
+
+
+class _Pool:
+    def __init__(self, connections: dict[str, Any]) -> None:
+        self.connections = connections
+
+    def unusable_reason(self, name: str, now: dt.datetime) -> str:
+        return ""
+
+
+class _Events:
+    def emit(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def _cache(objects: list[dict[str, Any]]) -> SimpleNamespace:
+    store = Store()
+    for obj in objects:
+        store.upsert(obj)
+    return SimpleNamespace(store=store)
+
+
+def _report(worker: str, *, nodes: int, queues: int, now: dt.datetime) -> Any:
+    cpu = 16 * nodes
+    return parse_report(
+        {
+            "status": {
+                "observedTime": now.isoformat().replace("+00:00", "Z"),
+                "generation": 1,
+                "clusterQueues": [
+                    {
+                        "name": "cq",
+                        "flavors": [
+                            {
+                                "name": FLAVOR,
+                                "resources": [
+                                    {"name": "cpu", "nominal": str(cpu), "free": str(cpu)},
+                                    {"name": "memory", "nominal": f"{64 * nodes}Gi", "free": f"{64 * nodes}Gi"},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+                "localQueues": [
+                    {"namespace": NAMESPACE, "name": f"lq-{q}", "clusterQueue": "cq"} for q in range(queues)
+                ],
+            }
+        }
+    )
+
+
+def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) -> tuple[GlobalScheduler, _Api]:
+    now = dt.datetime.now(dt.UTC)
+    names = [f"worker-{i}" for i in range(1, workers + 1)]
+    cluster_queues = [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": f"cq-{q}", "generation": 1, "resourceVersion": "1"},
+            "spec": {
+                "namespaceSelector": {},
+                "admissionChecksStrategy": {"admissionChecks": [{"name": ADMISSION_CHECK}]},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory"],
+                        "flavors": [
+                            {
+                                "name": FLAVOR,
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": str(admit)},
+                                    {"name": "memory", "nominalQuota": f"{admit}Gi"},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        }
+        for q in range(queues)
+    ]
+    local_queues = [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": f"lq-{q}", "namespace": NAMESPACE, "resourceVersion": "1"},
+            "spec": {"clusterQueue": f"cq-{q}"},
+        }
+        for q in range(queues)
+    ]
+    created = (now - dt.timedelta(minutes=5)).isoformat().replace("+00:00", "Z")
+    workloads = []
+    for i in range(pending):
+        job = job_manifest(f"j-{i}", namespace=NAMESPACE, cpu="1", memory="1Gi", queue=f"lq-{i % queues}")
+        job["metadata"].update(uid=f"uid-{i}", creationTimestamp=created)
+        wl = workload_for_job(job, priority=Priority(None, 0))
+        wl["metadata"].update(uid=f"wl-{i}", resourceVersion="1", creationTimestamp=created)
+        workloads.append(wl)
+    connections = {
+        name: SimpleNamespace(report=_report(name, nodes=nodes, queues=queues, now=now), connected=True)
+        for name in names
+    }
+    workload_cache = _cache(workloads)
+    api = _Api(workload_cache.store)
+    runtime = SimpleNamespace(
+        flavors=_cache(
+            [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}}]
+        ),
+        cluster_queues=_cache(cluster_queues),
+        cohorts=_cache([]),
+        local_queues=_cache(local_queues),
+        namespaces=_cache([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]),
+        workloads=workload_cache,
+        admission_checks=_cache(
+            [
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "AdmissionCheck",
+                    "metadata": {"name": ADMISSION_CHECK},
+                    "spec": {
+                        "controllerName": "kueue.x-k8s.io/multikueue",
+                        "parameters": {
+                            "apiGroup": "kueue.x-k8s.io",
+                            "kind": "MultiKueueConfig",
+                            "name": MULTIKUEUE_CONFIG,
+                        },
+                    },
+                    "status": {"conditions": [{"type": "Active", "status": "True", "reason": "Active"}]},
+                }
+            ]
+        ),
+        multikueue_configs=_cache(
+            [
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "MultiKueueConfig",
+                    "metadata": {"name": MULTIKUEUE_CONFIG},
+                    "spec": {"clusters": names},
+                }
+            ]
+        ),
+        pool=_Pool(connections),
+        ledger=InFlightLedger(),
+        config=ManagerConfig(),
+        api=api,
+        metrics=Metrics(),
+        events=_Events(),
+    )
+    return GlobalScheduler(runtime=runtime), api  # type: ignore[arg-type]
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> None:
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    workers = _env("KFED_SCHED_WORKERS", 100)
+    nodes = _env("KFED_SCHED_NODES", 1000)
+    pending = _env("KFED_SCHED_PENDING", 100_000)
+    queues = _env("KFED_SCHED_QUEUES", 100)
+    admit = _env("KFED_SCHED_ADMIT", 100)
+    passes = _env("KFED_SCHED_PASSES", 5)
+    started = time.perf_counter()
+    scheduler, api = build(workers=workers, nodes=nodes, pending=pending, queues=queues, admit=admit)
+    print(
+        f"{workers} workers x {nodes} nodes, {pending} pending Workloads in {queues} ClusterQueues "
+        f"(built in {time.perf_counter() - started:.1f}s, RSS {_rss_mb():.0f} MB)"
+    )
+    times: list[float] = []
+    writes: list[int] = []
+
+    async def run() -> None:
+        async with anyio.create_task_group() as tg:
+            scheduler._task_group = tg
+            for _ in range(passes):
+                before = time.perf_counter()
+                await scheduler.schedule_once()
+                times.append(time.perf_counter() - before)
+                writes.append(api.writes)
+            tg.cancel_scope.cancel()
+
+    anyio.run(run)
+    decisions = len(scheduler._rt.ledger._entries)
+    writes_first = writes[0]
+    first, rest = times[0], times[1:]
+    print(f"  first pass {first:.2f}s: {decisions} dispatch decisions, {writes_first} status writes computed")
+    if decisions:
+        print(f"    {1e6 * first / decisions:.0f} us per dispatch decision (whole pass / decisions)")
+    if rest:
+        print(
+            f"  later passes (backlog, nothing new): p50 {percentile(rest, 50):.2f}s, p99 {percentile(rest, 99):.2f}s"
+        )
+    print(f"  peak RSS {_rss_mb():.0f} MB")
