@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -197,6 +199,8 @@ class Result:
     """Seconds from the first create to all reserved / admitted (manager Workloads) and all Complete."""
     jobs_per_second: float | None = None
     latency: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    writes_detail: dict[str, int] = field(default_factory=dict)
+    """``cluster client verb resource`` → count, for the federation's controllers."""
     writes_per_job: dict[str, dict[str, float]] = field(default_factory=dict)
     """cluster → client → writes per Job (Events under ``<client> events``)."""
     controller_writes_per_job: float = 0.0
@@ -208,6 +212,32 @@ class Result:
     submit_to_running: list[float] = field(default_factory=list)
     submit_to_complete: list[float] = field(default_factory=list)
     workers_used: dict[str, int] = field(default_factory=dict)
+
+
+def _profile(fed: Federation, system: str) -> list[subprocess.Popen[bytes]]:
+    """``KFED_BENCH_PROFILE=1``: py-spy samples each controller process; collapsed stacks go to the output dir."""
+    out = Path(os.environ.get("KFED_BENCH_OUT", str(REPO_ROOT / ".bench" / "compare")))
+    py_spy = Path(sys.executable).parent / "py-spy"
+    return [
+        subprocess.Popen(
+            [
+                str(py_spy),
+                "record",
+                "--pid",
+                str(record.pid),
+                "--format",
+                "raw",
+                "--rate",
+                "50",
+                "--nonblocking",
+                "-o",
+                str(out / f"profile-{system}-{record.name}.txt"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for record in fed.controller_records
+    ]
 
 
 def _cpu(fed: Federation, system: System) -> dict[str, float]:
@@ -232,6 +262,7 @@ def run_system(system: System, jobs: int, bins: Path) -> Result:
             workload_watch = (
                 ConditionWatch(fed, MANAGER, "workloads.kueue.x-k8s.io") if system.name != "direct" else None
             )
+            profilers = _profile(fed, system.name) if os.environ.get("KFED_BENCH_PROFILE") else []
             try:
                 cpu_before = _cpu(fed, system)
                 started = time.time()
@@ -257,6 +288,9 @@ def run_system(system: System, jobs: int, bins: Path) -> Result:
             finally:
                 for watch in [*watches, *([workload_watch] if workload_watch else [])]:
                     watch.stop()
+                for profiler in profilers:
+                    profiler.send_signal(signal.SIGINT)
+                    profiler.wait(timeout=60)
             cpu = {name: seconds - cpu_before.get(name, 0.0) for name, seconds in _cpu(fed, system).items()}
         finally:
             system.teardown(fed)
@@ -278,6 +312,7 @@ def _collect(
     controller_writes = controller_events = 0
     conflicts: Counter[str] = Counter()
     workers_used: Counter[str] = Counter()
+    detail: Counter[str] = Counter()
     for name, cluster in fed.clusters.items():
         cluster_times = job_times_in(cluster.audit_log, finish_here=name in users)
         if name != MANAGER:
@@ -290,6 +325,7 @@ def _collect(
             label = f"{client} events" if resource == "events" else client
             per_client[label] += count
             if client in CONTROLLERS:
+                detail[f"{name} {client} {_verb} {resource}"] += count
                 if resource == "events":
                     controller_events += count
                 else:
@@ -308,6 +344,7 @@ def _collect(
         created_seconds=round(created, 2),
         milestones={k: None if v is None else round(v, 2) for k, v in milestones.items()},
         writes_per_job=writes,
+        writes_detail=dict(sorted(detail.items())),
         controller_writes_per_job=round(controller_writes / jobs, 2),
         controller_events_per_job=round(controller_events / jobs, 2),
         conflicts=dict(conflicts),

@@ -6,10 +6,12 @@ Each test submits plain batch/v1 Jobs with kubectl on the manager and watches wh
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 
 import pytest
 
+from e2e.queues import job_manifest
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import (
     condition,
@@ -60,8 +62,7 @@ def test_s1_job_runs_on_one_worker_and_its_final_status_comes_back(federation: F
 
 
 def test_s3_workloads_go_where_they_fit_and_a_full_worker_gets_none(federation: Federation) -> None:
-    # 40 cpu only fits worker-2 (64 cpu); then worker-2 has 24 free, so 20 cpu best-fits there and 30 cpu can
-    # only go to worker-1 (32 cpu).
+    # 40 cpu only fits worker-2 (64 cpu); then worker-2 has 24 free, so 32 cpu only fits worker-1 (32 cpu).
     submit(federation, "s3-big", cpu="8", parallelism=5, seconds=40)
     wait_for(lambda: worker_of(federation, "s3-big"), until=bool, timeout=60, what="s3-big admitted")
     assert worker_of(federation, "s3-big") == "worker-2"
@@ -77,6 +78,30 @@ def test_s3_workloads_go_where_they_fit_and_a_full_worker_gets_none(federation: 
         federation.kubectl(MANAGER, "delete", "job", name, "--wait=false")
     for i in range(3):
         wait_complete(federation, f"s3-small-{i}")
+
+
+def test_a_burst_of_small_jobs_spreads_over_workers_that_fit_equally_well(federation: Federation) -> None:
+    # Best fit alone packed every one-cpu Job onto worker-1 (31/32 left beats 63/64), leaving worker-2 idle.
+    names = [f"spread-{i}" for i in range(6)]
+    federation.kubectl(
+        MANAGER,
+        "create",
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [job_manifest(n, namespace="default", cpu="1", seconds=3) for n in names],
+            }
+        ),
+    )
+    chosen = {}
+    for name in names:
+        chosen[name] = wait_for(_worker_probe(federation, name), until=bool, timeout=60, what=f"{name} admitted")
+    assert set(chosen.values()) == {"worker-1", "worker-2"}, chosen
+    for name in names:
+        wait_complete(federation, name)
 
 
 def test_s4_a_workload_that_fits_nowhere_waits_with_a_reason_until_capacity_appears(federation: Federation) -> None:
