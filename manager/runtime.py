@@ -38,6 +38,7 @@ from federation.obs.metrics import Metrics
 from manager.admission_check_status import AdmissionCheckStatus
 from manager.config import ManagerConfig
 from manager.decisions.ledger import InFlightLedger
+from manager.decisions.scheduling_inputs import needs_scheduling
 from manager.decisions.workload_from_job import workload_name_for_job
 from manager.job_controller import JobController
 from manager.local_queues_config import KEY as LOCAL_QUEUES_KEY
@@ -145,9 +146,10 @@ class ManagerRuntime:
             meta = job["metadata"]
             self.sync_queue.add(f"{meta['namespace']}/{workload_name_for_job(meta['name'], meta['uid'])}")
 
-        def on_workload(event: str, workload: dict[str, Any], _old: Any) -> None:
+        def on_workload(event: str, workload: dict[str, Any], old: Any) -> None:
             self.sync_queue.add(_key(workload))
-            self.scheduler.trigger()
+            if needs_scheduling(event, workload, old):
+                self.scheduler.trigger()
             if event == "DELETED":  # its Job needs a new Workload
                 job = owner_job_name(workload)
                 if job is not None:

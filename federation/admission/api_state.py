@@ -100,6 +100,7 @@ def build_quota_state(
     namespace_labels: Mapping[str, Mapping[str, str]],
     workloads: Iterable[Mapping[str, Any]],
     now_seconds: float | None = None,
+    parse_pending: Callable[[Obj, str], core.Workload] | None = None,
 ) -> QuotaState:
     """``now_seconds`` (epoch) keeps workloads whose ``status.requeueState.requeueAt`` is ahead out of the queues."""
     usable = [info.spec for info in queues.values() if info.spec is not None]
@@ -113,8 +114,9 @@ def build_quota_state(
             node.inactive_reason = TERMINATING
     by_key = {f"{lq.namespace}/{lq.name}": lq for lq in local_queues}
     state = QuotaState(snapshot, queues, by_key)
+    parse = parse_pending or (lambda raw, queue: core_workload(raw, cluster_queue=queue))
     for raw in workloads:
-        _classify(state, dict(raw), namespace_labels, now_seconds)
+        _classify(state, dict(raw), namespace_labels, now_seconds, parse)
     for pending in state.pending.values():
         pending.sort(key=lambda item: (-item[0].priority, item[0].ordering_time, item[0].key))
     return state
@@ -127,7 +129,11 @@ def requeue_at(raw: Obj) -> float | None:
 
 
 def _classify(
-    state: QuotaState, raw: Obj, namespace_labels: Mapping[str, Mapping[str, str]], now_seconds: float | None
+    state: QuotaState,
+    raw: Obj,
+    namespace_labels: Mapping[str, Mapping[str, str]],
+    now_seconds: float | None,
+    parse: Callable[[Obj, str], core.Workload],
 ) -> None:
     kind = workload_state(raw)
     if kind == FINISHED_STATE:
@@ -170,7 +176,7 @@ def _classify(
         state.next_requeue_at = min(backoff_until, state.next_requeue_at or backoff_until)
         return
     try:
-        workload = core_workload(raw, cluster_queue=queue.name)
+        workload = parse(raw, queue.name)
     except (ValueError, TypeError) as exc:
         state.blocked.append(Blocked(raw, REASON_INADMISSIBLE, f"Workload pod sets cannot be read: {exc}"))
         return
@@ -223,6 +229,10 @@ class QuotaStateBuilder:
 
     def __init__(self) -> None:
         self._memo: dict[tuple[str, str], tuple[str, object]] = {}
+        self._pending: dict[tuple[str, object, str], core.Workload] = {}
+        """A pending workload's core view by (uid, generation, ClusterQueue): its spec only changes with its
+        generation, and parsing every pending workload's pod sets on every pass was most of a pass's cost."""
+        self._pending_seen: dict[tuple[str, object, str], core.Workload] = {}
         self._reported: set[tuple[str, str, str]] = set()
         self.ignored: list[IgnoredObject] = []
 
@@ -259,9 +269,10 @@ class QuotaStateBuilder:
         now_seconds: float | None = None,
     ) -> QuotaState:
         self.ignored = []
+        self._pending_seen = {}
         queue_infos = [self._parse("ClusterQueue", raw, queue_info) for raw in cluster_queues]
         cohort_specs = [self._parse("Cohort", raw, cohort_spec) for raw in cohorts]
-        return build_quota_state(
+        state = build_quota_state(
             flavors=self.flavor_infos(flavors),
             queues={info.name: info for info in queue_infos if info is not None},
             cohorts=[spec for spec in cohort_specs if spec is not None],
@@ -271,4 +282,19 @@ class QuotaStateBuilder:
             },
             workloads=workloads,
             now_seconds=now_seconds,
+            parse_pending=self._parse_pending,
         )
+        self._pending = self._pending_seen  # forget workloads no longer pending
+        return state
+
+    def _parse_pending(self, raw: Obj, queue: str) -> core.Workload:
+        meta = raw.get("metadata") or {}
+        generation = meta.get("generation")
+        if generation is None or not meta.get("uid"):
+            return core_workload(raw, cluster_queue=queue)
+        key = (str(meta["uid"]), generation, queue)
+        found = self._pending.get(key)
+        if found is None or found.key != workload_key(raw):
+            found = core_workload(raw, cluster_queue=queue)
+        self._pending_seen[key] = found
+        return found

@@ -33,3 +33,16 @@ def test_a_malformed_flavor_is_reported_once_per_version_and_the_rest_still_sche
     assert builder.ignored == [], "the same version is not reported again"
     builder.build(**_inputs("6"))
     assert [i.name for i in builder.ignored] == ["broken"], "a new version is read (and reported) again"
+
+
+def test_a_pending_workload_is_parsed_again_only_when_its_spec_changes() -> None:
+    builder = QuotaStateBuilder()
+    inputs = _inputs("5")
+    raw = inputs["workloads"][0]
+    raw["metadata"].update(uid="u-1", generation=1)
+    first = builder.build(**inputs).pending["cq"][0][0]
+    assert builder.build(**inputs).pending["cq"][0][0] is first, "an unchanged spec is not parsed again"
+    changed = {**raw, "metadata": {**raw["metadata"], "generation": 2}, "spec": {**raw["spec"], "priority": 7}}
+    again = builder.build(**{**inputs, "workloads": [changed]}).pending["cq"][0][0]
+    assert again is not first
+    assert again.priority == 7

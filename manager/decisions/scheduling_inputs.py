@@ -1,0 +1,40 @@
+"""Which changes of a manager Workload can change what the global scheduler decides (pure).
+
+Every Workload event used to start a scheduling pass, and a pass reads every Workload: the remote sync's
+``Admitted``, mirrored-status and admission-check writes, and the scheduler's own ``Pending`` messages, each cost
+a full pass that could not decide anything new (with a 300-Job burst, most of kfed-manager's CPU). A pass is
+needed when a Workload appears or goes, moves between pending / reserved / finished / inactive, its spec
+(queue, priority, pod sets, active) or the annotations dispatch reads change, an eviction starts or ends, its
+requeue state or the ClusterQueue holding its quota changes, or it starts being deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from federation.admission.api_workloads import workload_state
+from federation.api.workload import EVICTED
+from federation.conditions import is_true
+
+
+def scheduling_inputs(workload: Mapping[str, Any]) -> tuple[object, ...]:
+    meta = workload.get("metadata") or {}
+    status = workload.get("status") or {}
+    generation = meta.get("generation")
+    return (
+        workload_state(workload),
+        generation if generation is not None else workload.get("spec"),
+        tuple(sorted((meta.get("annotations") or {}).items())),
+        is_true(workload, EVICTED),
+        str(status.get("requeueState")),
+        (status.get("admission") or {}).get("clusterQueue"),
+        meta.get("deletionTimestamp") is not None,
+    )
+
+
+def needs_scheduling(event: str, workload: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """Whether this watch event can change a scheduling decision."""
+    if event != "MODIFIED" or old is None:
+        return True
+    return scheduling_inputs(workload) != scheduling_inputs(old)

@@ -1,0 +1,53 @@
+from typing import Any
+
+from manager.decisions.scheduling_inputs import needs_scheduling
+
+
+def wl(**status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "w", "namespace": "ns", "generation": 1, "resourceVersion": "1"},
+        "spec": {"queueName": "q", "priority": 0},
+        "status": status,
+    }
+
+
+def cond(kind: str, value: str = "True") -> dict[str, str]:
+    return {"type": kind, "status": value, "reason": kind, "message": ""}
+
+
+RESERVED = {"conditions": [cond("QuotaReserved")], "admission": {"clusterQueue": "cq"}}
+
+
+def test_added_and_deleted_always_schedule() -> None:
+    assert needs_scheduling("ADDED", wl(), None)
+    assert needs_scheduling("DELETED", wl(), wl())
+
+
+def test_status_writes_that_change_nothing_for_the_scheduler_do_not_schedule() -> None:
+    pending = wl(conditions=[cond("QuotaReserved", "False")])
+    repending = wl(conditions=[{**cond("QuotaReserved", "False"), "message": "couldn't assign flavors"}])
+    assert not needs_scheduling("MODIFIED", repending, pending)  # the scheduler's own Pending message
+    admitted = wl(**{**RESERVED, "conditions": [cond("QuotaReserved"), cond("Admitted")], "clusterName": "w1"})
+    assert not needs_scheduling("MODIFIED", admitted, wl(**RESERVED))  # the remote sync's Admitted
+    checks = wl(**{**RESERVED, "admissionChecks": [{"name": "mk", "state": "Ready"}]})
+    assert not needs_scheduling("MODIFIED", checks, wl(**RESERVED))
+
+
+def test_what_frees_or_takes_quota_or_changes_a_decision_schedules() -> None:
+    reserved, pending = wl(**RESERVED), wl()
+    assert needs_scheduling("MODIFIED", reserved, pending)
+    finished = wl(**{**RESERVED, "conditions": [cond("QuotaReserved"), cond("Finished")]})
+    assert needs_scheduling("MODIFIED", finished, reserved)
+    evicting = wl(**{**RESERVED, "conditions": [cond("QuotaReserved"), cond("Evicted")]})
+    assert needs_scheduling("MODIFIED", evicting, reserved)
+    respec = wl()
+    respec["metadata"]["generation"] = 2
+    assert needs_scheduling("MODIFIED", respec, pending)
+    annotated = wl()
+    annotated["metadata"]["annotations"] = {"kfed.io/withdrawn-from": "w1"}
+    assert needs_scheduling("MODIFIED", annotated, pending)
+    deleting = wl()
+    deleting["metadata"]["deletionTimestamp"] = "2026-11-23T00:00:00Z"
+    assert needs_scheduling("MODIFIED", deleting, pending)
+    requeued = wl(requeueState={"count": 1, "requeueAt": "2026-11-23T00:00:10Z"})
+    assert needs_scheduling("MODIFIED", requeued, pending)
