@@ -131,7 +131,8 @@ class RemoteSync:
         return job if job is not None and job["metadata"]["uid"] == owner_uid else None
 
     async def reconcile(self, key: str) -> float | None:
-        """One pass over a workload, as ordered cases: gone → garbage; copies where they do not belong → delete;
+        """One pass over a workload, as ordered cases: gone → garbage; its manager Job already finished → finish it;
+        copies where they do not belong → delete;
         not dispatched → nothing; its worker unreachable → wait, requeue past the worker-lost timeout; stale copies
         of an earlier incarnation → remove them first; evicting → withdraw; dispatch unsound → evict; otherwise
         carry out the sync plan."""
@@ -142,6 +143,12 @@ class RemoteSync:
             self._mirrored_at.pop(key, None)
             return None
         worker = held_worker(workload)
+        manager_job = self._manager_job(workload)
+        if job_finish(manager_job) is not None and not is_true(workload, "Finished"):
+            # The Job's final status is on the manager already (the process stopped before it marked the Workload,
+            # or its worker became unreachable right after): that result stands; never requeue a finished Job.
+            await self._finish(workload, remote_job=manager_job, worker=worker or "")
+            return None
         await self._delete_strays(key, workload, holder=worker)
         if worker is None or not is_true(workload, "QuotaReserved"):
             return None
@@ -149,7 +156,6 @@ class RemoteSync:
         if conn is None or not conn.connected:
             return await self._worker_unreachable(workload, worker=worker)
         namespace = workload["metadata"]["namespace"]
-        manager_job = self._manager_job(workload)
         uid = workload["metadata"]["uid"]
         job_name = owner_job_name(workload)
         # The worker's caches only hold objects with our origin label: one with another manager uid is a copy of

@@ -187,19 +187,23 @@ def main() -> None:
                 quota.add(_list(fed, MANAGER, "workloads.kueue.x-k8s.io"), queues)
 
         t0 = time.time()
-        driver = threading.Thread(target=chaos.run, args=(t0,), daemon=True)
+
+        def submit_all() -> None:
+            batch = max(1, int(rate * 2))
+            for start in range(0, count, batch):
+                time.sleep(max(0.0, t0 + start / rate - time.time()))
+                listed = {"apiVersion": "v1", "kind": "List", "items": jobs[start : start + batch]}
+                fed.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(listed))
+            print(f"  t={time.time() - t0:5.1f}s all {count} Jobs submitted", flush=True)
+
+        # The chaos runs in the main thread: the processes it restarts die with the thread that started them
+        # (PR_SET_PDEATHSIG), so that thread must outlive the soak.
+        submitter = threading.Thread(target=submit_all, daemon=True)
         sampler = threading.Thread(target=sample, daemon=True)
-        driver.start()
+        submitter.start()
         sampler.start()
-        batch = max(1, int(rate * 2))
-        for start in range(0, count, batch):
-            time.sleep(max(0.0, t0 + start / rate - time.time()))
-            items = jobs[start : start + batch]
-            fed.kubectl(
-                MANAGER, "create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
-            )
-        print(f"  t={time.time() - t0:5.1f}s all {count} Jobs submitted", flush=True)
-        driver.join()
+        chaos.run(t0)
+        submitter.join()
         outcomes: dict[str, str] = {}
         deadline = time.time() + FINISH_WITHIN
         while time.time() < deadline:

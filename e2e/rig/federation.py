@@ -167,7 +167,8 @@ class Federation:
     def stopped_controller(self, name: str, *, kill: bool = False) -> Iterator[None]:
         """``with fed.stopped_controller("kfed-manager"):`` that kfed process is stopped (SIGTERM, or SIGKILL with
         ``kill``) for the block and started again afterwards with the same command line, environment and log, also
-        when the block fails. The new process is not waited for: tests wait on what it does."""
+        when the block fails. The new process is not waited for: tests wait on what it does. Call it from a thread
+        that outlives the rig: a process started with ``die_with_parent`` dies with the thread that started it."""
         index, record = next((i, r) for i, r in enumerate(self.controller_records) if r.name == name)
         spec = launch_spec(record)
         if kill:
