@@ -281,6 +281,7 @@ def main() -> None:
         "chaos_errors": chaos.errors,
         "recovery_seconds": {k: sorted(round(v, 1) for v in vs) for k, vs in recovery.items()},
         "jobs_moved_by_a_blip": len(moved_by_blip),
+        "jobs_with_pods_on_deleted_nodes": sum(len(jobs) for _, _, jobs in chaos.node_deletions),
     }
     Path("soak.json").write_text(json.dumps(report, indent=2))
     print(f"Jobs: {count} submitted, {len(outcomes)} finished ({failed} Failed) in {all_done:.0f}s")
@@ -290,6 +291,7 @@ def main() -> None:
     print(f"dead kfed processes at the end: {dead or 'none'}; Tracebacks in logs: {tracebacks}")
     for kind, values in recovery.items():
         print(f"recovery after {kind}: {_summary(values)}")
+    print(f"Jobs with pods on the deleted nodes: {report['jobs_with_pods_on_deleted_nodes']}")
     print(f"Jobs moved by a blip shorter than the worker-lost timeout: {len(moved_by_blip)}")
     print("results: soak.json")
     broken = len(outcomes) < count or doubles or leftovers or quota.violations or dead or chaos.errors or moved_by_blip
