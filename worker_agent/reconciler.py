@@ -18,6 +18,7 @@ import anyio
 import structlog
 
 from federation.admission.api_drain import WorkloadUpdate
+from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
 from federation.kube import resources as r
 from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
@@ -38,6 +39,14 @@ COALESCE_SECONDS = 0.005
 def _name(obj: Obj) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
+def _copy_of_manager(obj: Obj) -> bool:
+    """A copy a MultiKueue manager created here (it carries the origin label). Its Normal Events (QuotaReserved,
+    Admitted, Started, Finished) are not recorded: nobody reads them on a worker — users look at the manager's
+    objects, where the manager records the same steps — and they were a third of the agent's writes per Job.
+    Warnings are always recorded."""
+    return MULTIKUEUE_ORIGIN_LABEL in ((obj.get("metadata") or {}).get("labels") or {})
 
 
 def _versioned(obj: Obj, body: Obj) -> Obj:
@@ -135,9 +144,10 @@ class Reconciler:
             self.metrics.admission_attempts.labels(result="inadmissible").inc()
             bound.info("workload.pending", message=update.message)
         for event in update.events:
-            self.events.emit(
-                written, reason=event.reason, note=event.message, action="Admission", event_type=event.event_type
-            )
+            if event.event_type != "Normal" or not _copy_of_manager(written):
+                self.events.emit(
+                    written, reason=event.reason, note=event.message, action="Admission", event_type=event.event_type
+                )
 
     async def _patch_status(self, resource: r.Resource, obj: Obj, body: Obj, bound: Any) -> Obj | None:
         namespace, name = _name(obj)
@@ -178,7 +188,8 @@ class Reconciler:
                     self.metrics.finished_workloads.labels(cluster_queue=queue).inc()
                     bound.info("workload.finished", reason=finish.reason, message=finish.message)
                     note = f"Workload '{namespace}/{name}' is declared finished: {finish.message}"
-                    self.events.emit(written, reason="Finished", note=note, action="Finish")
+                    if not _copy_of_manager(written):
+                        self.events.emit(written, reason="Finished", note=note, action="Finish")
                 continue
             if flavors is None:
                 flavors = self.world.flavor_infos()
@@ -197,11 +208,14 @@ class Reconciler:
     async def _start_job(self, job: Obj, patch: Obj, flavors: tuple[str, ...], *, queue: str, bound: Any) -> None:
         namespace, name = _name(job)
         started = time.monotonic()
+        # Guarded by the Job's uid, not its resourceVersion: the Job controller writes the Job's status (its
+        # Suspended condition) right after the copy is created, and a resourceVersion guard made that a 409
+        # Conflict and another pass for about every other Job. The patch only sets spec fields decided from the
+        # Workload; a Job re-created under the same name has another uid and is refused.
+        body = {**patch, "metadata": {"uid": (job.get("metadata") or {}).get("uid")}}
         try:
-            written = await self.api.patch(
-                r.JOBS, name, _versioned(job, patch), namespace=namespace, field_manager="kfed-agent"
-            )
-        except Conflict:  # e.g. the Job controller just added its Suspended condition: decide again on the new one
+            written = await self.api.patch(r.JOBS, name, body, namespace=namespace, field_manager="kfed-agent")
+        except Conflict:
             bound.debug("agent.write_conflict", resource=r.JOBS.label)
             self.trigger.pull()
             return
@@ -214,7 +228,8 @@ class Reconciler:
             return
         self.world.job_writes.remember(written)
         bound.info("job.started", flavors=list(flavors), seconds=round(time.monotonic() - started, 3))
-        self.events.emit(written, reason="Started", note=f"Admitted by clusterQueue {queue}", action="Start")
+        if not _copy_of_manager(written):
+            self.events.emit(written, reason="Started", note=f"Admitted by clusterQueue {queue}", action="Start")
 
 
 def _flavors(status: Obj) -> list[str]:

@@ -232,6 +232,36 @@ async def test_merge_json_and_strategic_merge_patches_on_a_job(rig: Federation, 
         assert unsupported.value.status == 415
 
 
+async def test_a_merge_patch_guarded_by_uid_ignores_status_writes_but_not_a_recreated_object(
+    rig: Federation, namespace: str
+) -> None:
+    # kfed-agent starts a Job with a uid-guarded merge patch: the Job controller's status writes in between must not
+    # make it a Conflict (as a resourceVersion guard does), a Job re-created under the same name must refuse it.
+    api = await connect(rig, WORKER)
+    async with api:
+        job = await api.create(r.JOBS, suspended_job("guarded", namespace))
+        uid, version = job["metadata"]["uid"], job["metadata"]["resourceVersion"]
+        await api.patch(r.JOBS, "guarded", {"metadata": {"labels": {"kfed.io/moved": "yes"}}}, namespace=namespace)
+        with pytest.raises(Conflict):
+            await api.patch(
+                r.JOBS,
+                "guarded",
+                {"metadata": {"resourceVersion": version}, "spec": {"parallelism": 2}},
+                namespace=namespace,
+            )
+        started = await api.patch(
+            r.JOBS, "guarded", {"metadata": {"uid": uid}, "spec": {"parallelism": 2}}, namespace=namespace
+        )
+        assert started["spec"]["parallelism"] == 2
+        with pytest.raises((Conflict, Invalid)):
+            await api.patch(
+                r.JOBS,
+                "guarded",
+                {"metadata": {"uid": str(uuid.uuid4())}, "spec": {"parallelism": 3}},
+                namespace=namespace,
+            )
+
+
 async def test_server_side_apply_conflicts_without_force_and_takes_over_with_force(
     rig: Federation, namespace: str
 ) -> None:

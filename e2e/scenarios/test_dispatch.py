@@ -102,6 +102,16 @@ def test_a_burst_of_small_jobs_spreads_over_workers_that_fit_equally_well(federa
     assert set(chosen.values()) == {"worker-1", "worker-2"}, chosen
     for name in names:
         wait_complete(federation, name)
+    # The agents record no Normal Events on the copies (nobody reads them there; the manager records the steps).
+    worker_events = [
+        (worker, e.get("reason"), (e.get("regarding") or {}).get("name"))
+        for worker in federation.workers
+        for e in items(federation, worker, "events.events.k8s.io")
+        if e.get("reportingController") == "kfed.io/kfed-agent"
+        and e.get("type") == "Normal"
+        and "spread-" in str((e.get("regarding") or {}).get("name"))
+    ]
+    assert worker_events == []
 
 
 def test_s4_a_workload_that_fits_nowhere_waits_with_a_reason_until_capacity_appears(federation: Federation) -> None:
