@@ -156,8 +156,7 @@ def test_cel_rule_fires_with_the_models_message(api: Federation, doc_id: str, mu
     ("doc_id", "patch"),
     [
         ("localqueue.yaml#0", {"spec": {"clusterQueue": "other"}}),
-        ("topology.yaml#0", {"spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}}),
-        ("resourceflavor.yaml#2", {"spec": {"nodeLabels": {"cloud.provider.com/node-group": "gpu-h100"}}}),
+        ("resourceflavor.yaml#2", {"spec": {"topologyName": "other-topology"}}),
         ("admissioncheck.yaml#0", {"spec": {"controllerName": "example.com/other"}}),
     ],
 )
@@ -168,6 +167,24 @@ def test_immutable_fields(api: Federation, doc_id: str, patch: dict[str, Any]) -
         result = api.kubectl(CLUSTER, "patch", *resource_ref(doc), "--type=merge", "-p", json.dumps(patch), check=False)
         assert result.returncode != 0
         assert "immutable" in result.stderr
+    finally:
+        delete(api, doc)
+
+
+@pytest.mark.parametrize(
+    ("doc_id", "patch"),
+    [
+        ("topology.yaml#0", {"spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}}),
+        ("resourceflavor.yaml#2", {"spec": {"nodeLabels": {"cloud.provider.com/node-group": "gpu-h100"}}}),
+        ("resourceflavor.yaml#2", {"spec": {"tolerations": [{"key": "gpu", "operator": "Exists"}]}}),
+    ],
+)
+def test_what_kueue_v0_20_made_mutable(api: Federation, doc_id: str, patch: dict[str, Any]) -> None:
+    doc = localise(EXAMPLES[doc_id], "-mutable")
+    create(api, doc)
+    try:
+        result = api.kubectl(CLUSTER, "patch", *resource_ref(doc), "--type=merge", "-p", json.dumps(patch), check=False)
+        assert result.returncode == 0, result.stderr
     finally:
         delete(api, doc)
 

@@ -34,9 +34,12 @@ class ResourceFlavorSpec(KubeModel):
             "at least one nodeLabel is required when topology is set",
             lambda s: s.topology_name is None or bool(s.node_labels),
         ),
+        # Kueue v0.20: nodeLabels and tolerations may change on a TAS flavor; its topology and taints may not.
         Rule(
-            "!has(oldSelf.topologyName) || self == oldSelf",
-            "resourceFlavorSpec are immutable when topologyName is set",
+            "!has(oldSelf.topologyName) || (has(self.topologyName) && self.topologyName == oldSelf.topologyName && "
+            "(has(self.nodeTaints) ? has(oldSelf.nodeTaints) && self.nodeTaints == oldSelf.nodeTaints "
+            ": !has(oldSelf.nodeTaints)))",
+            "topologyName and nodeTaints are immutable when topologyName is set",
         ),
     )
 

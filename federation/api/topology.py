@@ -32,7 +32,6 @@ TopologyLevels = Annotated[
     Crd(
         list_type="atomic",
         rules=(
-            Rule("self == oldSelf", "field is immutable"),
             Rule("size(self.filter(i, size(self.filter(j, j == i)) > 1)) == 0", "must be unique", _unique),
             Rule(
                 "size(self.filter(i, i.nodeLabel == 'kubernetes.io/hostname')) == 0 || "

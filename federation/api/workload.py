@@ -113,7 +113,7 @@ class PodSet(KubeModel):
     name: Annotated[PodSetReference, Crd(defaulted=True)] = DEFAULT_PODSET_NAME
     template: Annotated[dict[str, Any], Crd(preserve_unknown=True, description="A PodTemplateSpec, kept as-is.")]
     count: Annotated[Int32, Field(ge=0), Crd(defaulted=True)] = 1
-    min_count: Annotated[Int32, Field(ge=1)] | None = None
+    min_count: Annotated[Int32, Field(ge=0)] | None = None  # Kueue v0.20 allows 0
     topology_request: PodSetTopologyRequest | None = None
 
     @property

@@ -185,6 +185,9 @@ def test_workload_rules() -> None:
     wl["spec"]["podSets"][1]["minCount"] = 9
     assert "minCount should be positive and less or equal to count" in errors_of(wl)
     wl = example("workload.yaml")
+    wl["spec"]["podSets"][1]["minCount"] = 0  # Kueue v0.20 accepts 0
+    assert parse_object(wl).to_manifest()["spec"]["podSets"][1]["minCount"] == 0
+    wl = example("workload.yaml")
     wl["spec"]["priorityClassRef"]["group"] = "scheduling.k8s.io"
     assert "only the PriorityClass kind is allowed for the scheduling.k8s.io group" in errors_of(wl)
     wl = example("workload.yaml")
