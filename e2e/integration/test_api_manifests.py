@@ -199,7 +199,7 @@ def test_short_names_category_and_printer_columns(api: Federation) -> None:
         cq_out = api.kubectl(CLUSTER, "get", "cq", cq["metadata"]["name"]).stdout
         assert cq_out.split("\n")[0].split() == ["NAME", "COHORT", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"]
         assert "team-a" in cq_out
-        wl_out = api.kubectl(CLUSTER, "get", "wl", "-n", NAMESPACE, wl["metadata"]["name"]).stdout
+        wl_out = api.kubectl(CLUSTER, "get", "kwl", "-n", NAMESPACE, wl["metadata"]["name"]).stdout
         assert wl_out.split("\n")[0].split() == ["NAME", "QUEUE", "RESERVED", "IN", "ADMITTED", "FINISHED", "AGE"]
         lq_out = api.kubectl(CLUSTER, "get", "lq", "-n", NAMESPACE, lq["metadata"]["name"]).stdout
         assert lq_out.split("\n")[0].split() == [
@@ -210,7 +210,7 @@ def test_short_names_category_and_printer_columns(api: Federation) -> None:
             "ADMITTED",
             "WORKLOADS",
         ]
-        for short in ("rf", "flavor", "cq", "lq", "queue", "wl", "wpc", "ccap"):
+        for short in ("rf", "flavor", "cq", "lq", "queue", "kwl", "wpc", "ccap", "ac", "co", "mkc", "mkconf", "topo"):
             api.kubectl(CLUSTER, "get", short, "-A")
         everything = api.kubectl(CLUSTER, "get", "kueue", "-A", "-o", "name").stdout
         assert f"clusterqueue.kueue.x-k8s.io/{cq['metadata']['name']}" in everything

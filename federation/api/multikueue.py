@@ -83,6 +83,7 @@ class MultiKueueConfig(ApiObject):
         version=KUEUE_VERSION,
         kind="MultiKueueConfig",
         plural="multikueueconfigs",
+        short_names=("mkconf",),
         scope="Cluster",
         categories=("kueue",),
         status_subresource=False,

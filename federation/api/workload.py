@@ -413,7 +413,7 @@ class Workload(ApiObject):
         kind="Workload",
         plural="workloads",
         scope="Namespaced",
-        short_names=("kwl", "wl"),
+        short_names=("kwl", "kueueworkload", "kueueworkloads"),
         categories=("kueue",),
         printer_columns=(
             PrinterColumn("Queue", ".spec.queueName", "string", "Name of the queue this workload was submitted to"),

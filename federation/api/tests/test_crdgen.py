@@ -181,7 +181,8 @@ def test_names_like_kueues() -> None:
     assert names["ClusterQueue"]["shortNames"] == ["cq"]
     assert names["LocalQueue"]["shortNames"] == ["queue", "queues", "lq"]
     assert names["ResourceFlavor"]["shortNames"] == ["flavor", "flavors", "rf"]
-    assert names["Workload"]["shortNames"] == ["kwl", "wl"]  # kueuectl's and Kueue's CRD's
+    assert names["Workload"]["shortNames"] == ["kwl", "kueueworkload", "kueueworkloads"]  # Kueue's since v0.15
+    assert names["MultiKueueConfig"]["shortNames"] == ["mkconf"]
     assert names["WorkloadPriorityClass"]["shortNames"] == ["wpc"]
     assert names["AdmissionCheck"]["shortNames"] == ["ac"]
     assert names["Cohort"]["shortNames"] == ["co"]
