@@ -32,6 +32,7 @@ from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from federation.kube.status_writes import write_finalizers, write_status_patches
 from federation.kube.trigger import Trigger
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
+from federation.topology.report import topology_requests
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
 from manager.decisions.reservation import assigned_flavors, multikueue_workers, reservation_update, workload_checks
 from manager.decisions.withdrawal import excluded_workers, preemption_status, withdrawn_from
@@ -168,6 +169,7 @@ class GlobalScheduler:
                 avoid=withdrawn_from(raw),
                 policy=rt.config.dispatch_policy,
                 large_share=rt.config.dispatch_large_share,
+                pod_sets=topology_requests(raw),
             )
             if isinstance(result, NoWorker):
                 return result.message

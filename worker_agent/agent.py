@@ -63,24 +63,32 @@ class Agent:
         lock = anyio.Lock()
         events = EventRecorder(self.api, controller="kfed.io/kfed-agent", instance=self.identity)
         publisher_options: dict[str, Any] = {} if self.heartbeat is None else {"heartbeat": self.heartbeat}
+        tas_box: list[Tas] = []
         publisher = CapacityPublisher(
             world,
             cluster=self.cluster,
             metrics=self.metrics,
             lock=lock,
             update_queue_status=self.update_queue_status,
+            topologies=lambda: tas_box[0].summaries() if tas_box else [],
             **publisher_options,
         )
         trigger = Trigger()
+
+        def wake_tas(*_: object) -> None:
+            trigger.pull()
+            publisher.trigger.pull()
+
         tas = Tas(
             self.api,
             flavors=world.flavors,
             events=events,
             metrics=self.metrics,
             cluster=self.cluster,
-            wake=trigger.pull,
+            wake=wake_tas,
             node_failure_delay=self.node_failure_delay,
         )
+        tas_box.append(tas)
         self.tas = tas
         reconciler = Reconciler(
             world,

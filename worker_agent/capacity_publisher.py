@@ -59,6 +59,7 @@ class CapacityPublisher:
         heartbeat: float = CAPACITY_HEARTBEAT_SECONDS,
         update_queue_status: bool = True,
         clock: Callable[[], float] = time.time,
+        topologies: Callable[[], list[Obj]] = list,
     ) -> None:
         self.world = world
         self.api = world.api
@@ -68,6 +69,7 @@ class CapacityPublisher:
         self.heartbeat = heartbeat
         self.update_queue_status = update_queue_status
         self.clock = clock
+        self.topologies = topologies
         self.trigger = Trigger()
         self.generation = 0
         self.published = 0
@@ -134,10 +136,11 @@ class CapacityPublisher:
         """
         async with self.lock:
             state = self.world.local_state()
+            topologies = self.topologies()
             observed = float(math.floor(self.clock()))
             admissions_seen = self._last_admission
         pending = pending_by_cluster_queue(state, set())
-        status = capacity_status(state, pending_counts=pending)
+        status = capacity_status(state, pending_counts=pending, topologies=topologies)
         if not force and self._reported == (status, admissions_seen):
             if self.update_queue_status:  # e.g. a ClusterQueue being deleted: its finalizer and Active condition
                 await self._write_queue_status(state, pending)

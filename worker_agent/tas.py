@@ -33,7 +33,9 @@ from federation.kube.cache import WatchCache
 from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
 from federation.obs.metrics import Metrics
+from federation.topology import summarize
 from federation.topology.model import NODE_FAILURES_REASON
+from federation.topology.report import summary_entry
 from worker_agent.decisions.tas_admission import TasPlacer, TasPodSet, admitted_tas_pod_sets, assumed_usage
 from worker_agent.decisions.tas_failures import (
     PodSetRepair,
@@ -157,6 +159,14 @@ class Tas:
         rebuilt = self.index.configure(tas_flavors, levels, nodes=self.nodes.store, pods=self.bound_pods.store)
         if rebuilt:
             self._log.info("tas.snapshots_rebuilt", flavors=rebuilt, nodes=len(self.nodes.store))
+
+    def summaries(self) -> list[Obj]:
+        """The ClusterCapacity ``topologies`` entries: per TAS flavor, free capacity per domain above the nodes."""
+        entries = []
+        for name in sorted(self.index.snapshots):
+            flavor = self.index.flavors[name]
+            entries.append(summary_entry(name, flavor.topology, summarize(self.index.snapshots[name])))
+        return entries
 
     # -- admission --------------------------------------------------------------------------------------------
 

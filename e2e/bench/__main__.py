@@ -14,6 +14,8 @@ BENCHMARKS = {
     "compare": "e2e.bench.compare_bench",
     "soak": "e2e.bench.soak_bench",
     "schedpass": "e2e.bench.schedpass_bench",
+    "node-failures": "e2e.bench.node_failure_bench",
+    "agent-tas": "e2e.bench.agent_tas_bench",
 }
 
 

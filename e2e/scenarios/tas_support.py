@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from e2e.queues import TAS_FLAVOR, apply_tas_queues
 from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
@@ -21,6 +22,7 @@ from e2e.scenarios.helpers import DISPATCH_TIMEOUT, get, items
 from e2e.toolchain import ensure_built
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 
 NODE_FAILURE_DELAY = 8.0
 W2_QUEUE = "tas-w2"
@@ -158,6 +160,18 @@ def node_labels(fed: Federation, worker: str) -> dict[str, dict[str, str]]:
 def domains(fed: Federation, worker: str, nodes: list[str], label: str) -> set[str]:
     labels = node_labels(fed, worker)
     return {labels[node][label] for node in nodes if node in labels}
+
+
+def holds_for(probe: Callable[[], T], *, expected: T, seconds: float, what: str, interval: float = 0.5) -> None:
+    """Sample ``probe`` for ``seconds`` and fail at the first sample that differs from ``expected`` (a steady state:
+    the opposite of ``wait_for``)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        seen = probe()
+        assert seen == expected, f"{what}: saw {seen!r}, expected {expected!r}"
+        if time.monotonic() > deadline:
+            return
+        time.sleep(interval)
 
 
 def remote_workload(fed: Federation, worker: str, job: str) -> Obj | None:

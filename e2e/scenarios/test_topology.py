@@ -4,23 +4,30 @@ required domain, or the workload evicted with NodeFailures and re-dispatched."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
 
+from e2e.queues import TOPOLOGY, topology_object
+from e2e.rig import node_faults
 from e2e.rig.federation import Federation
 from e2e.rig.nodes import BLOCK_LABEL, HOSTNAME_LABEL, RACK_LABEL
-from e2e.scenarios.helpers import worker_of
+from e2e.scenarios.helpers import condition, worker_of, workload_of
 from e2e.scenarios.tas_support import (
+    NODE_FAILURE_DELAY,
     all_running,
+    bound_nodes,
     delete_job,
     domains,
+    holds_for,
     live_pods,
     remote_workload,
     submit_tas,
     tas_federation,
 )
 from e2e.waiting import wait_for
+from manager.decisions.withdrawal import WITHDRAWN_FROM_ANNOTATION
 
 pytestmark = pytest.mark.e2e
 
@@ -87,3 +94,237 @@ def test_implicit_tas_assigns_a_topology_to_a_job_without_annotations(tas: Feder
             assert pod["spec"]["nodeSelector"][HOSTNAME_LABEL] == pod["spec"]["nodeName"]
     finally:
         delete_job(tas, "tas-implicit")
+
+
+W2 = "worker-2"
+
+
+def _moved(fed: Federation, job: str, count: int, *, away_from: set[str]) -> dict[str, str] | None:
+    nodes = all_running(fed, W2, job, count)
+    if nodes is None or set(nodes.values()) & away_from:
+        return None
+    return nodes
+
+
+def _unhealthy(fed: Federation, job: str) -> list[str]:
+    wl = remote_workload(fed, W2, job)
+    return [item["name"] for item in ((wl or {}).get("status") or {}).get("unhealthyNodes") or ()]
+
+
+def _start_in_w2(fed: Federation, job: str, count: int) -> dict[str, str]:
+    worker, nodes = _running(fed, job, count)
+    assert worker == W2
+    return nodes
+
+
+def test_a_node_deleted_under_a_running_tas_job_moves_only_its_pods_inside_the_required_rack(tas: Federation) -> None:
+    job = "tas-node-deleted"
+    submit_tas(tas, job, pods=4, cpu="4", required=RACK_LABEL)
+    victim = ""
+    try:
+        before = _start_in_w2(tas, job, 4)
+        rack = domains(tas, W2, list(before.values()), RACK_LABEL)
+        victim = sorted(before.values())[0]
+        survivors = {pod: node for pod, node in before.items() if node != victim}
+        node_faults.delete_node(tas, W2, victim)
+        after = wait_for(
+            lambda: _moved(tas, job, 4, away_from={victim}),
+            until=lambda nodes: nodes is not None,
+            timeout=60,
+            what=f"the pods of deleted node {victim} replaced",
+        )
+        assert after is not None
+        assert {pod: node for pod, node in after.items() if pod in survivors} == survivors
+        assert domains(tas, W2, list(after.values()), RACK_LABEL) == rack
+        assert victim in _unhealthy(tas, job)
+    finally:
+        delete_job(tas, job)
+        if victim:
+            node_faults.restore_node(tas, W2, victim)
+
+
+def test_a_node_not_ready_past_the_delay_moves_only_its_pods_and_leaves_unhealthy_nodes_when_it_recovers(
+    tas: Federation,
+) -> None:
+    job = "tas-not-ready"
+    submit_tas(tas, job, pods=4, cpu="4", required=RACK_LABEL)
+    victim = ""
+    try:
+        before = _start_in_w2(tas, job, 4)
+        rack = domains(tas, W2, list(before.values()), RACK_LABEL)
+        victim = sorted(before.values())[0]
+        survivors = {pod: node for pod, node in before.items() if node != victim}
+        node_faults.make_not_ready(tas, W2, victim)
+        after = wait_for(
+            lambda: _moved(tas, job, 4, away_from={victim}),
+            until=lambda nodes: nodes is not None,
+            timeout=NODE_FAILURE_DELAY + 60,
+            what=f"the pods of NotReady node {victim} replaced",
+        )
+        assert after is not None
+        assert {pod: node for pod, node in after.items() if pod in survivors} == survivors
+        assert domains(tas, W2, list(after.values()), RACK_LABEL) == rack
+        assert victim in _unhealthy(tas, job)
+        node_faults.make_ready(tas, W2, victim)
+        wait_for(
+            lambda: _unhealthy(tas, job),
+            until=lambda names: victim not in names,
+            timeout=30,
+            what=f"{victim} to leave unhealthyNodes once Ready",
+        )
+    finally:
+        delete_job(tas, job)
+        if victim:
+            node_faults.make_ready(tas, W2, victim)
+
+
+def test_a_node_that_recovers_before_the_delay_moves_nothing(tas: Federation) -> None:
+    job = "tas-blip"
+    submit_tas(tas, job, pods=4, cpu="4", required=RACK_LABEL)
+    victim = ""
+    try:
+        before = _start_in_w2(tas, job, 4)
+        victim = sorted(before.values())[0]
+        node_faults.make_not_ready(tas, W2, victim)
+        node_faults.make_ready(tas, W2, victim)
+        holds_for(
+            lambda: (bound_nodes(live_pods(tas, W2, job)), _unhealthy(tas, job)),
+            expected=(before, list[str]()),
+            seconds=NODE_FAILURE_DELAY + 6,
+            what=f"no pod moved after {victim} recovered within the delay",
+        )
+    finally:
+        delete_job(tas, job)
+        if victim:
+            node_faults.make_ready(tas, W2, victim)
+
+
+def test_three_nodes_fail_at_once_under_one_workload_and_all_their_pods_are_replaced(tas: Federation) -> None:
+    job = "tas-three"
+    submit_tas(tas, job, pods=8, cpu="4", required=BLOCK_LABEL)
+    victims: list[str] = []
+    try:
+        before = _start_in_w2(tas, job, 8)
+        block = domains(tas, W2, list(before.values()), BLOCK_LABEL)
+        victims = sorted(set(before.values()))[:3]
+        survivors = {pod: node for pod, node in before.items() if node not in victims}
+        for victim in victims:
+            node_faults.delete_node(tas, W2, victim)
+        after = wait_for(
+            lambda: _moved(tas, job, 8, away_from=set(victims)),
+            until=lambda nodes: nodes is not None,
+            timeout=60,
+            what=f"the pods of deleted nodes {victims} replaced",
+        )
+        assert after is not None
+        assert {pod: node for pod, node in after.items() if pod in survivors} == survivors
+        assert len(after) - len(survivors) == 8 - len(survivors) == sum(1 for n in before.values() if n in victims)
+        assert domains(tas, W2, list(after.values()), BLOCK_LABEL) == block
+        assert set(victims) <= set(_unhealthy(tas, job))
+    finally:
+        delete_job(tas, job)
+        for victim in victims:
+            node_faults.restore_node(tas, W2, victim)
+
+
+def test_no_room_in_the_required_rack_evicts_with_node_failures_and_the_manager_dispatches_again(
+    tas: Federation,
+) -> None:
+    job = "tas-no-room"
+    submit_tas(tas, job, pods=8, cpu="4", required=RACK_LABEL)
+    victim = ""
+    try:
+        before = _start_in_w2(tas, job, 8)
+        victim = sorted(before.values())[0]
+        node_faults.delete_node(tas, W2, victim)
+        evicted = wait_for(
+            lambda: condition(workload_of(tas, job), "Evicted") or condition(workload_of(tas, job), "Requeued"),
+            until=lambda found: found is not None and "NodeFailures" in found.get("message", ""),
+            timeout=60,
+            what="the manager to see the NodeFailures eviction",
+        )
+        assert evicted is not None
+        after = wait_for(
+            lambda: _moved(tas, job, 8, away_from={victim}),
+            until=lambda nodes: nodes is not None,
+            timeout=180,
+            what="the Job dispatched again and running away from the deleted node",
+        )
+        assert after is not None
+        assert len(domains(tas, W2, list(after.values()), RACK_LABEL)) == 1
+        assert not set(after) & set(before)
+    finally:
+        delete_job(tas, job)
+        if victim:
+            node_faults.restore_node(tas, W2, victim)
+
+
+def test_an_untolerated_no_execute_taint_moves_pods_and_a_tolerated_one_does_not(tas: Federation) -> None:
+    key = "example.com/maintenance"
+    toleration = [{"key": key, "operator": "Exists", "effect": "NoExecute"}]
+    submit_tas(tas, "tas-tolerates", pods=2, cpu="4", required=RACK_LABEL, tolerations=toleration)
+    tainted: list[str] = []
+    try:
+        tolerating = _start_in_w2(tas, "tas-tolerates", 2)
+        submit_tas(tas, "tas-intolerant", pods=2, cpu="4", required=RACK_LABEL)
+        intolerant = _start_in_w2(tas, "tas-intolerant", 2)
+        tainted = sorted(set(tolerating.values()) | set(intolerant.values()))
+        rack = domains(tas, W2, list(intolerant.values()), RACK_LABEL)
+        for node in tainted:
+            node_faults.taint(tas, W2, node, key)
+        after = wait_for(
+            lambda: _moved(tas, "tas-intolerant", 2, away_from=set(tainted)),
+            until=lambda nodes: nodes is not None,
+            timeout=60,
+            what="the intolerant Job's pods moved off the tainted nodes",
+        )
+        assert after is not None
+        assert domains(tas, W2, list(after.values()), RACK_LABEL) == rack
+        assert all_running(tas, W2, "tas-tolerates", 2) == tolerating
+        assert _unhealthy(tas, "tas-tolerates") == []
+    finally:
+        delete_job(tas, "tas-tolerates")
+        delete_job(tas, "tas-intolerant")
+        for node in tainted:
+            node_faults.untaint(tas, W2, node, key)
+
+
+def test_a_recreated_topology_books_running_pods_again_no_double_booking(tas: Federation) -> None:
+    submit_tas(tas, "tas-holder", pods=8, cpu="4", required=RACK_LABEL)
+    try:
+        holder = _start_in_w2(tas, "tas-holder", 8)
+        tas.kubectl(W2, "delete", "topologies.kueue.x-k8s.io", TOPOLOGY)
+        tas.kubectl(W2, "create", "-f", "-", input=json.dumps(topology_object()))
+        submit_tas(tas, "tas-newcomer", pods=8, cpu="4", required=RACK_LABEL)
+        newcomer = _start_in_w2(tas, "tas-newcomer", 8)
+        assert not set(newcomer.values()) & set(holder.values())
+        assert len(domains(tas, W2, list(newcomer.values()), RACK_LABEL)) == 1
+    finally:
+        delete_job(tas, "tas-holder")
+        delete_job(tas, "tas-newcomer")
+
+
+def test_a_job_requiring_a_rack_goes_to_the_worker_that_has_one(tas: Federation) -> None:
+    """worker-1's racks hold 2 pods of 8 cpu, worker-2's 4: a 3-pod rack Job goes to worker-2 at once (quota alone,
+    packing large Jobs, would pick worker-1 first and wait out its dispatch timeout); a 5-pod one waits, saying
+    what the roomiest rack of each worker holds."""
+    submit_tas(tas, "tas-needs-rack", pods=3, cpu="8", queue="tas-queue", required=RACK_LABEL, seconds=20)
+    submit_tas(tas, "tas-no-rack", pods=5, cpu="8", queue="tas-queue", required=RACK_LABEL, seconds=20)
+    try:
+        worker, _ = _running(tas, "tas-needs-rack", 3)
+        assert worker == W2
+        annotations = (workload_of(tas, "tas-needs-rack") or {})["metadata"].get("annotations") or {}
+        assert not annotations.get(WITHDRAWN_FROM_ANNOTATION)
+        waiting = wait_for(
+            lambda: condition(workload_of(tas, "tas-no-rack"), "QuotaReserved"),
+            until=lambda found: found is not None and "topology" in found.get("message", ""),
+            timeout=30,
+            what="the 5-pod rack Job to wait with a topology reason",
+        )
+        assert waiting is not None
+        assert waiting["status"] == "False"
+        assert "topology-rack domain holds at most 4 of 5 pods" in waiting["message"]
+        assert worker_of(tas, "tas-no-rack") is None
+    finally:
+        delete_job(tas, "tas-needs-rack")
+        delete_job(tas, "tas-no-rack")

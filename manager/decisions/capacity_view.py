@@ -9,6 +9,7 @@ from typing import Any
 
 from federation.conditions import parse_time
 from federation.quantity import parse_quantity
+from federation.topology.report import summary_from_entry
 from manager.decisions.dispatch import FlavorRoom, WorkerCapacity
 
 
@@ -42,8 +43,9 @@ def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
     local_queues = {
         (route["namespace"], route["name"]): route["clusterQueue"] for route in status.get("localQueues") or ()
     }
+    topologies = {str(entry["name"]): summary_from_entry(entry) for entry in status.get("topologies") or ()}
     return ParsedReport(
         generation=int(status.get("generation", 0)),
         observed_at=parse_time(status["observedTime"]),
-        capacity=WorkerCapacity(local_queues=local_queues, cluster_queues=cluster_queues),
+        capacity=WorkerCapacity(local_queues=local_queues, cluster_queues=cluster_queues, topologies=topologies),
     )

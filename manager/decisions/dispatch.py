@@ -10,7 +10,9 @@ with best fit alone every workload packs onto the first worker and one worker do
 while the others idle) and keeps best fit for large ones (a share of a worker's quota of at least
 ``large_share``), so that large holes stay open for large workloads. Per resource the check takes
 the roomiest flavor, so for ClusterQueues with several flavors it can accept what the worker then cannot admit
-as one flavor choice; the dispatch timeout (``manager.decisions.withdrawal``) covers that.
+as one flavor choice; the dispatch timeout (``manager.decisions.withdrawal``) covers that. A pod set that requires
+(or prefers) a topology level must also fit the worker's per-domain TAS summary, so a Job needing one rack goes
+only to a worker that may have a rack with room.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from federation.quantity import format_quantity
+from federation.topology import CapacitySummary, PodSetRequest, summary_fits
 
 
 class DispatchPolicy(StrEnum):
@@ -54,6 +57,8 @@ class WorkerCapacity:
     local_queues: Mapping[tuple[str, str], str]
     """(namespace, LocalQueue name) → ClusterQueue name."""
     cluster_queues: Mapping[str, Sequence[FlavorRoom]]
+    topologies: Mapping[str, CapacitySummary] = field(default_factory=dict)
+    """TAS flavor name → its free capacity per topology domain (blocks, racks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +96,33 @@ def _room(flavors: Sequence[FlavorRoom], resource: str, *, borrowing: bool) -> t
     return best
 
 
+def _topology_refusal(flavors: Sequence[FlavorRoom], worker: WorkerCapacity, pod_sets: Sequence[PodSetRequest]) -> str:
+    """Why no TAS flavor of the ClusterQueue can hold the pod sets that ask for a topology ("" when one may).
+
+    Only pod sets with a required or preferred level are checked, and only against flavors the worker reported a
+    summary for (a worker without summaries is judged on quota alone). The summary never refuses what the
+    worker's placement would accept (``federation.topology.summary``)."""
+    asking = [ps for ps in pod_sets if ps.topology.required or ps.topology.preferred]
+    summaries = [(f.name, worker.topologies[f.name]) for f in flavors if f.name in worker.topologies]
+    if not asking or not summaries:
+        return ""
+    reasons = []
+    for name, summary in summaries:
+        verdicts = [summary_fits(summary, pod_set) for pod_set in asking]
+        refused = [verdict.message for verdict in verdicts if not verdict.fits]
+        if not refused:
+            return ""
+        reasons.append(f"ResourceFlavor {name}: {refused[0]}")
+    return "topology: " + "; ".join(reasons)
+
+
 def _evaluate(
-    worker: WorkerState, *, namespace: str, queue_name: str, requests: Mapping[str, int]
+    worker: WorkerState,
+    *,
+    namespace: str,
+    queue_name: str,
+    requests: Mapping[str, int],
+    pod_sets: Sequence[PodSetRequest] = (),
 ) -> tuple[tuple[int, float, float], Dispatch] | str:
     """(borrows, free share left on the tightest resource, largest share of nominal requested) and the dispatch;
     or why the worker cannot take the workload."""
@@ -131,6 +161,9 @@ def _evaluate(
         left_over = (room - amount) / nominal if nominal > 0 else 0.0
         tightest = min(tightest, max(left_over, 0.0))
         share = max(share, amount / nominal if nominal > 0 else 1.0)
+    refusal = _topology_refusal(flavors, worker.capacity, pod_sets)
+    if refusal:
+        return refusal
     return (int(borrows), tightest, share), Dispatch(worker=worker.name, cluster_queue=cluster_queue, borrows=borrows)
 
 
@@ -143,15 +176,17 @@ def choose_worker(
     avoid: Collection[str] = (),
     policy: DispatchPolicy = DispatchPolicy.BALANCED,
     large_share: float = DEFAULT_LARGE_SHARE,
+    pod_sets: Sequence[PodSetRequest] = (),
 ) -> Dispatch | NoWorker:
     """The best worker for a workload needing ``requests`` (milli-units, all pod sets) via LocalQueue ``queue_name``.
 
     Workers in ``avoid`` (the workload was withdrawn from them) are chosen only when no other worker fits.
+    ``pod_sets`` (topology requests, per pod) let a worker's TAS summary refuse a workload no domain can hold.
     """
     fitting: list[tuple[int, int, float, float, Dispatch]] = []
     reasons: list[str] = []
     for order, worker in enumerate(workers):
-        result = _evaluate(worker, namespace=namespace, queue_name=queue_name, requests=requests)
+        result = _evaluate(worker, namespace=namespace, queue_name=queue_name, requests=requests, pod_sets=pod_sets)
         if isinstance(result, str):
             reasons.append(f"{worker.name}: {result}")
             continue

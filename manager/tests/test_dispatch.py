@@ -227,3 +227,31 @@ def test_ledger_totals_always_equal_the_sum_of_its_entries(ops: list[tuple[str, 
                     for resource, amount in entry.requests.items():
                         totals[resource] = totals.get(resource, 0) + amount
             assert ledger.in_flight(worker_name) == expected
+
+
+def test_a_job_requiring_a_rack_goes_only_to_a_worker_whose_summary_has_a_rack_with_room() -> None:
+    from federation.topology import PodSetRequest, TopologyRequest, summarize
+    from federation.topology.report import summary_entry, summary_from_entry
+    from federation.topology.tests.helpers import RACK, grid, snapshot_of
+
+    def tas_worker(name: str, hosts_per_rack: int) -> WorkerState:
+        summary = summary_from_entry(
+            summary_entry("default", "topo", summarize(snapshot_of(grid(1, 2, hosts_per_rack))))
+        )
+        state = worker(name, free_cpu=64, nominal_cpu=64)
+        assert state.capacity is not None
+        capacity = WorkerCapacity(state.capacity.local_queues, state.capacity.cluster_queues, {"default": summary})
+        return WorkerState(name=name, usable=True, capacity=capacity)
+
+    rack_job = [PodSetRequest(count=3, requests={"cpu": 8 * CPU}, topology=TopologyRequest(required=RACK))]
+    small, big = tas_worker("small-racks", 2), tas_worker("big-racks", 4)
+    result = choose_worker(
+        namespace="team-a", queue_name="lq", requests={"cpu": 24 * CPU}, workers=[small, big], pod_sets=rack_job
+    )
+    assert result == Dispatch("big-racks", "cq", False)
+    refused = choose_worker(
+        namespace="team-a", queue_name="lq", requests={"cpu": 24 * CPU}, workers=[small], pod_sets=rack_job
+    )
+    assert isinstance(refused, NoWorker)
+    expected = "ResourceFlavor default: any cloud.provider.com/topology-rack domain holds at most 2 of 3 pods"
+    assert f"small-racks: topology: {expected}" in refused.message

@@ -1,5 +1,6 @@
 """The contents of the worker's ClusterCapacity report: per ClusterQueue and flavor, nominal quota, usage, free
-quota and borrowing headroom per resource, plus which ClusterQueue each LocalQueue feeds.
+quota and borrowing headroom per resource, plus which ClusterQueue each LocalQueue feeds, and per TAS flavor the
+free capacity of every topology domain above the node level (blocks, racks).
 
 Computed from the same snapshot local admission uses, after the pass's admissions, so the report never disagrees
 with what the agent just admitted. ``free`` is ``nominal - usage`` (never negative); ``borrowingHeadroom`` (only
@@ -9,7 +10,7 @@ for ClusterQueues in a cohort) is what the queue could take now beyond its free 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.admission.api_state import QuotaState
@@ -44,8 +45,9 @@ def _flavor_entries(state: QuotaState, node: ClusterQueueNode) -> list[Obj]:
     return entries
 
 
-def capacity_status(state: QuotaState, *, pending_counts: Mapping[str, int]) -> Obj:
-    """``status`` of ClusterCapacity without ``generation`` and ``observedTime`` (the publisher adds them)."""
+def capacity_status(state: QuotaState, *, pending_counts: Mapping[str, int], topologies: Sequence[Obj] = ()) -> Obj:
+    """``status`` of ClusterCapacity without ``generation`` and ``observedTime`` (the publisher adds them);
+    ``topologies`` are the TAS flavors' capacity summaries (``federation.topology.report.summary_entry``)."""
     queues: list[Obj] = []
     for name in sorted(state.snapshot.cluster_queues):
         node = state.snapshot.cluster_queues[name]
@@ -61,4 +63,7 @@ def capacity_status(state: QuotaState, *, pending_counts: Mapping[str, int]) -> 
         for lq in sorted(state.local_queues.values(), key=lambda q: (q.namespace, q.name))
         if lq.cluster_queue
     ]
-    return {"clusterQueues": queues, "localQueues": routes}
+    status: Obj = {"clusterQueues": queues, "localQueues": routes}
+    if topologies:
+        status["topologies"] = list(topologies)
+    return status

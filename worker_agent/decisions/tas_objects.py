@@ -11,14 +11,13 @@ Units: every amount is milli-units (``federation.quantity``) except ``pods``, wh
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from federation.podspec import pod_requests
-from federation.quantity import parse_quantity
-from federation.topology import NodeSpec, PodSetRequest, Taint, Toleration, TopologyRequest
-from federation.topology.model import PODS_RESOURCE
+from federation.topology import NodeSpec, PodSetRequest, Taint, Toleration, report
+from federation.topology.report import amounts, canonical, tolerations_of
 
 Obj = Mapping[str, Any]
 
@@ -34,21 +33,6 @@ NODE_CONTROLLER_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubern
 not as user taints."""
 
 
-def canonical(name: str, milli: int) -> int:
-    """The core's unit of a resource given in milli-units: pods are counted whole, everything else in milli."""
-    return milli // 1000 if name == PODS_RESOURCE else milli
-
-
-def _amounts(quantities: Mapping[str, Any] | None) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for name, text in (quantities or {}).items():
-        try:
-            out[str(name)] = canonical(str(name), parse_quantity(str(text)))
-        except ValueError:
-            continue
-    return out
-
-
 def node_spec(node: Obj) -> NodeSpec:
     meta = node.get("metadata") or {}
     spec = node.get("spec") or {}
@@ -59,7 +43,7 @@ def node_spec(node: Obj) -> NodeSpec:
     return NodeSpec(
         name=str(meta.get("name", "")),
         labels=dict(meta.get("labels") or {}),
-        allocatable=_amounts((node.get("status") or {}).get("allocatable")),
+        allocatable=amounts((node.get("status") or {}).get("allocatable")),
         taints=taints,
     )
 
@@ -114,18 +98,6 @@ def topology_levels(topology: Obj) -> tuple[str, ...]:
     return tuple(str(level.get("nodeLabel")) for level in (topology.get("spec") or {}).get("levels") or ())
 
 
-def tolerations_of(items: Iterable[Mapping[str, Any]]) -> tuple[Toleration, ...]:
-    return tuple(
-        Toleration(
-            key=str(t.get("key") or ""),
-            operator="Exists" if t.get("operator") == "Exists" else "Equal",
-            value=str(t.get("value") or ""),
-            effect=str(t.get("effect") or ""),
-        )
-        for t in items
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class FlavorTopology:
     """A TAS ResourceFlavor: its topology and what it adds to every pod (node labels, tolerations)."""
@@ -150,34 +122,9 @@ def flavor_topology(flavor: Obj) -> FlavorTopology | None:
 
 
 def pod_set_request(pod_set: Obj, flavor: FlavorTopology, *, count: int | None = None) -> PodSetRequest:
-    """The placement request of one ``spec.podSets[]`` entry on a TAS flavor (annotations, node selector, taints).
-
-    Without any topology annotation the pod set is placed like Kueue's implicit TAS (unconstrained, at the
-    lowest level). ``count`` overrides the pod set's count (a partial admission).
-    """
-    template = pod_set.get("template") or {}
-    pod_spec = template.get("spec") or {}
-    annotations = (template.get("metadata") or {}).get("annotations") or {}
-    topology = TopologyRequest.from_annotations(annotations)
-    request = pod_set.get("topologyRequest") or {}
-    if topology == TopologyRequest() and request:
-        topology = TopologyRequest(
-            required=request.get("required"),
-            preferred=request.get("preferred"),
-            unconstrained=bool(request.get("unconstrained")),
-            slice_level=request.get("podSetSliceRequiredTopology"),
-            slice_size=request.get("podSetSliceSize"),
-        )
-    selector = {str(k): str(v) for k, v in (pod_spec.get("nodeSelector") or {}).items()}
-    selector.update(flavor.node_labels)
-    requests = {name: canonical(name, amount) for name, amount in pod_requests(pod_spec).items()}
-    return PodSetRequest(
-        count=int(pod_set.get("count", 1)) if count is None else count,
-        requests=requests,
-        topology=topology,
-        node_selector=selector,
-        tolerations=tolerations_of(pod_spec.get("tolerations") or ()) + flavor.tolerations,
-    )
+    """The placement request of one ``spec.podSets[]`` entry on a TAS flavor (its node labels and tolerations
+    added). ``count`` overrides the pod set's count (a partial admission)."""
+    return report.pod_set_request(pod_set, count=count, node_labels=flavor.node_labels, tolerations=flavor.tolerations)
 
 
 def untolerated_no_execute(node: NodeSpec, tolerations: tuple[Toleration, ...]) -> list[Taint]:

@@ -82,3 +82,28 @@ def test_overlay_serves_our_write_until_the_cache_has_it() -> None:
     overlay.remember(written)
     overlay.observe("DELETED", cached)
     assert len(overlay) == 0
+
+
+def test_report_carries_the_tas_summary_that_the_capacity_schema_accepts_and_the_manager_reads_back() -> None:
+    from federation.api.capacity import ClusterCapacityStatus
+    from federation.topology import NodeSpec, summarize
+    from federation.topology.report import summary_entry, summary_from_entry
+    from federation.topology.tests.helpers import grid, snapshot_of
+
+    milli_memory = [  # the agent's units: milli-units, pods whole (federation.topology.report)
+        NodeSpec(n.name, n.labels, {**n.allocatable, "memory": n.allocatable["memory"] * 1000}) for n in grid(2, 2, 4)
+    ]
+    summary = summarize(snapshot_of(milli_memory))
+    entry = summary_entry("tas", "default", summary)
+    local = worker_state()
+    status = capacity_status(local, pending_counts={}, topologies=[entry])
+    assert status["topologies"] == [entry]
+    rack = next(d for d in entry["topologySummary"] if d["levelValues"] == ["b0", "b0-r1"])
+    assert rack == {
+        "levelValues": ["b0", "b0-r1"],
+        "nodes": 4,
+        "free": {"cpu": "32", "memory": "128Gi", "pods": "440"},
+        "largestNodeFree": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+    }
+    ClusterCapacityStatus.model_validate({"generation": 1, "observedTime": "2026-01-01T00:00:00Z", **status})
+    assert summary_from_entry(entry) == summary
