@@ -1,6 +1,7 @@
 """kfed side by side with direct submission (and stock MultiKueue when built): the same Jobs on the same rig shape.
 
-Each system gets a fresh rig (manager + 2 workers x 40 kwok nodes x 16 cpu) and the same ``N`` one-pod Jobs of
+Each system gets a fresh rig (manager + 2 workers x 40 kwok nodes x 16 cpu; with ``KFED_COMPARE_WORKERS=10``,
+10 workers x 8 nodes sharing the manager's etcd) and the same ``N`` one-pod Jobs of
 1 cpu that complete 2 s after they run:
 
 - ``direct``: the Jobs created straight on the workers, split evenly, no federation: the rig's own ceiling;
@@ -16,7 +17,8 @@ plots (throughput over time, latency CDF, writes per Job by writer); the table a
 are what to compare: the machine is shared.
 
 Environment: ``KFED_COMPARE_SIZES`` (default ``300``; e.g. ``300,1000``), ``KFED_COMPARE_SYSTEMS`` (default
-``direct,kfed``, add ``kueue,kueue-qps``), ``KFED_BENCH_OUT`` (default ``.bench/compare`` under the repository).
+``direct,kfed``, add ``kueue,kueue-qps``), ``KFED_COMPARE_WORKERS`` (default 2), ``KFED_BENCH_PROFILE`` (py-spy
+profiles of kfed's processes), ``KFED_BENCH_OUT`` (default ``.bench/compare`` under the repository).
 """
 
 from __future__ import annotations
@@ -49,7 +51,9 @@ CONTROLLERS = ("kfed-manager", "kfed-agent", "kueue")
 
 
 def shapes(workers: int) -> dict[str, NodeShape]:
-    return {f"worker-{i}": NodeShape(count=40, cpu="16", memory="64Gi") for i in range(1, workers + 1)}
+    """The same 80 nodes x 16 cpu in all, split evenly over the workers."""
+    count = max(1, 80 // workers)
+    return {f"worker-{i}": NodeShape(count=count, cpu="16", memory="64Gi") for i in range(1, workers + 1)}
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -143,7 +147,7 @@ class System:
     """Where users submit and watch their Jobs."""
     teardown: Callable[[Federation], None] = lambda fed: None
     extra_records: Callable[[], list[Any]] = lambda: []
-    workers: int = 2
+    workers: int = field(default_factory=lambda: int(os.environ.get("KFED_COMPARE_WORKERS", "2")))
 
 
 def _create(fed: Federation, cluster: str, manifests: list[dict[str, Any]]) -> subprocess.Popen[str]:
@@ -247,7 +251,12 @@ def _cpu(fed: Federation, system: System) -> dict[str, float]:
 
 
 def run_system(system: System, jobs: int, bins: Path) -> Result:
-    spec = FederationSpec(workers=system.workers, node_shapes=shapes(system.workers), job_seconds=JOB_SECONDS)
+    spec = FederationSpec(
+        workers=system.workers,
+        node_shapes=shapes(system.workers),
+        job_seconds=JOB_SECONDS,
+        shared_etcd=system.workers > 2,
+    )
     spec.controllers = system.controllers
     manifests = [
         job_manifest(f"b-{i:04d}", namespace=NAMESPACE, cpu="1", memory="1Gi", seconds=JOB_SECONDS) for i in range(jobs)

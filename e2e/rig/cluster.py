@@ -58,6 +58,9 @@ class ClusterOptions:
     """Start kube-scheduler and kwok (workers); the manager cluster never runs pods."""
     job_seconds: float = 5.0
     node_monitor_grace_seconds: int = 40
+    shared_etcd: str | None = None
+    """Client URL of another cluster's etcd to keep this cluster's objects in (under its own key prefix) instead
+    of starting an etcd of its own: light clusters for rigs with many workers."""
 
 
 @dataclass
@@ -98,7 +101,8 @@ class LocalCluster:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._pki = pki.write_cluster_pki(self.directory / "pki", cluster=self.name)
         self._write_kubeconfigs()
-        self._start("etcd", self._etcd_argv())
+        if self.options.shared_etcd is None:
+            self._start("etcd", self._etcd_argv())
         self._start("kube-apiserver", self._apiserver_argv())
 
     def wait_apiserver(self, timeout: float = 90) -> None:
@@ -161,7 +165,11 @@ class LocalCluster:
         policy.write_text(AUDIT_POLICY)
         return [
             self._bin("kube-apiserver"),
-            f"--etcd-servers=http://127.0.0.1:{self.ports.etcd_client}",
+            *(
+                [f"--etcd-servers={self.options.shared_etcd}", f"--etcd-prefix=/registry-{self.name}"]
+                if self.options.shared_etcd
+                else [f"--etcd-servers=http://127.0.0.1:{self.ports.etcd_client}"]
+            ),
             "--bind-address=127.0.0.1",
             f"--secure-port={self.ports.apiserver}",
             "--advertise-address=127.0.0.1",

@@ -52,6 +52,8 @@ class FederationSpec:
     """kfed-manager's --dispatch-timeout (None: its default)."""
     worker_lost_timeout: float | None = None
     """kfed-manager's --worker-lost-timeout (None: its default, Kueue's 15 min)."""
+    shared_etcd: bool = False
+    """Workers keep their objects in the manager cluster's etcd (a key prefix each): lighter rigs of many workers."""
     agent_args: tuple[str, ...] = ()
     """Extra command-line arguments of every kfed-agent (e.g. ``("--node-failure-delay", "5")``)."""
     manager_nodes: int = 0
@@ -73,20 +75,24 @@ class Federation:
         self.die_with_parent = die_with_parent
         self.controller_records: list[ProcessRecord] = []
         names = [MANAGER] + [worker_name(i) for i in range(1, spec.workers + 1)]
-        self.clusters: dict[str, LocalCluster] = {
-            name: LocalCluster(
+        self.clusters: dict[str, LocalCluster] = {}
+        for name in names:  # the manager first: with shared_etcd, its etcd is the workers' too
+            manager = self.clusters.get(MANAGER)
+            shared = (
+                f"http://127.0.0.1:{manager.ports.etcd_client}" if spec.shared_etcd and manager is not None else None
+            )
+            self.clusters[name] = LocalCluster(
                 options=ClusterOptions(
                     name=name,
                     run_pods=name != MANAGER or spec.manager_nodes > 0,
                     job_seconds=spec.job_seconds,
                     node_monitor_grace_seconds=spec.node_monitor_grace_seconds,
+                    shared_etcd=shared,
                 ),
                 directory=self.directory / "clusters" / name,
                 bin_dir=bin_dir,
                 die_with_parent=die_with_parent,
             )
-            for name in names
-        }
 
     @property
     def workers(self) -> list[str]:
