@@ -4,12 +4,13 @@ and the manager's admission policy that keeps queued Jobs suspended and managed 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from e2e.rig.federation import MANAGER, Federation
-from e2e.rig.nodes import BLOCK_LABEL, HOSTNAME_LABEL, RACK_LABEL
-from e2e.toolchain import pins
+from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
+from e2e.rig.nodes import BLOCK_LABEL, HOSTNAME_LABEL, RACK_LABEL, NodeShape
+from e2e.toolchain import ensure_built, pins
 
 pytestmark = pytest.mark.integration
 
@@ -57,3 +58,20 @@ def test_manager_policy_suspends_only_queued_jobs(rig: Federation) -> None:
     assert "managedBy" not in jobs["unqueued"]
     assert jobs["unqueued"]["suspend"] is False
     rig.kubectl(MANAGER, "delete", "job", "unqueued", "queued", "--wait=false")
+
+
+def test_light_workers_share_the_managers_etcd_and_still_see_only_their_own_objects(tmp_path: Path) -> None:
+    spec = FederationSpec(workers=3, shared_etcd=True, default_shape=NodeShape(count=1))
+    with running(tmp_path, ensure_built(), spec) as fed:
+        etcds = [r.name for c in fed.clusters.values() for r in c.records if r.name.endswith("/etcd")]
+        assert etcds == ["manager/etcd"]
+        fed.kubectl("worker-1", "create", "configmap", "only-on-worker-1", "-n", "default")
+        assert (
+            fed.kubectl("worker-1", "get", "configmap", "only-on-worker-1", "-n", "default", check=False).returncode
+            == 0
+        )
+        for other in ("manager", "worker-2", "worker-3"):
+            found = fed.kubectl(other, "get", "configmap", "only-on-worker-1", "-n", "default", check=False)
+            assert found.returncode != 0, f"{other} sees worker-1's object"
+        fed.kubectl("worker-3", "create", "job", "light", "--image=busybox", "--", "true")
+        fed.kubectl("worker-3", "wait", "--for=condition=Complete", "job/light", "--timeout=60s")
