@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -244,6 +245,17 @@ def _profile(fed: Federation, system: str) -> list[subprocess.Popen[bytes]]:
     ]
 
 
+def _keep_logs(fed: Federation, label: str) -> None:
+    """``KFED_BENCH_KEEP_LOGS=1``: the controllers' logs (kfed's, stock Kueue's) go to the output dir."""
+    if not os.environ.get("KFED_BENCH_KEEP_LOGS"):
+        return
+    out = Path(os.environ.get("KFED_BENCH_OUT", str(REPO_ROOT / ".bench" / "compare"))) / f"logs-{label}"
+    out.mkdir(parents=True, exist_ok=True)
+    for log in [*fed.directory.glob("logs/*.log"), *fed.directory.glob("kueue/*/kueue.log")]:
+        target = out / (f"{log.parent.name}-{log.name}" if log.parent.parent.name == "kueue" else log.name)
+        shutil.copyfile(log, target)
+
+
 def _cpu(fed: Federation, system: System) -> dict[str, float]:
     """CPU-seconds so far of every process of the rig and of the system under test."""
     records = [r for c in fed.clusters.values() for r in c.records] + fed.controller_records + system.extra_records()
@@ -303,6 +315,7 @@ def run_system(system: System, jobs: int, bins: Path) -> Result:
             cpu = {name: seconds - cpu_before.get(name, 0.0) for name, seconds in _cpu(fed, system).items()}
         finally:
             system.teardown(fed)
+            _keep_logs(fed, f"{system.name}-{jobs}")
         return _collect(system, fed, jobs=jobs, created=created, milestones=milestones, cpu=cpu)
 
 

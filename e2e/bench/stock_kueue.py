@@ -1,14 +1,197 @@
-"""Stock Kueue MultiKueue on the rig, for the compare bench (not built yet: no systems offered)."""
+"""Stock Kueue MultiKueue on the rig, for the compare bench: the system kfed is measured against.
+
+Kueue v0.19.1 (built from its Go module by ``e2e.toolchain.kueue``) runs as one local process per cluster, as
+``KUEUE-REFERENCE.md`` describes: leader election off, internal cert management off, no webhook configurations
+registered (so the manager's Jobs carry ``suspend: true`` and ``managedBy`` themselves), only ``batch/job``,
+``VisibilityOnDemand`` off. Its CRDs replace kfed's on every cluster. The manager's Kueue gets the same
+AdmissionCheck, MultiKueueConfig, MultiKueueClusters and kubeconfig Secrets as kfed (in ``kueue-system``), and the
+same queues, so the Jobs and the quota are the same.
+
+Two variants: ``kueue`` with its shipped client settings, ``kueue-qps`` with kfed's QPS/burst on its own
+cluster's client (``clientConnection``). v0.19.1 has no setting for the manager's clients to the workers (client-go's
+5 QPS / burst 10), so that limit stays in both.
+
+Without internal cert management Kueue reads its metrics certificate from the fixed path /etc/kueue/metrics/certs;
+a throwaway self-signed pair is written there when missing (this needs write access to /etc).
+"""
 
 from __future__ import annotations
 
+import json
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from e2e.queues import apply_sample_queues
+from e2e.rig.cluster import RigError
+from e2e.rig.controllers import multikueue_objects
+from e2e.rig.pki import CertificateAuthority
+from e2e.rig.ports import free_port
+from e2e.rig.processes import ProcessRecord, start_process, stop_records
 
 if TYPE_CHECKING:
     from e2e.bench.compare_bench import System
     from e2e.rig.federation import Federation
 
+NAMESPACE = "kueue-system"
+METRICS_CERTS = Path("/etc/kueue/metrics/certs")
+KFED_QPS, KFED_BURST = 300.0, 500
+
+
+def _pair(directory: Path, name: str) -> None:
+    ca = CertificateAuthority(f"kfed-bench-{name}")
+    pair = ca.issue(name, server_names=("127.0.0.1", "localhost"))
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "tls.crt").write_bytes(pair.cert_pem)
+    (directory / "tls.key").write_bytes(pair.key_pem)
+
+
+def configuration(*, webhook_port: int, health_port: int, cert_dir: Path, qps: bool) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "namespace": NAMESPACE,
+        "manageJobsWithoutQueueName": False,
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "metrics": {"bindAddress": "0"},
+        "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(cert_dir)},
+        "integrations": {"frameworks": ["batch/job"]},
+        "featureGates": {"VisibilityOnDemand": False},
+    }
+    if qps:
+        config["clientConnection"] = {"qps": KFED_QPS, "burst": KFED_BURST}
+    return config
+
+
+class StockKueue:
+    def __init__(self, *, qps: bool) -> None:
+        self.qps = qps
+        self.records: list[ProcessRecord] = []
+
+    def setup(self, fed: Federation) -> None:
+        from e2e.toolchain.kueue import ensure_kueue
+
+        binary, crds = ensure_kueue()
+        # kfed's Job admission policy is kfed's, not Kueue's: the Jobs below carry managedBy and suspend themselves.
+        fed.kubectl(
+            "manager", "delete", "mutatingadmissionpolicybinding", "kfed-queued-jobs-managed-by-multikueue", check=False
+        )
+        if not (METRICS_CERTS / "tls.crt").exists():
+            _pair(METRICS_CERTS, "kueue-metrics")
+        for cluster in fed.clusters:
+            fed.kubectl(cluster, "apply", "--server-side", "--force-conflicts", "-f", str(crds))
+            fed.kubectl(cluster, "create", "namespace", NAMESPACE, check=False)
+        for cluster in fed.clusters:
+            fed.kubectl(cluster, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        kubeconfigs = {w: fed.kubeconfig(w).read_text() for w in fed.workers}
+        objects = [o for o in multikueue_objects(fed.workers, kubeconfigs) if o["kind"] != "Namespace"]
+        for obj in objects:
+            if obj["kind"] == "Secret":
+                obj["metadata"]["namespace"] = NAMESPACE
+        fed.kubectl(
+            "manager", "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+        )
+        apply_sample_queues(fed)
+        launched = []
+        for cluster in fed.clusters:
+            directory = fed.directory / "kueue" / cluster
+            cert_dir = directory / "webhook-certs"
+            _pair(cert_dir, f"kueue-{cluster}")
+            health = free_port()
+            config = configuration(webhook_port=free_port(), health_port=health, cert_dir=cert_dir, qps=self.qps)
+            (directory / "config.yaml").write_text(yaml.safe_dump(config))
+            proc, record = start_process(
+                f"kueue-{cluster}",
+                [
+                    str(binary),
+                    f"--config={directory / 'config.yaml'}",
+                    f"--kubeconfig={fed.kubeconfig(cluster)}",
+                    "--zap-log-level=info",
+                ],
+                log_path=directory / "kueue.log",
+                die_with_parent=fed.die_with_parent,
+            )
+            self.records.append(record)
+            launched.append((cluster, health, proc, directory / "kueue.log"))
+        for cluster, port, proc, log in launched:
+            _wait_ready(f"kueue on {cluster}", port, proc, log)
+        _wait_active(fed)
+
+    def teardown(self, fed: Federation) -> None:
+        stop_records(self.records)
+        self.records = []
+
+
+def _wait_ready(name: str, port: int, proc: Any, log: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RigError(f"{name} exited with {proc.returncode}; see {log}:\n" + _tail(log))
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.5)
+    raise RigError(f"{name} not ready after {timeout:.0f}s; see {log}:\n" + _tail(log))
+
+
+def _wait_active(fed: Federation, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    out = ""
+    while time.monotonic() < deadline:
+        out = fed.kubectl(
+            "manager",
+            "get",
+            "admissionchecks.kueue.x-k8s.io,multikueueclusters.kueue.x-k8s.io",
+            "-o",
+            'jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Active")].status} {end}',
+        ).stdout
+        states = dict(item.split("=", 1) for item in out.split())
+        if states and all(v == "True" for v in states.values()):
+            return
+        time.sleep(1)
+    raise RigError(f"stock Kueue's MultiKueue objects not Active after {timeout:.0f}s: {out}")
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def suspended(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Without Kueue's webhook, the Jobs say themselves what it would have set."""
+    out: list[dict[str, Any]] = json.loads(json.dumps(manifests))
+    for manifest in out:
+        manifest["spec"]["suspend"] = True
+        manifest["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    return out
+
 
 def systems(submit: Callable[[Federation, list[dict[str, Any]]], None]) -> dict[str, System]:
-    return {}
+    from e2e.bench.compare_bench import System
+    from e2e.rig.federation import MANAGER
+
+    found: dict[str, System] = {}
+    for name, qps in (("kueue", False), ("kueue-qps", True)):
+        stock = StockKueue(qps=qps)
+        found[name] = System(
+            name,
+            False,
+            stock.setup,
+            lambda fed, manifests: submit(fed, suspended(manifests)),
+            lambda fed: [MANAGER],
+            teardown=stock.teardown,
+            extra_records=lambda stock=stock: list(stock.records),  # type: ignore[misc]
+        )
+    return found
