@@ -182,7 +182,10 @@ def submit_direct(fed: Federation, manifests: list[dict[str, Any]]) -> None:
 
 
 def submit_manager(fed: Federation, manifests: list[dict[str, Any]]) -> None:
-    _wait_created([_create(fed, MANAGER, manifests)])
+    """As many kubectl processes at once as ``submit_direct`` uses (one per worker), each with its share: one
+    kubectl creates one Job after the other, so the number of clients alone would otherwise set the pace."""
+    streams = len(fed.workers)
+    _wait_created([_create(fed, MANAGER, manifests[i::streams]) for i in range(streams)])
 
 
 def systems() -> dict[str, System]:
