@@ -173,7 +173,7 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
         job = job_manifest(f"j-{i}", namespace=NAMESPACE, cpu="1", memory="1Gi", queue=f"lq-{i % queues}")
         job["metadata"].update(uid=f"uid-{i}", creationTimestamp=created)
         wl = workload_for_job(job, priority=Priority(None, 0))
-        wl["metadata"].update(uid=f"wl-{i}", resourceVersion="1", creationTimestamp=created)
+        wl["metadata"].update(uid=f"wl-{i}", resourceVersion="1", generation=1, creationTimestamp=created)
         workloads.append(wl)
     connections = {
         name: SimpleNamespace(report=_report(name, nodes=nodes, queues=queues, now=now), connected=True)

@@ -101,6 +101,7 @@ def build_quota_state(
     workloads: Iterable[Mapping[str, Any]],
     now_seconds: float | None = None,
     parse_pending: Callable[[Obj, str], core.Workload] | None = None,
+    parse_reserved: Callable[[Obj, str], core.AdmittedWorkload | None] | None = None,
 ) -> QuotaState:
     """``now_seconds`` (epoch) keeps workloads whose ``status.requeueState.requeueAt`` is ahead out of the queues."""
     usable = [info.spec for info in queues.values() if info.spec is not None]
@@ -116,7 +117,14 @@ def build_quota_state(
     state = QuotaState(snapshot, queues, by_key)
     parse = parse_pending or (lambda raw, queue: core_workload(raw, cluster_queue=queue))
     for raw in workloads:
-        _classify(state, dict(raw), namespace_labels, now_seconds, parse)
+        _classify(
+            state,
+            dict(raw),
+            namespace_labels,
+            now_seconds,
+            parse=parse,
+            parse_reserved=parse_reserved or reserved_workload,
+        )
     for pending in state.pending.values():
         pending.sort(key=lambda item: (-item[0].priority, item[0].ordering_time, item[0].key))
     return state
@@ -133,13 +141,15 @@ def _classify(
     raw: Obj,
     namespace_labels: Mapping[str, Mapping[str, str]],
     now_seconds: float | None,
+    *,
     parse: Callable[[Obj, str], core.Workload],
+    parse_reserved: Callable[[Obj, str], core.AdmittedWorkload | None],
 ) -> None:
     kind = workload_state(raw)
     if kind == FINISHED_STATE:
         return
     if kind == RESERVED:
-        _charge(state, raw)
+        _charge(state, raw, parse_reserved)
         return
     if kind != PENDING:
         return
@@ -183,29 +193,35 @@ def _classify(
     state.pending.setdefault(queue.name, []).append((workload, raw))
 
 
-def _charge(state: QuotaState, raw: Obj) -> None:
-    queue_name = reserved_cluster_queue(raw)
-    if queue_name is None or queue_name not in state.snapshot.cluster_queues:
-        return  # its ClusterQueue is gone: nothing left to charge
+def reserved_workload(raw: Obj, queue_name: str) -> core.AdmittedWorkload | None:
+    """The snapshot's view of a quota-holding workload (None when its usage cannot be read)."""
     try:
         usage = reserved_usage(raw)
     except (ValueError, TypeError):
-        return
-    key = workload_key(raw)
-    if state.snapshot.admitted(key) is not None:
-        return
+        return None
     # Priority and age matter to preemption; an eviction in progress makes it the first candidate (no second
     # victim is chosen while the first one is still giving its quota back).
     spec = raw.get("spec") or {}
     workload = core.Workload(
-        key=key,
+        key=workload_key(raw),
         cluster_queue=queue_name,
         pod_sets=(),
         priority=int(spec.get("priority") or 0),
         creation_time=epoch_seconds((raw.get("metadata") or {}).get("creationTimestamp")) or 0.0,
     )
-    evicted = is_true(raw, EVICTED)
-    state.snapshot.add_workload(core.AdmittedWorkload(workload, usage, reserved_at(raw), evicted=evicted))
+    return core.AdmittedWorkload(workload, usage, reserved_at(raw), evicted=is_true(raw, EVICTED))
+
+
+def _charge(
+    state: QuotaState, raw: Obj, parse: Callable[[Obj, str], core.AdmittedWorkload | None] = reserved_workload
+) -> None:
+    queue_name = reserved_cluster_queue(raw)
+    if queue_name is None or queue_name not in state.snapshot.cluster_queues:
+        return  # its ClusterQueue is gone: nothing left to charge
+    admitted = parse(raw, queue_name)
+    if admitted is None or state.snapshot.admitted(admitted.workload.key) is not None:
+        return
+    state.snapshot.add_workload(admitted)
     state.reserving.setdefault(queue_name, []).append(raw)
 
 
@@ -233,6 +249,9 @@ class QuotaStateBuilder:
         """A pending workload's core view by (uid, generation, ClusterQueue): its spec only changes with its
         generation, and parsing every pending workload's pod sets on every pass was most of a pass's cost."""
         self._pending_seen: dict[tuple[str, object, str], core.Workload] = {}
+        self._reserved: dict[tuple[str, str, str], core.AdmittedWorkload | None] = {}
+        """A quota-holding workload's snapshot entry by (uid, resourceVersion, ClusterQueue)."""
+        self._reserved_seen: dict[tuple[str, str, str], core.AdmittedWorkload | None] = {}
         self._reported: set[tuple[str, str, str]] = set()
         self.ignored: list[IgnoredObject] = []
 
@@ -270,6 +289,7 @@ class QuotaStateBuilder:
     ) -> QuotaState:
         self.ignored = []
         self._pending_seen = {}
+        self._reserved_seen = {}
         queue_infos = [self._parse("ClusterQueue", raw, queue_info) for raw in cluster_queues]
         cohort_specs = [self._parse("Cohort", raw, cohort_spec) for raw in cohorts]
         state = build_quota_state(
@@ -283,9 +303,20 @@ class QuotaStateBuilder:
             workloads=workloads,
             now_seconds=now_seconds,
             parse_pending=self._parse_pending,
+            parse_reserved=self._parse_reserved,
         )
         self._pending = self._pending_seen  # forget workloads no longer pending
+        self._reserved = self._reserved_seen
         return state
+
+    def _parse_reserved(self, raw: Obj, queue: str) -> core.AdmittedWorkload | None:
+        meta = raw.get("metadata") or {}
+        if not meta.get("uid") or not meta.get("resourceVersion"):
+            return reserved_workload(raw, queue)
+        key = (str(meta["uid"]), str(meta["resourceVersion"]), queue)
+        found = self._reserved[key] if key in self._reserved else reserved_workload(raw, queue)
+        self._reserved_seen[key] = found
+        return found
 
     def _parse_pending(self, raw: Obj, queue: str) -> core.Workload:
         meta = raw.get("metadata") or {}

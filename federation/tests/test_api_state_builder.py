@@ -46,3 +46,32 @@ def test_a_pending_workload_is_parsed_again_only_when_its_spec_changes() -> None
     again = builder.build(**{**inputs, "workloads": [changed]}).pending["cq"][0][0]
     assert again is not first
     assert again.priority == 7
+
+
+def test_a_quota_holding_workload_is_read_again_only_when_it_changes() -> None:
+    builder = QuotaStateBuilder()
+    inputs = _inputs("5")
+    raw = inputs["workloads"][0]
+    raw["metadata"].update(uid="u-2", generation=1, resourceVersion="10")
+    raw["status"] = {
+        "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": ""}],
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}],
+        },
+    }
+    first = builder.build(**inputs).snapshot.admitted(raw["metadata"]["namespace"] + "/w")
+    assert first is not None
+    again = builder.build(**inputs).snapshot.admitted(raw["metadata"]["namespace"] + "/w")
+    assert again is first, "an unchanged workload is not read again"
+    evicted = {
+        **raw,
+        "metadata": {**raw["metadata"], "resourceVersion": "11"},
+        "status": {
+            **raw["status"],
+            "conditions": [*raw["status"]["conditions"], {"type": "Evicted", "status": "True", "reason": "x"}],
+        },
+    }
+    changed = builder.build(**{**inputs, "workloads": [evicted]}).snapshot.admitted(raw["metadata"]["namespace"] + "/w")
+    assert changed is not None
+    assert changed.evicted
