@@ -92,11 +92,11 @@ class Reconciler:
                 try:
                     await self.admission_pass()
                     await self.job_pass()
-                    if self.tas is not None:
-                        await self.tas.ungate_pass(self.world.all_workloads())
+                    if self.tas is not None:  # repair first: no pod is pinned by an assignment being repaired
                         await self.tas.repair_pass(
                             self.world.all_workloads(), remember=self.world.workload_writes.remember
                         )
+                        await self.tas.ungate_pass(self.world.all_workloads())
                 except Exception:  # a bug in one pass must not stop the agent; the next change retries
                     self._log.exception("agent.pass_failed")
             self.passes += 1

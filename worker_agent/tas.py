@@ -34,7 +34,7 @@ from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
 from federation.obs.metrics import Metrics
 from federation.topology import summarize
-from federation.topology.model import NODE_FAILURES_REASON
+from federation.topology.model import HOSTNAME_LABEL, NODE_FAILURES_REASON
 from federation.topology.report import summary_entry
 from worker_agent.decisions.tas_admission import TasPlacer, TasPodSet, admitted_tas_pod_sets, assumed_usage
 from worker_agent.decisions.tas_failures import (
@@ -89,6 +89,13 @@ def _booking_key(pod: Mapping[str, Any]) -> str | None:
         return None
     podset = (meta.get("labels") or {}).get(PODSET_LABEL) or "main"
     return f"{meta.get('namespace', '')}/{workload}/{podset}"
+
+
+def _placed_on(pod: Mapping[str, Any]) -> str | None:
+    """The node a pod is bound to, or pinned to by its hostname nodeSelector (ungated, not bound yet)."""
+    spec = pod.get("spec") or {}
+    node = spec.get("nodeName") or (spec.get("nodeSelector") or {}).get(HOSTNAME_LABEL)
+    return str(node) if node else None
 
 
 def _live(pod: Mapping[str, Any]) -> bool:
@@ -327,7 +334,7 @@ class Tas:
                 pod
                 for pod_set in pod_sets
                 for pod in pods.get(pod_set.key, [])
-                if _live(pod) and (pod.get("spec") or {}).get("nodeName") in still_failed
+                if _live(pod) and _placed_on(pod) in still_failed
             ]
             repair = plan_repair(
                 workload, repairs, recovered=recovered, pods_on_failed=[pod_key(p) for p in doomed], now=now
