@@ -22,6 +22,7 @@ from federation.version import package_version
 from manager.config import ManagerConfig
 from manager.decisions.dispatch import DispatchPolicy
 from manager.decisions.pods_ready import BACKOFF_BASE_SECONDS, BACKOFF_MAX_SECONDS, WaitForPodsReady
+from manager.decisions.retention import RetentionPolicy
 from manager.runtime import ManagerRuntime
 
 log = structlog.get_logger("kfed-manager")
@@ -80,6 +81,21 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     ready.add_argument("--requeuing-backoff-base-seconds", type=float, default=BACKOFF_BASE_SECONDS)
     ready.add_argument("--requeuing-backoff-max-seconds", type=float, default=BACKOFF_MAX_SECONDS)
+    retention = parser.add_argument_group(
+        "objectRetentionPolicies.workloads", "Kueue's Workload retention (off by default)"
+    )
+    retention.add_argument(
+        "--workload-retention-after-finished",
+        type=float,
+        default=None,
+        help="delete a finished Workload this many seconds after it finished (its Job stays)",
+    )
+    retention.add_argument(
+        "--workload-retention-after-deactivated-by-kueue",
+        type=float,
+        default=None,
+        help="delete the Job of a Workload kfed deactivated this many seconds after the deactivation",
+    )
     parser.add_argument("--qps", type=float, default=ManagerConfig.client_qps, help="client rate limit per cluster")
     parser.add_argument("--burst", type=int, default=ManagerConfig.client_burst)
     parser.add_argument(
@@ -102,6 +118,10 @@ async def run(args: argparse.Namespace) -> None:
         client_qps=args.qps,
         client_burst=args.burst,
         kubeconfig_dir=args.multikueue_kubeconfig_dir,
+        retention=RetentionPolicy(
+            after_finished=args.workload_retention_after_finished,
+            after_deactivated_by_kueue=args.workload_retention_after_deactivated_by_kueue,
+        ),
         wait_for_pods_ready=(
             WaitForPodsReady(
                 timeout=args.wait_for_pods_ready_timeout,

@@ -10,6 +10,7 @@ from federation.kube.kubeconfig import DEFAULT_KUBECONFIG_DIR
 from federation.protocol import DEFAULT_ORIGIN
 from manager.decisions.dispatch import DEFAULT_LARGE_SHARE, DispatchPolicy
 from manager.decisions.pods_ready import WaitForPodsReady
+from manager.decisions.retention import RetentionPolicy
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,8 @@ class ManagerConfig:
     """How to choose among workers that fit equally well (``manager.decisions.dispatch``)."""
     dispatch_large_share: float = DEFAULT_LARGE_SHARE
     """For ``Balanced``: a workload taking at least this share of a worker's quota is placed by best fit."""
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    """Kueue's objectRetentionPolicies.workloads (off by default)."""
     wait_for_pods_ready: WaitForPodsReady | None = None
     """Kueue's waitForPodsReady (None: off, Kueue's default)."""
     reconnect_initial: float = 5.0

@@ -44,6 +44,7 @@ from manager.job_controller import JobController
 from manager.local_queues_config import KEY as LOCAL_QUEUES_KEY
 from manager.local_queues_config import LocalQueuesConfig
 from manager.remote_sync import RemoteSync, owner_job_name
+from manager.retention import RetentionSweeper
 from manager.scheduler import GlobalScheduler
 from manager.workers import HEALTH_CHANGED, WorkerPool
 
@@ -112,6 +113,9 @@ class ManagerRuntime:
             ledger=self.ledger,
             events=self.events,
             metrics=metrics,
+        )
+        self.retention = RetentionSweeper(
+            api=api, policy=config.retention, workloads=self.workloads, jobs=self.jobs, events=self.events
         )
         self.scheduler = GlobalScheduler(runtime=self)
         self.admission_check_status = AdmissionCheckStatus(self)
@@ -240,6 +244,7 @@ class ManagerRuntime:
             self.local_queues_queue.add(LOCAL_QUEUES_KEY)
             tg.start_soon(partial(self.local_queues_queue.run, self.local_queues_config.reconcile, workers=1))
             tg.start_soon(self._collect_garbage_periodically)
+            tg.start_soon(self.retention.run)
 
     async def _collect_garbage_periodically(self) -> None:
         while True:
