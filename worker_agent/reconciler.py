@@ -42,11 +42,14 @@ def _name(obj: Obj) -> tuple[str, str]:
 
 
 def _copy_of_manager(obj: Obj) -> bool:
-    """A copy a MultiKueue manager created here (it carries the origin label). Its Normal Events (QuotaReserved,
+    """A copy a MultiKueue manager created here (it carries the origin label). Its routine Events (QuotaReserved,
     Admitted, Started, Finished) are not recorded: nobody reads them on a worker — users look at the manager's
     objects, where the manager records the same steps — and they were a third of the agent's writes per Job.
-    Warnings are always recorded."""
+    What says why a copy waits (Pending) and every Warning are still recorded."""
     return MULTIKUEUE_ORIGIN_LABEL in ((obj.get("metadata") or {}).get("labels") or {})
+
+
+_ROUTINE_ADMISSION_EVENTS = frozenset({"QuotaReserved", "Admitted"})
 
 
 def _versioned(obj: Obj, body: Obj) -> Obj:
@@ -144,7 +147,7 @@ class Reconciler:
             self.metrics.admission_attempts.labels(result="inadmissible").inc()
             bound.info("workload.pending", message=update.message)
         for event in update.events:
-            if event.event_type != "Normal" or not _copy_of_manager(written):
+            if event.reason not in _ROUTINE_ADMISSION_EVENTS or not _copy_of_manager(written):
                 self.events.emit(
                     written, reason=event.reason, note=event.message, action="Admission", event_type=event.event_type
                 )
