@@ -19,12 +19,18 @@ def rig() -> Iterator[Federation]:
     bins = ensure_built()
     with tempfile.TemporaryDirectory(prefix="kfed-rig-") as tmp, running(Path(tmp), bins, FederationSpec()) as fed:
         yield fed
+        refused = fed.forbidden_in_logs()
+        assert not refused, "kfed was refused by the charts' RBAC:\n" + "\n".join(refused[:20])
 
 
 @pytest.fixture(scope="session")
 def federation() -> Iterator[Federation]:
     """A federation with kfed running: kfed-manager, kfed-agents on worker-1 (32 cpu) and worker-2 (64 cpu), the
-    MultiKueue objects, and sample queues (manager ClusterQueue of 96 cpu, each worker's sized to it)."""
+    MultiKueue objects, and sample queues (manager ClusterQueue of 96 cpu, each worker's sized to it).
+
+    kfed runs from the charts (e2e/rig/from_charts.py): helm-installed, each process with only its chart's
+    ServiceAccount token, the workers joined with `kubectl kfed add-worker`. Any call the charts' RBAC refused, in
+    any kfed log, fails the run at the end."""
     import json
 
     from e2e.queues import queue_objects
@@ -40,11 +46,15 @@ def federation() -> Iterator[Federation]:
         worker_lost_timeout=WORKER_LOST_TIMEOUT,
         manager_args=MANAGER_ARGS,
         manager_nodes=1,
+        from_charts=True,
     )
-    with tempfile.TemporaryDirectory(prefix="kfed-fed-") as tmp, running(Path(tmp), bins, spec) as fed:
-        for cluster, cpu in (("manager", "96"), ("worker-1", "32"), ("worker-2", "64")):
-            items = queue_objects(namespace="default", cpu=cpu, memory="512Gi", manager=cluster == "manager")
-            fed.kubectl(
-                cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
-            )
-        yield fed
+    with tempfile.TemporaryDirectory(prefix="kfed-fed-") as tmp:
+        with running(Path(tmp), bins, spec) as fed:
+            for cluster, cpu in (("manager", "96"), ("worker-1", "32"), ("worker-2", "64")):
+                items = queue_objects(namespace="default", cpu=cpu, memory="512Gi", manager=cluster == "manager")
+                fed.kubectl(
+                    cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+                )
+            yield fed
+        refused = fed.forbidden_in_logs()  # after the processes stopped: their last words count too
+        assert not refused, "kfed was refused by the charts' RBAC:\n" + "\n".join(refused[:20])

@@ -1,6 +1,6 @@
 """`python -m e2e.rig up|down|status`: a local federation from a shell.
 
-python -m e2e.rig up --workers 2 --dir /tmp/kfed-rig [--nodes-per-worker 8] [--no-controllers]
+python -m e2e.rig up --workers 2 --dir /tmp/kfed-rig [--nodes-per-worker 8] [--no-controllers] [--from-charts]
 python -m e2e.rig down --dir /tmp/kfed-rig
 """
 
@@ -28,6 +28,12 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--nodes-per-worker", type=int, default=NodeShape.count)
     up.add_argument("--job-seconds", type=float, default=5.0, help="how long Job pods run before Succeeded")
     up.add_argument("--no-controllers", action="store_true", help="do not start kfed-manager and kfed-agents")
+    up.add_argument(
+        "--from-charts",
+        action="store_true",
+        help="install kfed with its Helm charts and run each controller as its Deployment says, with only its "
+        "ServiceAccount's token; join the workers with `kubectl kfed add-worker`",
+    )
     up.add_argument(
         "--sample-queues",
         action="store_true",
@@ -63,6 +69,7 @@ def main(argv: list[str]) -> int:
             default_shape=NodeShape(count=args.nodes_per_worker),
             job_seconds=args.job_seconds,
             controllers=not args.no_controllers,
+            from_charts=args.from_charts,
         )
         fed = Federation(args.dir, bins, spec, die_with_parent=False)
         seconds = fed.up()

@@ -14,12 +14,13 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from e2e.rig.cluster import RigError
 from e2e.rig.ports import free_port
-from e2e.rig.processes import start_process
+from e2e.rig.processes import ProcessRecord, start_process
 
 if TYPE_CHECKING:
     from e2e.rig.federation import Federation
@@ -158,6 +159,66 @@ def start_controllers(fed: Federation) -> None:
     for name, port, proc in launched:
         _wait_ready(name, port, proc, log=logs / f"{name}.log")
     _wait_connected(fed, logs / "kfed-manager.log")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How a kfed process of the rig was started, to start it again or a second replica of it."""
+
+    argv: list[str]
+    env: dict[str, str]
+    log: Path
+    health_port: int
+
+
+def start_controllers_from_charts(fed: Federation) -> None:
+    """kfed as the charts installed it (see e2e/rig/from_charts.py): the MultiKueueConfig and AdmissionCheck an
+    operator writes, each worker joined with `kubectl kfed add-worker`, then every release's Deployment run as a
+    local process with its ServiceAccount's token; returns once all are ready and every worker is connected."""
+    from e2e.rig import from_charts
+
+    for worker in fed.workers:  # the MultiKueueConfig is made by the first add-worker
+        from_charts.add_worker(fed, worker, multikueue_config=MULTIKUEUE_CONFIG)
+    objects = [o for o in multikueue_objects([], {}) if o["kind"] == "AdmissionCheck"]
+    fed.kubectl("manager", "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    logs = fed.directory / "logs"
+    (fed.directory / KUBECONFIG_DIR).mkdir(parents=True, exist_ok=True)
+    launched: list[tuple[str, int, Any]] = []
+    for release in fed.releases:
+        container = from_charts.rendered_container(fed, release)
+        kubeconfig = from_charts.token_kubeconfig(fed, release.cluster, container["serviceAccountName"])
+        argv, env = from_charts.process_argv(container, kubeconfig)
+        proc, record = start_process(
+            release.process,
+            argv,
+            log_path=logs / f"{release.process}.log",
+            die_with_parent=fed.die_with_parent,
+            env=env,
+        )
+        fed.controller_records.append(record)
+        fed.credentials[release.process] = kubeconfig
+        fed.launches[release.process] = Launch(argv, env, logs / f"{release.process}.log", release.health_port)
+        launched.append((release.process, release.health_port, proc))
+    for name, port, proc in launched:
+        _wait_ready(name, port, proc, log=logs / f"{name}.log")
+    _wait_connected(fed, logs / "kfed-manager.log")
+
+
+def start_manager_replica(fed: Federation, name: str, log: Path, *, port: int | None = None) -> ProcessRecord:
+    """Another kfed-manager replica from charts: the first one's command, args, env and token, its own ports (pods
+    have a network each, local processes share one); returns once it answers /readyz 200 (a standby does)."""
+    launch = fed.launches["kfed-manager"]
+    port = port or free_port()
+    argv = [*launch.argv, f"--health-port={port}", f"--metrics-port={free_port()}"]
+    proc, record = start_process(name, argv, log_path=log, die_with_parent=fed.die_with_parent, env=launch.env)
+    _wait_ready(name, port, proc, log=log)
+    return record
+
+
+def lease_holder(fed: Federation, lease: str = "kfed-manager") -> str:
+    """The Lease's holderIdentity (``host_pid`` for kfed), "" when none."""
+    result = fed.kubectl("manager", "-n", KFED_NAMESPACE, "get", "lease", lease, "-o", "json", check=False)
+    return str(json.loads(result.stdout)["spec"].get("holderIdentity") or "") if result.returncode == 0 else ""
 
 
 def _wait_connected(fed: Federation, log: Path, *, timeout: float = 60) -> None:

@@ -20,12 +20,17 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from e2e.rig.cluster import ClusterOptions, LocalCluster, RigError, stop_clusters
 from e2e.rig.nodes import NodeShape, node_manifests
 from e2e.rig.processes import ProcessRecord, launch_spec, paused, start_process, stop_records
+
+if TYPE_CHECKING:
+    from e2e.rig.controllers import Launch
+    from e2e.rig.from_charts import Release
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "charts" / "kfed-agent" / "crds"
@@ -60,6 +65,9 @@ class FederationSpec:
     """kwok nodes (and a scheduler) on the manager cluster, for Jobs that Kueue would run there (no MultiKueue)."""
     manager_args: tuple[str, ...] = ()
     """More kfed-manager flags (e.g. waitForPodsReady's)."""
+    from_charts: bool = False
+    """With ``controllers``: install both charts with helm and run kfed as their Deployments say, with only their
+    ServiceAccounts' tokens, the workers joined by `kubectl kfed add-worker` (see e2e/rig/from_charts.py)."""
 
     def shape(self, worker: str) -> NodeShape:
         return self.node_shapes.get(worker, self.default_shape)
@@ -74,6 +82,14 @@ class Federation:
         self.spec = spec
         self.die_with_parent = die_with_parent
         self.controller_records: list[ProcessRecord] = []
+        self.releases: list[Release] = []
+        """From charts: the Helm releases installed (one per cluster)."""
+        self.credentials: dict[str, Path] = {}
+        """Process name -> the kubeconfig it runs with, when not the admin one (from charts: its token)."""
+        self.launches: dict[str, Launch] = {}
+        """From charts: process name -> how it was started (command, args and env of the rendered Deployment)."""
+        self.expected_forbidden: set[str] = set()
+        """MultiKueueClusters a test makes refuse kfed on purpose: their 403s are not RBAC faults of the charts."""
         names = [MANAGER] + [worker_name(i) for i in range(1, spec.workers + 1)]
         self.clusters: dict[str, LocalCluster] = {}
         for name in names:  # the manager first: with shared_etcd, its etcd is the workers' too
@@ -99,7 +115,25 @@ class Federation:
         return [name for name in self.clusters if name != MANAGER]
 
     def kubeconfig(self, cluster: str) -> Path:
+        """The cluster's admin kubeconfig (system:masters): for tests and the operator, never for kfed from charts."""
         return self.directory / "kubeconfigs" / f"{cluster}.yaml"
+
+    def controller_kubeconfig(self, process: str) -> Path:
+        """The kubeconfig the kfed process ``process`` (``kfed-manager``, ``kfed-agent-worker-1``) runs with: its
+        ServiceAccount token from charts, else the admin one. A second replica started by a test uses this."""
+        if process in self.credentials:
+            return self.credentials[process]
+        return self.kubeconfig(MANAGER if process == "kfed-manager" else process.removeprefix("kfed-agent-"))
+
+    def forbidden_in_logs(self) -> list[str]:
+        """Every line of kfed's logs where the apiserver refused a call, except the clusters in
+        ``expected_forbidden``: with charts, a refusal is a missing RBAC rule."""
+        from e2e.rig.from_charts import forbidden_lines
+
+        found = []
+        for log in sorted((self.directory / "logs").glob("*.log")):
+            found += [f"{log.name}: {line}" for line in forbidden_lines(log, expected_clusters=self.expected_forbidden)]
+        return found
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
@@ -120,7 +154,11 @@ class Federation:
                 self._save_state()
                 shutil.copyfile(cluster.kubeconfig_path, _ensure_parent(self.kubeconfig(cluster.name)))
             self._install_crds()
-            self._install_job_policy()
+            if self.spec.controllers and self.spec.from_charts:
+                self._install_charts()  # the manager chart brings the Job admission policy
+            else:
+                self._install_job_policy()
+            self._wait_job_policy()
             for name in self.workers:
                 self.kubectl(name, "apply", "-f", "-", input=_yaml_stream(node_manifests(name, self.spec.shape(name))))
             if self.spec.manager_nodes:
@@ -141,10 +179,13 @@ class Federation:
         return time.monotonic() - started
 
     def start_controllers(self) -> None:
-        from e2e.rig.controllers import start_controllers
+        from e2e.rig.controllers import start_controllers, start_controllers_from_charts
 
         try:
-            start_controllers(self)
+            if self.spec.from_charts:
+                start_controllers_from_charts(self)
+            else:
+                start_controllers(self)
         finally:
             self._save_state()
 
@@ -218,9 +259,8 @@ class Federation:
         for name in self.clusters:
             self.kubectl(name, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
 
-    def _install_job_policy(self, timeout: float = 30) -> None:
-        """The manager's MutatingAdmissionPolicy and its (empty) params ConfigMap, as the chart installs them;
-        returns once a server-side dry run shows the policy in effect."""
+    def _install_job_policy(self) -> None:
+        """The manager's MutatingAdmissionPolicy and its (empty) params ConfigMap, as the chart installs them."""
         params: list[dict[str, object]] = [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kfed-system"}},
             {
@@ -231,6 +271,16 @@ class Federation:
         ]
         self.kubectl(MANAGER, "apply", "-f", "-", input=_yaml_stream(params))
         self.kubectl(MANAGER, "apply", "-f", str(JOB_POLICY))
+
+    def _install_charts(self) -> None:
+        from e2e.rig import from_charts
+
+        self.releases = from_charts.releases(self)
+        for release in self.releases:
+            from_charts.install(self, release)
+
+    def _wait_job_policy(self, timeout: float = 30) -> None:
+        """Returns once a server-side dry run shows the manager's MutatingAdmissionPolicy in effect."""
         probe = yaml.safe_dump(
             {
                 "apiVersion": "batch/v1",

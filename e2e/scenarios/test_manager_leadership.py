@@ -56,7 +56,7 @@ def test_a_standby_manager_replica_is_ready_while_another_leads(federation: Fede
         [
             controller_script("kfed-manager"),
             "--kubeconfig",
-            str(federation.kubeconfig(MANAGER)),
+            str(federation.controller_kubeconfig("kfed-manager")),
             "--namespace",
             KFED_NAMESPACE,
             "--health-port",
