@@ -16,6 +16,7 @@ BENCHMARKS = {
     "schedpass": "e2e.bench.schedpass_bench",
     "node-failures": "e2e.bench.node_failure_bench",
     "agent-tas": "e2e.bench.agent_tas_bench",
+    "handover": "e2e.bench.handover_bench",
 }
 
 

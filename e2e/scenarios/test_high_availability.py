@@ -1,0 +1,117 @@
+"""Two kfed-manager replicas, as the chart deploys them (issue 12, HA): the standby answers /readyz 200 while the
+other leads; when the leader is killed (SIGKILL: no chance to release its Lease) the standby takes over within the
+lease duration plus one retry period, and every Job submitted before, during and after the hand-over runs exactly
+once (one Job created on one worker, per the workers' audit logs) and completes.
+
+The second replica runs the rendered Deployment's command, args, env and token like the first; only its ports
+differ (pods have a network each, local processes share one). Afterwards the federation is as it was: a fresh
+`kfed-manager` (same command, same log) leads again and the standby is stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from e2e.rig.audit import created_names
+from e2e.rig.controllers import _wait_ready, lease_holder, start_manager_replica
+from e2e.rig.federation import Federation
+from e2e.rig.processes import ProcessRecord, start_process, stop_records
+from e2e.scenarios.helpers import submit, wait_complete
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+LEASE_DURATION = 15.0
+RETRY_PERIOD = 2.0
+"""kfed's leader election, Kueue's defaults (federation/kube/leader.py)."""
+
+
+def _events(log: Path, event: str) -> list[dict[str, object]]:
+    found = []
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("event") == event:
+            found.append(record)
+    return found
+
+
+def test_killing_the_leading_manager_hands_over_to_the_standby_without_duplicates(
+    federation: Federation, tmp_path: Path
+) -> None:
+    fed = federation
+    leader = next(r for r in fed.controller_records if r.name == "kfed-manager")
+    standby_log = tmp_path / "kfed-manager-standby.log"
+    standby = start_manager_replica(fed, "kfed-manager-standby", standby_log)  # ready (200) while the other leads
+    replacement: ProcessRecord | None = None
+    jobs = [f"ha-before-{i}" for i in range(3)]
+    try:
+        assert not _events(standby_log, "leader.started_leading"), "the standby took the Lease from a live leader"
+        for job in jobs:
+            submit(fed, job, cpu="1", seconds=6)
+        wait_for(
+            lambda: [j for j in jobs if created_names_on_workers(fed, j)],
+            until=lambda dispatched: len(dispatched) == len(jobs),
+            timeout=60,
+            what="the first Jobs to be dispatched by the leader",
+        )
+        killed = time.monotonic()
+        os.kill(leader.pid, signal.SIGKILL)
+        during = [f"ha-during-{i}" for i in range(2)]
+        for job in during:  # while no replica leads
+            submit(fed, job, cpu="1", seconds=1)
+        wait_for(
+            lambda: _events(standby_log, "leader.started_leading"),
+            until=bool,
+            timeout=LEASE_DURATION + 3 * RETRY_PERIOD,
+            interval=0.1,
+            what="the standby to take the Lease over",
+        )
+        handover = time.monotonic() - killed
+        print(f"kfed-manager hand-over after SIGKILL of the leader: {handover:.1f}s")
+        assert handover <= LEASE_DURATION + RETRY_PERIOD * 1.2 + 1, handover
+        after = ["ha-after"]
+        submit(fed, after[0], cpu="1", seconds=1)
+        jobs += during + after
+        for job in jobs:
+            wait_complete(fed, job)
+        for job in jobs:
+            assert len(created_names_on_workers(fed, job)) == 1, f"{job}: created on workers more than once"
+    finally:
+        # The federation as it was: a fresh kfed-manager (same command, log and port), then the standby hands over.
+        launch = fed.launches["kfed-manager"]
+        fed.controller_records.remove(leader)
+        if leader.alive():
+            stop_records([leader])
+        proc, replacement = start_process(
+            "kfed-manager", launch.argv, log_path=launch.log, die_with_parent=fed.die_with_parent, env=launch.env
+        )
+        fed.controller_records.append(replacement)
+        _wait_ready("kfed-manager", launch.health_port, proc, log=launch.log)
+        assert stop_records([standby]) == []
+    assert replacement is not None
+    identity = f"_{replacement.pid}"
+    wait_for(
+        lambda: lease_holder(fed),
+        until=lambda holder: holder.endswith(identity),
+        timeout=LEASE_DURATION + 3 * RETRY_PERIOD,
+        what="the restarted kfed-manager to lead again",
+    )
+
+
+def created_names_on_workers(fed: Federation, job: str) -> list[str]:
+    """Every successful create of the Job ``job`` on any worker by kfed-manager (its copies), per the audit logs."""
+    return [
+        f"{worker}:{name}"
+        for worker in fed.workers
+        for name in created_names(fed.clusters[worker].audit_log, resource="jobs", client="kfed-manager")
+        if name == f"default/{job}"
+    ]
