@@ -255,7 +255,9 @@ def ready(process: Process) -> bool:
 
 
 def forbidden_lines(process: Process) -> list[str]:
-    return [line for line in process.log().splitlines() if "forbidden" in line.lower() or " 403" in line]
+    from e2e.rig.from_charts import refused
+
+    return [line for line in process.log().splitlines() if refused(line)]
 
 
 def assert_no_forbidden(process: Process, name: str) -> None:

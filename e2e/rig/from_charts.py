@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -104,11 +105,33 @@ def rendered_container(fed: Federation, release: Release) -> dict[str, Any]:
         f"--kubeconfig={fed.kubeconfig(release.cluster)}",
         f"--namespace={NAMESPACE}",
     ).stdout
-    deployment = next(d for d in yaml.safe_load_all(manifest) if d and d["kind"] == "Deployment")
+    docs = [d for d in yaml.safe_load_all(manifest) if d]
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
     pod = deployment["spec"]["template"]["spec"]
     container: dict[str, Any] = pod["containers"][0]
     container["serviceAccountName"] = pod["serviceAccountName"]
+    container["args"] = _mount_config_maps(fed, release, pod, container, docs)
     return container
+
+
+def _mount_config_maps(
+    fed: Federation, release: Release, pod: dict[str, Any], container: dict[str, Any], docs: list[dict[str, Any]]
+) -> list[str]:
+    """The kubelet's part for ConfigMap volumes (the configuration file): their keys written as files under the
+    rig's directory, and the container's args pointing there instead of at the mount path."""
+    args = [str(a) for a in container.get("args") or []]
+    volumes = {v["name"]: v for v in pod.get("volumes") or ()}
+    for mount in container.get("volumeMounts") or ():
+        source = volumes.get(mount["name"], {}).get("configMap")
+        if not source:
+            continue
+        config_map = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == source["name"])
+        directory = fed.directory / "volumes" / release.process / mount["name"]
+        directory.mkdir(parents=True, exist_ok=True)
+        for key, text in (config_map.get("data") or {}).items():
+            (directory / key).write_text(text)
+        args = [a.replace(mount["mountPath"], str(directory)) for a in args]
+    return args
 
 
 def token_kubeconfig(fed: Federation, cluster: str, service_account: str) -> Path:
@@ -170,12 +193,21 @@ def add_worker(fed: Federation, worker: str, *, multikueue_config: str) -> None:
         raise RigError(f"kubectl kfed add-worker {worker} failed:\n{result.stdout}\n{result.stderr}")
 
 
+_STATUS_403 = re.compile(r'"(?:status|code)":\s*403\b')
+
+
+def refused(line: str) -> bool:
+    """A log line about a call the apiserver refused: "Forbidden" in the error, or a status/code field of 403 (not
+    merely "403" inside a port number or a timestamp)."""
+    return "forbidden" in line.lower() or bool(_STATUS_403.search(line))
+
+
 def forbidden_lines(log: Path, *, expected_clusters: set[str]) -> list[str]:
     """Lines of a kfed log where the apiserver refused a call (403 / Forbidden), except those about clusters a test
     made refuse on purpose (``expected_clusters``: MultiKueueCluster names)."""
     found = []
     for line in log.read_text(errors="replace").splitlines():
-        if "forbidden" not in line.lower() and " 403" not in line and '"status": 403' not in line:
+        if not refused(line):
             continue
         try:
             record = json.loads(line)

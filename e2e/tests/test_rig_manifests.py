@@ -27,3 +27,12 @@ def test_stages_parse_and_cover_nodes_and_pods() -> None:
     complete = next(d for d in docs if d["metadata"]["name"] == "kfed-pod-job-complete")
     assert complete["spec"]["delay"]["durationMilliseconds"] == 2500
     assert "phase: Succeeded" in complete["spec"]["next"]["statusTemplate"]
+
+
+def test_a_refused_call_is_told_from_a_port_or_a_timestamp() -> None:
+    from e2e.rig.from_charts import refused
+
+    assert refused('{"error": "403 Forbidden: workloads is forbidden: User ...", "event": "reconcile failed"}')
+    assert refused('{"status": 403, "event": "x"}')
+    assert not refused('{"health_port": 40333, "metrics_port": 40333, "event": "agent.listening"}')
+    assert not refused('{"ts": "2026-11-23T02:57:55.403147Z", "event": "x"}')
