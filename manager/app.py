@@ -14,6 +14,7 @@ import structlog
 
 from federation.kube import clients
 from federation.kube.leader import LeaderElectionConfig, LeaderElector
+from federation.obs.config_file import CONFIG_HELP, log_config_warnings, parse_with_config
 from federation.obs.health import HealthEndpoints
 from federation.obs.logging import configure_logging
 from federation.obs.metrics import Metrics
@@ -31,6 +32,7 @@ log = structlog.get_logger("kfed-manager")
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="kfed-manager", description="kfed manager: global queues and dispatch")
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument("--config", help=CONFIG_HELP)
     parser.add_argument("--kubeconfig", help="kubeconfig of the manager cluster (default: in-cluster config)")
     parser.add_argument("--namespace", default="kfed-system", help="namespace of kubeconfig Secrets and the Lease")
     parser.add_argument("--origin", default=ManagerConfig.origin, help="value of the multikueue-origin label")
@@ -103,7 +105,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=ManagerConfig.kubeconfig_dir,
         help="the only directory MultiKueueCluster kubeconfigs with locationType: Path are read from",
     )
-    return parser.parse_args(argv)
+    return parse_with_config(parser, argv, component="manager")
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -214,5 +216,6 @@ class LeadershipTerms:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     configure_logging(level=args.log_level, fmt=args.log_format, component="kfed-manager")
+    log_config_warnings(args)
     anyio.run(run, args)
     return 0

@@ -24,6 +24,7 @@ from federation.kube.api import KubeApi
 from federation.kube.clients import connect_in_cluster, connect_kubeconfig_file
 from federation.kube.kubeconfig import KubeconfigError
 from federation.kube.leader import LeaderElectionConfig, LeaderElector
+from federation.obs.config_file import CONFIG_HELP, log_config_warnings, parse_with_config
 from federation.obs.health import HealthEndpoints
 from federation.obs.logging import configure_logging
 from federation.obs.metrics import Metrics
@@ -42,6 +43,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         description="kfed worker agent: admits dispatched Workloads locally, runs their Jobs, reports capacity.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument("--config", help=CONFIG_HELP)
     parser.add_argument(
         "--kubeconfig", help="kubeconfig of this worker cluster (default: $KUBECONFIG, else in-cluster)"
     )
@@ -74,12 +76,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--qps", type=float, default=300.0, help="client-side rate limit to the apiserver")
     parser.add_argument("--burst", type=int, default=500)
-    return parser.parse_args(argv)
+    return parse_with_config(parser, sys.argv[1:] if argv is None else argv, component="agent")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging(level=args.log_level, fmt=args.log_format, component="kfed-agent")
+    log_config_warnings(args)
     try:
         return anyio.run(run, args)
     except KeyboardInterrupt:  # pragma: no cover - SIGINT before the handler is installed

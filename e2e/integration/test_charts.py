@@ -96,6 +96,37 @@ AGENT_ON = {
 }
 AGENT_OFF = {**COMMON_OFF, "agent.clusterQueueStatus": False, "managerAccess.enabled": False}
 
+KUEUE_CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+health:
+  healthProbeBindAddress: :8081
+metrics:
+  bindAddress: :8080
+webhook:
+  port: 9443
+leaderElection:
+  leaderElect: true
+  resourceName: c1f6bfd2.kueue.x-k8s.io
+clientConnection:
+  qps: 50
+  burst: 75
+multiKueue:
+  gcInterval: 5s
+  origin: kfed-test
+  workerLostTimeout: 2m
+"""
+"""Kueue's configuration file (managerConfig.controllerManagerConfigYaml) with the values the test expects: the
+settings come from the file, not from the values, which are left at their defaults."""
+CONFIG_EXPECTED = {
+    "manager.qps": 50,
+    "manager.burst": 75,
+    "manager.origin": "kfed-test",
+    "manager.workerLostTimeout": 120,
+    "manager.gcInterval": 5,
+    "agent.qps": 50,
+}
+CONFIG_PATH = "/etc/kfed/controller_manager_config.yaml"
+
 CASES = {
     "manager-default": (MANAGER_CHART, {}),
     "manager-all-on": (MANAGER_CHART, MANAGER_ON),
@@ -103,6 +134,8 @@ CASES = {
     "agent-default": (AGENT_CHART, {}),
     "agent-all-on": (AGENT_CHART, AGENT_ON),
     "agent-all-off": (AGENT_CHART, AGENT_OFF),
+    "manager-kueue-config": (MANAGER_CHART, {"managerConfig.controllerManagerConfigYaml": KUEUE_CONFIG}),
+    "agent-kueue-config": (AGENT_CHART, {"managerConfig.controllerManagerConfigYaml": KUEUE_CONFIG}),
 }
 
 
@@ -193,7 +226,25 @@ def test_rendered_rbac_is_exactly_the_rule_files(case: tuple[str, Path, dict[str
         assert edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
 
 
-def test_deployment_args_are_what_the_binary_accepts(case: tuple[str, Path, dict[str, Any], list[Obj]]) -> None:
+def _config_file_args(container: Obj, pod: Obj, objects: list[Obj], tmp_path: Path) -> list[str]:
+    """With managerConfig: the file is the mounted ConfigMap, read with --config, and no flag overrides it; returns
+    the args with the file where this test wrote it."""
+    args = [str(a) for a in container["args"]]
+    assert f"--config={CONFIG_PATH}" in args
+    assert not [a for a in args if a.startswith(("--qps", "--burst", "--health-port", "--metrics-port", "--origin"))]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "config"]
+    assert (mount["mountPath"], mount["readOnly"]) == ("/etc/kfed", True)
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "config"]
+    (config_map,) = [c for c in find(objects, "ConfigMap") if c["metadata"]["name"] == volume["configMap"]["name"]]
+    path = tmp_path / "controller_manager_config.yaml"
+    path.write_text(config_map["data"]["controller_manager_config.yaml"])
+    assert path.read_text() == KUEUE_CONFIG
+    return [a.replace(CONFIG_PATH, str(path)) for a in args]
+
+
+def test_deployment_args_are_what_the_binary_accepts(
+    case: tuple[str, Path, dict[str, Any], list[Obj]], tmp_path: Path
+) -> None:
     _, chart, values, objects = case
     (deployment,) = find(objects, "Deployment")
     assert deployment["metadata"]["namespace"] == NAMESPACE
@@ -202,7 +253,12 @@ def test_deployment_args_are_what_the_binary_accepts(case: tuple[str, Path, dict
     (container,) = pod["containers"]
     parse: Callable[[list[str]], Any] = manager_args if chart == MANAGER_CHART else agent_args
     assert container["command"] == ["kfed-manager" if chart == MANAGER_CHART else "kfed-agent"]
-    args = parse(container["args"])
+    if values.get("managerConfig.controllerManagerConfigYaml"):
+        args = parse(_config_file_args(container, pod, objects, tmp_path))
+        values = {**values, **CONFIG_EXPECTED}
+    else:
+        assert not [a for a in container["args"] if str(a).startswith("--config")]
+        args = parse(container["args"])
     assert args.namespace == NAMESPACE
     assert args.leader_elect is values.get("leaderElection.enabled", True)
     assert args.health_port == values.get("healthPort", 8081)

@@ -633,3 +633,67 @@ def test_add_worker_says_what_is_missing(installed: Installed) -> None:
     no_context = _kfed(f"--kubeconfig={admin}", "add-worker", "w", worker, "--worker-context=nope", "--wait=0")
     assert no_context.returncode == 1
     assert "context 'nope' is not in the kubeconfig (contexts: worker-1)" in no_context.stderr
+
+
+def test_kueues_configuration_file_in_the_charts_configmap_sets_the_managers_settings(installed: Installed) -> None:
+    """managerConfig.controllerManagerConfigYaml (Kueue's chart value) becomes the ConfigMap the Deployment mounts
+    and reads with --config: the process listens where the file says, leads, and names each field it ignores."""
+    from e2e.rig import from_charts
+    from e2e.rig.ports import free_port
+
+    rig = installed.rig
+    health = free_port()
+    config = f"""apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+health:
+  healthProbeBindAddress: 127.0.0.1:{health}
+metrics:
+  bindAddress: 127.0.0.1:{free_port()}
+webhook:
+  port: 9443
+leaderElection:
+  leaderElect: true
+  resourceName: c1f6bfd2.kueue.x-k8s.io
+clientConnection:
+  qps: 50
+  burst: 100
+multiKueue:
+  gcInterval: 20s
+integrations:
+  frameworks: ["batch/job", "ray.io/rayjob"]
+"""
+    upgrade = ["upgrade", MANAGER_RELEASE, str(MANAGER_CHART), f"--kubeconfig={rig.kubeconfig(MANAGER)}"]
+    upgrade += [f"--namespace={NAMESPACE}", "--reuse-values", "--skip-crds", "--wait", "--timeout=120s"]
+    helm(rig.bin_dir, *upgrade, *set_args({"managerConfig.controllerManagerConfigYaml": config}))
+    release = from_charts.Release(MANAGER, MANAGER_RELEASE, MANAGER_CHART, "kfed-manager-config", health, {})
+    process = None
+    try:
+        container = from_charts.rendered_container(rig, release)
+        local = next(a for a in container["args"] if a.startswith("--config="))
+        assert Path(local.removeprefix("--config=")).read_text() == config
+        assert not [a for a in container["args"] if a.startswith(("--qps", "--burst", "--health-port"))]
+        argv, _ = from_charts.process_argv(container, installed.kubeconfig_for(MANAGER, MANAGER_RELEASE))
+        process = Process(argv, installed.directory / "kfed-manager-config.log")
+        with explained(process, "kfed-manager"):
+            wait_for(
+                lambda: lease_holder(rig, MANAGER, "kfed-manager"),
+                until=lambda holder: holder.endswith(f"_{process.proc.pid}"),
+                timeout=60,
+                what="kfed-manager started with the configuration file to lead",
+            )
+            wait_for(
+                lambda: [json.loads(line) for line in process.log().splitlines() if "health_port" in line],
+                until=lambda starts: any(s.get("health_port") == health for s in starts),
+                timeout=30,
+                what=f"kfed-manager to serve its probes on the file's port {health}",
+            )
+            ignored = {
+                json.loads(line)["field"] for line in process.log().splitlines() if "config.field_not_applied" in line
+            }
+            assert ignored == {"webhook.port", "leaderElection.resourceName", "integrations.frameworks"}
+    finally:
+        code = process.stop() if process is not None else 0
+        helm(rig.bin_dir, *upgrade, *set_args({"managerConfig.controllerManagerConfigYaml": ""}))
+    assert code == 0, process.log()[-3000:] if process is not None else ""
+    assert process is not None
+    assert_no_forbidden(process, "kfed-manager")

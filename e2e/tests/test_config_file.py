@@ -1,0 +1,60 @@
+"""`--config FILE` on both binaries: Kueue's Configuration sets the flags' defaults, an explicit flag wins, an
+invalid value stops the start naming the field and the value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from manager.app import parse_args as manager_args
+from worker_agent.app import parse_args as agent_args
+
+CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: team-system
+health:
+  healthProbeBindAddress: 127.0.0.1:9081
+clientConnection:
+  qps: 50
+  burst: 100
+leaderElection:
+  leaderElect: true
+  resourceName: c1f6bfd2.kueue.x-k8s.io
+multiKueue:
+  gcInterval: 30s
+  workerLostTimeout: 5m
+"""
+
+
+def test_the_manager_takes_its_settings_from_the_file_and_explicit_flags_win(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG)
+    args = manager_args([f"--config={path}", "--burst=7"])
+    assert (args.namespace, args.qps, args.burst) == ("team-system", 50.0, 7)
+    assert (args.health_port, args.bind_address) == (9081, "127.0.0.1")
+    assert (args.gc_interval, args.worker_lost_timeout) == (30.0, 300.0)
+    assert args.config_warnings == [
+        "leaderElection.resourceName: not supported by kfed, ignored "
+        "(kfed's Lease is named after the binary (kfed-manager / kfed-agent))"
+    ]
+    assert manager_args([]).qps == 300.0, "without a file, the flags' own defaults"
+
+
+def test_the_agent_reads_the_same_file_and_names_what_it_does_not_use(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG)
+    args = agent_args([f"--config={path}", "--cluster-name=w1"])
+    assert (args.namespace, args.qps, args.burst, args.health_port) == ("team-system", 50.0, 100, 9081)
+    assert "multiKueue.gcInterval: not used by kfed-agent, ignored" in args.config_warnings
+
+
+def test_an_invalid_file_stops_the_start_naming_field_and_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG.replace("qps: 50", "qps: lots"))
+    with pytest.raises(SystemExit) as exited:
+        manager_args([f"--config={path}"])
+    assert exited.value.code == 2
+    assert "clientConnection.qps: 'lots' is not a number" in capsys.readouterr().err

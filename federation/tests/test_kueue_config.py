@@ -1,0 +1,131 @@
+import pytest
+
+from federation.kueue_config import ConfigError, go_duration, read_configuration
+
+HEAD = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+
+# The shape of the file Kueue ships (config/components/manager/controller_manager_config.yaml), v1beta2.
+SHIPPED = """
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+health:
+  healthProbeBindAddress: :8081
+metrics:
+  bindAddress: :8443
+webhook:
+  port: 9443
+leaderElection:
+  leaderElect: true
+  resourceName: c1f6bfd2.kueue.x-k8s.io
+controller:
+  groupKindConcurrency:
+    Job.batch: 5
+    Workload.kueue.x-k8s.io: 5
+clientConnection:
+  qps: 50
+  burst: 100
+integrations:
+  frameworks:
+  - "batch/job"
+  - "kubeflow.org/mpijob"
+  - "ray.io/rayjob"
+"""
+
+
+def test_the_shipped_file_is_accepted_and_what_kfed_ignores_is_named() -> None:
+    settings = read_configuration(SHIPPED, component="manager")
+    assert settings.defaults == {
+        "health_port": 8081,
+        "metrics_port": 8443,
+        "bind_address": "0.0.0.0",
+        "leader_elect": True,
+        "qps": 50.0,
+        "burst": 100,
+    }
+    warned = "\n".join(settings.warnings)
+    for field in ("webhook", "leaderElection.resourceName", "controller"):
+        assert f"{field}: not supported by kfed" in warned
+    assert "integrations.frameworks: only batch/job is supported; ignored: kubeflow.org/mpijob, ray.io/rayjob" in warned
+    assert len(settings.warnings) == 4, settings.warnings
+
+
+def test_multikueue_and_wait_for_pods_ready_reach_the_manager_flags() -> None:
+    text = """
+apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+namespace: kfed-system
+multiKueue:
+  gcInterval: 1m30s
+  origin: team-a
+  workerLostTimeout: 15m
+waitForPodsReady:
+  enable: true
+  recoveryTimeout: 3m
+  requeuingStrategy:
+    timestamp: Eviction
+    backoffLimitCount: 5
+    backoffBaseSeconds: 10
+    backoffMaxSeconds: 600
+"""
+    manager = read_configuration(text, component="manager")
+    assert manager.defaults == {
+        "namespace": "kfed-system",
+        "gc_interval": 90.0,
+        "origin": "team-a",
+        "worker_lost_timeout": 900.0,
+        "wait_for_pods_ready_timeout": 300.0,  # Kueue's default once enabled
+        "wait_for_pods_ready_recovery_timeout": 180.0,
+        "requeuing_backoff_limit_count": 5,
+        "requeuing_backoff_base_seconds": 10.0,
+        "requeuing_backoff_max_seconds": 600.0,
+    }
+    assert manager.warnings == []
+    agent = read_configuration(text, component="agent")
+    assert agent.defaults == {"namespace": "kfed-system"}
+    assert "multiKueue.origin: not used by kfed-agent, ignored" in agent.warnings
+
+
+def test_a_disabled_wait_for_pods_ready_sets_nothing() -> None:
+    text = HEAD + "waitForPodsReady: {enable: false, timeout: 1m}"
+    assert read_configuration(text, component="manager").defaults == {}
+
+
+def test_unsupported_fields_are_named() -> None:
+    text = """
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+fairSharing:
+  preemptionStrategies: [LessThanOrEqualToFinalShare]
+manageJobsWithoutQueueName: true
+featureGates: {TopologyAwareScheduling: true}
+"""
+    warnings = read_configuration(text, component="manager").warnings
+    assert warnings == [
+        "fairSharing.preemptionStrategies: not supported by kfed, ignored",
+        "manageJobsWithoutQueueName: not supported by kfed, ignored",
+        "featureGates.TopologyAwareScheduling: not supported by kfed, ignored",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("apiVersion: v1\nkind: ConfigMap", "is not Kueue's Configuration"),
+        ("[1, 2]", "not a YAML mapping"),
+        (
+            HEAD + "clientConnection: {qps: fast}",
+            "qps: 'fast'",
+        ),
+        (HEAD + "clientConnection: {burst: 0}", "burst: 0"),
+        (HEAD + "health: {healthProbeBindAddress: x}", "x"),
+        (HEAD + "multiKueue: {gcInterval: 1d}", "1d"),
+    ],
+)
+def test_an_invalid_value_names_the_field_and_the_value(text: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        read_configuration(text, component="manager")
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("1m0s", 60), ("300ms", 0.3), ("1h2m3.5s", 3723.5), ("0", 0)])
+def test_go_durations(text: str, seconds: float) -> None:
+    assert go_duration(text, "x") == pytest.approx(seconds)
