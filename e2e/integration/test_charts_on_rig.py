@@ -690,7 +690,7 @@ integrations:
             ignored = {
                 json.loads(line)["field"] for line in process.log().splitlines() if "config.field_not_applied" in line
             }
-            assert ignored == {"webhook.port", "leaderElection.resourceName", "integrations.frameworks"}
+            assert ignored == {"webhook", "leaderElection.resourceName", "integrations.frameworks"}
     finally:
         code = process.stop() if process is not None else 0
         helm(rig.bin_dir, *upgrade, *set_args({"managerConfig.controllerManagerConfigYaml": ""}))
