@@ -45,6 +45,7 @@ class RuleFile:
 RULE_FILES = (
     RuleFile(MANAGER_CHART, "manager-clusterrole-rules.yaml", "cluster"),
     RuleFile(MANAGER_CHART, "manager-role-rules.yaml", "namespace"),
+    RuleFile(MANAGER_CHART, "retention-rules.yaml", "cluster"),
     RuleFile(AGENT_CHART, "agent-clusterrole-rules.yaml", "cluster"),
     RuleFile(AGENT_CHART, "agent-role-rules.yaml", "namespace"),
     RuleFile(AGENT_CHART, "manager-access-rules.yaml", "cluster"),

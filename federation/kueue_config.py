@@ -88,6 +88,16 @@ _FIELDS: dict[str, tuple[str, Callable[[Any, str], Any], tuple[Component, ...]]]
     "multiKueue.gcInterval": ("gc_interval", go_duration, ("manager",)),
     "multiKueue.origin": ("origin", _string, ("manager",)),
     "multiKueue.workerLostTimeout": ("worker_lost_timeout", go_duration, ("manager",)),
+    "objectRetentionPolicies.workloads.afterFinished": (
+        "workload_retention_after_finished",
+        go_duration,
+        ("manager",),
+    ),
+    "objectRetentionPolicies.workloads.afterDeactivatedByKueue": (
+        "workload_retention_after_deactivated_by_kueue",
+        go_duration,
+        ("manager",),
+    ),
     "waitForPodsReady.timeout": ("wait_for_pods_ready_timeout", go_duration, ("manager",)),
     "waitForPodsReady.recoveryTimeout": ("wait_for_pods_ready_recovery_timeout", go_duration, ("manager",)),
     "waitForPodsReady.requeuingStrategy.backoffLimitCount": (

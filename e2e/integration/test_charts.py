@@ -135,6 +135,7 @@ CASES = {
     "agent-all-on": (AGENT_CHART, AGENT_ON),
     "agent-all-off": (AGENT_CHART, AGENT_OFF),
     "manager-kueue-config": (MANAGER_CHART, {"managerConfig.controllerManagerConfigYaml": KUEUE_CONFIG}),
+    "manager-retention": (MANAGER_CHART, {"manager.workloadRetention.afterFinished": 0}),
     "agent-kueue-config": (AGENT_CHART, {"managerConfig.controllerManagerConfigYaml": KUEUE_CONFIG}),
 }
 
@@ -240,6 +241,25 @@ def _config_file_args(container: Obj, pod: Obj, objects: list[Obj], tmp_path: Pa
     path.write_text(config_map["data"]["controller_manager_config.yaml"])
     assert path.read_text() == KUEUE_CONFIG
     return [a.replace(CONFIG_PATH, str(path)) for a in args]
+
+
+def test_retention_deletes_are_granted_only_with_retention(
+    case: tuple[str, Path, dict[str, Any], list[Obj]],
+) -> None:
+    name, chart, _, objects = case
+    if chart != MANAGER_CHART:
+        return
+    roles = [r for r in find(objects, "ClusterRole") if r["metadata"]["name"].endswith("-retention")]
+    if name == "manager-retention":
+        (role,) = roles
+        assert role["rules"] == _rules(chart, "cluster", "retention-")
+        (binding,) = [b for b in find(objects, "ClusterRoleBinding") if b["metadata"]["name"].endswith("-retention")]
+        assert binding["roleRef"]["name"] == role["metadata"]["name"]
+        (container,) = find(objects, "Deployment")[0]["spec"]["template"]["spec"]["containers"]
+        assert "--workload-retention-after-finished=0" in container["args"]
+        assert manager_args(container["args"]).workload_retention_after_finished == 0
+    else:
+        assert roles == [], "no deletes without retention"
 
 
 def test_deployment_args_are_what_the_binary_accepts(

@@ -129,3 +129,11 @@ def test_an_invalid_value_names_the_field_and_the_value(text: str, says: str) ->
 @pytest.mark.parametrize(("text", "seconds"), [("1m0s", 60), ("300ms", 0.3), ("1h2m3.5s", 3723.5), ("0", 0)])
 def test_go_durations(text: str, seconds: float) -> None:
     assert go_duration(text, "x") == pytest.approx(seconds)
+
+
+def test_workload_retention_reaches_the_manager() -> None:
+    text = HEAD + "objectRetentionPolicies:\n  workloads:\n    afterFinished: 1h\n    afterDeactivatedByKueue: 0s\n"
+    assert read_configuration(text, component="manager").defaults == {
+        "workload_retention_after_finished": 3600.0,
+        "workload_retention_after_deactivated_by_kueue": 0.0,
+    }
