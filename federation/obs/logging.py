@@ -47,7 +47,25 @@ def configure_logging(*, level: str = "info", fmt: LogFormat = "json", component
         cache_logger_on_first_use=True,
     )
     structlog.contextvars.bind_contextvars(component=component)
-    logging.basicConfig(level=max(numeric, logging.WARNING), stream=sys.stderr, format="%(name)s %(message)s")
+    # Libraries log through the standard library: render their records as the same lines (JSON with event, level,
+    # ts, component, and the library's logger name), not as plain text inside the JSON stream.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[
+                structlog.contextvars.merge_contextvars,
+                structlog.stdlib.add_log_level,
+                structlog.stdlib.add_logger_name,
+                structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
+                drop_empty_values,
+                structlog.processors.format_exc_info,
+            ],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(max(numeric, logging.WARNING))
 
 
 def get_logger(name: str) -> Any:
