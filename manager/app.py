@@ -98,6 +98,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=None,
         help="delete the Job of a Workload kfed deactivated this many seconds after the deactivation",
     )
+    parser.add_argument(
+        "--concurrent-reconciles",
+        type=int,
+        default=ManagerConfig.workers,
+        help="reconciles at once per controller, and status writes at once per scheduling pass",
+    )
     parser.add_argument("--qps", type=float, default=ManagerConfig.client_qps, help="client rate limit per cluster")
     parser.add_argument("--burst", type=int, default=ManagerConfig.client_burst)
     parser.add_argument(
@@ -116,6 +122,7 @@ async def run(args: argparse.Namespace) -> None:
         gc_interval=args.gc_interval,
         dispatch_timeout=args.dispatch_timeout,
         dispatch_policy=DispatchPolicy(args.dispatch_policy),
+        workers=args.concurrent_reconciles,
         dispatch_large_share=args.dispatch_large_share,
         client_qps=args.qps,
         client_burst=args.burst,
