@@ -137,6 +137,23 @@ async def _join(args: argparse.Namespace, manager: KubeApi) -> str:
     return f"worker {args.name} joined"
 
 
+def context_namespace(kubeconfig: str | None, context: str | None) -> str:
+    """The namespace of ``context`` (default: the current one) in the kubeconfig, else ``default`` (kubectl's rule)."""
+    try:
+        config = load_kubeconfig_text(Path(_kubeconfig(kubeconfig)).read_text())
+    except (OSError, KubeconfigError):
+        return "default"
+    return namespace_of_context(config, context)
+
+
+def namespace_of_context(config: Mapping[str, Any], context: str | None) -> str:
+    name = context or config.get("current-context")
+    for entry in config.get("contexts") or ():
+        if entry.get("name") == name:
+            return str((entry.get("context") or {}).get("namespace") or "default")
+    return "default"
+
+
 async def _run(args: argparse.Namespace) -> str:
     api = await connect_kubeconfig_file(_kubeconfig(args.kubeconfig), cluster="manager", context=args.context)
     async with api:
@@ -145,7 +162,9 @@ async def _run(args: argparse.Namespace) -> str:
         now = dt.datetime.now(dt.UTC)
         if args.command == "workers":
             return render_workers((await api.list(MULTIKUEUE_CLUSTERS)).items, now=now)
-        namespace = None if args.all_namespaces else args.namespace
+        namespace = (
+            None if args.all_namespaces else (args.namespace or context_namespace(args.kubeconfig, args.context))
+        )
         items = (await api.list(WORKLOADS, namespace=namespace)).items
         return render_workloads(items, now=now, all_namespaces=args.all_namespaces)
 
@@ -156,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--context", help="the manager cluster's context in the kubeconfig (default: current)")
     sub = parser.add_subparsers(dest="command", required=True)
     workloads = sub.add_parser("workloads", help="Workloads with the worker each runs on")
-    workloads.add_argument("-n", "--namespace", default="default")
+    workloads.add_argument("-n", "--namespace", help="default: the context's namespace, as kubectl does")
     workloads.add_argument("-A", "--all-namespaces", action="store_true")
     sub.add_parser("workers", help="worker clusters and whether they are connected")
     add = sub.add_parser(

@@ -1,7 +1,7 @@
 import datetime as dt
 from typing import Any
 
-from manager.cli import render_workers, render_workloads
+from manager.cli import namespace_of_context, render_workers, render_workloads
 
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
 
@@ -49,3 +49,16 @@ def test_workers_show_connection_and_reason() -> None:
     assert lines[1].startswith("worker-1")
     assert "not reconciled yet" in lines[1]
     assert lines[2].split()[:3] == ["worker-2", "False", "BadKubeConfig"]
+
+
+def test_workloads_default_to_the_contexts_namespace_like_kubectl() -> None:
+    config = {
+        "current-context": "team",
+        "contexts": [
+            {"name": "team", "context": {"cluster": "m", "user": "u", "namespace": "team-a"}},
+            {"name": "admin", "context": {"cluster": "m", "user": "u"}},
+        ],
+    }
+    assert namespace_of_context(config, None) == "team-a"
+    assert namespace_of_context(config, "admin") == "default"
+    assert namespace_of_context({}, None) == "default"
