@@ -72,24 +72,34 @@ class ConditionWatch:
     def __init__(self, fed: Federation, cluster: str, resource: str) -> None:
         self.first_true: dict[str, dict[str, float]] = {}
         self._lock = threading.Lock()
-        self._proc = subprocess.Popen(
-            [
-                str(fed.bin_dir / "kubectl"),
-                f"--kubeconfig={fed.kubeconfig(cluster)}",
-                "get",
-                resource,
-                "-n",
-                NAMESPACE,
-                "-w",
-                "-o",
-                "json",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        self._argv = [
+            str(fed.bin_dir / "kubectl"),
+            f"--kubeconfig={fed.kubeconfig(cluster)}",
+            "get",
+            resource,
+            "-n",
+            NAMESPACE,
+            "-w",
+            "-o",
+            "json",
+        ]
+        self.restarts = 0
+        self._start()
+
+    def _start(self) -> None:
+        self._proc = subprocess.Popen(self._argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
+
+    def ensure_running(self) -> None:
+        """A watch the server or kubectl ended is started again (it lists everything first, so nothing is lost:
+        only first sightings are kept)."""
+        if self._proc.poll() is not None:
+            self._thread.join(timeout=10)
+            self.restarts += 1
+            if self.restarts > 20:
+                raise RuntimeError(f"kubectl get -w keeps ending: {self.error()}")
+            self._start()
 
     def _read(self) -> None:
         """kubectl prints one JSON document per object and change, back to back."""
@@ -295,9 +305,8 @@ def run_system(system: System, jobs: int, bins: Path) -> Result:
                 created = time.time() - started
                 deadline = time.monotonic() + TIMEOUT
                 while sum(w.count("Complete") for w in watches) < jobs and time.monotonic() < deadline:
-                    for watch in watches:
-                        if not watch.alive():
-                            raise RuntimeError(f"kubectl get -w ended: {watch.error()}")
+                    for watch in [*watches, *([workload_watch] if workload_watch else [])]:
+                        watch.ensure_running()
                     time.sleep(0.5)
                 milestones: dict[str, float | None] = {}
                 if workload_watch is not None:
