@@ -64,8 +64,9 @@ def untaint(fed: Federation, worker: str, node: str, key: str, *, effect: str = 
     fed.kubectl(worker, "taint", "node", node, f"{key}:{effect}-", check=False)
 
 
-def delete_node(fed: Federation, worker: str, node: str) -> None:
-    fed.kubectl(worker, "delete", "node", node, "--wait=true")
+def delete_node(fed: Federation, worker: str, *nodes: str) -> None:
+    """Delete ``nodes`` in one request each, sent together (one kubectl call), so they fail at once."""
+    fed.kubectl(worker, "delete", "node", *nodes, "--wait=true")
 
 
 def restore_node(fed: Federation, worker: str, node: str) -> None:
