@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from e2e.queues import FLAVOR, job_manifest
+from e2e.queues import job_manifest, named_queue_objects
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import get, items, remote_copies, wait_complete, workload_of
 from e2e.waiting import wait_for
@@ -23,36 +23,8 @@ QUEUE = "local-only"
 
 
 def test_a_job_of_a_local_queue_runs_on_the_manager_untouched_by_kfed(federation: Federation) -> None:
-    objects = [
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ClusterQueue",
-            "metadata": {"name": QUEUE},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu", "memory"],
-                        "flavors": [
-                            {
-                                "name": FLAVOR,
-                                "resources": [
-                                    {"name": "cpu", "nominalQuota": "4"},
-                                    {"name": "memory", "nominalQuota": "8Gi"},
-                                ],
-                            }
-                        ],
-                    }
-                ],
-            },
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": QUEUE, "namespace": "default"},
-            "spec": {"clusterQueue": QUEUE},
-        },
-    ]
+    # A ClusterQueue and LocalQueue with no MultiKueue check: the builder adds one only for manager=True.
+    objects = named_queue_objects(QUEUE, cpu="4", manager=False)
     federation.kubectl(
         MANAGER, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
     )
