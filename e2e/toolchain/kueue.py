@@ -14,6 +14,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -80,6 +81,17 @@ def ensure_kueue() -> tuple[Path, Path]:
         stamp.write_text(pins.KUEUE + "\n")
         _say(f"built kueue in {time.monotonic() - started:.0f}s: {binary}")
         return binary, crds
+
+
+def kueue_module_file(relative: str) -> Path:
+    """A file of Kueue's Go module at the pinned version, exactly as shipped: the module is downloaded once into
+    Go's module cache (read-only there); nothing is built."""
+    go = check_go()
+    with tempfile.TemporaryDirectory(prefix="kfed-kueue-module-") as cwd:
+        path = _download(go, Path(cwd)) / relative
+    if not path.is_file():
+        raise ToolchainError(f"{MODULE}@{pins.KUEUE} has no {relative}")
+    return path
 
 
 if __name__ == "__main__":
