@@ -28,7 +28,7 @@ from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import RESERVED, workload_key, workload_state
 from federation.conditions import is_true
 from federation.kube import resources as r
-from federation.kube.api import KubeApi
+from federation.kube.api import KubeApi, PatchType
 from federation.kube.cache import WatchCache
 from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
@@ -41,9 +41,11 @@ from worker_agent.decisions.tas_failures import (
     PodSetRepair,
     assignment_hosts,
     current_unhealthy,
+    disruption_patch,
     judge_node,
     node_healthy,
     plan_repair,
+    untrack_patch,
 )
 from worker_agent.decisions.tas_objects import (
     COMPLETION_INDEX_LABEL,
@@ -64,6 +66,7 @@ log = structlog.get_logger(__name__)
 Obj = dict[str, Any]
 BOUND_PODS_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 DEFAULT_NODE_FAILURE_DELAY = 30.0
+AGENT = "kfed-agent"
 
 
 def _node_signature(node: Mapping[str, Any] | None) -> Any:
@@ -392,19 +395,32 @@ class Tas:
             else:
                 bound.info("tas.unhealthy_nodes", unhealthy=(repair.status.get("unhealthyNodes") or []))
         for pod in doomed:
-            pod_meta = pod.get("metadata") or {}
-            try:
-                await self.api.delete(
-                    r.PODS,
-                    str(pod_meta.get("name")),
-                    namespace=str(pod_meta.get("namespace")),
-                    uid=str(pod_meta.get("uid") or "") or None,
-                    missing_ok=True,
+            await self._retire(pod, repair.failed, bound=bound)
+
+    async def _retire(self, pod: Obj, failed: Mapping[str, str], *, bound: Any) -> None:
+        """DisruptionTarget, drop the Job's tracking finalizer, delete (see ``decisions.tas_failures``): the Job
+        controller replaces the pod at once and does not count it as a failure of the Job."""
+        meta = pod.get("metadata") or {}
+        name, namespace = str(meta.get("name")), str(meta.get("namespace"))
+        node = _placed_on(pod) or ""
+        try:
+            condition = disruption_patch(pod, node=node, why=failed.get(node, "failed"), now=self.clock())
+            if condition is not None:
+                await self.api.patch_status(
+                    r.PODS, name, condition, namespace=namespace, patch_type=PatchType.STRATEGIC, field_manager=AGENT
                 )
-            except Conflict:
-                continue
-            except KubeError as exc:
-                bound.warning("tas.pod_delete_failed", pod=pod_key(pod), error=str(exc)[:300])
-                self.wake()
-                continue
-            bound.info("tas.pod_deleted", pod=pod_key(pod), node=(pod.get("spec") or {}).get("nodeName"))
+            untrack = untrack_patch(pod)
+            if untrack is not None:
+                await self.api.patch(
+                    r.PODS, name, untrack, namespace=namespace, patch_type=PatchType.STRATEGIC, field_manager=AGENT
+                )
+            await self.api.delete(
+                r.PODS, name, namespace=namespace, uid=str(meta.get("uid") or "") or None, missing_ok=True
+            )
+        except (Conflict, NotFound):
+            return
+        except KubeError as exc:
+            bound.warning("tas.pod_delete_failed", pod=pod_key(pod), error=str(exc)[:300])
+            self.wake()
+            return
+        bound.info("tas.pod_deleted", pod=pod_key(pod), node=node, untracked=untrack is not None)

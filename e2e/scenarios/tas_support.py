@@ -94,6 +94,8 @@ def submit_tas(
     preferred: str | None = None,
     seconds: float = 600,
     tolerations: list[Obj] | None = None,
+    backoff_limit: int = 50,
+    job_annotations: dict[str, str] | None = None,
 ) -> None:
     annotations = {"pod-complete.stage.kwok.x-k8s.io/delay": f"{seconds:g}s"}
     if required:
@@ -115,11 +117,16 @@ def submit_tas(
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": name, "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": queue}},
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": {"kueue.x-k8s.io/queue-name": queue},
+            "annotations": dict(job_annotations or {}),
+        },
         "spec": {
             "parallelism": pods,
             "completions": pods,
-            "backoffLimit": 50,
+            "backoffLimit": backoff_limit,
             "template": {"metadata": {"annotations": annotations}, "spec": pod_spec},
         },
     }

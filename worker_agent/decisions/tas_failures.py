@@ -17,6 +17,16 @@ A node is failed for a workload when (Kueue's rules):
 
 ``status.unhealthyNodes`` lists the failed nodes of the workload; a node that is healthy again leaves the list
 (Kueue #6348). The list is capped at 8 entries (the field's limit); replacement itself has no limit.
+
+The pods left on failed nodes are retired so that the Job controller replaces them at once: each gets the
+``DisruptionTarget`` condition (reason ``NodeFailures``: what the node lifecycle controller and PodGC set on pods
+they delete, so ``kubectl describe`` and a Job's ``podFailurePolicy`` see an infrastructure disruption), then loses
+the Job controller's ``batch.kubernetes.io/job-tracking`` finalizer, then is deleted. Without the finalizer the Job
+controller never counts the pod as failed (it counts only pods that still carry it), so the replacement is created
+in its next sync instead of after its failed-pod backoff (10 s * 2^(failures-1), up to 10 min, over every failure
+since the last success: 16 pods on 8 failed nodes would wait the full 10 min), and a node failure does not use up
+the Job's ``backoffLimit`` (``backoffLimit: 0`` would otherwise fail the whole Job). The condition alone does not
+do this: the Job controller's backoff counts every failed pod, podFailurePolicy only changes ``backoffLimit``.
 """
 
 from __future__ import annotations
@@ -39,6 +49,32 @@ from worker_agent.decisions.tas_objects import node_not_ready_since, node_spec, 
 
 Obj = Mapping[str, Any]
 MAX_UNHEALTHY_NODES = 8
+JOB_TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
+DISRUPTION_TARGET = "DisruptionTarget"
+
+
+def disruption_patch(pod: Obj, *, node: str, why: str, now: dt.datetime) -> dict[str, Any] | None:
+    """A strategic merge patch of the pod's status adding ``DisruptionTarget=True`` (reason NodeFailures; other
+    conditions are kept, merged by type), or None when the pod already has it."""
+    conditions = (pod.get("status") or {}).get("conditions") or ()
+    if any(c.get("type") == DISRUPTION_TARGET and c.get("status") == "True" for c in conditions):
+        return None
+    condition = {
+        "type": DISRUPTION_TARGET,
+        "status": "True",
+        "reason": NODE_FAILURES_REASON,
+        "message": f"kfed-agent: node {node} failed ({why}); the pod is replaced per the workload's topology",
+        "lastTransitionTime": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    return {"status": {"conditions": [condition]}}
+
+
+def untrack_patch(pod: Obj) -> dict[str, Any] | None:
+    """A strategic merge patch dropping the Job controller's tracking finalizer (the Job controller's own form),
+    or None when the pod does not carry it."""
+    if JOB_TRACKING_FINALIZER not in ((pod.get("metadata") or {}).get("finalizers") or ()):
+        return None
+    return {"metadata": {"$deleteFromPrimitiveList/finalizers": [JOB_TRACKING_FINALIZER]}}
 
 
 @dataclass(frozen=True, slots=True)
