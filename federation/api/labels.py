@@ -12,6 +12,11 @@ PODSET_PREFERRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology
 PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
 PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-slice-required-topology"
 PODSET_SLICE_SIZE_ANNOTATION = "kueue.x-k8s.io/podset-slice-size"
+PODSET_TOPOLOGY_SPREADING_ANNOTATION = "kueue.x-k8s.io/podset-topology-spreading"
+# Kueue v0.20 (alpha TASReplaceMultipleFailedNodes, Go constant UnhealthyNodesConcurrentEvictionThresholdAnnotation):
+# on a Job or Workload, how many failed nodes may await replacement at once before the Workload is evicted, 1-8.
+UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION = "kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold"
+MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD = 8
 
 TOPOLOGY_SCHEDULING_GATE = "kueue.x-k8s.io/topology"
 HOSTNAME_LABEL = "kubernetes.io/hostname"

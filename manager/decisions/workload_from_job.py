@@ -4,7 +4,9 @@ The name is Kueue's (``job-<job name>-<5 hex digits of a SHA-1 over kind, group,
 characters, so it also fits the ``kueue.x-k8s.io/prebuilt-workload-name`` label), so tools that compute a Job's
 Workload name find it; the Workload is owned by the Job, so deleting the
 Job deletes it. One pod set, ``main``, of ``parallelism`` pods (fewer if ``completions`` is smaller), with
-``minCount`` from ``kueue.x-k8s.io/job-min-parallelism`` for partial admission.
+``minCount`` from ``kueue.x-k8s.io/job-min-parallelism`` for partial admission. The Job's
+``kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold`` (Kueue v0.20: 1-8) is copied to the Workload, as Kueue's
+Job integration does, so the worker's agent honours it; any other value makes the Job not queueable, saying why.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from federation.api.labels import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from federation.api.labels import (
+    MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD,
+    PRIORITY_CLASS_LABEL,
+    QUEUE_NAME_LABEL,
+    UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION,
+)
 from federation.protocol import JOB_GENERATED_LABELS
 
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -117,6 +124,15 @@ def workload_for_job(job: Mapping[str, Any], *, priority: Priority) -> dict[str,
             raise JobNotQueueable(f"{MIN_PARALLELISM_ANNOTATION}={min_count} must be between 1 and {count}")
         if min_count < count:
             pod_set["minCount"] = min_count
+    copied: dict[str, str] = {}
+    threshold = (meta.get("annotations") or {}).get(UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION)
+    if threshold is not None:
+        if not (str(threshold).isdigit() and 1 <= int(threshold) <= MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD):
+            raise JobNotQueueable(
+                f"{UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION}={threshold!r} "
+                f"must be an integer between 1 and {MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD}"
+            )
+        copied[UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION] = str(threshold)
     workload_spec: dict[str, Any] = {"queueName": queue, "podSets": [pod_set], **priority_spec(priority)}
     if workload_spec["priorityClassRef"] is None:
         del workload_spec["priorityClassRef"]
@@ -127,6 +143,7 @@ def workload_for_job(job: Mapping[str, Any], *, priority: Priority) -> dict[str,
             "name": workload_name_for_job(name, uid),
             "namespace": namespace,
             "labels": {JOB_UID_LABEL: uid},
+            **({"annotations": copied} if copied else {}),
             "ownerReferences": [
                 {
                     "apiVersion": "batch/v1",

@@ -55,6 +55,20 @@ def test_min_parallelism_enables_partial_admission_and_bad_values_are_refused() 
         workload_for_job(bad, priority=Priority(None, 0))
 
 
+def test_the_unhealthy_nodes_eviction_threshold_goes_from_the_job_to_its_workload_and_its_copy() -> None:
+    key = "kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold"
+    job = make_job("t").queue("lq").annotation(key, "2").obj()
+    wl = workload_for_job(job, priority=Priority(None, 0))
+    assert wl["metadata"]["annotations"] == {key: "2"}
+    wl["metadata"]["uid"] = "wl-uid"
+    assert remote_workload(wl, origin="m")["metadata"]["annotations"][key] == "2"
+    plain = workload_for_job(make_job("u").queue("lq").obj(), priority=Priority(None, 0))
+    assert "annotations" not in plain["metadata"]
+    for bad in ("0", "9", "many", " 2 ", ""):
+        with pytest.raises(JobNotQueueable, match="must be an integer between 1 and 8"):
+            workload_for_job(make_job("t").queue("lq").annotation(key, bad).obj(), priority=Priority(None, 0))
+
+
 def test_remote_copies_drop_manager_only_fields_and_carry_ownership() -> None:
     job = make_job("train").queue("lq").obj()
     wl = workload_for_job(job, priority=Priority(None, 0))

@@ -16,7 +16,17 @@ A node is failed for a workload when (Kueue's rules):
   own not-ready / unreachable taints are judged by readiness instead).
 
 ``status.unhealthyNodes`` lists the failed nodes of the workload; a node that is healthy again leaves the list
-(Kueue #6348). The list is capped at 8 entries (the field's limit); replacement itself has no limit.
+(Kueue #6348). The list keeps at most 8 entries, the limit of Kueue's v1beta2 schema (``maxItems: 8``), which
+kfed's CRD keeps so that its Workloads stay valid for stock Kueue clusters and clients; replacement itself has no
+limit (more than 8 failed nodes are all replaced, the Event and log name every one).
+
+A user may cap replacement with Kueue v0.20's ``kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold`` (1-8) on
+the Workload (the manager copies it from the Job): when more of the workload's assigned nodes are failed at once
+than that, it is evicted with ``NodeFailures`` instead of repaired. Kueue counts the failed nodes it is still
+looking for replacements for; kfed replaces all of them in the same pass, so the count is the nodes of the current
+assignment failed at once (a node already replaced away from does not count again). Without the annotation kfed
+replaces any number. As before, a failure no replacement fits evicts at once (Kueue with the annotation would
+keep the workload admitted, waiting for room, until the count passes the cap).
 
 The pods left on failed nodes are retired so that the Job controller replaces them at once: each gets the
 ``DisruptionTarget`` condition (reason ``NodeFailures``: what the node lifecycle controller and PodGC set on pods
@@ -36,6 +46,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from federation.api.labels import (
+    MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD,
+    UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION,
+)
 from federation.conditions import conditions_of, set_condition
 from federation.topology import (
     PodSetRequest,
@@ -159,6 +173,16 @@ def unhealthy_nodes(current: Sequence[str], failed: Sequence[str], recovered: se
     return names[:MAX_UNHEALTHY_NODES]
 
 
+def eviction_threshold(workload: Obj) -> int | None:
+    """The user's cap on failed nodes replaced at once (Kueue's annotation, 1-8), None when unset or invalid."""
+    annotations = (workload.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION)
+    if text is None or not str(text).isdigit():
+        return None
+    value = int(text)
+    return value if 1 <= value <= MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD else None
+
+
 def current_unhealthy(workload: Obj) -> list[str]:
     return [str(item.get("name")) for item in (workload.get("status") or {}).get("unhealthyNodes") or ()]
 
@@ -182,8 +206,14 @@ def plan_repair(
     moved = 0
     impossible: list[str] = []
     changed_assignment = False
+    threshold = eviction_threshold(workload)
+    if threshold is not None and len(failed) > threshold:
+        impossible.append(
+            f"{len(failed)} nodes failed at once, more than the {threshold} allowed by "
+            f"{UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION}"
+        )
     for pod_set in pod_sets:
-        if not pod_set.failed:
+        if not pod_set.failed or impossible:
             continue
         result = replace_failed_nodes(pod_set.snapshot, pod_set.request, pod_set.assignment, list(pod_set.failed))
         if not isinstance(result, Replacement):
@@ -196,7 +226,7 @@ def plan_repair(
                 changed_assignment = True
     names = ", ".join(f"{name} ({why})" for name, why in sorted(failed.items()))
     if impossible:
-        message = f"Workload evicted due to node failures: {names}; no replacement fits: {'; '.join(impossible)}"
+        message = f"Workload evicted due to node failures: {names}; not replaced: {'; '.join(impossible)}"
         conditions, _ = set_condition(
             conditions_of(workload),
             condition_type="Evicted",

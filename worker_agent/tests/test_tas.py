@@ -90,14 +90,16 @@ def test_a_node_fails_when_deleted_not_ready_past_the_delay_or_tainted() -> None
     assert verdict.failed == ""
 
 
-def _workload(assignment: dict[str, Any], unhealthy: list[str] | None = None) -> dict[str, Any]:
+def _workload(
+    assignment: dict[str, Any], unhealthy: list[str] | None = None, annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
     status: dict[str, Any] = {
         "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "topologyAssignment": assignment}]},
         "conditions": [],
     }
     if unhealthy:
         status["unhealthyNodes"] = [{"name": name} for name in unhealthy]
-    return {"metadata": {"name": "w", "namespace": "ns"}, "status": status}
+    return {"metadata": {"name": "w", "namespace": "ns", "annotations": annotations or {}}, "status": status}
 
 
 def test_three_failed_nodes_are_replaced_at_once_inside_the_required_rack() -> None:
@@ -177,3 +179,39 @@ def test_topology_index_rebuilds_from_nodes_and_pods_when_its_topology_is_recrea
     assert index.snapshots["tas"].node_free("n1")["cpu"] == 6000
     index.pod_event("DELETED", pod)
     assert index.snapshots["tas"].node_free("n1")["cpu"] == 8000
+
+
+def test_the_eviction_threshold_annotation_caps_how_many_failed_nodes_are_replaced_at_once() -> None:
+    """Kueue v0.20's per-Workload cap: three nodes failed at once are replaced under a cap of 3 or without one, and
+    evict the workload with NodeFailures under a cap of 2 (room or not); an invalid value is no cap."""
+    key = "kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold"
+    snapshot = snapshot_of(grid(1, 2, 8))
+    request = PodSetRequest(count=10, requests={"cpu": 4000}, topology=TopologyRequest(required=RACK))
+    placement = place(snapshot, request)
+    assert isinstance(placement, Placement)
+    snapshot.assume_placement("w", placement, request)
+    assignment = encode_placement(placement)
+    failed = {name: "node deleted" for name in sorted(placement.pods_per_node())[:3]}
+
+    def repair(annotations: dict[str, str]) -> Any:
+        return plan_repair(
+            _workload(assignment.to_dict(), annotations=annotations),
+            [PodSetRepair("main", request, snapshot, assignment, failed)],
+            recovered=set(),
+            pods_on_failed=["ns/p"],
+            now=NOW,
+        )
+
+    for unlimited in ({}, {key: "3"}, {key: "8"}, {key: "0"}, {key: "lots"}):
+        replaced = repair(unlimited)
+        assert replaced is not None, unlimited
+        assert not replaced.evicted, unlimited
+        assert replaced.moved_pods == 6, unlimited
+    capped = repair({key: "2"})
+    assert capped is not None
+    assert capped.evicted
+    assert capped.delete_pods == ("ns/p",)
+    evicted = capped.status["conditions"][0]
+    assert (evicted["type"], evicted["status"], evicted["reason"]) == ("Evicted", "True", "NodeFailures")
+    assert f"3 nodes failed at once, more than the 2 allowed by {key}" in evicted["message"]
+    assert "admission" not in capped.status
