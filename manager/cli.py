@@ -69,6 +69,9 @@ def render_workloads(workloads: Iterable[Obj], *, now: dt.datetime, all_namespac
         if state == "Pending":
             pending = find_condition(wl, "QuotaReserved")
             message = str(pending.get("message", "")) if pending else ""
+        elif state in {"Reserved", "Dispatched"}:  # what it waits for: e.g. a ProvisioningRequest on the worker
+            waiting = [c for c in status.get("admissionChecks") or () if c.get("state") != "Ready"]
+            message = str(waiting[0].get("message") or "") if waiting else ""
         row = [wl["metadata"].get("namespace", "")] if all_namespaces else []
         row += [
             wl["metadata"]["name"],

@@ -36,6 +36,8 @@ from manager.decisions.admission_checks import (
     multikueue_check_names,
     waiting_message,
     with_multikueue_message,
+    worker_checks_message,
+    worker_rejection,
 )
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.lifecycle import Phase, copy_belongs, held_worker, phase_of
@@ -181,6 +183,9 @@ class RemoteSync:
             cause, message = deactivation_of(workload)
             await self._evict(workload, worker=worker, reason=message, now=dt.datetime.now(dt.UTC), cause=cause)
             return None
+        elif (rejection := worker_rejection(remote_wl, worker)) is not None:
+            await self._evict_for_checks(workload, rejection, worker=worker)
+            return None
         else:
             now = dt.datetime.now(dt.UTC)
             reason = withdrawal_reason(
@@ -205,6 +210,13 @@ class RemoteSync:
         if gated is None:
             return None
         gate, workload = gated
+        waiting = worker_checks_message(remote_wl, worker) if not is_true(workload, "Admitted") else None
+        if waiting is not None:  # the worker's own checks (a ProvisioningRequest...) hold it: say so on the manager
+            multikueue = multikueue_check_names(self._admission_checks.store)
+            shown = with_multikueue_message(workload, multikueue_checks=multikueue, message=waiting)
+            if shown is not None:
+                workload = await self._patch_workload_status(workload, {"admissionChecks": shown})
+                log.info("waiting for the worker's admission checks", workload=key, cluster=worker, message=waiting)
         steps = plan(
             manager_workload=workload,
             manager_job=manager_job,

@@ -17,6 +17,7 @@ from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger, spec_changed
 from federation.obs.metrics import Metrics
 from worker_agent.capacity_publisher import CapacityPublisher
+from worker_agent.provisioning import NOT_SERVED, Provisioning
 from worker_agent.reconciler import Reconciler
 from worker_agent.tas import DEFAULT_NODE_FAILURE_DELAY, Tas
 from worker_agent.world import World
@@ -46,6 +47,7 @@ class Agent:
         self.heartbeat = heartbeat
         self.node_failure_delay = node_failure_delay
         self.tas: Tas | None = None
+        self.provisioning: Provisioning | None = None
         self.world: World | None = None
         self.running = False
 
@@ -55,6 +57,8 @@ class Agent:
         missing = self.world.unsynced()
         if self.tas is not None:
             missing += [cache.resource.label for cache in self.tas.caches() if not cache.synced]
+        if self.provisioning is not None:
+            missing += [cache.resource.label for cache in self.provisioning.caches() if not cache.synced]
         return (not missing, "caches not synced: " + ", ".join(missing) if missing else "ok")
 
     async def run(self) -> None:
@@ -90,6 +94,13 @@ class Agent:
         )
         tas_box.append(tas)
         self.tas = tas
+        served = await Provisioning.served_by(self.api)
+        if not served:
+            log.warning("agent.provisioning_requests_not_served", cluster=self.cluster, message=NOT_SERVED)
+        provisioning = Provisioning(
+            self.api, events=events, cluster=self.cluster, wake=lambda *_: trigger.pull(), served=served
+        )
+        self.provisioning = provisioning
         reconciler = Reconciler(
             world,
             cluster=self.cluster,
@@ -99,6 +110,7 @@ class Agent:
             on_admitted=publisher.admitted_at,
             trigger=trigger,
             tas=tas,
+            provisioning=provisioning,
         )
 
         def wake_on_spec(event_type: str, obj: Obj, old: Obj | None) -> None:
@@ -115,10 +127,10 @@ class Agent:
         world.on_change(reconciler.trigger.pull, world.jobs)
         try:
             async with anyio.create_task_group() as tg:
-                for cache in (*world.caches(), *tas.caches()):
+                for cache in (*world.caches(), *tas.caches(), *provisioning.caches()):
                     tg.start_soon(cache.run)
                 tg.start_soon(events.run)
-                for cache in (*world.caches(), *tas.caches()):
+                for cache in (*world.caches(), *tas.caches(), *provisioning.caches()):
                     await cache.wait_synced()
                 tas.reconfigure()
                 log.info("agent.synced", cluster=self.cluster, workloads=len(world.workloads.store))
@@ -129,6 +141,7 @@ class Agent:
             self.running = False
             self.world = None
             self.tas = None
+            self.provisioning = None
             log.info(
                 "agent.stopped",
                 cluster=self.cluster,

@@ -18,6 +18,8 @@ import anyio
 import structlog
 
 from federation.admission.api_drain import WorkloadUpdate
+from federation.admission.api_workloads import workload_key
+from federation.admission.decisions import Admit
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
 from federation.kube import resources as r
 from federation.kube.errors import Conflict, KubeError, NotFound
@@ -25,7 +27,10 @@ from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
 from worker_agent.decisions.admission import plan_admissions
+from worker_agent.decisions.checks import admitted_status, checks_for, checks_step, second_pass_failed
 from worker_agent.decisions.jobs import FinishWorkload, finish_decision, prebuilt_workload_name, start_decision
+from worker_agent.decisions.tas_admission import TasPlacer
+from worker_agent.provisioning import Provisioning
 from worker_agent.tas import Tas
 from worker_agent.world import World
 
@@ -70,6 +75,7 @@ class Reconciler:
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
         trigger: Trigger | None = None,
         tas: Tas | None = None,
+        provisioning: Provisioning | None = None,
     ) -> None:
         self.world = world
         self.api = world.api
@@ -81,6 +87,8 @@ class Reconciler:
         self.clock = clock
         self.trigger = trigger or Trigger()
         self.tas = tas
+        self.provisioning = provisioning
+        self.next_requeue_at: float | None = None
         self.passes = 0
         self._log = log.bind(cluster=cluster)
 
@@ -88,12 +96,22 @@ class Reconciler:
         self.trigger.pull()
         while True:
             recheck = self.tas.seconds_until_recheck() if self.tas is not None else None
+            if self.next_requeue_at is not None:  # a requeue backoff ends: admit it then
+                left = max(0.0, self.next_requeue_at - self.clock().timestamp()) + COALESCE_SECONDS
+                recheck = left if recheck is None else min(recheck, left)
             with anyio.move_on_after(recheck if recheck is not None else float("inf")):
                 await self.trigger.wait()
             await anyio.sleep(COALESCE_SECONDS)
             async with self.lock:
                 try:
                     await self.admission_pass()
+                    if self.provisioning is not None:
+                        await self.provisioning.sync(
+                            self.world.all_workloads(),
+                            flavor_labels={n: f.spec.node_labels for n, f in self.world.flavor_infos().items()},
+                            remember=self.world.workload_writes.remember,
+                            now=self.clock(),
+                        )
                     await self.job_pass()
                     if self.tas is not None:  # repair first: no pod is pinned by an assignment being repaired
                         await self.tas.repair_pass(
@@ -107,19 +125,85 @@ class Reconciler:
     # -- admission ------------------------------------------------------------------------------------------
 
     async def admission_pass(self) -> None:
-        state = self.world.local_state()
         now = self.clock()
+        state = self.world.local_state(now_seconds=now.timestamp())
+        self.next_requeue_at = state.next_requeue_at
         if self.tas is not None:
             placer = self.tas.placer(state, self.world.all_workloads())
-            updates = plan_admissions(state, now=now, veto=placer.veto, topology=placer.assignments)
+            placer.delay = self._delays_topology
+            await self._checks_pass(now, placer)  # second passes first: they hold quota already
+            updates = plan_admissions(
+                state,
+                now=now,
+                veto=placer.veto,
+                topology=placer.assignments,
+                checks=self._checks_of,
+                delayed=placer.delayed,
+            )
         else:
-            updates = plan_admissions(state, now=now)
+            await self._checks_pass(now, None)
+            updates = plan_admissions(state, now=now, checks=self._checks_of)
         if not updates:
             return
         limiter = anyio.CapacityLimiter(WRITE_CONCURRENCY)
         async with anyio.create_task_group() as tg:
             for update in updates:
                 tg.start_soon(self._limited, limiter, self._write_admission, update, now)
+
+    def _checks_of(self, admit: Admit) -> list[str]:
+        queue = self.world.cluster_queues.store.get(admit.assignment.cluster_queue)
+        flavors = {f for psa in admit.assignment.pod_set_assignments for f in psa.flavors.values()}
+        return checks_for(queue, flavors)
+
+    def _delays_topology(self, admit: Admit) -> bool:
+        """Two-phase TAS: behind a ProvisioningRequest check the nodes do not exist yet; place after the checks."""
+        if self.provisioning is None:
+            return False
+        return any(self.provisioning.is_provisioning(name) for name in self._checks_of(admit))
+
+    async def _checks_pass(self, now: dt.datetime, placer: TasPlacer | None) -> None:
+        """Act on the check states of quota-holding workloads (``worker_agent.decisions.checks``)."""
+        for current in list(self.world.all_workloads()):
+            workload = current
+            step = checks_step(workload, now=now)
+            if step is None:
+                continue
+            bound = self._log.bind(workload=workload_key(workload))
+            status = step.status
+            reason, message, event_type = step.event_reason, step.message, step.event_type
+            if step.kind == "place":
+                placed = placer.place_delayed(workload) if placer is not None else {}
+                if isinstance(placed, str):
+                    failed = second_pass_failed(workload, placed, now=now)
+                    if failed is None:
+                        continue
+                    status, reason, message, event_type = failed, "SecondPassFailed", placed, "Warning"
+                else:
+                    status = admitted_status(workload, now=now, topology=placed)
+                    reason, message = "Admitted", "The workload is admitted"
+            if step.kind == "deactivate" and (workload.get("spec") or {}).get("active", True) is not False:
+                namespace, name = _name(workload)
+                try:
+                    workload = await self.api.patch(
+                        r.WORKLOADS,
+                        name,
+                        _versioned(workload, {"spec": {"active": False}}),
+                        namespace=namespace,
+                        field_manager="kfed-agent",
+                    )
+                except (Conflict, NotFound):
+                    self.trigger.pull()
+                    continue
+            written = await self._patch_status(r.WORKLOADS, workload, {"status": status}, bound)
+            if written is None:
+                continue
+            self.world.workload_writes.remember(written)
+            if reason == "Admitted":
+                self.metrics.admitted_workloads.labels(cluster_queue=_queue_of(written)).inc()
+                self.on_admitted(now.timestamp())
+            bound.info("workload.checks_step", step=step.kind, reason=reason, message=message[:500])
+            if reason not in _ROUTINE_ADMISSION_EVENTS or not _copy_of_manager(written):
+                self.events.emit(written, reason=reason, note=message[:1024], action="Admission", event_type=event_type)
 
     @staticmethod
     async def _limited(limiter: anyio.CapacityLimiter, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
@@ -133,7 +217,10 @@ class Reconciler:
             return
         self.world.workload_writes.remember(written)
         queue = update.cluster_queue or ""
-        if update.outcome == "admitted":
+        if update.outcome == "reserved":
+            self.metrics.quota_reserved_workloads.labels(cluster_queue=queue).inc()
+            bound.info("workload.quota_reserved", flavors=_flavors(update.status), message=update.message)
+        elif update.outcome == "admitted":
             self.metrics.admission_attempts.labels(result="success").inc()
             self.metrics.quota_reserved_workloads.labels(cluster_queue=queue).inc()
             self.metrics.admitted_workloads.labels(cluster_queue=queue).inc()
@@ -244,6 +331,10 @@ class Reconciler:
         bound.info("job.started", flavors=list(flavors), seconds=round(time.monotonic() - started, 3))
         if not _copy_of_manager(written):
             self.events.emit(written, reason="Started", note=f"Admitted by clusterQueue {queue}", action="Start")
+
+
+def _queue_of(workload: Obj) -> str:
+    return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
 
 
 def _flavors(status: Obj) -> list[str]:

@@ -80,7 +80,8 @@ class World:
     def flavor_infos(self) -> dict[str, FlavorInfo]:
         return self._state_builder.flavor_infos(self.flavors.store)
 
-    def local_state(self) -> QuotaState:
+    def local_state(self, *, now_seconds: float | None = None) -> QuotaState:
+        """``now_seconds``: keep workloads whose requeue backoff (``status.requeueState.requeueAt``) is ahead out."""
         state = self._state_builder.build(
             flavors=self.flavors.store,
             cluster_queues=self.cluster_queues.store,
@@ -88,6 +89,7 @@ class World:
             local_queues=self.local_queues.store,
             namespaces=self.namespaces.store,
             workloads=self.all_workloads(),
+            now_seconds=now_seconds,
         )
         for ignored in self._state_builder.ignored:
             log.warning("agent.object_ignored", kind=ignored.kind, name=ignored.name, error=ignored.error)

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "charts" / "kfed-agent" / "crds"
+PREREQUISITE_CRDS = Path(__file__).parent / "crds"
+"""CRDs of other projects the workers need (the cluster autoscaler's ProvisioningRequest), applied like kfed's."""
 JOB_POLICY = REPO_ROOT / "charts" / "kfed-manager" / "files" / "job-admission-policy.yaml"
 MANAGER = "manager"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -256,6 +258,7 @@ class Federation:
             raise RigError(f"no CRDs in {CRD_DIR}; run `make crds`")
         for name in self.clusters:
             self.kubectl(name, "apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
+            self.kubectl(name, "apply", "--server-side", "--force-conflicts", "-f", str(PREREQUISITE_CRDS))
         for name in self.clusters:
             self.kubectl(name, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
 

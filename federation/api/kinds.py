@@ -13,6 +13,7 @@ from federation.api.cohort import Cohort
 from federation.api.localqueue import LocalQueue
 from federation.api.multikueue import MultiKueueCluster, MultiKueueConfig
 from federation.api.priority import WorkloadPriorityClass
+from federation.api.provisioning import ProvisioningRequestConfig
 from federation.api.resourceflavor import ResourceFlavor
 from federation.api.schema import model_schema, prune
 from federation.api.topology import Topology
@@ -29,6 +30,7 @@ ALL_KINDS: tuple[type[ApiObject], ...] = (
     AdmissionCheck,
     MultiKueueConfig,
     MultiKueueCluster,
+    ProvisioningRequestConfig,
     ClusterCapacity,
 )
 """Every top-level kind, in the order CRDs are listed."""

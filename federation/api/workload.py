@@ -314,6 +314,8 @@ class AdmissionCheckState(KubeModel):
     state: CheckState
     last_transition_time: Time
     message: Annotated[StrictStr, Field(max_length=32768)]
+    requeue_after_seconds: Annotated[Int32, Field(ge=0)] | None = None
+    retry_count: Annotated[Int32, Field(ge=0)] | None = None
     pod_set_updates: Annotated[list[PodSetUpdate], Field(max_length=8), Crd(list_type="atomic")] | None = None
 
 

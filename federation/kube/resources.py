@@ -23,6 +23,7 @@ from federation.api import (
     WorkloadPriorityClass,
 )
 from federation.api.base import ApiObject
+from federation.api.provisioning import ProvisioningRequestConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,11 @@ CORE_EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event", namespaced=True)
 JOBS = Resource("batch", "v1", "jobs", "Job", namespaced=True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+POD_TEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate", namespaced=True)
+PROVISIONING_REQUESTS = Resource(
+    "autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", namespaced=True
+)
+"""The cluster autoscaler's kind (its CRD is a prerequisite of the ProvisioningRequest admission check)."""
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False)
 
 
@@ -96,6 +102,7 @@ MULTIKUEUE_CONFIGS = for_kind(MultiKueueConfig)
 MULTIKUEUE_CLUSTERS = for_kind(MultiKueueCluster)
 WORKLOAD_PRIORITY_CLASSES = for_kind(WorkloadPriorityClass)
 CLUSTER_CAPACITIES = for_kind(ClusterCapacity)
+PROVISIONING_REQUEST_CONFIGS = for_kind(ProvisioningRequestConfig)
 
 KUEUE_RESOURCES: tuple[Resource, ...] = (
     WORKLOADS,

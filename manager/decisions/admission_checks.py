@@ -205,3 +205,42 @@ def eviction_conditions(
         observed_generation=generation if isinstance(generation, int) else None,
     )
     return list(conditions)
+
+
+def worker_checks_message(remote_workload: Mapping[str, Any] | None, worker: str) -> str | None:
+    """What the worker's own admission checks (e.g. a ProvisioningRequest) are doing with the copy, for the
+    MultiKueue check's message on the manager; None when the worker has none left to pass."""
+    if remote_workload is None:
+        return None
+    waiting = [c for c in check_states(remote_workload) if c.get("state") != CHECK_READY]
+    if not waiting:
+        return None
+    parts = []
+    for check in waiting:
+        part = f"{check.get('name')} {check.get('state')}"
+        if check.get("retryCount"):
+            part += f" (retry {check.get('retryCount')})"
+        if check.get("message"):
+            part += f": {check.get('message')}"
+        parts.append(part)
+    return f'admission checks on "{worker}": ' + "; ".join(parts)
+
+
+def worker_rejection(remote_workload: Mapping[str, Any] | None, worker: str) -> CheckEviction | None:
+    """The copy was deactivated on the worker because one of the worker's admission checks was Rejected: the
+    manager deactivates the workload too, saying why (re-dispatching it would be rejected again)."""
+    if remote_workload is None or (remote_workload.get("spec") or {}).get("active", True) is not False:
+        return None
+    rejected = [c for c in check_states(remote_workload) if c.get("state") == CHECK_REJECTED]
+    if not rejected:
+        return None
+    names = ", ".join(str(c.get("name")) for c in rejected)
+    first = rejected[0]
+    why = f'admission check {first.get("name")} on worker "{worker}" was Rejected: {first.get("message") or ""}'
+    return CheckEviction(
+        deactivate=True,
+        reason=f"{EVICTED_BY_DEACTIVATION}DueTo{EVICTED_BY_ADMISSION_CHECK}",
+        message=f'The workload is deactivated due to Admission check(s): {names} on worker "{worker}", were rejected',
+        event_reason="AdmissionCheckRejected",
+        event_message=f"Deactivating workload because {why}",
+    )

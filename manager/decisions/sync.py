@@ -49,7 +49,11 @@ def workload_finished(workload: Obj | None) -> bool:
 
 
 def remote_reserved(remote_workload: Obj | None) -> bool:
-    return remote_workload is not None and is_true(remote_workload, "QuotaReserved")
+    """The worker admitted the copy: quota reserved there and, when its ClusterQueue has admission checks (e.g. a
+    ProvisioningRequest), ``Admitted`` (every check Ready)."""
+    if remote_workload is None or not is_true(remote_workload, "QuotaReserved"):
+        return False
+    return is_true(remote_workload, "Admitted") or not (remote_workload.get("status") or {}).get("admissionChecks")
 
 
 def mirrored_job_status(remote_job: Obj) -> dict[str, Any]:

@@ -68,8 +68,12 @@ def foreign_job_message(namespace: str, job_name: str, worker: str) -> str:
 
 def dispatch_time_left(remote_workload: Obj | None, *, now: dt.datetime, timeout: float) -> float | None:
     """Seconds left for the worker to admit our Workload copy (counted from the copy's creation), or None when
-    there is no copy yet (other admission checks may still be pending) or the worker has reserved quota for it."""
+    there is no copy yet (other admission checks may still be pending), the worker has reserved quota for it, or the
+    worker's own admission checks are at work on it (they end in Ready or Rejected themselves, with backoff between
+    retries)."""
     if remote_workload is None or is_true(remote_workload, "QuotaReserved"):
+        return None
+    if (remote_workload.get("status") or {}).get("admissionChecks"):
         return None
     created = (remote_workload.get("metadata") or {}).get("creationTimestamp")
     if not created:
@@ -122,6 +126,8 @@ def withdrawal_reason(
         return None
     if remote_workload is not None and is_true(remote_workload, "Evicted"):
         evicted = find_condition(remote_workload, "Evicted") or {}
+        if evicted.get("reason") == "AdmissionCheck" and (remote_workload.get("spec") or {}).get("active", True):
+            return None  # a worker's check asked to retry: the worker requeues it after the check's backoff
         why = ": ".join(str(part) for part in (evicted.get("reason"), evicted.get("message")) if part)
         return f'evicted in worker cluster "{worker}" ({why})'
     if not is_true(manager_workload, "Admitted"):

@@ -1,15 +1,17 @@
 """Local admission on a worker: what the agent writes when the shared core admits a dispatched Workload.
 
 Draining the pending workloads through the core is shared with the manager (``federation.admission.api_drain``);
-here each admission becomes one status write: ``status.admission`` plus ``QuotaReserved`` and ``Admitted`` (the
-worker has no admission checks). For TAS flavors the caller passes a veto that places the pod sets
-(``worker_agent.decisions.tas_admission``); their ``topologyAssignment`` goes into the same write.
+here each admission becomes one status write: ``status.admission`` plus ``QuotaReserved`` and ``Admitted``, or,
+behind admission checks, only ``QuotaReserved`` with the checks listed as Pending (``worker_agent.decisions.checks``
+admits later). For TAS flavors the caller passes a veto that places the pod sets
+(``worker_agent.decisions.tas_admission``); their ``topologyAssignment`` goes into the same write, unless it waits
+for a ProvisioningRequest check (two-phase TAS: ``delayedTopologyRequest: Pending``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from federation.admission.api_drain import (
@@ -24,9 +26,10 @@ from federation.admission.api_drain import (
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Admit, Assignment, Preempt, Wait
-from federation.api.workload import ADMITTED, QUOTA_RESERVED
-from federation.conditions import conditions_of, set_condition
+from federation.api.workload import ADMITTED, EVICTED, QUOTA_RESERVED
+from federation.conditions import conditions_of, find_condition, set_condition
 from federation.protocol import REASON_ADMITTED, REASON_INADMISSIBLE, REASON_PENDING, REASON_QUOTA_RESERVED
+from worker_agent.decisions.checks import DELAYED_PENDING, pending_checks
 
 Obj = dict[str, Any]
 
@@ -38,8 +41,13 @@ def admit_update(
     now: dt.datetime,
     waited_seconds: float,
     topology: Mapping[str, Mapping[str, Any]] | None = None,
+    checks: Sequence[str] = (),
+    delayed: Collection[str] = (),
 ) -> WorkloadUpdate:
-    """``topology``: pod set name → its ``topologyAssignment`` (TAS pod sets only)."""
+    """``topology``: pod set name → its ``topologyAssignment`` (TAS pod sets only). With ``checks`` (the
+    ClusterQueue's admission checks for the assigned flavors) only quota is reserved and the checks are listed as
+    Pending (``worker_agent.decisions.checks`` admits later); ``delayed``: TAS pod sets whose topology is assigned
+    once the checks are Ready (``delayedTopologyRequest: Pending``)."""
     queue = assignment.cluster_queue
     reserved_message = f"Quota reserved in ClusterQueue {queue}"
     generation = workload_generation(raw)
@@ -52,25 +60,43 @@ def admit_update(
         now=now,
         observed_generation=generation,
     )
-    conditions, _ = set_condition(
-        conditions,
-        condition_type=ADMITTED,
-        status=True,
-        reason=REASON_ADMITTED,
-        message="The workload is admitted",
-        now=now,
-        observed_generation=generation,
-    )
-    events = (
+    evicted = find_condition(raw, EVICTED)
+    if evicted is not None and evicted.get("status") == "True":  # Kueue: a new reservation ends the eviction
+        conditions, _ = set_condition(
+            conditions,
+            condition_type=EVICTED,
+            status=False,
+            reason=REASON_QUOTA_RESERVED,
+            message=f"Previously: {evicted.get('message', '')}",
+            now=now,
+            observed_generation=generation,
+        )
+    events: tuple[EventSpec, ...] = (
         EventSpec(REASON_QUOTA_RESERVED, f"{reserved_message}, wait time since queued was {waited_seconds:.0f}s"),
-        EventSpec(REASON_ADMITTED, f"Admitted by ClusterQueue {queue}, wait time since reservation was 0s"),
     )
+    if not checks:
+        conditions, _ = set_condition(
+            conditions,
+            condition_type=ADMITTED,
+            status=True,
+            reason=REASON_ADMITTED,
+            message="The workload is admitted",
+            now=now,
+            observed_generation=generation,
+        )
+        events += (EventSpec(REASON_ADMITTED, f"Admitted by ClusterQueue {queue}, wait time since reservation was 0s"),)
     admission = admission_status(assignment)
     for item in admission["podSetAssignments"]:
         placed = (topology or {}).get(item["name"])
         if placed is not None:
             item["topologyAssignment"] = dict(placed)
-    status = {"admission": admission, "conditions": conditions}
+        elif item["name"] in delayed:
+            item["delayedTopologyRequest"] = DELAYED_PENDING
+    status: dict[str, Any] = {"admission": admission, "conditions": conditions}
+    if checks:
+        status["admissionChecks"] = pending_checks(raw, checks, now=now)
+    if checks:
+        return WorkloadUpdate(workload_key(raw), raw, status, "reserved", queue, reserved_message, events)
     return WorkloadUpdate(workload_key(raw), raw, status, "admitted", queue, reserved_message, events)
 
 
@@ -80,11 +106,14 @@ def plan_admissions(
     now: dt.datetime,
     veto: Veto | None = None,
     topology: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+    checks: Callable[[Admit], Sequence[str]] | None = None,
+    delayed: Mapping[str, Collection[str]] | None = None,
 ) -> list[WorkloadUpdate]:
     """Decide every pending workload of ``state`` (its snapshot gains the admissions) and return the writes.
 
     ``veto`` may refuse an admission (a TAS pod set that does not fit); ``topology[workload key]`` holds the
-    assignments the veto made, read after the drain.
+    assignments the veto made, read after the drain. ``checks(admit)``: the admission checks the admission must
+    pass (only quota is reserved then); ``delayed[workload key]``: its TAS pod sets placed after the checks.
     """
     updates: list[WorkloadUpdate] = []
     for blocked in state.blocked:
@@ -101,7 +130,17 @@ def plan_admissions(
         if isinstance(decision, Admit):
             waited = max(0.0, now_seconds - decision.workload.creation_time)
             placed = (topology or {}).get(decision.workload.key)
-            updates.append(admit_update(raw, decision.assignment, now=now, waited_seconds=waited, topology=placed))
+            updates.append(
+                admit_update(
+                    raw,
+                    decision.assignment,
+                    now=now,
+                    waited_seconds=waited,
+                    topology=placed,
+                    checks=checks(decision) if checks is not None else (),
+                    delayed=(delayed or {}).get(decision.workload.key, ()),
+                )
+            )
             continue
         reason = REASON_INADMISSIBLE if isinstance(decision, Wait) and decision.reason == "Inactive" else REASON_PENDING
         message = decision.message

@@ -81,6 +81,17 @@ def finish_decision(job: Mapping[str, Any], workload: Mapping[str, Any], *, now:
     return FinishWorkload({"conditions": conditions}, reason, message)
 
 
+def _pod_set_updates(workload: Mapping[str, Any], pod_set: str) -> list[Mapping[str, Any]]:
+    checks = (workload.get("status") or {}).get("admissionChecks") or ()
+    return [
+        update
+        for check in checks
+        if check.get("state") == "Ready"
+        for update in check.get("podSetUpdates") or ()
+        if update.get("name") == pod_set
+    ]
+
+
 def start_decision(
     job: Mapping[str, Any], workload: Mapping[str, Any], *, flavors: Mapping[str, FlavorInfo]
 ) -> StartJob | None:
@@ -123,6 +134,13 @@ def start_decision(
             "labels": {TAS_LABEL: "true", PODSET_LABEL: str(assignments[0].get("name") or "main")},
             "annotations": {WORKLOAD_ANNOTATION: workload_name},
         }
+    pod_set = str(assignments[0].get("name") or "main") if assignments[:1] else "main"
+    for update in _pod_set_updates(workload, pod_set):  # what Ready admission checks ask of the pods (Kueue's merge)
+        for field in ("labels", "annotations"):
+            if update.get(field):
+                template_meta[field] = {**(template_meta.get(field) or {}), **update[field]}
+        if update.get("nodeSelector"):
+            template_patch["nodeSelector"] = {**(template_patch.get("nodeSelector") or {}), **update["nodeSelector"]}
     patch: Obj = {"spec": {"suspend": False}}
     if template_meta:
         patch["spec"]["template"] = {"metadata": template_meta}

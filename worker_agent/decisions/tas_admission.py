@@ -14,7 +14,7 @@ yet, so a restart or a missed event never double-books nor leaks a node.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,6 +127,11 @@ class TasPlacer:
     book: Any = None
     """``book(flavor, key, usage per node)``: called for every placement made (defaults to the snapshot)."""
     assignments: dict[str, dict[str, Obj]] = field(default_factory=dict)
+    delay: Callable[[Admit], bool] | None = None
+    """True for an admission whose TAS pod sets are placed only once its admission checks are Ready (a
+    ProvisioningRequest check: the nodes do not exist yet); the first pass then reserves quota only."""
+    delayed: dict[str, list[str]] = field(default_factory=dict)
+    """Workload key → its TAS pod sets left unplaced by ``delay``."""
 
     def veto(self, admit: Admit) -> str | None:
         key = admit.workload.key
@@ -134,34 +139,67 @@ class TasPlacer:
         if raw is None:
             return None
         specs = pod_sets_by_name(raw)
+        if self.delay is not None and self.delay(admit):
+            names = [
+                psa.name
+                for psa in admit.assignment.pod_set_assignments
+                if tas_flavor_of(psa.flavors, self.tas) is not None and psa.name in specs
+            ]
+            if names:
+                self.delayed[key] = names
+                return None
+        return self._place(
+            key, specs, [(psa.name, psa.flavors, psa.count) for psa in admit.assignment.pod_set_assignments]
+        )
+
+    def place_delayed(self, workload: Obj) -> dict[str, Obj] | str:
+        """Second pass of two-phase TAS: place the reserved workload's pod sets whose ``delayedTopologyRequest`` is
+        Pending on the nodes there are now, with the same rules as at admission. The assignments (pod set → its
+        ``topologyAssignment``), or why they do not fit."""
+        key = workload_key(workload)
+        specs = pod_sets_by_name(workload)
+        admission = (workload.get("status") or {}).get("admission") or {}
+        wanted = [
+            (str(psa.get("name")), dict(psa.get("flavors") or {}), int(psa["count"]) if psa.get("count") else None)
+            for psa in admission.get("podSetAssignments") or ()
+            if psa.get("delayedTopologyRequest") == "Pending" and psa.get("topologyAssignment") is None
+        ]
+        problem = self._place(key, specs, wanted)
+        if problem is not None:
+            return problem
+        return self.assignments.pop(key, {})
+
+    def _place(
+        self, key: str, specs: Mapping[str, Obj], pod_sets: Iterable[tuple[str, Mapping[str, str], int | None]]
+    ) -> str | None:
         placed: dict[str, tuple[FlavorTopology, Placement, PodSetRequest]] = {}
-        for psa in admit.assignment.pod_set_assignments:
-            flavor = tas_flavor_of(psa.flavors, self.tas)
-            if flavor is None or psa.name not in specs:
+        for name, flavors, count in pod_sets:
+            flavor = tas_flavor_of(flavors, self.tas)
+            if flavor is None or name not in specs:
                 continue
             snapshot = self.snapshots.get(flavor.name)
             if snapshot is None:
                 return (
-                    f"couldn't assign flavors to pod set {psa.name}: topology {flavor.topology!r} "
+                    f"couldn't assign flavors to pod set {name}: topology {flavor.topology!r} "
                     f"of ResourceFlavor {flavor.name} not found"
                 )
-            request = pod_set_request(specs[psa.name], flavor, count=psa.count)
+            request = pod_set_request(specs[name], flavor, count=count)
             result = place(snapshot, request)
             if isinstance(result, PlacementFailure):
-                for name, (done_flavor, _, _) in placed.items():
+                for done_name, (done_flavor, _, _) in placed.items():
                     done = self.snapshots.get(done_flavor.name)
                     if done is not None:
-                        done.forget(f"{key}/{name}")
+                        done.forget(f"{key}/{done_name}")
                 return (
-                    f"couldn't assign flavors to pod set {psa.name}: topology {flavor.topology!r} doesn't allow to "
+                    f"couldn't assign flavors to pod set {name}: topology {flavor.topology!r} doesn't allow to "
                     f"fit any of {request.count} pod(s): {result.message}"
                 )
             usage = result.usage_per_node(request.per_pod_usage())
             if self.book is not None:
-                self.book(flavor.name, f"{key}/{psa.name}", usage)
+                self.book(flavor.name, f"{key}/{name}", usage)
             else:
-                snapshot.assume(f"{key}/{psa.name}", usage)
-            placed[psa.name] = (flavor, result, request)
+                snapshot.assume(f"{key}/{name}", usage)
+            placed[name] = (flavor, result, request)
         if placed:
             self.assignments[key] = {
                 name: encode_placement(placement).to_dict() for name, (_, placement, _) in placed.items()

@@ -1,0 +1,260 @@
+"""Admission checks of a worker's ClusterQueues, as pure decisions (the part of Kueue's workload controller the agent
+plays for them).
+
+Why this module exists: with a check in the ClusterQueue (``admissionChecksStrategy``, ``onFlavors`` honoured),
+local admission only reserves quota and lists every check as Pending (``status.admissionChecks``); the check's own
+controller (e.g. ``worker_agent.provisioning``) moves it on. Then, as Kueue does: all Ready → ``Admitted`` (a TAS
+pod set whose topology was delayed gets it first, in a second pass); a check in Retry → evicted, quota released,
+checks back to Pending with ``retryCount`` + 1 and requeued after the check's ``requeueAfterSeconds``; a check in
+Rejected → ``spec.active: false`` and evicted with Kueue's deactivation reason (the check stays Rejected, so the
+manager can say why).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from federation.api.workload import ADMITTED, EVICTED, QUOTA_RESERVED
+from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
+from federation.protocol import REASON_ADMITTED
+
+Obj = dict[str, Any]
+
+PENDING, READY, RETRY, REJECTED = "Pending", "Ready", "Retry", "Rejected"
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+EVICTED_BY_ADMISSION_CHECK = "AdmissionCheck"
+DEACTIVATED_BY_ADMISSION_CHECK = "DeactivatedDueToAdmissionCheck"
+PENDING_DELAYED_TOPOLOGY = "PendingDelayedTopologyRequests"
+DELAYED_PENDING, DELAYED_READY = "Pending", "Ready"
+
+
+def checks_for(cluster_queue: Mapping[str, Any] | None, flavors: Collection[str]) -> list[str]:
+    """The ClusterQueue's admission checks that apply to a workload assigned ``flavors`` (a rule without
+    ``onFlavors`` applies to all flavors)."""
+    strategy = ((cluster_queue or {}).get("spec") or {}).get("admissionChecksStrategy") or {}
+    names: list[str] = []
+    for rule in strategy.get("admissionChecks") or ():
+        on = rule.get("onFlavors") or ()
+        if not on or any(flavor in on for flavor in flavors):
+            names.append(str(rule.get("name")))
+    return names
+
+
+def provisioning_checks(names: Iterable[str], admission_checks: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    return [
+        name
+        for name in names
+        if ((admission_checks.get(name) or {}).get("spec") or {}).get("controllerName") == PROVISIONING_CONTROLLER
+    ]
+
+
+def check_states(workload: Mapping[str, Any]) -> list[Obj]:
+    return [dict(check) for check in (workload.get("status") or {}).get("admissionChecks") or ()]
+
+
+def pending_checks(workload: Mapping[str, Any], names: Sequence[str], *, now: dt.datetime) -> list[Obj]:
+    """The checks a new reservation lists: each Pending, keeping what an earlier attempt left (``retryCount``,
+    ``requeueAfterSeconds``, the reset message)."""
+    old = {str(check.get("name")): check for check in check_states(workload)}
+    out: list[Obj] = []
+    for name in names:
+        check = dict(old.get(name) or {"name": name, "message": ""})
+        if check.get("state") != PENDING:
+            check["state"] = PENDING
+            check["lastTransitionTime"] = format_time(now)
+        check.setdefault("lastTransitionTime", format_time(now))
+        check.pop("podSetUpdates", None)
+        out.append(check)
+    return out
+
+
+def delayed_pending(workload: Mapping[str, Any]) -> list[str]:
+    """Pod sets whose topology assignment waits for the checks (``delayedTopologyRequest: Pending``)."""
+    admission = (workload.get("status") or {}).get("admission") or {}
+    return [
+        str(psa.get("name"))
+        for psa in admission.get("podSetAssignments") or ()
+        if psa.get("delayedTopologyRequest") == DELAYED_PENDING and psa.get("topologyAssignment") is None
+    ]
+
+
+def _message_of(checks: Sequence[Mapping[str, Any]], state: str) -> str:
+    """Kueue's ``AdmissionCheck(s) in <state> state: "name" (message); ...``."""
+    parts = [
+        f'"{c.get("name")}" ({c.get("message")})' if c.get("message") else f'"{c.get("name")}"'
+        for c in sorted(checks, key=lambda c: str(c.get("name")))
+    ]
+    noun = "AdmissionChecks" if len(checks) > 1 else "AdmissionCheck"
+    return f"{noun} in {state} state: {'; '.join(parts)}"
+
+
+@dataclass(frozen=True, slots=True)
+class ChecksStep:
+    """What the workload's check states ask for. ``kind``: ``admit``, ``place`` (all Ready but a TAS pod set waits
+    for its topology: the caller places it and calls :func:`admitted_status`), ``evict`` (Retry), ``deactivate``
+    (Rejected)."""
+
+    kind: str
+    status: Obj
+    message: str
+    event_reason: str
+    event_type: str = "Normal"
+
+
+def _released(workload: Mapping[str, Any], *, reason: str, message: str, now: dt.datetime) -> Obj:
+    generation = (workload.get("metadata") or {}).get("generation")
+    conditions, _ = set_condition(
+        conditions_of(workload),
+        condition_type=EVICTED,
+        status=True,
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=generation,
+    )
+    conditions, _ = set_condition(
+        conditions,
+        condition_type=QUOTA_RESERVED,
+        status=False,
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=generation,
+    )
+    if find_condition(workload, ADMITTED) is not None:
+        conditions, _ = set_condition(
+            conditions,
+            condition_type=ADMITTED,
+            status=False,
+            reason="NoReservation",
+            message="The workload has no reservation",
+            now=now,
+            observed_generation=generation,
+        )
+    return {"conditions": conditions, "admission": None}
+
+
+def _reset_checks(checks: Sequence[Mapping[str, Any]], *, now: dt.datetime) -> list[Obj]:
+    """Kueue's ``resetChecksOnEviction``: every check back to Pending; a Retry one counts one more retry."""
+    out: list[Obj] = []
+    for check in checks:
+        if check.get("state") == PENDING:
+            out.append(dict(check))
+            continue
+        reset: Obj = {
+            "name": check.get("name"),
+            "state": PENDING,
+            "message": f"Reset to Pending after eviction. Previously: {check.get('state')}",
+            "lastTransitionTime": format_time(now),
+        }
+        if check.get("requeueAfterSeconds") is not None:
+            reset["requeueAfterSeconds"] = check["requeueAfterSeconds"]
+        if check.get("state") == RETRY:
+            reset["retryCount"] = int(check.get("retryCount") or 0) + 1
+        elif check.get("retryCount") is not None:
+            reset["retryCount"] = check["retryCount"]
+        out.append(reset)
+    return out
+
+
+def retry_at(checks: Sequence[Mapping[str, Any]]) -> dt.datetime | None:
+    """Kueue's ``GetMaxRetryTime``: the latest ``lastTransitionTime + requeueAfterSeconds`` of the Retry checks."""
+    latest: dt.datetime | None = None
+    for check in checks:
+        seconds = check.get("requeueAfterSeconds")
+        stamp = check.get("lastTransitionTime")
+        if check.get("state") != RETRY or seconds is None or not stamp:
+            continue
+        at = parse_time(str(stamp)) + dt.timedelta(seconds=int(seconds))
+        latest = at if latest is None or at > latest else latest
+    return latest
+
+
+def checks_step(workload: Mapping[str, Any], *, now: dt.datetime) -> ChecksStep | None:
+    """The next step for a quota-holding, unfinished workload with admission checks; None while a check is
+    Pending (its controller acts) or when it is admitted already."""
+    if not is_true(workload, QUOTA_RESERVED) or is_true(workload, "Finished") or is_true(workload, EVICTED):
+        return None
+    checks = check_states(workload)
+    if not checks:
+        return None
+    rejected = [c for c in checks if c.get("state") == REJECTED]
+    retry = [c for c in checks if c.get("state") == RETRY]
+    if rejected:
+        message = _message_of(rejected, REJECTED)
+        status = _released(
+            workload,
+            reason=DEACTIVATED_BY_ADMISSION_CHECK,
+            message=f"The workload is deactivated due to {message}",
+            now=now,
+        )
+        return ChecksStep(
+            "deactivate", status, f"Deactivated due to {message}", "AdmissionCheckRejected", event_type="Warning"
+        )
+    if retry:
+        message = f"Evicted due to {_message_of(retry, RETRY)}"
+        status = _released(workload, reason=EVICTED_BY_ADMISSION_CHECK, message=message, now=now)
+        status["admissionChecks"] = _reset_checks(checks, now=now)
+        requeue = dict((workload.get("status") or {}).get("requeueState") or {})
+        requeue["count"] = int(requeue.get("count") or 0) + 1
+        at = retry_at(checks)
+        if at is not None and at > now:
+            requeue["requeueAt"] = format_time(at)
+        else:
+            requeue.pop("requeueAt", None)
+        status["requeueState"] = requeue
+        return ChecksStep("evict", status, message, f"EvictedDueTo{EVICTED_BY_ADMISSION_CHECK}")
+    if any(c.get("state") != READY for c in checks) or is_true(workload, ADMITTED):
+        return None
+    if delayed_pending(workload):
+        return ChecksStep("place", {}, "", "")
+    return ChecksStep("admit", admitted_status(workload, now=now), "The workload is admitted", REASON_ADMITTED)
+
+
+def admitted_status(
+    workload: Mapping[str, Any], *, now: dt.datetime, topology: Mapping[str, Mapping[str, Any]] | None = None
+) -> Obj:
+    """``Admitted=True`` once every check is Ready; ``topology`` (pod set → its assignment) completes the delayed
+    topology requests in the same write."""
+    conditions, _ = set_condition(
+        conditions_of(workload),
+        condition_type=ADMITTED,
+        status=True,
+        reason=REASON_ADMITTED,
+        message="The workload is admitted",
+        now=now,
+        observed_generation=(workload.get("metadata") or {}).get("generation"),
+    )
+    status: Obj = {"conditions": conditions}
+    if topology:
+        admission = dict((workload.get("status") or {}).get("admission") or {})
+        items = []
+        for psa in admission.get("podSetAssignments") or ():
+            item = dict(psa)
+            placed = topology.get(str(psa.get("name")))
+            if placed is not None:
+                item["topologyAssignment"] = dict(placed)
+                item["delayedTopologyRequest"] = DELAYED_READY
+            items.append(item)
+        admission["podSetAssignments"] = items
+        status["admission"] = admission
+    return status
+
+
+def second_pass_failed(workload: Mapping[str, Any], reason: str, *, now: dt.datetime) -> Obj | None:
+    """``Admitted=False`` (Kueue's ``PendingDelayedTopologyRequests``) saying why the delayed topology does not fit
+    the nodes there are now; None when it says so already. The reservation is kept and the placement is tried
+    again on every change of nodes or pods."""
+    conditions, changed = set_condition(
+        conditions_of(workload),
+        condition_type=ADMITTED,
+        status=False,
+        reason=PENDING_DELAYED_TOPOLOGY,
+        message=f"There are pending delayed topology requests: {reason}",
+        now=now,
+        observed_generation=(workload.get("metadata") or {}).get("generation"),
+    )
+    return {"conditions": conditions} if changed else None
