@@ -37,6 +37,7 @@ from federation.admission.api_workloads import (
     workload_state,
 )
 from federation.admission.snapshot import Snapshot
+from federation.api.labels import PODSET_TOPOLOGY_SPREADING_ANNOTATION
 from federation.api.workload import EVICTED
 from federation.conditions import is_true, parse_time
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
@@ -185,12 +186,30 @@ def _classify(
         state.blocked.append(Blocked(raw, REASON_PENDING, f"Waiting for the requeuing backoff until {at}"))
         state.next_requeue_at = min(backoff_until, state.next_requeue_at or backoff_until)
         return
+    refused = unsupported_topology_request(raw)
+    if refused:
+        state.blocked.append(Blocked(raw, REASON_INADMISSIBLE, refused))
+        return
     try:
         workload = parse(raw, queue.name)
     except (ValueError, TypeError) as exc:
         state.blocked.append(Blocked(raw, REASON_INADMISSIBLE, f"Workload pod sets cannot be read: {exc}"))
         return
     state.pending.setdefault(queue.name, []).append((workload, raw))
+
+
+def unsupported_topology_request(raw: Obj) -> str:
+    """Why a workload asks for placement kfed does not do ("" when it does not): Kueue v0.20's alpha
+    ``kueue.x-k8s.io/podset-topology-spreading`` (spread groups of matching Workloads over domains by a share per
+    domain) is refused openly rather than admitted without its spreading, on the manager and on the agent alike."""
+    for pod_set in (raw.get("spec") or {}).get("podSets") or ():
+        annotations = ((pod_set.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+        if PODSET_TOPOLOGY_SPREADING_ANNOTATION in annotations:
+            return (
+                f"pod set {pod_set.get('name', '')} asks for {PODSET_TOPOLOGY_SPREADING_ANNOTATION} (Kueue's alpha "
+                "topology spreading), which kfed does not place yet; without the annotation the workload is queued"
+            )
+    return ""
 
 
 def reserved_workload(raw: Obj, queue_name: str) -> core.AdmittedWorkload | None:

@@ -75,3 +75,21 @@ def test_a_workload_in_its_requeue_backoff_waits_until_requeue_at_then_competes(
     assert after.blocked == []
     assert after.next_requeue_at is None
     assert sorted(w.key for w, _ in after.pending["cq"]) == ["ns/fresh", "ns/late"]
+
+
+def test_a_workload_asking_for_topology_spreading_is_refused_with_a_reason_not_admitted_without_it() -> None:
+    spreading = workload("spread")
+    spreading["spec"]["podSets"][0]["template"]["metadata"] = {
+        "annotations": {
+            "kueue.x-k8s.io/podset-topology-spreading": (
+                '{"workloadLabelSelectors":[{"key":"app","operator":"In","values":["x"]}],'
+                '"rules":[{"topologyKey":"rack","maxShareAllowingPlacement":"0.5"}]}'
+            )
+        }
+    }
+    quota = _state(spreading, workload("plain"))
+    assert [blocked.raw["metadata"]["name"] for blocked in quota.blocked] == ["spread"]
+    assert quota.blocked[0].reason == "Inadmissible"
+    assert "kueue.x-k8s.io/podset-topology-spreading" in quota.blocked[0].message
+    assert "pod set main" in quota.blocked[0].message
+    assert [d.workload.key for d in drain(quota, now_seconds=0) if isinstance(d, Admit)] == ["ns/plain"]
