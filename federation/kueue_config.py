@@ -136,6 +136,45 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+_DEFAULT_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+_STRATEGY_LISTS = (("LessThanOrEqualToFinalShare",), ("LessThanInitialShare",), _DEFAULT_STRATEGIES)
+
+
+def _fair_sharing(
+    data: Mapping[str, Any], fields: dict[str, Any], settings: Settings, *, component: Component
+) -> dict[str, Any]:
+    """``fairSharing``: v1beta2 turns it on by the section's presence and requires ``preemptionStrategies``; v1beta1
+    by ``enable: true``, the strategies defaulting to Kueue's two. Only Kueue's three lists are valid."""
+    section = data.get("fairSharing")
+    rest = {p: v for p, v in fields.items() if p != "fairSharing" and not p.startswith("fairSharing.")}
+    if section is None:
+        return fields
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"fairSharing: {section!r} is not a mapping")
+    v1beta1 = data.get("apiVersion") == API_VERSIONS[0]
+    enabled = _boolean(section.get("enable", not v1beta1), "fairSharing.enable")
+    if not enabled:
+        return rest
+    strategies = section.get("preemptionStrategies")
+    if strategies is None and v1beta1:
+        strategies = list(_DEFAULT_STRATEGIES)
+    if not strategies:
+        raise ConfigError("fairSharing.preemptionStrategies: must be specified")
+    if not isinstance(strategies, list) or tuple(str(s) for s in strategies) not in _STRATEGY_LISTS:
+        allowed = " or ".join(str(list(names)) for names in _STRATEGY_LISTS)
+        raise ConfigError(f"fairSharing.preemptionStrategies: {strategies!r} is not supported (one of {allowed})")
+    if component != "manager":
+        settings.warnings.append(f"fairSharing: not used by kfed-{component}, ignored")
+        return rest
+    settings.defaults["fair_sharing"] = True
+    settings.defaults["fair_sharing_preemption_strategies"] = ",".join(strategies)
+    unknown = [p for p in fields if p.startswith("fairSharing.") and p.split(".")[1] not in _FAIR_SHARING_KEYS]
+    return rest | {p: fields[p] for p in unknown}
+
+
+_FAIR_SHARING_KEYS = ("enable", "preemptionStrategies")
+
+
 def read_configuration(text: str, *, component: Component) -> Settings:
     """The flags' defaults Kueue's configuration ``text`` sets for ``component``, and a warning per field it does
     not apply; raises :class:`ConfigError` for a file that is not a Configuration or a value that is invalid."""
@@ -159,6 +198,7 @@ def read_configuration(text: str, *, component: Component) -> Settings:
     elif isinstance(ready, Mapping):
         fields = {p: v for p, v in fields.items() if not p.startswith("waitForPodsReady.")}
     fields.pop("waitForPodsReady.enable", None)
+    fields = _fair_sharing(data, fields, settings, component=component)
     for path, value in fields.items():
         if value is None:
             continue  # YAML null: Kueue's default, which is kfed's

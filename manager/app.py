@@ -12,6 +12,8 @@ import anyio
 import anyio.abc
 import structlog
 
+from federation.admission.cycle import CycleConfig
+from federation.admission.preemption import FAIR_SHARING_STRATEGY_LISTS, fair_sharing_strategies
 from federation.kube import clients
 from federation.kube.leader import LeaderElectionConfig, LeaderElector
 from federation.obs.config_file import CONFIG_HELP, log_config_warnings, parse_with_config
@@ -27,6 +29,15 @@ from manager.decisions.retention import RetentionPolicy
 from manager.runtime import ManagerRuntime
 
 log = structlog.get_logger("kfed-manager")
+
+
+def _strategy_names(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    try:
+        fair_sharing_strategies(names)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+    return names
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -83,6 +94,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     ready.add_argument("--requeuing-backoff-base-seconds", type=float, default=BACKOFF_BASE_SECONDS)
     ready.add_argument("--requeuing-backoff-max-seconds", type=float, default=BACKOFF_MAX_SECONDS)
+    fair = parser.add_argument_group("fairSharing", "Kueue's fair sharing (off by default)")
+    fair.add_argument(
+        "--fair-sharing",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="order admission and pick preemption victims by the queues' weighted dominant-resource share",
+    )
+    fair.add_argument(
+        "--fair-sharing-preemption-strategies",
+        type=_strategy_names,
+        default=",".join(FAIR_SHARING_STRATEGY_LISTS[-1]),
+        help="Kueue's preemptionStrategies, comma-separated: "
+        + " or ".join(",".join(names) for names in FAIR_SHARING_STRATEGY_LISTS),
+    )
     retention = parser.add_argument_group(
         "objectRetentionPolicies.workloads", "Kueue's Workload retention (off by default)"
     )
@@ -127,6 +152,10 @@ async def run(args: argparse.Namespace) -> None:
         client_qps=args.qps,
         client_burst=args.burst,
         kubeconfig_dir=args.multikueue_kubeconfig_dir,
+        cycle=CycleConfig(
+            fair_sharing=args.fair_sharing,
+            fair_sharing_strategies=fair_sharing_strategies(args.fair_sharing_preemption_strategies),
+        ),
         retention=RetentionPolicy(
             after_finished=args.workload_retention_after_finished,
             after_deactivated_by_kueue=args.workload_retention_after_deactivated_by_kueue,

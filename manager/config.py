@@ -6,6 +6,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 
+from federation.admission.cycle import CycleConfig
 from federation.kube.kubeconfig import DEFAULT_KUBECONFIG_DIR
 from federation.protocol import DEFAULT_ORIGIN
 from manager.decisions.dispatch import DEFAULT_LARGE_SHARE, DispatchPolicy
@@ -26,6 +27,8 @@ class ManagerConfig:
     """How to choose among workers that fit equally well (``manager.decisions.dispatch``)."""
     dispatch_large_share: float = DEFAULT_LARGE_SHARE
     """For ``Balanced``: a workload taking at least this share of a worker's quota is placed by best fit."""
+    cycle: CycleConfig = field(default_factory=CycleConfig)
+    """Kueue's scheduler-wide switches: ``fairSharing`` (off by default) and its preemption strategies."""
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     """Kueue's objectRetentionPolicies.workloads (off by default)."""
     wait_for_pods_ready: WaitForPodsReady | None = None

@@ -187,7 +187,7 @@ class GlobalScheduler:
             )
             if update is not None:
                 updates.append(update)
-        decisions = drain(state, now_seconds=now.timestamp(), veto=veto)
+        decisions = drain(state, now_seconds=now.timestamp(), veto=veto, config=rt.config.cycle)
         preempting: set[str] = set()
         for decision in decisions:
             raw = raw_of[decision.workload.key]
@@ -264,7 +264,7 @@ class GlobalScheduler:
         written = await write_status_patches(
             rt.api,
             CLUSTER_QUEUES,
-            queue_status_patches(state, queues, pending=pending, now=now),
+            queue_status_patches(state, queues, pending=pending, now=now, fair_sharing=rt.config.cycle.fair_sharing),
             current=queues,
             field_manager=rt.config.field_manager,
         )

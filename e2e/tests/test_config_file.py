@@ -58,3 +58,22 @@ def test_an_invalid_file_stops_the_start_naming_field_and_value(
         manager_args([f"--config={path}"])
     assert exited.value.code == 2
     assert "clientConnection.qps: 'lots' is not a number" in capsys.readouterr().err
+
+
+def test_fair_sharing_from_the_file_reaches_the_manager_flags(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG + "fairSharing:\n  preemptionStrategies: [LessThanInitialShare]\n")
+    args = manager_args([f"--config={path}"])
+    assert (args.fair_sharing, args.fair_sharing_preemption_strategies) == (True, ("LessThanInitialShare",))
+    assert manager_args([f"--config={path}", "--no-fair-sharing"]).fair_sharing is False
+    default = manager_args([])
+    assert (default.fair_sharing, default.fair_sharing_preemption_strategies) == (
+        False,
+        ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+    )
+
+
+def test_an_unknown_preemption_strategy_list_stops_the_manager(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        manager_args(["--fair-sharing-preemption-strategies=LessThanInitialShare,LessThanOrEqualToFinalShare"])
+    assert "is not one of Kueue's preemption strategy lists" in capsys.readouterr().err

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import workload_key
-from federation.admission.cycle import apply_admission, run_cycle
+from federation.admission.cycle import CycleConfig, apply_admission, run_cycle
 from federation.admission.decisions import Admit, Assignment, Decision, Wait
 from federation.admission.flavors import format_amount
 from federation.api.workload import QUOTA_RESERVED
@@ -95,8 +95,16 @@ def workload_generation(raw: Mapping[str, Any]) -> int | None:
     return int(generation) if isinstance(generation, int) else None
 
 
-def drain(state: QuotaState, *, now_seconds: float, veto: Veto | None = None) -> list[Decision]:
+_DEFAULT_CONFIG = CycleConfig()
+
+
+def drain(
+    state: QuotaState, *, now_seconds: float, veto: Veto | None = None, config: CycleConfig = _DEFAULT_CONFIG
+) -> list[Decision]:
     """Run scheduling cycles until every pending workload has a final decision (see the module docstring).
+
+    ``config`` holds the scheduler-wide switches (fair sharing and its preemption strategies, Kueue's
+    ``fairSharing`` configuration).
 
     ``veto(admit)`` may refuse an admission the core would make (the manager does when no worker has room): it
     returns why, the workload gets a ``Wait`` with that message, and its usage never enters the snapshot.
@@ -109,7 +117,7 @@ def drain(state: QuotaState, *, now_seconds: float, veto: Veto | None = None) ->
         heads = [queue.popleft() for queue in queues.values() if queue]
         if not heads:
             return final
-        for proposed in run_cycle(snapshot, heads):
+        for proposed in run_cycle(snapshot, heads, config=config):
             workload = proposed.workload
             decision: Decision = proposed
             if isinstance(proposed, Admit):

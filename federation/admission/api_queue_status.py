@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from federation.admission.api_state import TERMINATING, QuotaState
 from federation.admission.api_workloads import reserved_usage
+from federation.admission.fair_sharing import dominant_resource_share
 from federation.admission.flavors import format_amount
 from federation.admission.snapshot import ClusterQueueNode
 from federation.conditions import conditions_of, is_true, set_condition
@@ -63,9 +64,18 @@ def _active(node: ClusterQueueNode) -> tuple[str, str, str]:
 
 
 def queue_status_patches(
-    state: QuotaState, raw_queues: Mapping[str, Mapping[str, Any]], *, pending: Mapping[str, int], now: dt.datetime
+    state: QuotaState,
+    raw_queues: Mapping[str, Mapping[str, Any]],
+    *,
+    pending: Mapping[str, int],
+    now: dt.datetime,
+    fair_sharing: bool = False,
 ) -> dict[str, Obj]:
-    """ClusterQueue name → ``status`` to merge, for every queue whose status would change."""
+    """ClusterQueue name → ``status`` to merge, for every queue whose status would change.
+
+    With ``fair_sharing`` (Kueue's ``fairSharing`` configuration) the status also carries Kueue's
+    ``fairSharing.weightedShare``, the queue's weighted dominant-resource share; without it the field is removed.
+    """
     patches: dict[str, Obj] = {}
     for name, node in state.snapshot.cluster_queues.items():
         raw = raw_queues.get(name)
@@ -97,6 +107,10 @@ def queue_status_patches(
             "conditions": conditions,
         }
         current = raw.get("status") or {}
+        if fair_sharing:
+            desired["fairSharing"] = {"weightedShare": dominant_resource_share(node)}
+        elif current.get("fairSharing") is not None:
+            desired["fairSharing"] = None
         if any(current.get(field) != value for field, value in desired.items()):
             patches[name] = desired
     return patches

@@ -28,7 +28,14 @@ from federation.admission.fair_sharing import dominant_resource_share, share_wit
 from federation.admission.model import AdmittedWorkload, FlavorResource, Workload
 from federation.admission.snapshot import ClusterQueueNode, Snapshot
 
-__all__ = ["FAIR_SHARING_STRATEGIES", "PreemptionRequest", "find_victims", "workload_fits"]
+__all__ = [
+    "FAIR_SHARING_STRATEGIES",
+    "FAIR_SHARING_STRATEGY_LISTS",
+    "PreemptionRequest",
+    "fair_sharing_strategies",
+    "find_victims",
+    "workload_fits",
+]
 
 FairSharingStrategy = Callable[[int, int, int], bool]
 """``(preemptor share after admission, victim queue share before, victim queue share after) → allowed``."""
@@ -47,6 +54,26 @@ FAIR_SHARING_STRATEGIES: tuple[FairSharingStrategy, ...] = (
     _less_than_initial_share,
 )
 """Kueue's default ``LessThanOrEqualToFinalShare`` then ``LessThanInitialShare``."""
+
+_STRATEGY_BY_NAME: dict[str, FairSharingStrategy] = {
+    "LessThanOrEqualToFinalShare": _less_than_or_equal_to_final_share,
+    "LessThanInitialShare": _less_than_initial_share,
+}
+FAIR_SHARING_STRATEGY_LISTS: tuple[tuple[str, ...], ...] = (
+    ("LessThanOrEqualToFinalShare",),
+    ("LessThanInitialShare",),
+    ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+)
+"""The only ``fairSharing.preemptionStrategies`` lists Kueue's configuration validation accepts."""
+
+
+def fair_sharing_strategies(names: tuple[str, ...]) -> tuple[FairSharingStrategy, ...]:
+    """The strategies Kueue names ``names``; raises ValueError for a list Kueue does not accept."""
+    if names not in FAIR_SHARING_STRATEGY_LISTS:
+        allowed = " or ".join(",".join(names) for names in FAIR_SHARING_STRATEGY_LISTS)
+        raise ValueError(f"{','.join(names) or '(none)'} is not one of Kueue's preemption strategy lists: {allowed}")
+    return tuple(_STRATEGY_BY_NAME[name] for name in names)
+
 
 _REASON_TEXT: dict[PreemptionReason, str] = {
     "InClusterQueue": "priority within the ClusterQueue",

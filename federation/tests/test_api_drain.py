@@ -93,3 +93,50 @@ def test_a_workload_asking_for_topology_spreading_is_refused_with_a_reason_not_a
     assert "kueue.x-k8s.io/podset-topology-spreading" in quota.blocked[0].message
     assert "pod set main" in quota.blocked[0].message
     assert [d.workload.key for d in drain(quota, now_seconds=0) if isinstance(d, Admit)] == ["ns/plain"]
+
+
+def _two_borrowing_queues() -> Any:
+    from federation.tests.api_builders import admitted_status
+
+    # a already borrows 4 of the cohort's 30 cpu, b borrows nothing; 6 cpu are left, room for one 4-cpu head.
+    return state(
+        flavors=[flavor("default")],
+        queues=[cluster_queue(name, {"default": {"cpu": "10"}}, cohort="c") for name in ("a", "b", "lender")],
+        local_queues=[local_queue("ns", "lq-a", "a"), local_queue("ns", "lq-b", "b")],
+        workloads=[
+            workload("a-running", cpu="14", queue="lq-a", status=admitted_status("a", "default", "14")),
+            workload("b-running", cpu="10", queue="lq-b", status=admitted_status("b", "default", "10")),
+            workload("a-next", cpu="4", queue="lq-a", created="2026-01-01T00:00:05Z"),
+            workload("b-next", cpu="4", queue="lq-b", created="2026-01-01T00:00:06Z"),
+        ],
+    )
+
+
+def test_fair_sharing_admits_the_head_of_the_queue_with_the_lower_share_first() -> None:
+    from federation.admission.cycle import CycleConfig
+
+    def admitted(config: CycleConfig) -> list[str]:
+        decisions = drain(_two_borrowing_queues(), now_seconds=0, config=config)
+        return [d.workload.key for d in decisions if isinstance(d, Admit)]
+
+    assert admitted(CycleConfig()) == ["ns/a-next"], "without fair sharing the older head goes first"
+    assert admitted(CycleConfig(fair_sharing=True)) == ["ns/b-next"], "b's share after admission is the lower"
+
+
+def test_with_fair_sharing_the_cluster_queue_status_shows_kueues_weighted_share() -> None:
+    from federation.admission.api_queue_status import queue_status_patches
+
+    quota = _two_borrowing_queues()
+    raws = {name: cluster_queue(name, {"default": {"cpu": "10"}}, cohort="c") for name in ("a", "b", "lender")}
+    now = dt.datetime(2026, 11, 21, tzinfo=dt.UTC)
+    patches = queue_status_patches(quota, raws, pending={}, now=now, fair_sharing=True)
+    # a borrows 4 cpu of the cohort's 30: 133 per mille at weight 1.
+    assert {name: patch["fairSharing"] for name, patch in patches.items()} == {
+        "a": {"weightedShare": 133},
+        "b": {"weightedShare": 0},
+        "lender": {"weightedShare": 0},
+    }
+    shown = {name: {**raw, "status": patches[name]} for name, raw in raws.items()}
+    off = queue_status_patches(quota, shown, pending={}, now=now)
+    assert {name: patch["fairSharing"] for name, patch in off.items()} == dict.fromkeys(raws), "removed when off"
+    assert "fairSharing" not in queue_status_patches(quota, raws, pending={}, now=now)["a"]

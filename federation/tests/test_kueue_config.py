@@ -94,14 +94,13 @@ def test_unsupported_fields_are_named() -> None:
     text = """
 apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
-fairSharing:
-  preemptionStrategies: [LessThanOrEqualToFinalShare]
+admissionFairSharing: {usageHalfLifeTime: 1h}
 manageJobsWithoutQueueName: true
 featureGates: {TopologyAwareScheduling: true}
 """
     warnings = read_configuration(text, component="manager").warnings
     assert warnings == [
-        "fairSharing.preemptionStrategies: not supported by kfed, ignored",
+        "admissionFairSharing.usageHalfLifeTime: not supported by kfed, ignored",
         "manageJobsWithoutQueueName: not supported by kfed, ignored",
         "featureGates.TopologyAwareScheduling: not supported by kfed, ignored",
     ]
@@ -137,3 +136,50 @@ def test_workload_retention_reaches_the_manager() -> None:
         "workload_retention_after_finished": 3600.0,
         "workload_retention_after_deactivated_by_kueue": 0.0,
     }
+
+
+@pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        # v1beta2: the section's presence turns fair sharing on; the strategies are required.
+        (
+            HEAD + "fairSharing:\n  preemptionStrategies: [LessThanInitialShare]\n",
+            {"fair_sharing": True, "fair_sharing_preemption_strategies": "LessThanInitialShare"},
+        ),
+        # v1beta1: enable: true turns it on, with Kueue's two strategies by default.
+        (
+            HEAD.replace("v1beta2", "v1beta1") + "fairSharing: {enable: true}\n",
+            {
+                "fair_sharing": True,
+                "fair_sharing_preemption_strategies": "LessThanOrEqualToFinalShare,LessThanInitialShare",
+            },
+        ),
+        (HEAD.replace("v1beta2", "v1beta1") + "fairSharing: {enable: false, preemptionStrategies: [x]}\n", {}),
+        (HEAD + "fairSharing: null\n", {}),
+    ],
+)
+def test_fair_sharing_reaches_the_manager(section: str, expected: dict[str, object]) -> None:
+    settings = read_configuration(section, component="manager")
+    assert (settings.defaults, settings.warnings) == (expected, [])
+
+
+def test_the_agent_names_fair_sharing_as_not_used() -> None:
+    text = HEAD + "fairSharing:\n  preemptionStrategies: [LessThanInitialShare]\n"
+    settings = read_configuration(text, component="agent")
+    assert (settings.defaults, settings.warnings) == ({}, ["fairSharing: not used by kfed-agent, ignored"])
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (HEAD + "fairSharing: {}\n", "fairSharing.preemptionStrategies: must be specified"),
+        (
+            HEAD + "fairSharing: {preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]}\n",
+            "fairSharing.preemptionStrategies: .*LessThanInitialShare', 'LessThanOrEqualToFinalShare'.* not supported",
+        ),
+        (HEAD + "fairSharing: {preemptionStrategies: Fastest}\n", "'Fastest' is not supported"),
+    ],
+)
+def test_an_invalid_fair_sharing_section_stops_the_start(text: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        read_configuration(text, component="manager")
