@@ -116,6 +116,22 @@ _FIELDS: dict[str, tuple[str, Callable[[Any, str], Any], tuple[Component, ...]]]
         ("manager",),
     ),
 }
+
+
+def _prefix_list(value: Any, where: str) -> str:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v and "," not in v for v in value):
+        raise ConfigError(f"{where}: {value!r} is not a list of resource name prefixes")
+    return ",".join(value)
+
+
+def _quota_check_strategy(value: Any, where: str) -> str:
+    if value not in ("BlockUndeclared", "IgnoreUndeclared"):
+        raise ConfigError(f"{where}: {value!r} is not supported (BlockUndeclared or IgnoreUndeclared)")
+    return str(value)
+
+
+_FIELDS["resources.excludeResourcePrefixes"] = ("exclude_resource_prefixes", _prefix_list, _BOTH)
+_FIELDS["resources.quotaCheckStrategy"] = ("quota_check_strategy", _quota_check_strategy, _BOTH)
 _ADDRESSES = {"health.healthProbeBindAddress": "health_port", "metrics.bindAddress": "metrics_port"}
 _KUEUE_ONLY = {
     "leaderElection.resourceName": "kfed's Lease is named after the binary (kfed-manager / kfed-agent)",
@@ -199,6 +215,15 @@ def read_configuration(text: str, *, component: Component) -> Settings:
         fields = {p: v for p, v in fields.items() if not p.startswith("waitForPodsReady.")}
     fields.pop("waitForPodsReady.enable", None)
     fields = _fair_sharing(data, fields, settings, component=component)
+    resources = data.get("resources")
+    if (
+        isinstance(resources, Mapping)
+        and resources.get("quotaCheckStrategy") == "IgnoreUndeclared"
+        and resources.get("excludeResourcePrefixes")
+    ):
+        raise ConfigError(
+            "resources.quotaCheckStrategy: 'IgnoreUndeclared' does not allow resources.excludeResourcePrefixes"
+        )
     for path, value in fields.items():
         if value is None:
             continue  # YAML null: Kueue's default, which is kfed's

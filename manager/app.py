@@ -16,7 +16,7 @@ from federation.admission.cycle import CycleConfig
 from federation.admission.preemption import FAIR_SHARING_STRATEGY_LISTS, fair_sharing_strategies
 from federation.kube import clients
 from federation.kube.leader import LeaderElectionConfig, LeaderElector
-from federation.obs.config_file import CONFIG_HELP, log_config_warnings, parse_with_config
+from federation.obs.config_file import CONFIG_HELP, add_resources_arguments, log_config_warnings, parse_with_config
 from federation.obs.health import HealthEndpoints
 from federation.obs.logging import configure_logging
 from federation.obs.metrics import Metrics
@@ -108,6 +108,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="Kueue's preemptionStrategies, comma-separated: "
         + " or ".join(",".join(names) for names in FAIR_SHARING_STRATEGY_LISTS),
     )
+    add_resources_arguments(parser)
     retention = parser.add_argument_group(
         "objectRetentionPolicies.workloads", "Kueue's Workload retention (off by default)"
     )
@@ -156,6 +157,7 @@ async def run(args: argparse.Namespace) -> None:
             fair_sharing=args.fair_sharing,
             fair_sharing_strategies=fair_sharing_strategies(args.fair_sharing_preemption_strategies),
         ),
+        resource_rules=args.resource_rules,
         retention=RetentionPolicy(
             after_finished=args.workload_retention_after_finished,
             after_deactivated_by_kueue=args.workload_retention_after_deactivated_by_kueue,

@@ -6,6 +6,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 
+from federation.admission.api_workloads import ResourceRules
 from federation.admission.cycle import CycleConfig
 from federation.kube.kubeconfig import DEFAULT_KUBECONFIG_DIR
 from federation.protocol import DEFAULT_ORIGIN
@@ -29,6 +30,8 @@ class ManagerConfig:
     """For ``Balanced``: a workload taking at least this share of a worker's quota is placed by best fit."""
     cycle: CycleConfig = field(default_factory=CycleConfig)
     """Kueue's scheduler-wide switches: ``fairSharing`` (off by default) and its preemption strategies."""
+    resource_rules: ResourceRules = field(default_factory=ResourceRules)
+    """Kueue's ``resources.excludeResourcePrefixes`` / ``quotaCheckStrategy``: which requests count for quota."""
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     """Kueue's objectRetentionPolicies.workloads (off by default)."""
     wait_for_pods_ready: WaitForPodsReady | None = None

@@ -55,7 +55,7 @@ class GlobalScheduler:
         self._rt = runtime
         self._wakeup = Trigger()
         self.passes = 0
-        self._state_builder = QuotaStateBuilder()
+        self._state_builder = QuotaStateBuilder(rules=runtime.config.resource_rules)
         self._queue_status_written_at = -QUEUE_STATUS_INTERVAL
         self._queue_status_deferred = False
         self._requeue_wake_at: float | None = None

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import structlog
 
+from federation.admission.api_workloads import ALL_RESOURCES, ResourceRules
 from federation.kube.api import KubeApi
 from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger, spec_changed
@@ -38,6 +39,7 @@ class Agent:
         update_queue_status: bool = True,
         heartbeat: float | None = None,
         node_failure_delay: float = DEFAULT_NODE_FAILURE_DELAY,
+        resource_rules: ResourceRules = ALL_RESOURCES,
     ) -> None:
         self.api = api
         self.cluster = cluster
@@ -46,6 +48,7 @@ class Agent:
         self.update_queue_status = update_queue_status
         self.heartbeat = heartbeat
         self.node_failure_delay = node_failure_delay
+        self.resource_rules = resource_rules
         self.tas: Tas | None = None
         self.provisioning: Provisioning | None = None
         self.world: World | None = None
@@ -62,7 +65,7 @@ class Agent:
         return (not missing, "caches not synced: " + ", ".join(missing) if missing else "ok")
 
     async def run(self) -> None:
-        world = World(self.api)
+        world = World(self.api, resource_rules=self.resource_rules)
         self.world = world
         lock = anyio.Lock()
         events = EventRecorder(self.api, controller="kfed.io/kfed-agent", instance=self.identity)

@@ -24,7 +24,7 @@ from federation.kube.api import KubeApi
 from federation.kube.clients import connect_in_cluster, connect_kubeconfig_file
 from federation.kube.kubeconfig import KubeconfigError
 from federation.kube.leader import LeaderElectionConfig, LeaderElector
-from federation.obs.config_file import CONFIG_HELP, log_config_warnings, parse_with_config
+from federation.obs.config_file import CONFIG_HELP, add_resources_arguments, log_config_warnings, parse_with_config
 from federation.obs.health import HealthEndpoints
 from federation.obs.logging import configure_logging
 from federation.obs.metrics import Metrics
@@ -74,6 +74,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=30.0,
         help="seconds a node must stay NotReady before TAS workloads' pods on it are replaced (Kueue: 30)",
     )
+    add_resources_arguments(parser)
     parser.add_argument("--qps", type=float, default=300.0, help="client-side rate limit to the apiserver")
     parser.add_argument("--burst", type=int, default=500)
     return parse_with_config(parser, sys.argv[1:] if argv is None else argv, component="agent")
@@ -115,6 +116,7 @@ async def run(args: argparse.Namespace) -> int:
         metrics=metrics,
         update_queue_status=args.cluster_queue_status,
         node_failure_delay=args.node_failure_delay,
+        resource_rules=args.resource_rules,
     )
     health = HealthEndpoints(metrics=metrics.exposition)
     health.add_readiness_check("caches", agent.ready)

@@ -13,6 +13,7 @@ import structlog
 
 from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
+from federation.admission.api_workloads import ALL_RESOURCES, ResourceRules
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL
 from federation.kube import resources as r
 from federation.kube.api import KubeApi
@@ -26,7 +27,7 @@ T = TypeVar("T")
 
 
 class World:
-    def __init__(self, api: KubeApi) -> None:
+    def __init__(self, api: KubeApi, *, resource_rules: ResourceRules = ALL_RESOURCES) -> None:
         self.api = api
         self.workloads = WatchCache(api, r.WORKLOADS)
         self.jobs = WatchCache(api, r.JOBS, label_selector=PREBUILT_WORKLOAD_LABEL)
@@ -39,7 +40,7 @@ class World:
         self.job_writes = WriteOverlay()
         self.workloads.add_handler(self.workload_writes.observe)
         self.jobs.add_handler(self.job_writes.observe)
-        self._state_builder = QuotaStateBuilder()
+        self._state_builder = QuotaStateBuilder(rules=resource_rules)
 
     def caches(self) -> tuple[WatchCache, ...]:
         return (

@@ -77,3 +77,23 @@ def test_an_unknown_preemption_strategy_list_stops_the_manager(capsys: pytest.Ca
     with pytest.raises(SystemExit):
         manager_args(["--fair-sharing-preemption-strategies=LessThanInitialShare,LessThanOrEqualToFinalShare"])
     assert "is not one of Kueue's preemption strategy lists" in capsys.readouterr().err
+
+
+def test_resources_from_the_file_reach_both_binaries_rules(tmp_path: Path) -> None:
+    from federation.admission.api_workloads import ResourceRules
+
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG + "resources:\n  excludeResourcePrefixes: [example.com/]\n")
+    expected = ResourceRules(exclude_prefixes=("example.com/",))
+    assert manager_args([f"--config={path}"]).resource_rules == expected
+    assert agent_args([f"--config={path}", "--cluster-name=w1"]).resource_rules == expected
+    assert manager_args(["--quota-check-strategy=IgnoreUndeclared"]).resource_rules == ResourceRules(
+        ignore_undeclared=True
+    )
+    assert manager_args([]).resource_rules == ResourceRules()
+
+
+def test_excluded_prefixes_with_ignore_undeclared_stop_the_start(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        agent_args(["--cluster-name=w1", "--quota-check-strategy=IgnoreUndeclared", "--exclude-resource-prefixes=x/"])
+    assert "not allowed with --quota-check-strategy IgnoreUndeclared" in capsys.readouterr().err

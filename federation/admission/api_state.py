@@ -25,14 +25,17 @@ from federation.admission.api_quotas import (
     selector_matches,
 )
 from federation.admission.api_workloads import (
+    ALL_RESOURCES,
     FINISHED_STATE,
     PENDING,
     RESERVED,
+    ResourceRules,
     core_workload,
     epoch_seconds,
     reserved_at,
     reserved_cluster_queue,
     reserved_usage,
+    without_undeclared,
     workload_key,
     workload_state,
 )
@@ -103,8 +106,10 @@ def build_quota_state(
     now_seconds: float | None = None,
     parse_pending: Callable[[Obj, str], core.Workload] | None = None,
     parse_reserved: Callable[[Obj, str], core.AdmittedWorkload | None] | None = None,
+    rules: ResourceRules = ALL_RESOURCES,
 ) -> QuotaState:
-    """``now_seconds`` (epoch) keeps workloads whose ``status.requeueState.requeueAt`` is ahead out of the queues."""
+    """``now_seconds`` (epoch) keeps workloads whose ``status.requeueState.requeueAt`` is ahead out of the queues;
+    ``rules`` says which requested resources count (Kueue's ``resources`` configuration)."""
     usable = [info.spec for info in queues.values() if info.spec is not None]
     snapshot = Snapshot(cluster_queues=usable, cohorts=cohorts, flavors=[flavor.spec for flavor in flavors.values()])
     for info in queues.values():
@@ -116,7 +121,9 @@ def build_quota_state(
             node.inactive_reason = TERMINATING
     by_key = {f"{lq.namespace}/{lq.name}": lq for lq in local_queues}
     state = QuotaState(snapshot, queues, by_key)
-    parse = parse_pending or (lambda raw, queue: core_workload(raw, cluster_queue=queue))
+    parse = parse_pending or (lambda raw, queue: core_workload(raw, cluster_queue=queue, rules=rules))
+    if rules.ignore_undeclared:
+        parse = _ignoring_undeclared(parse, queues)
     for raw in workloads:
         _classify(
             state,
@@ -129,6 +136,19 @@ def build_quota_state(
     for pending in state.pending.values():
         pending.sort(key=lambda item: (-item[0].priority, item[0].ordering_time, item[0].key))
     return state
+
+
+def _ignoring_undeclared(
+    parse: Callable[[Obj, str], core.Workload], queues: Mapping[str, QueueInfo]
+) -> Callable[[Obj, str], core.Workload]:
+    def parse_covered(raw: Obj, queue: str) -> core.Workload:
+        workload = parse(raw, queue)
+        spec = queues[queue].spec
+        if spec is None:
+            return workload
+        return without_undeclared(workload, frozenset(r for g in spec.resource_groups for r in g.covered_resources))
+
+    return parse_covered
 
 
 def requeue_at(raw: Obj) -> float | None:
@@ -262,7 +282,8 @@ class QuotaStateBuilder:
     the last ``build`` so the caller can log it once.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, rules: ResourceRules = ALL_RESOURCES) -> None:
+        self._rules = rules
         self._memo: dict[tuple[str, str], tuple[str, object]] = {}
         self._pending: dict[tuple[str, object, str], core.Workload] = {}
         """A pending workload's core view by (uid, generation, ClusterQueue): its spec only changes with its
@@ -323,6 +344,7 @@ class QuotaStateBuilder:
             now_seconds=now_seconds,
             parse_pending=self._parse_pending,
             parse_reserved=self._parse_reserved,
+            rules=self._rules,
         )
         self._pending = self._pending_seen  # forget workloads no longer pending
         self._reserved = self._reserved_seen
@@ -341,10 +363,10 @@ class QuotaStateBuilder:
         meta = raw.get("metadata") or {}
         generation = meta.get("generation")
         if generation is None or not meta.get("uid"):
-            return core_workload(raw, cluster_queue=queue)
+            return core_workload(raw, cluster_queue=queue, rules=self._rules)
         key = (str(meta["uid"]), generation, queue)
         found = self._pending.get(key)
         if found is None or found.key != workload_key(raw):
-            found = core_workload(raw, cluster_queue=queue)
+            found = core_workload(raw, cluster_queue=queue, rules=self._rules)
         self._pending_seen[key] = found
         return found

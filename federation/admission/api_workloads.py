@@ -7,7 +7,7 @@ requests are Kubernetes' effective requests (``federation.podspec``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from federation.admission import model as core
@@ -72,15 +72,49 @@ def _tolerations(pod_spec: Mapping[str, Any]) -> tuple[core.Toleration, ...]:
     )
 
 
-def core_pod_set(raw: Mapping[str, Any]) -> core.PodSet:
-    """One ``spec.podSets[]`` entry; raises ``ValueError`` on an unparsable quantity."""
+@dataclass(frozen=True, slots=True)
+class ResourceRules:
+    """Kueue's ``resources`` configuration: which requested resources count for quota.
+
+    ``exclude_prefixes`` (``excludeResourcePrefixes``): a resource whose name starts with one of them is ignored, as
+    if the pods did not request it. ``ignore_undeclared`` (``quotaCheckStrategy: IgnoreUndeclared``): a resource the
+    workload's ClusterQueue does not cover is ignored instead of blocking admission (Kueue's default
+    ``BlockUndeclared`` leaves such a workload pending).
+    """
+
+    exclude_prefixes: tuple[str, ...] = ()
+    ignore_undeclared: bool = False
+
+    def counted(self, requests: Mapping[str, int]) -> dict[str, int]:
+        if not self.exclude_prefixes:
+            return dict(requests)
+        return {name: amount for name, amount in requests.items() if not name.startswith(self.exclude_prefixes)}
+
+
+ALL_RESOURCES = ResourceRules()
+
+
+def without_undeclared(workload: core.Workload, covered: frozenset[str]) -> core.Workload:
+    """``workload`` without the requests for resources outside ``covered`` (``IgnoreUndeclared``)."""
+    if all(name in covered for ps in workload.pod_sets for name in ps.requests):
+        return workload
+    pod_sets = tuple(
+        replace(ps, requests={name: amount for name, amount in ps.requests.items() if name in covered})
+        for ps in workload.pod_sets
+    )
+    return replace(workload, pod_sets=pod_sets)
+
+
+def core_pod_set(raw: Mapping[str, Any], *, rules: ResourceRules = ALL_RESOURCES) -> core.PodSet:
+    """One ``spec.podSets[]`` entry, requests filtered by ``rules``; raises ``ValueError`` on an unparsable
+    quantity."""
     template = raw.get("template") or {}
     pod_spec = template.get("spec") or {}
     min_count = raw.get("minCount")
     return core.PodSet(
         name=str(raw.get("name") or "main"),
         count=int(raw.get("count", 1)),
-        requests=pod_requests(pod_spec),
+        requests=rules.counted(pod_requests(pod_spec)),
         min_count=int(min_count) if min_count is not None else None,
         node_selector=dict(pod_spec.get("nodeSelector") or {}),
         required_affinity=_required_affinity(pod_spec),
@@ -96,14 +130,15 @@ class QueuedWorkload:
     raw: Obj
 
 
-def core_workload(obj: Mapping[str, Any], *, cluster_queue: str) -> core.Workload:
-    """The core's view of a workload; raises ``ValueError`` on malformed pod sets."""
+def core_workload(obj: Mapping[str, Any], *, cluster_queue: str, rules: ResourceRules = ALL_RESOURCES) -> core.Workload:
+    """The core's view of a workload (``rules.exclude_prefixes`` applied); raises ``ValueError`` on malformed pod
+    sets."""
     spec = obj.get("spec") or {}
     meta = obj.get("metadata") or {}
     return core.Workload(
         key=workload_key(obj),
         cluster_queue=cluster_queue,
-        pod_sets=tuple(core_pod_set(ps) for ps in spec.get("podSets") or ()),
+        pod_sets=tuple(core_pod_set(ps, rules=rules) for ps in spec.get("podSets") or ()),
         priority=int(spec.get("priority") or 0),
         creation_time=epoch_seconds(meta.get("creationTimestamp")) or 0.0,
     )

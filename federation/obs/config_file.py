@@ -11,6 +11,7 @@ from pathlib import Path
 
 import structlog
 
+from federation.admission.api_workloads import ResourceRules
 from federation.kueue_config import Component, ConfigError, read_configuration
 
 CONFIG_HELP = (
@@ -23,7 +24,8 @@ def parse_with_config(
     parser: argparse.ArgumentParser, argv: Sequence[str], *, component: Component
 ) -> argparse.Namespace:
     """``parser.parse_args(argv)`` with the defaults of ``--config`` applied first; an unusable file stops here
-    (exit 2) with a message naming the field and the value. ``args.config_warnings`` lists what was ignored."""
+    (exit 2) with a message naming the field and the value. ``args.config_warnings`` lists what was ignored;
+    ``args.resource_rules`` holds the ``resources`` arguments (:func:`add_resources_arguments`) checked together."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--config")
     known, _ = pre.parse_known_args(list(argv))
@@ -37,6 +39,8 @@ def parse_with_config(
         warnings = settings.warnings
     args = parser.parse_args(list(argv))
     args.config_warnings = warnings
+    if hasattr(args, "quota_check_strategy"):
+        args.resource_rules = resource_rules(parser, args)
     return args
 
 
@@ -46,3 +50,33 @@ def log_config_warnings(args: argparse.Namespace) -> None:
     for warning in getattr(args, "config_warnings", ()):
         field, _, why = warning.partition(": ")
         log.warning("config.field_not_applied", field=field, reason=why, file=args.config)
+
+
+def _prefixes(text: str) -> tuple[str, ...]:
+    return tuple(prefix.strip() for prefix in text.split(",") if prefix.strip())
+
+
+def add_resources_arguments(parser: argparse.ArgumentParser) -> None:
+    """Kueue's ``resources`` configuration, the same on both binaries (both admit against quota)."""
+    group = parser.add_argument_group("resources", "Kueue's resources configuration: which requests count for quota")
+    group.add_argument(
+        "--exclude-resource-prefixes",
+        type=_prefixes,
+        default="",
+        help="comma-separated: requested resources whose names start with one of these are ignored for quota",
+    )
+    group.add_argument(
+        "--quota-check-strategy",
+        choices=("BlockUndeclared", "IgnoreUndeclared"),
+        default="BlockUndeclared",
+        help="BlockUndeclared: a request for a resource the ClusterQueue does not cover keeps the workload pending; "
+        "IgnoreUndeclared: such requests are ignored",
+    )
+
+
+def resource_rules(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ResourceRules:
+    """The :class:`ResourceRules` of ``args``; Kueue's rule (no prefixes with IgnoreUndeclared) stops the start."""
+    ignore = args.quota_check_strategy == "IgnoreUndeclared"
+    if ignore and args.exclude_resource_prefixes:
+        parser.error("--exclude-resource-prefixes is not allowed with --quota-check-strategy IgnoreUndeclared")
+    return ResourceRules(exclude_prefixes=tuple(args.exclude_resource_prefixes), ignore_undeclared=ignore)

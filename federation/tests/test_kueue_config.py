@@ -183,3 +183,29 @@ def test_the_agent_names_fair_sharing_as_not_used() -> None:
 def test_an_invalid_fair_sharing_section_stops_the_start(text: str, says: str) -> None:
     with pytest.raises(ConfigError, match=says):
         read_configuration(text, component="manager")
+
+
+def test_resources_reach_both_binaries() -> None:
+    text = HEAD + "resources:\n  excludeResourcePrefixes: [example.com/, networking.example/]\n"
+    for component in ("manager", "agent"):
+        settings = read_configuration(text, component=component)
+        assert settings.defaults == {"exclude_resource_prefixes": "example.com/,networking.example/"}
+        assert settings.warnings == []
+    strategy = read_configuration(HEAD + "resources: {quotaCheckStrategy: IgnoreUndeclared}\n", component="agent")
+    assert strategy.defaults == {"quota_check_strategy": "IgnoreUndeclared"}
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (HEAD + "resources: {quotaCheckStrategy: Lenient}\n", "resources.quotaCheckStrategy: 'Lenient'"),
+        (HEAD + "resources: {excludeResourcePrefixes: example.com/}\n", "resources.excludeResourcePrefixes"),
+        (
+            HEAD + "resources: {quotaCheckStrategy: IgnoreUndeclared, excludeResourcePrefixes: [x/]}\n",
+            "does not allow resources.excludeResourcePrefixes",
+        ),
+    ],
+)
+def test_an_invalid_resources_section_stops_the_start(text: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        read_configuration(text, component="manager")
