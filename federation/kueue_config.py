@@ -100,6 +100,7 @@ _FIELDS: dict[str, tuple[str, Callable[[Any, str], Any], tuple[Component, ...]]]
     ),
     "waitForPodsReady.timeout": ("wait_for_pods_ready_timeout", go_duration, ("manager",)),
     "waitForPodsReady.recoveryTimeout": ("wait_for_pods_ready_recovery_timeout", go_duration, ("manager",)),
+    "waitForPodsReady.blockAdmission": ("wait_for_pods_ready_block_admission", _boolean, ("manager",)),
     "waitForPodsReady.requeuingStrategy.backoffLimitCount": (
         "requeuing_backoff_limit_count",
         _number(int, 0),
@@ -207,12 +208,24 @@ def read_configuration(text: str, *, component: Component) -> Settings:
         )
     settings = Settings()
     fields = _flatten({k: v for k, v in data.items() if k not in ("apiVersion", "kind")})
+    v1beta1 = data.get("apiVersion") == API_VERSIONS[0]
     ready = data.get("waitForPodsReady")
-    if isinstance(ready, Mapping) and ready.get("enable", True) is not False and component == "manager":
-        # Kueue: the section (v1beta2) or enable: true (v1beta1) turns it on, with a 5 min timeout by default.
-        settings.defaults["wait_for_pods_ready_timeout"] = 300.0
-    elif isinstance(ready, Mapping):
-        fields = {p: v for p, v in fields.items() if not p.startswith("waitForPodsReady.")}
+    if isinstance(ready, Mapping):
+        # Kueue: the section (v1beta2) or enable: true (v1beta1) turns it on, with a 5 min timeout by default; the
+        # recovery timeout defaults to the timeout, and blockAdmission to false (v1beta2) or to enable (v1beta1).
+        enabled = _boolean(ready.get("enable", not v1beta1), "waitForPodsReady.enable")
+        if enabled and component == "manager":
+            timeout = ready.get("timeout")
+            seconds = 300.0 if timeout is None else go_duration(timeout, "waitForPodsReady.timeout")
+            settings.defaults["wait_for_pods_ready_timeout"] = seconds
+            settings.defaults["wait_for_pods_ready_recovery_timeout"] = seconds
+            settings.defaults["wait_for_pods_ready_block_admission"] = v1beta1
+        else:
+            if enabled:
+                settings.warnings.append(
+                    f"waitForPodsReady: not used by kfed-{component}, ignored (kfed-manager applies it)"
+                )
+            fields = {p: v for p, v in fields.items() if not p.startswith("waitForPodsReady.")}
     fields.pop("waitForPodsReady.enable", None)
     fields = _fair_sharing(data, fields, settings, component=component)
     resources = data.get("resources")

@@ -88,7 +88,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=None,
         help="seconds an admitted workload's pods have to become ready before it is evicted (PodsReadyTimeout)",
     )
-    ready.add_argument("--wait-for-pods-ready-recovery-timeout", type=float, default=None)
+    ready.add_argument(
+        "--wait-for-pods-ready-recovery-timeout",
+        type=float,
+        default=None,
+        help="seconds a workload whose pods were ready has to become ready again (0 or unset: never evicted for that)",
+    )
+    ready.add_argument(
+        "--wait-for-pods-ready-block-admission",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="admit nothing, in any ClusterQueue, while a workload holding quota is not PodsReady",
+    )
     ready.add_argument(
         "--requeuing-backoff-limit-count", type=int, default=None, help="requeues before deactivation (default: none)"
     )
@@ -165,7 +176,8 @@ async def run(args: argparse.Namespace) -> None:
         wait_for_pods_ready=(
             WaitForPodsReady(
                 timeout=args.wait_for_pods_ready_timeout,
-                recovery_timeout=args.wait_for_pods_ready_recovery_timeout,
+                recovery_timeout=args.wait_for_pods_ready_recovery_timeout or None,  # Kueue: 0s disables it
+                block_admission=args.wait_for_pods_ready_block_admission,
                 backoff_limit_count=args.requeuing_backoff_limit_count,
                 backoff_base_seconds=args.requeuing_backoff_base_seconds,
                 backoff_max_seconds=args.requeuing_backoff_max_seconds,

@@ -34,6 +34,7 @@ from federation.kube.trigger import Trigger
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from federation.topology.report import topology_requests
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
+from manager.decisions.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
 from manager.decisions.reservation import assigned_flavors, multikueue_workers, reservation_update, workload_checks
 from manager.decisions.withdrawal import excluded_workers, preemption_status, withdrawn_from
 
@@ -150,7 +151,14 @@ class GlobalScheduler:
         configs = _by_name(rt.multikueue_configs.store)
         chosen: dict[str, tuple[Dispatch, list[str], list[str]]] = {}
 
+        ready_policy = rt.config.wait_for_pods_ready
+        holding = [raw for items in state.reserving.values() for raw in items]
+
         def veto(admit: Admit) -> str | None:
+            if ready_policy is not None and ready_policy.block_admission:
+                blocked = admission_blocked(holding, admitted_in_pass=len(chosen))
+                if blocked is not None:
+                    return blocked
             queue = queues[admit.assignment.cluster_queue]
             targets = multikueue_workers(queue, admission_checks=checks, configs=configs)
             if isinstance(targets, str):
@@ -209,6 +217,8 @@ class GlobalScheduler:
             reason = (
                 REASON_INADMISSIBLE if isinstance(decision, Wait) and decision.reason == "Inactive" else REASON_PENDING
             )
+            if decision.message == BLOCK_ADMISSION_MESSAGE:
+                reason = REASON_WAITING_FOR_PODS_READY
             message = decision.message
             if isinstance(decision, Preempt):
                 updates.extend(self._preempt(decision, now=now, already=preempting))

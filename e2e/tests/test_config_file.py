@@ -97,3 +97,17 @@ def test_excluded_prefixes_with_ignore_undeclared_stop_the_start(capsys: pytest.
     with pytest.raises(SystemExit):
         agent_args(["--cluster-name=w1", "--quota-check-strategy=IgnoreUndeclared", "--exclude-resource-prefixes=x/"])
     assert "not allowed with --quota-check-strategy IgnoreUndeclared" in capsys.readouterr().err
+
+
+def test_block_admission_and_recovery_from_the_file_reach_the_manager(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG + "waitForPodsReady:\n  timeout: 2m\n  blockAdmission: true\n")
+    args = manager_args([f"--config={path}"])
+    assert args.wait_for_pods_ready_block_admission is True
+    assert (args.wait_for_pods_ready_timeout, args.wait_for_pods_ready_recovery_timeout) == (120.0, 120.0)
+    assert (
+        manager_args(
+            [f"--config={path}", "--no-wait-for-pods-ready-block-admission"]
+        ).wait_for_pods_ready_block_admission
+        is False
+    )

@@ -75,6 +75,7 @@ waitForPodsReady:
         "worker_lost_timeout": 900.0,
         "wait_for_pods_ready_timeout": 300.0,  # Kueue's default once enabled
         "wait_for_pods_ready_recovery_timeout": 180.0,
+        "wait_for_pods_ready_block_admission": True,  # v1beta1: Kueue defaults it to enable
         "requeuing_backoff_limit_count": 5,
         "requeuing_backoff_base_seconds": 10.0,
         "requeuing_backoff_max_seconds": 600.0,
@@ -83,6 +84,7 @@ waitForPodsReady:
     agent = read_configuration(text, component="agent")
     assert agent.defaults == {"namespace": "kfed-system"}
     assert "multiKueue.origin: not used by kfed-agent, ignored" in agent.warnings
+    assert "waitForPodsReady: not used by kfed-agent, ignored (kfed-manager applies it)" in agent.warnings
 
 
 def test_a_disabled_wait_for_pods_ready_sets_nothing() -> None:
@@ -209,3 +211,31 @@ def test_resources_reach_both_binaries() -> None:
 def test_an_invalid_resources_section_stops_the_start(text: str, says: str) -> None:
     with pytest.raises(ConfigError, match=says):
         read_configuration(text, component="manager")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # v1beta2: the recovery timeout defaults to the timeout, blockAdmission to false.
+        (
+            HEAD + "waitForPodsReady: {timeout: 1m}\n",
+            {
+                "wait_for_pods_ready_timeout": 60.0,
+                "wait_for_pods_ready_recovery_timeout": 60.0,
+                "wait_for_pods_ready_block_admission": False,
+            },
+        ),
+        (
+            HEAD + "waitForPodsReady: {timeout: 1m, blockAdmission: true, recoveryTimeout: 0s}\n",
+            {
+                "wait_for_pods_ready_timeout": 60.0,
+                "wait_for_pods_ready_recovery_timeout": 0.0,
+                "wait_for_pods_ready_block_admission": True,
+            },
+        ),
+        # v1beta1: enable is false unless set.
+        (HEAD.replace("v1beta2", "v1beta1") + "waitForPodsReady: {timeout: 1m, blockAdmission: true}\n", {}),
+    ],
+)
+def test_wait_for_pods_ready_defaults_are_kueues(text: str, expected: dict[str, object]) -> None:
+    assert read_configuration(text, component="manager").defaults == expected

@@ -9,12 +9,16 @@ that). Eviction uses Kueue's reason ``PodsReadyTimeout`` and message, ``status.r
 and says when the workload may compete again: ``base · 2^(count-1)`` seconds, capped at ``max``. One requeue past
 ``backoff_limit_count`` deactivates the workload instead (``DeactivationTarget`` reason
 ``RequeuingLimitExceeded``), as Kueue does. Off unless configured, like Kueue.
+
+With ``block_admission`` (:func:`admission_blocked`), nothing new is admitted, in any ClusterQueue, while a workload
+holding quota is not ``PodsReady=True``: Jobs start one at a time, so two large ones cannot each hold half of the
+capacity while neither can start.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +30,9 @@ REASON_PODS_READY_TIMEOUT = "PodsReadyTimeout"
 REASON_REQUEUING_LIMIT_EXCEEDED = "RequeuingLimitExceeded"
 REQUEUING_LIMIT_MESSAGE = "exceeding the maximum number of re-queuing retries"
 WAIT_FOR_START = "WaitForStart"
+REASON_WAITING_FOR_PODS_READY = "WaitingForPodsReady"
+"""Kueue's ``QuotaReserved=False`` reason while blockAdmission holds a workload back."""
+BLOCK_ADMISSION_MESSAGE = "waiting for all admitted workloads to be in PodsReady condition"
 WAIT_FOR_RECOVERY = "WaitForRecovery"
 
 
@@ -43,6 +50,8 @@ class WaitForPodsReady:
     """Requeues allowed before the workload is deactivated (None: requeued forever)."""
     backoff_base_seconds: float = BACKOFF_BASE_SECONDS
     backoff_max_seconds: float = BACKOFF_MAX_SECONDS
+    block_admission: bool = False
+    """Admit nothing while a workload holding quota is not ``PodsReady=True`` (Kueue's ``blockAdmission``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +66,17 @@ class PodsReadyStep:
     deactivate: bool = False
     """The requeuing limit is exceeded: deactivate (``DeactivationTarget`` then ``spec.active: false``)."""
     recheck_after: float | None = None
+
+
+def admission_blocked(holding: Iterable[Obj], *, admitted_in_pass: int) -> str | None:
+    """Kueue's blockAdmission: why a new admission must wait (Kueue's message), or None.
+
+    ``holding`` are the workloads holding quota (their ``PodsReady`` condition is read); ``admitted_in_pass``
+    counts admissions already made in this scheduling pass, which are not ready yet either.
+    """
+    if admitted_in_pass > 0 or any(not is_true(workload, "PodsReady") for workload in holding):
+        return BLOCK_ADMISSION_MESSAGE
+    return None
 
 
 def pod_count(workload: Obj) -> int:

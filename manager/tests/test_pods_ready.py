@@ -104,3 +104,45 @@ def test_nothing_happens_to_workloads_not_admitted_finished_evicted_or_inactive(
         assert step.evict_message is None
         assert not step.deactivate
         assert step.condition is None
+
+
+def test_block_admission_waits_while_any_workload_holding_quota_is_not_ready() -> None:
+    from manager.decisions.pods_ready import BLOCK_ADMISSION_MESSAGE, admission_blocked
+
+    ready = admitted(cond("PodsReady", True, "Started", T0))
+    starting = admitted(cond("PodsReady", False, "WaitForStart", T0))
+    reserved_only = {"status": {"conditions": [cond("QuotaReserved", True, "x", T0)]}}
+    assert admission_blocked([ready], admitted_in_pass=0) is None
+    assert admission_blocked([], admitted_in_pass=0) is None
+    assert admission_blocked([ready, starting], admitted_in_pass=0) == BLOCK_ADMISSION_MESSAGE
+    assert admission_blocked([reserved_only], admitted_in_pass=0) == BLOCK_ADMISSION_MESSAGE
+    assert admission_blocked([ready], admitted_in_pass=1) == BLOCK_ADMISSION_MESSAGE, "this pass's admission"
+
+
+def test_block_admission_admits_one_workload_per_pass_across_cluster_queues() -> None:
+    """The scheduler's veto (manager.scheduler) over a drain: the first admission goes, every other waits with
+    Kueue's message, whatever its ClusterQueue."""
+    from federation.admission.api_drain import drain
+    from federation.admission.decisions import Admit, Wait
+    from federation.tests.api_builders import cluster_queue, flavor, local_queue, state, workload
+    from manager.decisions.pods_ready import BLOCK_ADMISSION_MESSAGE, admission_blocked
+
+    quota = state(
+        flavors=[flavor("default")],
+        queues=[cluster_queue(name, {"default": {"cpu": "4"}}) for name in ("a", "b")],
+        local_queues=[local_queue("ns", "lq-a", "a"), local_queue("ns", "lq-b", "b")],
+        workloads=[workload("first", queue="lq-a"), workload("second", queue="lq-b", created="2026-01-01T00:00:09Z")],
+    )
+    admitted_keys: list[str] = []
+
+    def veto(admit: Admit) -> str | None:
+        blocked = admission_blocked([], admitted_in_pass=len(admitted_keys))
+        if blocked is None:
+            admitted_keys.append(admit.workload.key)
+        return blocked
+
+    decisions = {d.workload.key: d for d in drain(quota, now_seconds=0, veto=veto)}
+    assert isinstance(decisions["ns/first"], Admit)
+    second = decisions["ns/second"]
+    assert isinstance(second, Wait)
+    assert second.message == BLOCK_ADMISSION_MESSAGE
