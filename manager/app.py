@@ -19,7 +19,7 @@ from federation.kube.leader import LeaderElectionConfig, LeaderElector
 from federation.obs.config_file import CONFIG_HELP, add_resources_arguments, log_config_warnings, parse_with_config
 from federation.obs.health import HealthEndpoints
 from federation.obs.logging import configure_logging
-from federation.obs.metrics import Metrics
+from federation.obs.metrics import ROLE_FOLLOWER, ROLE_LEADER, ROLE_STANDALONE, Metrics
 from federation.obs.serving import cancel_on_signal, start_listeners
 from federation.version import package_version
 from manager.config import ManagerConfig
@@ -210,11 +210,14 @@ async def run(args: argparse.Namespace) -> None:
             namespace=config.namespace,
             identity=config.identity,
         )
-        terms = LeadershipTerms(lambda: ManagerRuntime(api, config, metrics))
+        terms = LeadershipTerms(lambda: ManagerRuntime(api, config, metrics), metrics=metrics)
         health.add_readiness_check("caches", terms.ready)
+        health.add_readiness_check("remotes-connected", terms.remotes_connected)
         if not args.leader_elect:
+            metrics.role = ROLE_STANDALONE
             await terms.lead()
             return
+        metrics.role = ROLE_FOLLOWER
         elector = LeaderElector(
             api,
             LeaderElectionConfig(name="kfed-manager", namespace=config.namespace, identity=config.identity),
@@ -229,6 +232,8 @@ class Term(Protocol):
 
     def synced(self) -> tuple[bool, str]: ...
 
+    def remotes_connected(self) -> tuple[bool, str]: ...
+
     async def run(self) -> None: ...
 
 
@@ -241,8 +246,9 @@ class LeadershipTerms:
     ready once its term's caches have synced.
     """
 
-    def __init__(self, build: Callable[[], Term]) -> None:
+    def __init__(self, build: Callable[[], Term], *, metrics: Metrics | None = None) -> None:
         self._build = build
+        self._metrics = metrics
         self.current: Term | None = None
         self.started = 0
 
@@ -251,15 +257,24 @@ class LeadershipTerms:
             return True, "standby"
         return self.current.synced()
 
+    def remotes_connected(self) -> tuple[bool, str]:
+        if self.current is None:
+            return True, "standby"
+        return self.current.remotes_connected()
+
     async def lead(self) -> None:
         runtime = self._build()
         self.current = runtime
         self.started += 1
+        if self._metrics is not None and self._metrics.role != ROLE_STANDALONE:
+            self._metrics.role = ROLE_LEADER
         log.info("leadership term started", term=self.started)
         try:
             await runtime.run()
         finally:
             self.current = None
+            if self._metrics is not None and self._metrics.role == ROLE_LEADER:
+                self._metrics.role = ROLE_FOLLOWER
             log.info("leadership term ended", term=self.started)
 
 

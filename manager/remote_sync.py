@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from federation.admission.queue_metrics import eviction_labels, queued_since, workload_labels
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
 from federation.kube.api import KubeApi, Propagation
@@ -241,7 +242,7 @@ class RemoteSync:
             for step in steps:
                 if step == "create_remote_workload":
                     await self._create(conn, WORKLOADS, remote_workload(workload, origin=self._config.origin))
-                    self._metrics.multikueue_dispatched.labels(cluster=worker).inc()
+                    self._count_dispatch(workload, worker=worker)
                 elif step == "create_remote_job" and manager_job is not None:
                     copy = remote_job(manager_job, manager_workload=workload, origin=self._config.origin)
                     await self._create(conn, JOBS, copy)
@@ -310,14 +311,40 @@ class RemoteSync:
         key = await self._requeue(
             workload, self._manager_job(workload), reason=REASON_EVICTED_BY_ADMISSION_CHECK, message=message
         )
-        self._report_eviction(workload, note=f"{message}; requeued")
+        self._report_eviction(workload, note=f"{message}; requeued", worker=worker)
         log.warning("workload requeued from a lost worker", workload=key, cluster=worker, message=message)
         return None
 
-    def _report_eviction(self, workload: Obj, *, note: str, cause: str = REASON_EVICTED_BY_ADMISSION_CHECK) -> None:
+    def _count_dispatch(self, workload: Obj, *, worker: str) -> None:
+        queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+        self._metrics.multikueue_dispatched.labels(queue, worker, self._metrics.role).inc()
+        reserved = find_condition(workload, "QuotaReserved")
+        if reserved is not None and reserved.get("status") == "True" and reserved.get("lastTransitionTime"):
+            since = parse_time(str(reserved["lastTransitionTime"]))
+            self._metrics.dispatch_latency.labels(worker).observe(
+                max(0.0, (dt.datetime.now(dt.UTC) - since).total_seconds())
+            )
+
+    def _count_eviction(self, workload: Obj, *, cause: str, worker: str) -> None:
+        """Kueue's eviction counters (per ClusterQueue and LocalQueue) and MultiKueue's per worker."""
+        queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+        namespace, local_queue, priority_class = workload_labels(workload)
+        reason, underlying = eviction_labels(cause)
+        self._metrics.evicted(
+            cluster_queue=queue,
+            namespace=namespace,
+            local_queue=local_queue,
+            priority_class=priority_class,
+            reason=reason,
+            underlying_cause=underlying,
+        )
+        self._metrics.multikueue_evicted.labels(queue, worker, cause, self._metrics.role).inc()
+
+    def _report_eviction(
+        self, workload: Obj, *, note: str, worker: str, cause: str = REASON_EVICTED_BY_ADMISSION_CHECK
+    ) -> None:
         """Count an eviction kfed decided for the workload's worker, and say so on the Workload (an Event)."""
-        queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
-        self._metrics.evicted_workloads.labels(cluster_queue=queue, reason=cause).inc()
+        self._count_eviction(workload, cause=cause, worker=worker)
         self._events.emit(
             workload,
             reason=f"EvictedDueTo{cause}",
@@ -399,7 +426,7 @@ class RemoteSync:
             namespace=meta["namespace"],
             field_manager=self._config.field_manager,
         )
-        self._report_eviction(workload, note=f"{reason}; withdrawing it from the worker", cause=cause)
+        self._report_eviction(workload, note=f"{reason}; withdrawing it from the worker", worker=worker, cause=cause)
         log.warning("workload evicted from its worker", workload=key, cluster=worker, reason=reason)
 
     async def _withdraw(
@@ -480,8 +507,7 @@ class RemoteSync:
             )
         now = dt.datetime.now(dt.UTC)
         await self._patch_workload_status(workload, {"conditions": eviction_conditions(workload, eviction, now=now)})
-        queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
-        self._metrics.evicted_workloads.labels(cluster_queue=queue, reason=eviction.reason).inc()
+        self._count_eviction(workload, cause=eviction.reason, worker=worker)
         self._events.emit(
             workload, reason=eviction.event_reason, note=eviction.event_message, action="Evict", event_type="Warning"
         )
@@ -639,11 +665,18 @@ class RemoteSync:
             log.warning("worker admitted the copy but an admission check is not Ready", workload=key, cluster=worker)
             return updated
         queue = (status.get("admission") or {}).get("clusterQueue", "")
-        self._metrics.admitted_workloads.labels(cluster_queue=queue).inc()
-        created = parse_time(workload["metadata"]["creationTimestamp"])
-        self._metrics.admission_wait_time.labels(cluster_queue=queue).observe((now - created).total_seconds())
         reserved_at = find_condition(workload, "QuotaReserved") or {}
         since = parse_time(str(reserved_at.get("lastTransitionTime") or workload["metadata"]["creationTimestamp"]))
+        namespace, local_queue, priority_class = workload_labels(workload)
+        self._metrics.admitted(
+            cluster_queue=queue,
+            namespace=namespace,
+            local_queue=local_queue,
+            priority_class=priority_class,
+            waited=(now - parse_time(queued_since(workload))).total_seconds(),
+            checks_waited=(now - since).total_seconds(),
+        )
+        self._metrics.multikueue_admitted.labels(queue, worker, self._metrics.role).inc()
         self._events.emit(
             workload,
             reason="Admitted",
@@ -679,8 +712,11 @@ class RemoteSync:
             )
         key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
         self._ledger.forget(key)
-        queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
-        self._metrics.finished_workloads.labels(cluster_queue=queue).inc()
+        queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+        namespace, local_queue, priority_class = workload_labels(workload)
+        self._metrics.finished(
+            cluster_queue=queue, namespace=namespace, local_queue=local_queue, priority_class=priority_class
+        )
         log.info("workload finished", workload=key, cluster=worker, succeeded=finish.succeeded)
 
     async def _delete_copies(self, conn: WorkerConnection, copies: Sequence[Obj | None], *, why: str) -> None:

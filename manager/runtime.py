@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import structlog
 
+from federation.admission.queue_metrics import Sample
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
@@ -37,6 +38,7 @@ from federation.kube.workqueue import WorkQueue
 from federation.obs.metrics import Metrics
 from manager.admission_check_status import AdmissionCheckStatus
 from manager.config import ManagerConfig
+from manager.decisions.federation_gauges import WorkerView, multikueue_cluster_samples, worker_samples
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.scheduling_inputs import needs_scheduling
 from manager.decisions.workload_from_job import workload_name_for_job
@@ -82,6 +84,7 @@ class ManagerRuntime:
             secrets=self.secrets,
             on_remote_change=self._remote_changed,
             events=self.events,
+            api_observer=metrics.remote_call_observer,
         )
         self.local_queues_config = LocalQueuesConfig(
             api=api,
@@ -214,8 +217,6 @@ class ManagerRuntime:
             conn = self.pool.connections.get(worker)
             if conn is not None and conn.report is not None:
                 self.ledger.report_arrived(worker, observed_at=conn.report.observed_at)
-                age = (dt.datetime.now(dt.UTC) - conn.report.observed_at).total_seconds()
-                self.metrics.capacity_report_age.labels(cluster=worker).set(max(age, 0.0))
             self.scheduler.trigger()
             return
         meta = obj["metadata"]
@@ -226,8 +227,47 @@ class ManagerRuntime:
             if name:
                 self.sync_queue.add(f"{meta['namespace']}/{name}")
 
+    def gauges(self) -> list[Sample]:
+        """Every gauge of this term, computed from its caches when Prometheus scrapes."""
+        samples = self.scheduler.queue_gauges()
+        samples.extend(
+            multikueue_cluster_samples(
+                self.cluster_queues.store,
+                admission_checks={o["metadata"]["name"]: o for o in self.admission_checks.store},
+                configs={o["metadata"]["name"]: o for o in self.multikueue_configs.store},
+                clusters={o["metadata"]["name"]: o for o in self.multikueue_clusters.store},
+            )
+        )
+        views = [
+            WorkerView(conn.name, conn.connected, conn.report.observed_at if conn.report is not None else None)
+            for conn in list(self.pool.connections.values())
+        ]
+        samples.extend(worker_samples(views, in_flight=len(self.ledger), now=dt.datetime.now(dt.UTC)))
+        return samples
+
+    def remotes_connected(self) -> tuple[bool, str]:
+        """Readiness detail "remotes connected": never fails the probe (one degraded worker must not take the whole
+        manager out of its Service), but says which workers are not connected and why."""
+        names = sorted({o["metadata"]["name"] for o in self.multikueue_clusters.store})
+        if not names:
+            return True, "no MultiKueueClusters"
+        now = dt.datetime.now(dt.UTC)
+        down = [
+            f"{name} ({self.pool.unusable_reason(name, now)})" for name in names if self.pool.unusable_reason(name, now)
+        ]
+        if not down:
+            return True, f"{len(names)}/{len(names)} connected"
+        return True, f"{len(names) - len(down)}/{len(names)} connected; degraded: {', '.join(down)}"
+
     async def run(self) -> None:
         """Start caches, wait for them, then run every controller until cancelled."""
+        self.metrics.add_source(self.gauges)
+        try:
+            await self._run()
+        finally:
+            self.metrics.remove_source(self.gauges)
+
+    async def _run(self) -> None:
         async with anyio.create_task_group() as tg:
             for cache in self.caches:
                 tg.start_soon(cache.run)

@@ -26,7 +26,8 @@ from federation.admission.api_queue_status import (
 )
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.decisions import Admit, Preempt, Wait
-from federation.conditions import is_true
+from federation.admission.queue_metrics import Sample, queue_samples, queued_since, workload_labels
+from federation.conditions import is_true, parse_time
 from federation.kube.errors import Conflict, KubeError
 from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from federation.kube.status_writes import write_finalizers, write_status_patches
@@ -63,6 +64,13 @@ class GlobalScheduler:
         """The epoch second a pass is already scheduled for, when a requeued workload's backoff ends."""
         self._task_group: anyio.abc.TaskGroup
         self._pass_workers: dict[tuple[tuple[str, ...], frozenset[str]], list[WorkerState]] = {}
+        self._preemptors: dict[str, tuple[str, str]] = {}
+        """victim key -> (preempting ClusterQueue, Kueue's preemption reason), counted once the eviction is written."""
+        self.last_state: QuotaState | None = None
+        """The quota state of the last pass, with the keys it admitted and found inadmissible: the queue gauges are
+        computed from it when Prometheus scrapes (``queue_gauges``), never during a pass."""
+        self.last_admitted: frozenset[str] = frozenset()
+        self.last_inadmissible: frozenset[str] = frozenset()
 
     def trigger(self) -> None:
         self._wakeup.pull()
@@ -136,9 +144,16 @@ class GlobalScheduler:
         self._pass_workers[key] = states
         return states
 
+    def queue_gauges(self) -> list[Sample]:
+        """Kueue's ClusterQueue and LocalQueue gauges as the last pass left them (read at scrape time)."""
+        if self.last_state is None:
+            return []
+        return queue_samples(self.last_state, inadmissible=self.last_inadmissible, admitted=self.last_admitted)
+
     async def schedule_once(self) -> None:
         rt = self._rt
         now = dt.datetime.now(dt.UTC)
+        started = time.perf_counter()
         self._pass_workers = {}
         state = self._state(now)
         at = state.next_requeue_at
@@ -228,6 +243,11 @@ class GlobalScheduler:
             if update is not None:
                 updates.append(update)
         self.passes += 1
+        admitted = frozenset(d.workload.key for d in decisions if isinstance(d, Admit))
+        if state.pending:  # Kueue counts an attempt per cycle that had heads to try
+            rt.metrics.admission_attempt(admitted=bool(admitted), seconds=time.perf_counter() - started)
+        self.last_state, self.last_admitted = state, admitted
+        self.last_inadmissible = frozenset(d.workload.key for d in decisions if not isinstance(d, Admit))
         limiter = anyio.CapacityLimiter(rt.config.workers)
 
         async def write(update: WorkloadUpdate) -> None:
@@ -237,11 +257,8 @@ class GlobalScheduler:
         async with anyio.create_task_group() as writes:
             for update in updates:
                 writes.start_soon(write, update)
-        admitted = {d.workload.key for d in decisions if isinstance(d, Admit)}
-        pending = pending_by_cluster_queue(state, admitted)
-        for name in queues:
-            rt.metrics.pending_workloads.labels(cluster_queue=name, status="active").set(pending.get(name, 0))
-        await self._write_queue_status(state, queues, pending=pending, admitted=admitted, now=now)
+        pending = pending_by_cluster_queue(state, set(admitted))
+        await self._write_queue_status(state, queues, pending=pending, admitted=set(admitted), now=now)
 
     async def _write_queue_status(
         self,
@@ -298,6 +315,7 @@ class GlobalScheduler:
             if raw is None or victim.key in already or is_true(raw, "Evicted"):
                 continue
             already.add(victim.key)
+            self._preemptors[victim.key] = (decision.workload.cluster_queue, victim.reason)
             status = preemption_status(raw, preemption_reason=victim.reason, message=victim.message, now=now)
             note = f"{victim.message}; preempted by {decision.workload.key}"
             updates.append(
@@ -326,14 +344,31 @@ class GlobalScheduler:
             )
         except (Conflict, KubeError) as err:
             rt.ledger.forget(update.key)
+            self._preemptors.pop(update.key, None)
             log.info("workload status write failed; will decide again", workload=update.key, error=str(err))
             self.trigger()
             return
+        namespace, local_queue, priority_class = workload_labels(update.raw)
         if update.outcome == "preempted":
-            rt.metrics.evicted_workloads.labels(cluster_queue=update.cluster_queue or "", reason="Preempted").inc()
+            rt.metrics.evicted(
+                cluster_queue=update.cluster_queue or "",
+                namespace=namespace,
+                local_queue=local_queue,
+                priority_class=priority_class,
+                reason="Preempted",
+            )
+            preemptor = self._preemptors.pop(update.key, None)
+            if preemptor is not None:
+                rt.metrics.preempted(preempting_cluster_queue=preemptor[0], reason=preemptor[1])
             log.info("workload preempted", workload=update.key, queue=update.cluster_queue, message=update.message)
         if update.outcome == "reserved":
-            rt.metrics.quota_reserved_workloads.labels(cluster_queue=update.cluster_queue or "").inc()
+            rt.metrics.quota_reserved(
+                cluster_queue=update.cluster_queue or "",
+                namespace=namespace,
+                local_queue=local_queue,
+                priority_class=priority_class,
+                waited=(dt.datetime.now(dt.UTC) - parse_time(queued_since(update.raw))).total_seconds(),
+            )
             log.info(
                 "quota reserved and worker nominated",
                 workload=update.key,

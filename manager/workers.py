@@ -111,8 +111,11 @@ class WorkerPool:
         secrets: WatchCache,
         on_remote_change: RemoteHandler,
         events: EventRecorder,
+        api_observer: Callable[[str], Callable[[str, float, str | None], None]] | None = None,
     ) -> None:
         self._config = config
+        self._api_observer = api_observer
+        """Makes the per-call observer of a worker's API client (its latency and error metrics)."""
         self._manager_api = manager_api
         self._clusters = clusters
         self._secrets = secrets
@@ -236,6 +239,8 @@ class WorkerPool:
             )
         except KubeconfigError as err:
             return await self._report(cluster, active=False, reason=kubeconfig_reason(err), message=str(err))
+        if self._api_observer is not None:
+            api.observer = self._api_observer(name)
         try:
             with anyio.fail_after(10):
                 await api.server_version()

@@ -128,6 +128,7 @@ class Agent:
         world.on_change(wake_on_spec, world.cluster_queues, world.local_queues)
         world.on_change(wake_all, world.workloads, world.flavors, world.cohorts, world.namespaces)
         world.on_change(reconciler.trigger.pull, world.jobs)
+        self.metrics.add_source(publisher.queue_gauges)
         try:
             async with anyio.create_task_group() as tg:
                 for cache in (*world.caches(), *tas.caches(), *provisioning.caches()):
@@ -141,6 +142,7 @@ class Agent:
                 tg.start_soon(reconciler.run)
                 tg.start_soon(publisher.run)
         finally:
+            self.metrics.remove_source(publisher.queue_gauges)
             self.running = False
             self.world = None
             self.tas = None

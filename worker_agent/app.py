@@ -27,7 +27,7 @@ from federation.kube.leader import LeaderElectionConfig, LeaderElector
 from federation.obs.config_file import CONFIG_HELP, add_resources_arguments, log_config_warnings, parse_with_config
 from federation.obs.health import HealthEndpoints
 from federation.obs.logging import configure_logging
-from federation.obs.metrics import Metrics
+from federation.obs.metrics import ROLE_FOLLOWER, ROLE_LEADER, Metrics
 from federation.obs.serving import cancel_on_signal, start_listeners
 from federation.version import package_version
 from worker_agent.agent import Agent
@@ -139,7 +139,16 @@ async def run(args: argparse.Namespace) -> int:
         )
         if args.leader_elect:
             config = LeaderElectionConfig(name=LEASE_NAME, namespace=args.namespace, identity=identity)
-            elector = LeaderElector(api, config, on_started_leading=agent.run)
+            metrics.role = ROLE_FOLLOWER
+
+            async def lead() -> None:
+                metrics.role = ROLE_LEADER
+                try:
+                    await agent.run()
+                finally:
+                    metrics.role = ROLE_FOLLOWER
+
+            elector = LeaderElector(api, config, on_started_leading=lead)
             health.add_readiness_check("leader", lambda: (True, "leader" if elector.is_leader else "standby"))
             tg.start_soon(elector.run)
         else:

@@ -29,6 +29,7 @@ from federation.admission.api_queue_status import (
     queue_status_patches,
 )
 from federation.admission.api_state import QuotaState
+from federation.admission.queue_metrics import Sample, inadmissible_by_condition, queue_samples
 from federation.api.capacity import CLUSTER_CAPACITY_NAME
 from federation.conditions import format_time
 from federation.kube import resources as r
@@ -37,7 +38,6 @@ from federation.kube.status_writes import write_finalizers, write_status_patches
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
 from federation.protocol import CAPACITY_DEBOUNCE_SECONDS, CAPACITY_HEARTBEAT_SECONDS
-from federation.quantity import parse_quantity
 from worker_agent.decisions.capacity import capacity_status
 from worker_agent.world import World
 
@@ -76,6 +76,8 @@ class CapacityPublisher:
         self._current: Obj | None = None
         self._last_admission = 0.0
         self._reported: tuple[Obj, float] | None = None
+        self.last_state: QuotaState | None = None
+        """The quota state of the newest report: the queue gauges are computed from it at scrape time."""
         """Content of the last report and the newest admission it covered."""
         self._log = log.bind(cluster=cluster)
 
@@ -139,6 +141,7 @@ class CapacityPublisher:
             topologies = self.topologies()
             observed = float(math.floor(self.clock()))
             admissions_seen = self._last_admission
+        self.last_state = state
         pending = pending_by_cluster_queue(state, set())
         status = capacity_status(state, pending_counts=pending, topologies=topologies)
         if not force and self._reported == (status, admissions_seen):
@@ -147,7 +150,6 @@ class CapacityPublisher:
             return None
         await self._write_report(status, observed)
         self._reported = (status, admissions_seen)
-        self._export_metrics(state, status, pending)
         if self.update_queue_status:
             await self._write_queue_status(state, pending)
         return observed
@@ -177,20 +179,12 @@ class CapacityPublisher:
             return
         raise KubeError("ClusterCapacity kept changing under the agent; will retry")
 
-    def _export_metrics(self, state: QuotaState, status: Obj, pending: dict[str, int]) -> None:
-        for name in state.snapshot.cluster_queues:
-            self.metrics.pending_workloads.labels(cluster_queue=name, status="inadmissible").set(pending.get(name, 0))
-        for queue in status["clusterQueues"]:
-            for flavor in queue["flavors"]:
-                for resource in flavor["resources"]:
-                    labels = {"cluster_queue": queue["name"], "flavor": flavor["name"], "resource": resource["name"]}
-                    scale = 1000
-                    self.metrics.cluster_queue_resource_usage.labels(**labels).set(
-                        parse_quantity(resource["usage"]) / scale
-                    )
-                    self.metrics.cluster_queue_nominal_quota.labels(**labels).set(
-                        parse_quantity(resource["nominal"]) / scale
-                    )
+    def queue_gauges(self) -> list[Sample]:
+        """Kueue's ClusterQueue and LocalQueue gauges from the state of the last report (read at scrape time)."""
+        state = self.last_state
+        if state is None:
+            return []
+        return queue_samples(state, inadmissible=inadmissible_by_condition(state))
 
     async def _write_queue_status(self, state: QuotaState, pending: dict[str, int]) -> None:
         now = dt.datetime.now(dt.UTC)

@@ -20,7 +20,9 @@ import structlog
 from federation.admission.api_drain import WorkloadUpdate
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Admit
+from federation.admission.queue_metrics import queued_since, workload_labels
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
+from federation.conditions import find_condition, parse_time
 from federation.kube import resources as r
 from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
@@ -132,6 +134,7 @@ class Reconciler:
             placer = self.tas.placer(state, self.world.all_workloads())
             placer.delay = self._delays_topology
             await self._checks_pass(now, placer)  # second passes first: they hold quota already
+            started = time.perf_counter()
             updates = plan_admissions(
                 state,
                 now=now,
@@ -142,7 +145,11 @@ class Reconciler:
             )
         else:
             await self._checks_pass(now, None)
+            started = time.perf_counter()
             updates = plan_admissions(state, now=now, checks=self._checks_of)
+        if state.pending:  # Kueue counts an attempt per cycle that had heads to try
+            admitted = any(update.outcome in ("admitted", "reserved") for update in updates)
+            self.metrics.admission_attempt(admitted=admitted, seconds=time.perf_counter() - started)
         if not updates:
             return
         limiter = anyio.CapacityLimiter(WRITE_CONCURRENCY)
@@ -199,11 +206,26 @@ class Reconciler:
                 continue
             self.world.workload_writes.remember(written)
             if reason == "Admitted":
-                self.metrics.admitted_workloads.labels(cluster_queue=_queue_of(written)).inc()
+                self._count_admitted(written, now)
                 self.on_admitted(now.timestamp())
             bound.info("workload.checks_step", step=step.kind, reason=reason, message=message[:500])
             if reason not in _ROUTINE_ADMISSION_EVENTS or not _copy_of_manager(written):
                 self.events.emit(written, reason=reason, note=message[:1024], action="Admission", event_type=event_type)
+
+    def _count_admitted(self, written: Obj, now: dt.datetime) -> None:
+        """Kueue's admission counters for a workload whose last admission check became Ready."""
+        namespace, local_queue, priority_class = workload_labels(written)
+        reserved = find_condition(written, "QuotaReserved") or {}
+        reserved_at = str(reserved.get("lastTransitionTime") or "")
+        since = queued_since(written)
+        self.metrics.admitted(
+            cluster_queue=_queue_of(written),
+            namespace=namespace,
+            local_queue=local_queue,
+            priority_class=priority_class,
+            waited=now.timestamp() - parse_time(since).timestamp() if since else 0.0,
+            checks_waited=now.timestamp() - parse_time(reserved_at).timestamp() if reserved_at else None,
+        )
 
     @staticmethod
     async def _limited(limiter: anyio.CapacityLimiter, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
@@ -217,21 +239,41 @@ class Reconciler:
             return
         self.world.workload_writes.remember(written)
         queue = update.cluster_queue or ""
+        namespace, local_queue, priority_class = workload_labels(update.raw)
+        since = queued_since(update.raw)
+        waited = now.timestamp() - parse_time(since).timestamp() if since else 0.0
+        if update.outcome in ("reserved", "admitted"):
+            self.metrics.quota_reserved(
+                cluster_queue=queue,
+                namespace=namespace,
+                local_queue=local_queue,
+                priority_class=priority_class,
+                waited=waited,
+            )
         if update.outcome == "reserved":
-            self.metrics.quota_reserved_workloads.labels(cluster_queue=queue).inc()
             bound.info("workload.quota_reserved", flavors=_flavors(update.status), message=update.message)
         elif update.outcome == "admitted":
-            self.metrics.admission_attempts.labels(result="success").inc()
-            self.metrics.quota_reserved_workloads.labels(cluster_queue=queue).inc()
-            self.metrics.admitted_workloads.labels(cluster_queue=queue).inc()
-            created = (update.raw.get("metadata") or {}).get("creationTimestamp")
-            if created:
-                waited = now.timestamp() - dt.datetime.fromisoformat(str(created).replace("Z", "+00:00")).timestamp()
-                self.metrics.admission_wait_time.labels(cluster_queue=queue).observe(max(0.0, waited))
+            # no admission check: quota reservation and admission are one write
+            self.metrics.admitted(
+                cluster_queue=queue,
+                namespace=namespace,
+                local_queue=local_queue,
+                priority_class=priority_class,
+                waited=waited,
+                checks_waited=0.0,
+            )
             self.on_admitted(now.timestamp())
             bound.info("workload.admitted", flavors=_flavors(update.status))
+        elif update.outcome == "preempted":
+            self.metrics.evicted(
+                cluster_queue=queue,
+                namespace=namespace,
+                local_queue=local_queue,
+                priority_class=priority_class,
+                reason="Preempted",
+            )
+            bound.info("workload.preempted", message=update.message)
         else:
-            self.metrics.admission_attempts.labels(result="inadmissible").inc()
             bound.info("workload.pending", message=update.message)
         for event in update.events:
             if event.reason not in _ROUTINE_ADMISSION_EVENTS or not _copy_of_manager(written):
@@ -299,8 +341,11 @@ class Reconciler:
         if written is None:
             return
         self.world.workload_writes.remember(written)
-        queue = ((written.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
-        self.metrics.finished_workloads.labels(cluster_queue=queue).inc()
+        queue = str(((written.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+        namespace, local_queue, priority_class = workload_labels(written)
+        self.metrics.finished(
+            cluster_queue=queue, namespace=namespace, local_queue=local_queue, priority_class=priority_class
+        )
         bound.info("workload.finished", reason=finish.reason, message=finish.message)
         note = f"Workload '{namespace}/{name}' is declared finished: {finish.message}"
         if not _copy_of_manager(written):

@@ -26,6 +26,7 @@ import structlog
 
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import RESERVED, workload_key, workload_state
+from federation.admission.queue_metrics import workload_labels
 from federation.conditions import is_true
 from federation.kube import resources as r
 from federation.kube.api import KubeApi, PatchType
@@ -374,7 +375,14 @@ class Tas:
             remember(written)
             queue = str(((written.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
             if repair.evicted:
-                self.metrics.evicted_workloads.labels(cluster_queue=queue, reason=NODE_FAILURES_REASON).inc()
+                namespace, local_queue, priority_class = workload_labels(written)
+                self.metrics.evicted(
+                    cluster_queue=queue,
+                    namespace=namespace,
+                    local_queue=local_queue,
+                    priority_class=priority_class,
+                    reason=NODE_FAILURES_REASON,
+                )
                 bound.warning("tas.evicted", failed=dict(repair.failed), message=repair.message)
                 self.events.emit(
                     written,

@@ -14,7 +14,8 @@ import datetime as dt
 import enum
 import json
 import random
-from collections.abc import AsyncIterator, Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -156,6 +157,10 @@ class KubeApi:
         self.retry = retry or RetryPolicy()
         self.request_timeout = request_timeout
         self._log = log.bind(cluster=cluster) if cluster else log
+        self.observer: Callable[[str, float, str | None], None] | None = None
+        """Told ``(verb, seconds, error reason or None)`` after every HTTP attempt (the manager's per-worker
+        latency and error metrics); the reason is the apiserver's ``Status.reason``, ``HTTP <code>`` without one, or
+        the exception's type when no answer came."""
 
     async def aclose(self) -> None:
         """Close the transport (and its connection pool)."""
@@ -196,13 +201,25 @@ class KubeApi:
     async def _once(self, verb: str, label: str, request: tp.Request) -> Obj:
         await self.limiter.acquire()
         self.counter.record(verb, label)
-        response = await self.transport.send(request)
+        observer = self.observer
+        started = time.perf_counter() if observer is not None else 0.0
+        try:
+            response = await self.transport.send(request)
+        except Exception as exc:
+            if observer is not None:
+                observer(verb, time.perf_counter() - started, type(exc).__name__)
+            raise
         if 200 <= response.status < 300:
+            if observer is not None:
+                observer(verb, time.perf_counter() - started, None)
             if not response.body:
                 return {}
             decoded = json.loads(response.body)
             return decoded if isinstance(decoded, dict) else {"value": decoded}
-        raise error_from_response(response.status, response.body, retry_after=response.retry_after)
+        error = error_from_response(response.status, response.body, retry_after=response.retry_after)
+        if observer is not None:
+            observer(verb, time.perf_counter() - started, error.reason or f"HTTP {response.status}")
+        raise error
 
     def _request(
         self,

@@ -1,7 +1,8 @@
 """A minimal HTTP endpoint for /healthz, /readyz and /metrics, so probes need no web framework.
 
 Readiness is a set of named checks (caches synced, remotes connected, leader or standby); each returns
-``(ok, detail)``. /readyz answers 200 when all pass, else 503 listing what is not ready, like Kubernetes' own.
+``(ok, detail)``. /readyz answers 200 when all pass, else 503 listing what is not ready, like Kubernetes' own;
+``/readyz?verbose`` lists every check with its detail (a check may pass and still report something degraded).
 """
 
 from __future__ import annotations
@@ -25,13 +26,20 @@ class HealthEndpoints:
     def add_readiness_check(self, name: str, check: ReadinessCheck) -> None:
         self._checks[name] = check
 
-    def respond(self, path: str) -> tuple[int, str, bytes]:
+    def respond(self, path: str, *, verbose: bool = False) -> tuple[int, str, bytes]:
         """Status, content type and body for a GET of ``path`` (pure; the server below only does I/O)."""
         if path == "/healthz":
             return 200, "text/plain", b"ok"
         if path == "/readyz":
             results = {name: check() for name, check in self._checks.items()}
             failing = [f"[-]{name} failed: {detail}" for name, (ok, detail) in results.items() if not ok]
+            if verbose:  # Kubernetes' ?verbose: every check, passing ones with their detail too
+                lines = [
+                    f"[+]{name} ok: {detail}" if ok else f"[-]{name} failed: {detail}"
+                    for name, (ok, detail) in results.items()
+                ]
+                verdict = "readyz check failed" if failing else "readyz check passed"
+                return (503 if failing else 200), "text/plain", ("\n".join([*lines, verdict])).encode()
             if failing:
                 return 503, "text/plain", ("\n".join(failing) + "\nreadyz check failed").encode()
             return 200, "text/plain", b"ok"
@@ -58,8 +66,11 @@ class HealthEndpoints:
             except (anyio.EndOfStream, anyio.IncompleteRead, anyio.DelimiterNotFound, anyio.BrokenResourceError):
                 return
             parts = line.decode("latin-1").split()
-            path = parts[1].split("?", 1)[0] if len(parts) >= 2 else "/"
-            status, ctype, body = self.respond(path) if parts and parts[0] == "GET" else (405, "text/plain", b"")
+            path, _, query = (parts[1] if len(parts) >= 2 else "/").partition("?")
+            verbose = "verbose" in query.split("&") or any(q.startswith("verbose=") for q in query.split("&"))
+            status, ctype, body = (
+                self.respond(path, verbose=verbose) if parts and parts[0] == "GET" else (405, "text/plain", b"")
+            )
             reason = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable"}[status]
             head = (
                 f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"

@@ -1,72 +1,422 @@
-"""Prometheus metrics, with Kueue's names where the meaning is the same and ``kfed_`` names for what is ours.
+"""Prometheus metrics, with Kueue's names, labels and meanings where Kueue has the metric, ``kfed_`` names for ours.
 
-One :class:`Metrics` object per process holds its own registry, so tests can create several without clashing.
+Two kinds, kept apart so that no hot path pays for a gauge:
+
+* Events (admissions, evictions, dispatches, API calls) are counters and histograms updated where they happen,
+  through the small methods below (one ``labels()`` lookup each; no formatting, no allocation beyond the key).
+* State (pending counts, queue usage and quotas, worker connections, report ages) is computed when Prometheus
+  scrapes, from the plain samples that *sources* return (``add_source``): each process registers functions that
+  read its caches, so a gauge can never be stale or forgotten the way a ``set()`` in some code path can.
+
+Every Kueue metric carries ``replica_role`` (``leader``, ``follower`` or ``standalone``) as Kueue's do. One
+:class:`Metrics` object per process holds its own registry, so tests can create several without clashing.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+import platform
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import Final
 
-_WAIT_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+from federation.version import package_version
+
+ROLE_LEADER: Final = "leader"
+ROLE_FOLLOWER: Final = "follower"
+ROLE_STANDALONE: Final = "standalone"
+
+
+def _exponential(count: int) -> tuple[float, ...]:
+    """Kueue's ``generateExponentialBuckets(count)``: 1, then 2.5 doubling ``count - 1`` times."""
+    return (1.0, *(2.5 * 2**i for i in range(count - 1)))
+
+
+_ATTEMPT_BUCKETS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096)
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+Sample = tuple[str, tuple[str, ...], float]
+"""A gauge value from a source: metric name, label values (in the order of ``GAUGES[name]``'s labels), value."""
+
+GAUGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
+    # name: (help, label names without replica_role)
+    "kueue_pending_workloads": (
+        "The number of pending workloads, per 'cluster_queue' and 'status'. 'status' can be 'active' (waiting for "
+        "a scheduling attempt) or 'inadmissible' (tried, and parked until something changes).",
+        ("cluster_queue", "status"),
+    ),
+    "kueue_reserving_active_workloads": (
+        "The number of Workloads that are reserving quota, per 'cluster_queue'",
+        ("cluster_queue",),
+    ),
+    "kueue_admitted_active_workloads": (
+        "The number of admitted Workloads that are active, per 'cluster_queue'",
+        ("cluster_queue",),
+    ),
+    "kueue_cluster_queue_status": (
+        "Reports 'cluster_queue' with its 'status' (with possible values 'pending', 'active' or 'terminated'). "
+        "For a ClusterQueue, the metric only reports a value of 1 for one of the statuses.",
+        ("cluster_queue", "status"),
+    ),
+    "kueue_cluster_queue_resource_reservation": (
+        "Reports the cluster_queue's total resource reservation within all the flavors",
+        ("cohort", "cluster_queue", "flavor", "resource"),
+    ),
+    "kueue_cluster_queue_resource_usage": (
+        "Reports the cluster_queue's total resource usage within all the flavors",
+        ("cohort", "cluster_queue", "flavor", "resource"),
+    ),
+    "kueue_cluster_queue_nominal_quota": (
+        "Reports the cluster_queue's resource nominal quota within all the flavors",
+        ("cohort", "cluster_queue", "flavor", "resource"),
+    ),
+    "kueue_cluster_queue_borrowing_limit": (
+        "Reports the cluster_queue's resource borrowing limit within all the flavors. If borrowingLimit is unset, "
+        "this metric reports +Inf.",
+        ("cohort", "cluster_queue", "flavor", "resource"),
+    ),
+    "kueue_cluster_queue_lending_limit": (
+        "Reports the cluster_queue's resource lending limit within all the flavors. If lendingLimit is unset, this "
+        "metric reports +Inf.",
+        ("cohort", "cluster_queue", "flavor", "resource"),
+    ),
+    "kueue_local_queue_pending_workloads": (
+        "The number of pending workloads, per 'local_queue' and 'status'.",
+        ("name", "namespace", "status"),
+    ),
+    "kueue_local_queue_reserving_active_workloads": (
+        "The number of Workloads that are reserving quota, per 'localQueue'",
+        ("name", "namespace"),
+    ),
+    "kueue_local_queue_admitted_active_workloads": (
+        "The number of admitted Workloads that are active, per 'localQueue'",
+        ("name", "namespace"),
+    ),
+    "kueue_local_queue_status": (
+        "Reports 'localQueue' with its 'active' status (with possible values 'True', 'False', or 'Unknown'). "
+        "For a LocalQueue, the metric only reports a value of 1 for one of the statuses.",
+        ("name", "namespace", "active"),
+    ),
+    "kueue_local_queue_resource_reservation": (
+        "Reports the localQueue's total resource reservation within all the flavors",
+        ("name", "namespace", "flavor", "resource"),
+    ),
+    "kueue_local_queue_resource_usage": (
+        "Reports the localQueue's total resource usage within all the flavors",
+        ("name", "namespace", "flavor", "resource"),
+    ),
+    "multikueue_cluster_status": (
+        "Reports each MultiKueue worker cluster's 'Active' condition ('True', 'False' or 'Unknown'), per "
+        "'cluster_queue' that reaches it; only one of the statuses has the value 1.",
+        ("cluster_queue", "cluster", "active"),
+    ),
+    "kfed_capacity_report_age_seconds": (
+        "Seconds since the newest capacity report (ClusterCapacity) of each connected worker was observed",
+        ("cluster",),
+    ),
+    "kfed_worker_connected": (
+        "1 while the manager's connection to the worker is healthy (caches synced, apiserver answering), else 0",
+        ("cluster",),
+    ),
+    "kfed_in_flight_workloads": (
+        "Workloads dispatched to a worker whose capacity report does not show them yet (the in-flight ledger)",
+        (),
+    ),
+}
+"""Every gauge a source may report, with Kueue's help text where it is Kueue's metric."""
+
+_ROLELESS = frozenset({"kfed_capacity_report_age_seconds", "kfed_worker_connected", "kfed_in_flight_workloads"})
+
+
+class _SourceCollector(Collector):
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def describe(self) -> Iterable[Metric]:
+        return ()
+
+    def collect(self) -> Iterator[Metric]:
+        families: dict[str, GaugeMetricFamily] = {}
+        role = self._metrics.role
+        for source in self._metrics.sources:
+            for name, values, value in source():
+                family = families.get(name)
+                if family is None:
+                    help_text, labels = GAUGES[name]
+                    names = list(labels) if name in _ROLELESS else [*labels, "replica_role"]
+                    family = families[name] = GaugeMetricFamily(name, help_text, labels=names)
+                family.add_metric(list(values) if name in _ROLELESS else [*values, role], value)
+        yield from families.values()
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, *, role: str = ROLE_STANDALONE) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self.role = role
+        """``replica_role`` of every Kueue metric: the manager sets leader/follower as its Lease changes hands."""
+        self.sources: list[Callable[[], Iterable[Sample]]] = []
         r = self.registry
-        self.pending_workloads = Gauge(
-            "kueue_pending_workloads",
-            "Pending workloads per ClusterQueue and status",
-            ["cluster_queue", "status"],
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
+        r.register(_SourceCollector(self))
+        role_label = "replica_role"
+        Gauge(
+            "kueue_build_info",
+            "Kueue build information. 1 labeled by git version, git commit, build date, go version, compiler, "
+            "platform (kfed: its version, and the Python implementation and version in place of Go's)",
+            ["git_version", "git_commit", "build_date", "go_version", "compiler", "platform"],
+            registry=r,
+        ).labels(
+            git_version=package_version(),
+            git_commit="unknown",
+            build_date="unknown",
+            go_version=f"python{platform.python_version()}",
+            compiler=sys.implementation.name,
+            platform=f"{sys.platform}/{platform.machine()}",
+        ).set(1)
+        cq = ["cluster_queue", "priority_class", role_label]
+        lq = ["name", "namespace", "priority_class", role_label]
+        self.admission_attempts = Counter(
+            "kueue_admission_attempts_total",
+            "The total number of attempts to admit workloads. Each admission attempt might try to admit more than one "
+            "workload. The label 'result' can have the following values: 'success' means that at least one workload "
+            "was admitted, 'inadmissible' means that no workload was admitted.",
+            ["result", role_label],
+            registry=r,
+        )
+        self.admission_attempt_duration = Histogram(
+            "kueue_admission_attempt_duration_seconds",
+            "The latency of an admission attempt. The label 'result' can have the following values: 'success' means "
+            "that at least one workload was admitted, 'inadmissible' means that no workload was admitted.",
+            ["result", role_label],
+            buckets=_ATTEMPT_BUCKETS,
             registry=r,
         )
         self.quota_reserved_workloads = Counter(
-            "kueue_quota_reserved_workloads_total", "Workloads that got quota reserved", ["cluster_queue"], registry=r
+            "kueue_quota_reserved_workloads_total",
+            "The total number of quota reserved workloads per 'cluster_queue'",
+            cq,
+            registry=r,
+        )
+        self.quota_reserved_wait_time = Histogram(
+            "kueue_quota_reserved_wait_time_seconds",
+            "The time between a workload was created or requeued until it got quota reservation, per 'cluster_queue'",
+            cq,
+            buckets=_exponential(14),
+            registry=r,
+        )
+        self.local_queue_quota_reserved_workloads = Counter(
+            "kueue_local_queue_quota_reserved_workloads_total",
+            "The total number of quota reserved workloads per 'local_queue'",
+            lq,
+            registry=r,
+        )
+        self.local_queue_quota_reserved_wait_time = Histogram(
+            "kueue_local_queue_quota_reserved_wait_time_seconds",
+            "The time between a workload was created or requeued until it got quota reservation, per 'local_queue'",
+            lq,
+            buckets=_exponential(14),
+            registry=r,
         )
         self.admitted_workloads = Counter(
-            "kueue_admitted_workloads_total", "Workloads admitted", ["cluster_queue"], registry=r
+            "kueue_admitted_workloads_total",
+            "The total number of admitted workloads per 'cluster_queue'",
+            cq,
+            registry=r,
         )
         self.admission_wait_time = Histogram(
             "kueue_admission_wait_time_seconds",
-            "Seconds from creation to admission",
-            ["cluster_queue"],
-            buckets=_WAIT_BUCKETS,
+            "The time between a workload was created or requeued until admission, per 'cluster_queue'",
+            cq,
+            buckets=_exponential(16),
+            registry=r,
+        )
+        self.admission_checks_wait_time = Histogram(
+            "kueue_admission_checks_wait_time_seconds",
+            "The time from when a workload got the quota reservation until admission, per 'cluster_queue'",
+            cq,
+            buckets=_exponential(14),
+            registry=r,
+        )
+        self.local_queue_admitted_workloads = Counter(
+            "kueue_local_queue_admitted_workloads_total",
+            "The total number of admitted workloads per 'local_queue'",
+            lq,
+            registry=r,
+        )
+        self.local_queue_admission_wait_time = Histogram(
+            "kueue_local_queue_admission_wait_time_seconds",
+            "The time between a workload was created or requeued until admission, per 'local_queue'",
+            lq,
+            buckets=_exponential(14),
             registry=r,
         )
         self.evicted_workloads = Counter(
-            "kueue_evicted_workloads_total", "Workloads evicted", ["cluster_queue", "reason"], registry=r
+            "kueue_evicted_workloads_total",
+            "The number of evicted workloads per 'cluster_queue'. 'reason' is Kueue's eviction reason (Preempted, "
+            "PodsReadyTimeout, AdmissionCheck, ClusterQueueStopped, LocalQueueStopped, NodeFailures, Deactivated); "
+            "'underlying_cause' is empty when 'reason' is the root cause.",
+            ["cluster_queue", "reason", "underlying_cause", "priority_class", role_label],
+            registry=r,
+        )
+        self.local_queue_evicted_workloads = Counter(
+            "kueue_local_queue_evicted_workloads_total",
+            "The number of evicted workloads per 'local_queue'",
+            ["name", "namespace", "reason", "underlying_cause", "priority_class", role_label],
+            registry=r,
+        )
+        self.preempted_workloads = Counter(
+            "kueue_preempted_workloads_total",
+            "The number of preempted workloads per 'preempting_cluster_queue'. 'reason': InClusterQueue, "
+            "InCohortReclamation, InCohortFairSharing or InCohortReclaimWhileBorrowing.",
+            ["preempting_cluster_queue", "reason", role_label],
+            registry=r,
         )
         self.finished_workloads = Counter(
-            "kueue_finished_workloads_total", "Workloads finished", ["cluster_queue"], registry=r
+            "kueue_finished_workloads_total",
+            "The total number of finished workloads per 'cluster_queue'",
+            cq,
+            registry=r,
         )
-        self.admission_attempts = Counter(
-            "kueue_admission_attempts_total", "Scheduling attempts by result", ["result"], registry=r
+        self.local_queue_finished_workloads = Counter(
+            "kueue_local_queue_finished_workloads_total",
+            "The total number of finished workloads per 'local_queue'",
+            lq,
+            registry=r,
         )
-        self.cluster_queue_resource_usage = Gauge(
-            "kueue_cluster_queue_resource_usage", "Quota in use", ["cluster_queue", "flavor", "resource"], registry=r
-        )
-        self.cluster_queue_nominal_quota = Gauge(
-            "kueue_cluster_queue_nominal_quota", "Nominal quota", ["cluster_queue", "flavor", "resource"], registry=r
-        )
+        mk = ["cluster_queue", "cluster", role_label]
         self.multikueue_dispatched = Counter(
-            "multikueue_workloads_dispatched_total", "Workloads dispatched to a worker", ["cluster"], registry=r
+            "multikueue_workloads_dispatched_total",
+            "The total number of remote workloads created by the MultiKueue manager on a worker cluster, per "
+            "'cluster_queue' and 'cluster'.",
+            mk,
+            registry=r,
+        )
+        self.multikueue_admitted = Counter(
+            "multikueue_workloads_admitted_total",
+            "The total number of remote workload admissions on a worker cluster, per 'cluster_queue' and 'cluster'. "
+            "A workload may be counted more than once if it is evicted and re-admitted.",
+            mk,
+            registry=r,
+        )
+        self.multikueue_evicted = Counter(
+            "multikueue_workloads_evicted_total",
+            "The total number of workloads evicted from a worker cluster, per 'cluster_queue', 'cluster' and 'reason'.",
+            ["cluster_queue", "cluster", "reason", role_label],
+            registry=r,
         )
         self.dispatch_latency = Histogram(
             "kfed_dispatch_latency_seconds",
-            "Seconds from quota reservation to the remote copy existing",
+            "Seconds from quota reservation on the manager to the remote Workload being created on the worker",
             ["cluster"],
-            buckets=_WAIT_BUCKETS,
-            registry=r,
-        )
-        self.capacity_report_age = Gauge(
-            "kfed_capacity_report_age_seconds",
-            "Age of the newest capacity report per worker",
-            ["cluster"],
+            buckets=_LATENCY_BUCKETS,
             registry=r,
         )
         self.remote_api_errors = Counter(
-            "kfed_remote_api_errors_total", "Failed API calls to worker clusters", ["cluster", "reason"], registry=r
+            "kfed_remote_api_errors_total",
+            "Failed API calls to worker clusters (each HTTP attempt), per 'cluster' and 'reason' (the HTTP status "
+            "reason, or the error's type when no answer came)",
+            ["cluster", "reason"],
+            registry=r,
         )
+        self.remote_api_latency = Histogram(
+            "kfed_remote_api_request_duration_seconds",
+            "Latency of API calls to worker clusters (each HTTP attempt), per 'cluster' and 'verb'",
+            ["cluster", "verb"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+
+    # -- sources --------------------------------------------------------------------------------------------------
+
+    def add_source(self, source: Callable[[], Iterable[Sample]]) -> None:
+        """Register a function read at every scrape; it returns gauge samples (names from :data:`GAUGES`)."""
+        self.sources.append(source)
+
+    def remove_source(self, source: Callable[[], Iterable[Sample]]) -> None:
+        if source in self.sources:
+            self.sources.remove(source)
+
+    # -- events ---------------------------------------------------------------------------------------------------
+
+    def admission_attempt(self, *, admitted: bool, seconds: float) -> None:
+        result = "success" if admitted else "inadmissible"
+        self.admission_attempts.labels(result, self.role).inc()
+        self.admission_attempt_duration.labels(result, self.role).observe(seconds)
+
+    def quota_reserved(
+        self, *, cluster_queue: str, namespace: str, local_queue: str, priority_class: str, waited: float
+    ) -> None:
+        role = self.role
+        self.quota_reserved_workloads.labels(cluster_queue, priority_class, role).inc()
+        self.quota_reserved_wait_time.labels(cluster_queue, priority_class, role).observe(max(0.0, waited))
+        self.local_queue_quota_reserved_workloads.labels(local_queue, namespace, priority_class, role).inc()
+        self.local_queue_quota_reserved_wait_time.labels(local_queue, namespace, priority_class, role).observe(
+            max(0.0, waited)
+        )
+
+    def admitted(
+        self,
+        *,
+        cluster_queue: str,
+        namespace: str,
+        local_queue: str,
+        priority_class: str,
+        waited: float,
+        checks_waited: float | None,
+    ) -> None:
+        role = self.role
+        self.admitted_workloads.labels(cluster_queue, priority_class, role).inc()
+        self.admission_wait_time.labels(cluster_queue, priority_class, role).observe(max(0.0, waited))
+        self.local_queue_admitted_workloads.labels(local_queue, namespace, priority_class, role).inc()
+        self.local_queue_admission_wait_time.labels(local_queue, namespace, priority_class, role).observe(
+            max(0.0, waited)
+        )
+        if checks_waited is not None:
+            self.admission_checks_wait_time.labels(cluster_queue, priority_class, role).observe(max(0.0, checks_waited))
+
+    def evicted(
+        self,
+        *,
+        cluster_queue: str,
+        namespace: str,
+        local_queue: str,
+        priority_class: str,
+        reason: str,
+        underlying_cause: str = "",
+    ) -> None:
+        role = self.role
+        self.evicted_workloads.labels(cluster_queue, reason, underlying_cause, priority_class, role).inc()
+        self.local_queue_evicted_workloads.labels(
+            local_queue, namespace, reason, underlying_cause, priority_class, role
+        ).inc()
+
+    def preempted(self, *, preempting_cluster_queue: str, reason: str) -> None:
+        self.preempted_workloads.labels(preempting_cluster_queue, reason, self.role).inc()
+
+    def finished(self, *, cluster_queue: str, namespace: str, local_queue: str, priority_class: str) -> None:
+        role = self.role
+        self.finished_workloads.labels(cluster_queue, priority_class, role).inc()
+        self.local_queue_finished_workloads.labels(local_queue, namespace, priority_class, role).inc()
+
+    def remote_call_observer(self, cluster: str) -> Callable[[str, float, str | None], None]:
+        """A callback for one worker's API client: ``(verb, seconds, error reason or None)`` per HTTP attempt."""
+        latency = self.remote_api_latency
+        errors = self.remote_api_errors
+
+        def observe(verb: str, seconds: float, error: str | None) -> None:
+            latency.labels(cluster, verb).observe(seconds)
+            if error is not None:
+                errors.labels(cluster, error).inc()
+
+        return observe
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

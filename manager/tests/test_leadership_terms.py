@@ -20,6 +20,9 @@ class _Runtime:
     def synced(self) -> tuple[bool, str]:
         return (self.caches_synced, "" if self.caches_synced else "waiting for caches: jobs")
 
+    def remotes_connected(self) -> tuple[bool, str]:
+        return True, "1/2 connected; degraded: w2"
+
     async def run(self) -> None:
         self.runs += 1
         await self.stop.wait()

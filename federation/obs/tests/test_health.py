@@ -44,3 +44,29 @@ def test_server_answers_over_a_socket() -> None:
     reply = anyio.run(scenario)
     assert reply.startswith(b"HTTP/1.1 503")
     assert reply.endswith(b"[-]leader failed: standby\nreadyz check failed")
+
+
+def test_readyz_verbose_lists_every_check_with_its_detail() -> None:
+    endpoints = HealthEndpoints()
+    endpoints.add_readiness_check("caches", lambda: (True, "ok"))
+    endpoints.add_readiness_check("remotes-connected", lambda: (True, "1/2 connected; degraded: w2 (no report)"))
+    status, _, body = endpoints.respond("/readyz", verbose=True)
+    assert status == 200
+    assert body.decode().splitlines() == [
+        "[+]caches ok: ok",
+        "[+]remotes-connected ok: 1/2 connected; degraded: w2 (no report)",
+        "readyz check passed",
+    ]
+    assert endpoints.respond("/readyz") == (200, "text/plain", b"ok")
+
+
+def test_metrics_has_kueue_build_info_and_process_collectors() -> None:
+    from federation.obs.metrics import Metrics
+
+    metrics = Metrics()
+    metrics.add_source(lambda: [("kueue_pending_workloads", ("cq", "active"), 2.0)])
+    text = metrics.exposition().decode()
+    assert 'kueue_pending_workloads{cluster_queue="cq",replica_role="standalone",status="active"} 2.0' in text
+    assert "kueue_build_info{" in text
+    assert "process_cpu_seconds_total" in text
+    assert "python_gc_collections_total" in text

@@ -1,0 +1,147 @@
+"""The manager's and the agents' /metrics after a known scenario: Kueue's names and labels, and the values they
+must have (counters moved by exactly what the scenario did, gauges equal to the queues' truth), plus
+``/readyz?verbose`` naming the connected workers."""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Callable
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from e2e.queues import CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE
+from e2e.rig.federation import MANAGER, Federation
+from e2e.scenarios.helpers import submit, wait_complete, worker_of
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as err:
+        return int(err.code), err.read().decode()
+
+
+def _port(fed: Federation, process: str, key: str) -> int:
+    release = next(r for r in fed.releases if r.process == process)
+    return int(release.values[key])
+
+
+def scrape(fed: Federation, process: str = "kfed-manager") -> Series:
+    status, text = _get(f"http://127.0.0.1:{_port(fed, process, 'metricsPort')}/metrics")
+    assert status == 200, text
+    series: Series = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            series[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return series
+
+
+def value(series: Series, name: str, /, **labels: str) -> float:
+    """The sum of ``name`` over the series whose labels include ``labels`` (0 when none)."""
+    wanted = set(labels.items())
+    return sum(v for (n, ls), v in series.items() if n == name and wanted <= ls)
+
+
+def has(series: Series, name: str, /, **labels: str) -> bool:
+    wanted = set(labels.items())
+    return any(n == name and wanted <= ls for (n, ls) in series)
+
+
+def _delta(before: Series, after: Series) -> Callable[..., float]:
+    return lambda metric, /, **labels: value(after, metric, **labels) - value(before, metric, **labels)
+
+
+def test_metrics_after_one_job_and_one_job_too_big(federation: Federation) -> None:
+    fed = federation
+    before = scrape(fed)
+    agents_before = {w: scrape(fed, f"kfed-agent-{w}") for w in fed.workers}
+    submit(fed, "metrics-small", cpu="2", seconds=1)
+    wait_complete(fed, "metrics-small")
+    worker = worker_of(fed, "metrics-small")
+    assert worker in fed.workers
+    cq = {"cluster_queue": CLUSTER_QUEUE, "replica_role": "leader"}
+    lq = {"name": LOCAL_QUEUE, "namespace": "default", "replica_role": "leader"}
+    # counters: exactly one more of each thing the Job went through (finished is counted when the result comes back)
+    after = wait_for(
+        lambda: scrape(fed),
+        until=lambda s: _delta(before, s)("kueue_finished_workloads_total", **cq) == 1,
+        timeout=30,
+        what="kueue_finished_workloads_total to count the Job",
+    )
+    delta = _delta(before, after)
+    assert delta("kueue_quota_reserved_workloads_total", **cq, priority_class="") == 1
+    assert delta("kueue_quota_reserved_wait_time_seconds_count", **cq) == 1
+    assert delta("kueue_admitted_workloads_total", **cq) == 1
+    assert delta("kueue_admission_wait_time_seconds_count", **cq) == 1
+    assert delta("kueue_admission_checks_wait_time_seconds_count", **cq) == 1
+    assert delta("kueue_local_queue_quota_reserved_workloads_total", **lq) == 1
+    assert delta("kueue_local_queue_admitted_workloads_total", **lq) == 1
+    assert delta("kueue_local_queue_finished_workloads_total", **lq) == 1
+    mk = {"cluster_queue": CLUSTER_QUEUE, "cluster": worker, "replica_role": "leader"}
+    assert delta("multikueue_workloads_dispatched_total", **mk) == 1
+    assert delta("multikueue_workloads_admitted_total", **mk) == 1
+    assert delta("kfed_dispatch_latency_seconds_count", cluster=worker) == 1
+    assert delta("kueue_admission_attempts_total", result="success", replica_role="leader") >= 1
+    assert delta("kueue_admission_attempt_duration_seconds_count", result="success") >= 1
+    assert delta("kfed_remote_api_request_duration_seconds_count", cluster=worker, verb="create") >= 2
+    # gauges: the queues' truth
+    quota = {"cohort": "", "cluster_queue": CLUSTER_QUEUE, "flavor": FLAVOR, "replica_role": "leader"}
+    assert value(after, "kueue_cluster_queue_nominal_quota", **quota, resource="cpu") == 96
+    assert value(after, "kueue_cluster_queue_nominal_quota", **quota, resource="memory") == 512 * 2**30
+    assert value(after, "kueue_cluster_queue_borrowing_limit", **quota, resource="cpu") == float("inf")
+    assert value(after, "kueue_cluster_queue_status", cluster_queue=CLUSTER_QUEUE, status="active") == 1
+    assert value(after, "kueue_cluster_queue_status", cluster_queue=CLUSTER_QUEUE, status="pending") == 0
+    assert value(after, "kueue_local_queue_status", name=LOCAL_QUEUE, namespace="default", active="True") == 1
+    for w in fed.workers:
+        assert value(after, "multikueue_cluster_status", cluster_queue=CLUSTER_QUEUE, cluster=w, active="True") == 1
+        assert value(after, "multikueue_cluster_status", cluster_queue=CLUSTER_QUEUE, cluster=w, active="False") == 0
+        assert value(after, "kfed_worker_connected", cluster=w) == 1
+        assert 0 <= value(after, "kfed_capacity_report_age_seconds", cluster=w) < 60
+    assert has(after, "kfed_in_flight_workloads")
+    assert value(after, "kueue_build_info") == 1
+    assert has(after, "process_cpu_seconds_total")
+    assert has(after, "python_gc_collections_total")
+    # the worker's agent counts its own admission of the copy, under the same names
+    agent_delta = _delta(agents_before[worker], scrape(fed, f"kfed-agent-{worker}"))
+    assert agent_delta("kueue_admitted_workloads_total", cluster_queue=CLUSTER_QUEUE, replica_role="leader") == 1
+
+    # a Job bigger than the whole ClusterQueue: tried, found inadmissible, parked — and the gauge says so
+    submit(fed, "metrics-huge", cpu="200", seconds=1)
+    try:
+        pending = wait_for(
+            lambda: scrape(fed),
+            until=lambda s: (
+                value(s, "kueue_pending_workloads", cluster_queue=CLUSTER_QUEUE, status="inadmissible") == 1
+            ),
+            timeout=30,
+            what="kueue_pending_workloads{status=inadmissible} to count the Job that cannot fit",
+        )
+        assert value(pending, "kueue_pending_workloads", cluster_queue=CLUSTER_QUEUE, status="active") == 0
+        assert value(pending, "kueue_local_queue_pending_workloads", name=LOCAL_QUEUE, status="inadmissible") == 1
+        assert _delta(after, pending)("kueue_admission_attempts_total", result="inadmissible") >= 1
+    finally:
+        fed.kubectl(MANAGER, "delete", "job", "metrics-huge", "--ignore-not-found", "--wait=false")
+    wait_for(
+        lambda: scrape(fed),
+        until=lambda s: value(s, "kueue_pending_workloads", cluster_queue=CLUSTER_QUEUE) == 0,
+        timeout=30,
+        what="kueue_pending_workloads to drop to 0 once the Job is deleted",
+    )
+
+
+def test_readyz_verbose_names_the_connected_workers(federation: Federation) -> None:
+    port = _port(federation, "kfed-manager", "healthPort")
+    status, text = _get(f"http://127.0.0.1:{port}/readyz?verbose")
+    assert status == 200, text
+    workers = len(federation.workers)
+    assert f"[+]remotes-connected ok: {workers}/{workers} connected" in text, text
+    assert "readyz check passed" in text
+    status, plain = _get(f"http://127.0.0.1:{port}/readyz")
+    assert (status, plain) == (200, "ok")

@@ -1,0 +1,179 @@
+"""Kueue's ClusterQueue and LocalQueue gauges, computed from a quota state (pure: plain data in, samples out).
+
+Both kfed processes export the same gauges Kueue does, from the same :class:`QuotaState` that drives their
+admission and their queue status, so a dashboard, the ClusterQueue status and the scheduler never disagree.
+Amounts are in Kueue's units (cores, bytes: the core's milli-units divided by 1000).
+
+``pending`` follows Kueue's meaning of ``status``: ``active`` workloads wait for a scheduling attempt,
+``inadmissible`` ones were tried and are parked until something changes. Kueue parks a failed workload only in a
+``BestEffortFIFO`` queue (a ``StrictFIFO`` head stays in the heap and blocks the rest), and a workload in its
+requeuing backoff is parked too; that is what is counted here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from federation.admission.api_state import TERMINATING, QuotaState
+from federation.admission.api_workloads import reserved_usage
+from federation.conditions import find_condition, is_true
+from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
+
+Sample = tuple[str, tuple[str, ...], float]
+"""Metric name, label values in the metric's label order (``federation.obs.metrics.GAUGES``), value."""
+
+ACTIVE = "active"
+INADMISSIBLE = "inadmissible"
+_MILLI = 1000.0
+
+
+def _amount(milli: int | None) -> float:
+    return math.inf if milli is None else milli / _MILLI
+
+
+def inadmissible_by_condition(state: QuotaState) -> set[str]:
+    """Pending workloads a scheduling pass has already tried: their ``QuotaReserved`` is False with kfed's
+    ``Pending``/``Inadmissible`` reason (a new or requeued workload has no such verdict yet)."""
+    tried: set[str] = set()
+    for items in state.pending.values():
+        for workload, raw in items:
+            condition = find_condition(raw, "QuotaReserved")
+            if (
+                condition is not None
+                and condition.get("status") == "False"
+                and condition.get("reason") in (REASON_PENDING, REASON_INADMISSIBLE)
+                and not is_true(raw, "Evicted")
+            ):
+                tried.add(workload.key)
+    return tried
+
+
+def _local_queue_key(raw: Mapping[str, Any]) -> str:
+    return f"{raw['metadata']['namespace']}/{(raw.get('spec') or {}).get('queueName', '')}"
+
+
+def queue_samples(state: QuotaState, *, inadmissible: Collection[str], admitted: Collection[str] = ()) -> list[Sample]:
+    """Every ClusterQueue and LocalQueue gauge for ``state``.
+
+    ``inadmissible`` holds the keys of pending workloads the last pass tried and could not admit; ``admitted`` the
+    keys it admitted (still pending in ``state``, which was built before the pass).
+    """
+    samples: list[Sample] = []
+    add = samples.append
+    lq_pending: dict[str, list[int]] = {}
+    queue_of_local = {key: info.cluster_queue for key, info in state.local_queues.items()}
+    for name, node in state.snapshot.cluster_queues.items():
+        strict = node.spec.queueing_strategy == "StrictFIFO"
+        counts = [0, 0]
+        for workload, raw in state.pending.get(name, ()):
+            if workload.key in admitted:
+                continue
+            parked = not strict and workload.key in inadmissible
+            counts[parked] += 1
+            lq_counts = lq_pending.setdefault(_local_queue_key(raw), [0, 0])
+            lq_counts[parked] += 1
+        add(("kueue_pending_workloads", (name, ACTIVE), float(counts[0])))
+        add(("kueue_pending_workloads", (name, INADMISSIBLE), float(counts[1])))
+    for blocked in state.blocked:  # in backoff, or no ClusterQueue can take it now: parked
+        key = _local_queue_key(blocked.raw)
+        lq_pending.setdefault(key, [0, 0])[1] += 1
+    for name, node in state.snapshot.cluster_queues.items():
+        cohort = node.spec.cohort or ""
+        holding = state.reserving.get(name, ())
+        admitted_raws = [raw for raw in holding if is_true(raw, "Admitted")]
+        add(("kueue_reserving_active_workloads", (name,), float(len(holding))))
+        add(("kueue_admitted_active_workloads", (name,), float(len(admitted_raws))))
+        status = (
+            "active"
+            if node.inactive_reason is None
+            else "terminated"
+            if node.inactive_reason == TERMINATING
+            else "pending"
+        )
+        for value in ("pending", "active", "terminated"):
+            add(("kueue_cluster_queue_status", (name, value), 1.0 if value == status else 0.0))
+        in_use: dict[tuple[str, str], int] = {}
+        for raw in admitted_raws:
+            for flavor_resource, amount in reserved_usage(raw).items():
+                in_use[flavor_resource] = in_use.get(flavor_resource, 0) + amount
+        for group in node.spec.resource_groups:
+            for flavor in group.flavors:
+                for quota in flavor.resources:
+                    labels = (cohort, name, flavor.name, quota.name)
+                    fr = (flavor.name, quota.name)
+                    add(("kueue_cluster_queue_resource_reservation", labels, _amount(max(0, node.usage.get(fr, 0)))))
+                    add(("kueue_cluster_queue_resource_usage", labels, _amount(in_use.get(fr, 0))))
+                    add(("kueue_cluster_queue_nominal_quota", labels, _amount(quota.nominal)))
+                    add(("kueue_cluster_queue_borrowing_limit", labels, _amount(quota.borrowing_limit)))
+                    add(("kueue_cluster_queue_lending_limit", labels, _amount(quota.lending_limit)))
+    samples.extend(_local_queue_samples(state, lq_pending, queue_of_local))
+    return samples
+
+
+def _local_queue_samples(
+    state: QuotaState, pending: Mapping[str, list[int]], queue_of_local: Mapping[str, str]
+) -> Iterable[Sample]:
+    holding: dict[str, list[Mapping[str, Any]]] = {}
+    for reserving in state.reserving.values():
+        for held in reserving:
+            holding.setdefault(_local_queue_key(held), []).append(held)
+    for key, info in state.local_queues.items():
+        namespace, name = key.split("/", 1)
+        counts = pending.get(key, [0, 0])
+        yield ("kueue_local_queue_pending_workloads", (name, namespace, ACTIVE), float(counts[0]))
+        yield ("kueue_local_queue_pending_workloads", (name, namespace, INADMISSIBLE), float(counts[1]))
+        raws = holding.get(key, [])
+        admitted = [raw for raw in raws if is_true(raw, "Admitted")]
+        yield ("kueue_local_queue_reserving_active_workloads", (name, namespace), float(len(raws)))
+        yield ("kueue_local_queue_admitted_active_workloads", (name, namespace), float(len(admitted)))
+        node = state.snapshot.cluster_queues.get(queue_of_local[key])
+        active = "True" if not info.stopped and node is not None and node.inactive_reason is None else "False"
+        for value in ("True", "False", "Unknown"):
+            yield ("kueue_local_queue_status", (name, namespace, value), 1.0 if value == active else 0.0)
+        reserved: dict[tuple[str, str], int] = {}
+        used: dict[tuple[str, str], int] = {}
+        for raw in raws:
+            usage = reserved_usage(raw)
+            for fr, amount in usage.items():
+                reserved[fr] = reserved.get(fr, 0) + amount
+                if is_true(raw, "Admitted"):
+                    used[fr] = used.get(fr, 0) + amount
+        if node is not None:  # every flavor/resource of its ClusterQueue, zero included, as Kueue reports them
+            for group in node.spec.resource_groups:
+                for flavor in group.flavors:
+                    for quota in flavor.resources:
+                        reserved.setdefault((flavor.name, quota.name), 0)
+        for (flavor_name, resource), amount in sorted(reserved.items()):
+            labels = (name, namespace, flavor_name, resource)
+            yield ("kueue_local_queue_resource_reservation", labels, _amount(amount))
+            yield ("kueue_local_queue_resource_usage", labels, _amount(used.get((flavor_name, resource), 0)))
+
+
+def workload_labels(raw: Mapping[str, Any]) -> tuple[str, str, str]:
+    """``(namespace, LocalQueue name, priority class)`` of a Workload, for the per-LocalQueue counters."""
+    spec = raw.get("spec") or {}
+    return (
+        str(raw["metadata"].get("namespace", "")),
+        str(spec.get("queueName") or ""),
+        str(spec.get("priorityClassName") or ""),
+    )
+
+
+def eviction_labels(cause: str) -> tuple[str, str]:
+    """Kueue's ``(reason, underlying_cause)`` metric labels for an ``Evicted`` condition reason: a deactivation
+    Kueue decided (``DeactivatedDueTo<cause>``) counts as ``Deactivated`` with that cause underneath."""
+    prefix = "DeactivatedDueTo"
+    if cause.startswith(prefix) and len(cause) > len(prefix):
+        return "Deactivated", cause[len(prefix) :]
+    return cause, ""
+
+
+def queued_since(raw: Mapping[str, Any]) -> str:
+    """When the workload was created or last requeued (Kueue's start of every wait-time histogram): the
+    ``Requeued`` condition's transition time when it is True, else the creation time (RFC 3339 text)."""
+    requeued = find_condition(raw, "Requeued")
+    if requeued is not None and requeued.get("status") == "True" and requeued.get("lastTransitionTime"):
+        return str(requeued["lastTransitionTime"])
+    return str(raw["metadata"].get("creationTimestamp") or "")
