@@ -19,13 +19,16 @@ are what to compare: the machine is shared.
 
 Environment: ``KFED_COMPARE_SIZES`` (default ``300``; e.g. ``300,1000``), ``KFED_COMPARE_SYSTEMS`` (default
 ``direct,kfed``, add ``kueue,kueue-qps``), ``KFED_COMPARE_WORKERS`` (default 2), ``KFED_BENCH_PROFILE`` (py-spy
-profiles of kfed's processes), ``KFED_BENCH_OUT`` (default ``.bench/compare`` under the repository).
+profiles of kfed's processes), ``KFED_COMPARE_MANAGER_ARGS`` / ``KFED_COMPARE_AGENT_ARGS`` (extra flags for
+kfed-manager / kfed-agent), ``KFED_BENCH_KEEP_LOGS`` (logs and audit logs to the output dir), ``KFED_BENCH_OUT``
+(default ``.bench/compare`` under the repository).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -260,7 +263,8 @@ def _profile(fed: Federation, system: str) -> list[subprocess.Popen[bytes]]:
 
 
 def _keep_logs(fed: Federation, label: str) -> None:
-    """``KFED_BENCH_KEEP_LOGS=1``: the controllers' logs (kfed's, stock Kueue's) go to the output dir."""
+    """``KFED_BENCH_KEEP_LOGS=1``: the controllers' logs (kfed's, stock Kueue's) and each cluster's audit log go to
+    the output dir."""
     if not os.environ.get("KFED_BENCH_KEEP_LOGS"):
         return
     out = Path(os.environ.get("KFED_BENCH_OUT", str(REPO_ROOT / ".bench" / "compare"))) / f"logs-{label}"
@@ -268,6 +272,9 @@ def _keep_logs(fed: Federation, label: str) -> None:
     for log in [*fed.directory.glob("logs/*.log"), *fed.directory.glob("kueue/*/kueue.log")]:
         target = out / (f"{log.parent.name}-{log.name}" if log.parent.parent.name == "kueue" else log.name)
         shutil.copyfile(log, target)
+    for name, cluster in fed.clusters.items():  # the audit logs: every write's time, client and outcome
+        if cluster.audit_log.exists():
+            shutil.copyfile(cluster.audit_log, out / f"audit-{name}.log")
 
 
 def _cpu(fed: Federation, system: System) -> dict[str, float]:
@@ -284,6 +291,9 @@ def run_system(system: System, jobs: int, bins: Path) -> Result:
         shared_etcd=system.workers > 2,
     )
     spec.controllers = system.controllers
+    if system.name == "kfed":  # e.g. KFED_COMPARE_MANAGER_ARGS="--concurrent-reconciles 32" to try a setting
+        spec.manager_args = tuple(shlex.split(os.environ.get("KFED_COMPARE_MANAGER_ARGS", "")))
+        spec.agent_args = tuple(shlex.split(os.environ.get("KFED_COMPARE_AGENT_ARGS", "")))
     manifests = [
         job_manifest(f"b-{i:04d}", namespace=NAMESPACE, cpu="1", memory="1Gi", seconds=JOB_SECONDS) for i in range(jobs)
     ]
