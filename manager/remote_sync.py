@@ -10,9 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
+import anyio
 import structlog
 
 from federation.admission.queue_metrics import eviction_labels, queued_since, workload_labels
@@ -21,6 +23,7 @@ from federation.conditions import conditions_of, find_condition, is_true, parse_
 from federation.kube.api import KubeApi, Propagation
 from federation.kube.cache import WatchCache
 from federation.kube.errors import AlreadyExists, Conflict, Invalid
+from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import JOBS, WORKLOADS
 from federation.obs.metrics import Metrics
@@ -49,7 +52,7 @@ from manager.decisions.pods_ready import (
     waiting_for_start,
 )
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
-from manager.decisions.sync import job_finish, mirrored_job_status, plan
+from manager.decisions.sync import Step, job_finish, mirrored_job_status, plan
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
     REASON_EVICTED_BY_ADMISSION_CHECK,
@@ -92,6 +95,28 @@ def owner_job_name(workload: Obj) -> str | None:
     return None
 
 
+async def concurrently(*calls: Callable[[], Awaitable[Any]]) -> None:
+    """Run the calls at once and wait for all; the first one's error (in call order) is raised as itself, not
+    inside an exception group, so callers catch what a single call raises."""
+    if len(calls) <= 1:
+        for call in calls:
+            await call()
+        return
+    errors: list[tuple[int, Exception]] = []
+
+    async def one(index: int, call: Callable[[], Awaitable[Any]]) -> None:
+        try:
+            await call()
+        except Exception as err:  # collected and raised below, unwrapped
+            errors.append((index, err))
+
+    async with anyio.create_task_group() as tg:
+        for index, call in enumerate(calls):
+            tg.start_soon(one, index, call)
+    if errors:
+        raise min(errors, key=lambda e: e[0])[1]
+
+
 class NotOurs(RuntimeError):
     """A same-named object in the worker was not created by this manager; it is left alone."""
 
@@ -102,8 +127,8 @@ class RemoteSync:
         *,
         api: KubeApi,
         config: ManagerConfig,
-        workloads: WatchCache,
-        jobs: WatchCache,
+        workloads: WriteOverlay,
+        jobs: WriteOverlay,
         admission_checks: WatchCache,
         cluster_queues: WatchCache,
         local_queues: WatchCache,
@@ -114,8 +139,10 @@ class RemoteSync:
     ) -> None:
         self._api = api
         self._config = config
-        self._workloads = workloads
-        self._jobs = jobs
+        self._workload_view = workloads
+        """The manager Workloads with this process's writes the cache has not shown yet (``federation.kube.overlay``):
+        a pass right after a write must not repeat it on the stale cached object (a 409, or a duplicate write)."""
+        self._job_view = jobs
         self._admission_checks = admission_checks
         self._cluster_queues = cluster_queues
         self._local_queues = local_queues
@@ -129,7 +156,7 @@ class RemoteSync:
         name = owner_job_name(workload)
         if name is None:
             return None
-        job = self._jobs.store.get_by_name(name, namespace=workload["metadata"]["namespace"])
+        job = self._job_view.get_by_name(name, namespace=workload["metadata"]["namespace"])
         owner_uid = next(r["uid"] for r in workload["metadata"]["ownerReferences"] if r["name"] == name)
         return job if job is not None and job["metadata"]["uid"] == owner_uid else None
 
@@ -139,7 +166,7 @@ class RemoteSync:
         not dispatched → nothing; its worker unreachable → wait, requeue past the worker-lost timeout; stale copies
         of an earlier incarnation → remove them first; evicting → withdraw; dispatch unsound → evict; otherwise
         carry out the sync plan."""
-        workload = self._workloads.store.get(key)
+        workload = self._workload_view.get(key)
         if workload is None:
             await self.collect_garbage(only_key=key)
             self._ledger.forget(key)
@@ -239,37 +266,14 @@ class RemoteSync:
         if left is not None:  # look again when the worker's time to admit it is up
             again = max(min(again, left) if again is not None else left, 0.05)
         try:
-            for step in steps:
-                if step == "create_remote_workload":
-                    await self._create(conn, WORKLOADS, remote_workload(workload, origin=self._config.origin))
-                    self._count_dispatch(workload, worker=worker)
-                elif step == "create_remote_job" and manager_job is not None:
-                    copy = remote_job(manager_job, manager_workload=workload, origin=self._config.origin)
-                    await self._create(conn, JOBS, copy)
-                elif step == "update_remote_priority" and remote_wl is not None:
-                    await self._update_remote_priority(conn, workload, remote_wl=remote_wl, remote_jb=remote_jb)
-                elif step == "mark_admitted":
-                    workload = await self._mark_admitted(workload, worker=worker, remote_workload=remote_wl)
-                elif step == "unsuspend_manager_job" and manager_job is not None:
-                    manager_job = await self._api.patch(
-                        JOBS,
-                        manager_job["metadata"]["name"],
-                        {"spec": {"suspend": False}},
-                        namespace=namespace,
-                        field_manager=self._config.field_manager,
-                    )
-                elif step == "mirror_job_status" and manager_job is not None and remote_jb is not None:
-                    manager_job = await self._api.replace_status(
-                        JOBS,
-                        {**manager_job, "status": mirrored_job_status(remote_jb)},
-                        field_manager=self._config.field_manager,
-                    )
-                    self._mirrored_at[key] = time.monotonic()
-                elif step == "finish_manager_workload":
-                    await self._finish(workload, remote_job=remote_jb, worker=worker)
-                    self._mirrored_at.pop(key, None)
-                elif step == "delete_remote":
-                    await self._delete_copies(conn, [remote_jb, remote_wl], why="the workload finished")
+            workload = await self._carry_out(
+                steps,
+                conn=conn,
+                workload=workload,
+                manager_job=manager_job,
+                remote_wl=remote_wl,
+                remote_jb=remote_jb,
+            )
         except NotOurs as err:
             await self._exclude(workload, worker=worker, why=str(err))
             return None  # the annotation's watch event brings the workload back for the withdrawal
@@ -281,6 +285,85 @@ class RemoteSync:
             )
             return INVALID_RETRY_SECONDS
         return again
+
+    async def _carry_out(
+        self,
+        steps: list[Step],
+        *,
+        conn: WorkerConnection,
+        workload: Obj,
+        manager_job: Obj | None,
+        remote_wl: Obj | None,
+        remote_jb: Obj | None,
+    ) -> Obj:
+        """Carry out a plan's steps; the ones that do not depend on each other at once (each call waits on a busy
+        apiserver: one after the other, a 300-Job burst queued each workload's next step for seconds). Returns the
+        Workload as written last."""
+        worker = conn.name
+        meta = workload["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+
+        async def create_workload_copy() -> None:
+            await self._create(conn, WORKLOADS, remote_workload(workload, origin=self._config.origin))
+            self._count_dispatch(workload, worker=worker)
+
+        async def create_job_copy() -> None:
+            assert manager_job is not None
+            await self._create(
+                conn, JOBS, remote_job(manager_job, manager_workload=workload, origin=self._config.origin)
+            )
+
+        async def reprioritize() -> None:
+            assert remote_wl is not None
+            await self._update_remote_priority(conn, workload, remote_wl=remote_wl, remote_jb=remote_jb)
+
+        first: list[Callable[[], Awaitable[Any]]] = []
+        if "create_remote_workload" in steps:
+            first.append(create_workload_copy)
+        if "create_remote_job" in steps and manager_job is not None:
+            first.append(create_job_copy)
+        if "update_remote_priority" in steps and remote_wl is not None:
+            first.append(reprioritize)
+        await concurrently(*first)
+
+        async def admit() -> None:
+            nonlocal workload
+            workload = await self._mark_admitted(workload, worker=worker, remote_workload=remote_wl)
+
+        async def job_side() -> None:
+            nonlocal manager_job
+            if manager_job is None:
+                return
+            if "unsuspend_manager_job" in steps:
+                manager_job = self._wrote_job(
+                    manager_job,
+                    await self._api.patch(
+                        JOBS,
+                        manager_job["metadata"]["name"],
+                        {"spec": {"suspend": False}},
+                        namespace=meta["namespace"],
+                        field_manager=self._config.field_manager,
+                    ),
+                )
+            if "mirror_job_status" in steps and remote_jb is not None:
+                manager_job = self._wrote_job(
+                    manager_job,
+                    await self._api.replace_status(
+                        JOBS,
+                        {**manager_job, "status": mirrored_job_status(remote_jb)},
+                        field_manager=self._config.field_manager,
+                    ),
+                )
+                self._mirrored_at[key] = time.monotonic()
+
+        # The Workload's status and the Job are different objects: Admitted and the Job's unsuspend go together.
+        await concurrently(*([admit] if "mark_admitted" in steps else []), job_side)
+        if "finish_manager_workload" in steps:
+            await self._finish(workload, remote_job=remote_jb, worker=worker)
+            self._mirrored_at.pop(key, None)
+        if "delete_remote" in steps:
+            await self._delete_copies(conn, [remote_jb, remote_wl], why="the workload finished")
+        return workload
 
     async def _delete_strays(self, key: str, workload: Obj, *, holder: str | None) -> None:
         """Delete copies of this workload on reachable workers other than the one holding it (e.g. left on a worker
@@ -377,13 +460,14 @@ class RemoteSync:
         key = f"{meta['namespace']}/{meta['name']}"
         log.warning("remote name taken by a foreign object", workload=key, cluster=worker, error=why)
         self._events.emit(workload, reason="RemoteObjectConflict", note=why, action="Dispatch", event_type="Warning")
-        await self._api.patch(
+        updated = await self._api.patch(
             WORKLOADS,
             meta["name"],
             {"metadata": {"annotations": {EXCLUDED_CLUSTERS_ANNOTATION: exclusion_annotation(workload, worker)}}},
             namespace=meta["namespace"],
             field_manager=self._config.field_manager,
         )
+        self._wrote(workload, updated)
 
     async def _evict(
         self,
@@ -402,12 +486,15 @@ class RemoteSync:
         key = f"{meta['namespace']}/{meta['name']}"
         by_check = cause == REASON_EVICTED_BY_ADMISSION_CHECK
         if by_check and worker not in withdrawn_from(workload):
-            workload = await self._api.patch(
-                WORKLOADS,
-                meta["name"],
-                {"metadata": {"annotations": {WITHDRAWN_FROM_ANNOTATION: withdrawn_annotation(workload, worker)}}},
-                namespace=meta["namespace"],
-                field_manager=self._config.field_manager,
+            workload = self._wrote(
+                workload,
+                await self._api.patch(
+                    WORKLOADS,
+                    meta["name"],
+                    {"metadata": {"annotations": {WITHDRAWN_FROM_ANNOTATION: withdrawn_annotation(workload, worker)}}},
+                    namespace=meta["namespace"],
+                    field_manager=self._config.field_manager,
+                ),
             )
             meta = workload["metadata"]
         status = eviction_status(
@@ -419,13 +506,7 @@ class RemoteSync:
         )
         if requeue_state is not None:
             status["requeueState"] = dict(requeue_state)
-        await self._api.patch_status(
-            WORKLOADS,
-            meta["name"],
-            {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": status},
-            namespace=meta["namespace"],
-            field_manager=self._config.field_manager,
-        )
+        await self._patch_workload_status(workload, status)
         self._report_eviction(workload, note=f"{reason}; withdrawing it from the worker", worker=worker, cause=cause)
         log.warning("workload evicted from its worker", workload=key, cluster=worker, reason=reason)
 
@@ -450,15 +531,8 @@ class RemoteSync:
         key = f"{meta['namespace']}/{meta['name']}"
         if manager_job is not None:
             await stop_manager_job(self._api, manager_job, field_manager=self._config.field_manager)
-        await self._api.patch_status(
-            WORKLOADS,
-            meta["name"],
-            {
-                "metadata": {"resourceVersion": meta["resourceVersion"]},
-                "status": requeue_status(workload, reason=reason, message=message, now=dt.datetime.now(dt.UTC)),
-            },
-            namespace=meta["namespace"],
-            field_manager=self._config.field_manager,
+        await self._patch_workload_status(
+            workload, requeue_status(workload, reason=reason, message=message, now=dt.datetime.now(dt.UTC))
         )
         self._ledger.forget(key)
         self._mirrored_at.pop(key, None)
@@ -498,12 +572,15 @@ class RemoteSync:
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         if eviction.deactivate and (workload.get("spec") or {}).get("active", True) is not False:
-            workload = await self._api.patch(
-                WORKLOADS,
-                meta["name"],
-                {"metadata": {"resourceVersion": meta["resourceVersion"]}, "spec": {"active": False}},
-                namespace=meta["namespace"],
-                field_manager=self._config.field_manager,
+            workload = self._wrote(
+                workload,
+                await self._api.patch(
+                    WORKLOADS,
+                    meta["name"],
+                    {"metadata": {"resourceVersion": meta["resourceVersion"]}, "spec": {"active": False}},
+                    namespace=meta["namespace"],
+                    field_manager=self._config.field_manager,
+                ),
             )
         now = dt.datetime.now(dt.UTC)
         await self._patch_workload_status(workload, {"conditions": eviction_conditions(workload, eviction, now=now)})
@@ -521,13 +598,25 @@ class RemoteSync:
 
     async def _patch_workload_status(self, workload: Obj, status: Obj) -> Obj:
         meta = workload["metadata"]
-        return await self._api.patch_status(
-            WORKLOADS,
-            meta["name"],
-            {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": status},
-            namespace=meta["namespace"],
-            field_manager=self._config.field_manager,
+        return self._wrote(
+            workload,
+            await self._api.patch_status(
+                WORKLOADS,
+                meta["name"],
+                {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": status},
+                namespace=meta["namespace"],
+                field_manager=self._config.field_manager,
+            ),
         )
+
+    def _wrote(self, before: Obj, after: Obj) -> Obj:
+        """Lay a write's answer over the Workload cache until the cache shows it (returns the answer)."""
+        self._workload_view.wrote(before, after)
+        return after
+
+    def _wrote_job(self, before: Obj, after: Obj) -> Obj:
+        self._job_view.wrote(before, after)
+        return after
 
     async def _create(self, conn: WorkerConnection, resource: Any, obj: Obj) -> None:
         try:
@@ -560,15 +649,18 @@ class RemoteSync:
         step = pods_ready_step(workload, remote_job=remote_jb, now=now, policy=policy, jitter=random.random() * 0.05)
         key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
         if step.deactivate:
-            await self._patch_workload_status(
+            workload = await self._patch_workload_status(
                 workload, {"conditions": [*conditions_of(workload), deactivation_target(now)]}
             )
-            await self._api.patch(
-                WORKLOADS,
-                workload["metadata"]["name"],
-                {"spec": {"active": False}},
-                namespace=workload["metadata"]["namespace"],
-                field_manager=self._config.field_manager,
+            self._wrote(
+                workload,
+                await self._api.patch(
+                    WORKLOADS,
+                    workload["metadata"]["name"],
+                    {"spec": {"active": False}},
+                    namespace=workload["metadata"]["namespace"],
+                    field_manager=self._config.field_manager,
+                ),
             )
             log.warning("workload deactivated: requeuing limit exceeded", workload=key, cluster=worker)
             return None
@@ -650,12 +742,15 @@ class RemoteSync:
                 "admissionChecks": checks,
             },
         }
-        updated = await self._api.patch_status(
-            WORKLOADS,
-            workload["metadata"]["name"],
-            patch,
-            namespace=workload["metadata"]["namespace"],
-            field_manager=self._config.field_manager,
+        updated = self._wrote(
+            workload,
+            await self._api.patch_status(
+                WORKLOADS,
+                workload["metadata"]["name"],
+                patch,
+                namespace=workload["metadata"]["namespace"],
+                field_manager=self._config.field_manager,
+            ),
         )
         key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
         reserved = find_condition(remote_workload, "QuotaReserved") if remote_workload else None
@@ -700,16 +795,7 @@ class RemoteSync:
             now=now,
         )
         if changed:
-            await self._api.patch_status(
-                WORKLOADS,
-                workload["metadata"]["name"],
-                {
-                    "metadata": {"resourceVersion": workload["metadata"]["resourceVersion"]},
-                    "status": {"conditions": conditions},
-                },
-                namespace=workload["metadata"]["namespace"],
-                field_manager=self._config.field_manager,
-            )
+            await self._patch_workload_status(workload, {"conditions": conditions})
         key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
         self._ledger.forget(key)
         queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
@@ -723,9 +809,8 @@ class RemoteSync:
         """Delete these objects of ours from the worker, each only if it is still the same object (uid
         precondition): a same-named object created since by someone else is never touched. Jobs go with their
         pods first (foreground), so "gone from the cache" means nothing of it runs any more."""
-        for copy in copies:
-            if copy is None or copy["metadata"].get("deletionTimestamp"):
-                continue
+
+        async def delete(copy: Obj) -> None:
             meta = copy["metadata"]
             resource = JOBS if copy.get("kind") == "Job" else WORKLOADS
             try:
@@ -738,8 +823,16 @@ class RemoteSync:
                     missing_ok=True,
                 )
             except Conflict:
-                continue  # replaced by another object meanwhile: not ours to delete
+                return  # replaced by another object meanwhile: not ours to delete
             log.info("deleted remote object", cluster=conn.name, kind=resource.kind, name=meta["name"], reason=why)
+
+        await concurrently(
+            *(
+                partial(delete, copy)
+                for copy in copies
+                if copy is not None and not copy["metadata"].get("deletionTimestamp")
+            )
+        )
 
     async def collect_garbage(self, *, only_key: str | None = None) -> int:
         """Delete our copies that no manager Workload holds on that worker (``copy_belongs``); returns how many."""
@@ -752,7 +845,7 @@ class RemoteSync:
                     key = remote_workload_key(remote)
                     if key is None or (only_key is not None and key != only_key):
                         continue
-                    manager = self._workloads.store.get(key)
+                    manager = self._workload_view.get(key)
                     labels = remote["metadata"].get("labels") or {}
                     if copy_belongs(manager, worker=conn.name, manager_uid=labels.get(MANAGER_UID_LABEL)):
                         continue

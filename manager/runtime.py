@@ -18,6 +18,7 @@ from federation.admission.queue_metrics import Sample
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
+from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import (
     ADMISSION_CHECKS,
@@ -40,7 +41,7 @@ from manager.admission_check_status import AdmissionCheckStatus
 from manager.config import ManagerConfig
 from manager.decisions.federation_gauges import WorkerView, multikueue_cluster_samples, worker_samples
 from manager.decisions.ledger import InFlightLedger
-from manager.decisions.scheduling_inputs import needs_scheduling
+from manager.decisions.scheduling_inputs import copy_admitted_first, needs_scheduling, newly_reserved
 from manager.decisions.workload_from_job import workload_name_for_job
 from manager.job_controller import JobController
 from manager.local_queues_config import KEY as LOCAL_QUEUES_KEY
@@ -64,7 +65,10 @@ class ManagerRuntime:
         self.config = config
         self.metrics = metrics
         self.jobs = WatchCache(api, JOBS, label_selector=QUEUE_NAME_LABEL)
+        self.job_view = WriteOverlay(self.jobs.store)
         self.workloads = WatchCache(api, WORKLOADS)
+        self.workload_view = WriteOverlay(self.workloads.store)
+        """The Workloads with the scheduler's and the remote sync's own writes laid over the cache."""
         self.cluster_queues = WatchCache(api, CLUSTER_QUEUES)
         self.local_queues = WatchCache(api, LOCAL_QUEUES)
         self.flavors = WatchCache(api, RESOURCE_FLAVORS)
@@ -107,8 +111,8 @@ class ManagerRuntime:
         self.remote_sync = RemoteSync(
             api=api,
             config=config,
-            workloads=self.workloads,
-            jobs=self.jobs,
+            workloads=self.workload_view,
+            jobs=self.job_view,
             admission_checks=self.admission_checks,
             cluster_queues=self.cluster_queues,
             local_queues=self.local_queues,
@@ -154,7 +158,7 @@ class ManagerRuntime:
             self.sync_queue.add(f"{meta['namespace']}/{workload_name_for_job(meta['name'], meta['uid'])}")
 
         def on_workload(event: str, workload: dict[str, Any], old: Any) -> None:
-            self.sync_queue.add(_key(workload))
+            self.sync_queue.add(_key(workload), urgent=newly_reserved(workload, old))
             if needs_scheduling(event, workload, old):
                 self.scheduler.trigger()
             if event == "DELETED":  # its Job needs a new Workload
@@ -166,6 +170,8 @@ class ManagerRuntime:
             for job in self.jobs.store:
                 self.job_queue.add(_key(job))
 
+        self.jobs.add_handler(self.job_view.observe)  # first: the handlers below read the views
+        self.workloads.add_handler(self.workload_view.observe)
         self.jobs.add_handler(on_job)
         self.workloads.add_handler(on_workload)
         self.priority_classes.add_handler(on_priority_class)
@@ -221,7 +227,8 @@ class ManagerRuntime:
             return
         meta = obj["metadata"]
         if kind == "Workload":
-            self.sync_queue.add(f"{meta['namespace']}/{meta['name']}")
+            key = f"{meta['namespace']}/{meta['name']}"
+            self.sync_queue.add(key, urgent=copy_admitted_first(obj, self.workload_view.get(key)))
         else:
             name = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL)
             if name:

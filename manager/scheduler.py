@@ -110,7 +110,7 @@ class GlobalScheduler:
             cohorts=rt.cohorts.store,
             local_queues=rt.local_queues.store,
             namespaces=rt.namespaces.store,
-            workloads=rt.workloads.store,
+            workloads=rt.workload_view,  # its own reservations count before the cache shows them
             now_seconds=now.timestamp(),
         )
         for ignored in self._state_builder.ignored:
@@ -184,15 +184,18 @@ class GlobalScheduler:
             for psa in admit.assignment.pod_set_assignments:
                 for resource, amount in psa.resource_usage.items():
                     requests[resource] = requests.get(resource, 0) + amount
+            workers = self._workers(worker_names, now, excluded=excluded_workers(raw))
+            # The pod sets' topology requests matter only against a worker's TAS summary: parsed only then.
+            summaries = any(w.capacity is not None and w.capacity.topologies for w in workers)
             result = choose_worker(
                 namespace=raw["metadata"]["namespace"],
                 queue_name=raw["spec"]["queueName"],
                 requests=requests,
-                workers=self._workers(worker_names, now, excluded=excluded_workers(raw)),
+                workers=workers,
                 avoid=withdrawn_from(raw),
                 policy=rt.config.dispatch_policy,
                 large_share=rt.config.dispatch_large_share,
-                pod_sets=topology_requests(raw),
+                pod_sets=topology_requests(raw) if summaries else (),
             )
             if isinstance(result, NoWorker):
                 return result.message
@@ -311,7 +314,7 @@ class GlobalScheduler:
         their quota back they stay the first candidates, so later passes pick the same set instead of more)."""
         updates = []
         for victim in decision.victims:
-            raw = self._rt.workloads.store.get(victim.key)
+            raw = self._rt.workload_view.get(victim.key)
             if raw is None or victim.key in already or is_true(raw, "Evicted"):
                 continue
             already.add(victim.key)
@@ -335,7 +338,7 @@ class GlobalScheduler:
         rt = self._rt
         meta = update.raw["metadata"]
         try:
-            await rt.api.patch_status(
+            written = await rt.api.patch_status(
                 WORKLOADS,
                 meta["name"],
                 {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": update.status},
@@ -348,6 +351,7 @@ class GlobalScheduler:
             log.info("workload status write failed; will decide again", workload=update.key, error=str(err))
             self.trigger()
             return
+        rt.workload_view.wrote(update.raw, written)  # the next pass sees it even before the cache does
         namespace, local_queue, priority_class = workload_labels(update.raw)
         if update.outcome == "preempted":
             rt.metrics.evicted(

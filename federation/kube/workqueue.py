@@ -33,7 +33,12 @@ class WorkQueue:
     def __init__(self, name: str, *, base_delay: float = 0.05, max_delay: float = 30.0) -> None:
         self.name = name
         self._queue: deque[str] = deque()
+        self._urgent: deque[str] = deque()
+        """Keys added with ``urgent=True``, taken before ``_queue``. A key moved here stays in ``_queue`` too;
+        whichever entry comes first is taken, the other is skipped (it is no longer in ``_queued``)."""
         self._queued: set[str] = set()
+        self._urgent_keys: set[str] = set()
+        self._dirty_urgent: set[str] = set()
         self._active: set[str] = set()
         self._dirty: set[str] = set()
         self._failures: dict[str, int] = {}
@@ -48,14 +53,26 @@ class WorkQueue:
         self.peak_active = 0
         """Most keys ever reconciled at the same time (for tests and benchmarks)."""
 
-    def add(self, key: str) -> None:
+    def add(self, key: str, *, urgent: bool = False) -> None:
+        """Queue ``key`` (once). ``urgent`` keys go before all others, first come first served among themselves:
+        a step on a user's critical path (a Job waiting to be sent to its worker) must not wait behind a backlog
+        of bookkeeping (status mirrors, clean-ups) that could as well come later."""
         if key in self._active:
             self._dirty.add(key)
+            if urgent:
+                self._dirty_urgent.add(key)
             return
         if key in self._queued:
+            if urgent and key not in self._urgent_keys:
+                self._urgent_keys.add(key)
+                self._urgent.append(key)
             return
         self._queued.add(key)
-        self._queue.append(key)
+        if urgent:
+            self._urgent_keys.add(key)
+            self._urgent.append(key)
+        else:
+            self._queue.append(key)
         if self._idle:
             self._idle.popleft().set()
 
@@ -79,7 +96,7 @@ class WorkQueue:
         return None if deadline is None else max(0.0, deadline - anyio.current_time())
 
     def __len__(self) -> int:
-        return len(self._queue)
+        return len(self._queued)
 
     @property
     def active(self) -> int:
@@ -114,7 +131,10 @@ class WorkQueue:
                 await self._timer_changed.wait()
 
     async def _next_key(self) -> str:
-        while not self._queue:
+        while True:
+            key = self._pop()
+            if key is not None:
+                break
             wakeup = anyio.Event()
             self._idle.append(wakeup)
             try:
@@ -122,11 +142,19 @@ class WorkQueue:
             finally:
                 if not wakeup.is_set():  # cancelled while idle
                     self._idle.remove(wakeup)
-        key = self._queue.popleft()
-        self._queued.discard(key)
-        if self._queue and self._idle:  # a wake-up this worker consumed without need goes to the next one
+        if (self._queue or self._urgent) and self._idle:  # a wake-up this worker did not need goes to the next one
             self._idle.popleft().set()
         return key
+
+    def _pop(self) -> str | None:
+        """The next queued key (urgent ones first), or None when none is queued."""
+        while self._urgent or self._queue:
+            key = (self._urgent or self._queue).popleft()
+            if key in self._queued:  # else the other entry of a key moved to the urgent lane was taken already
+                self._queued.discard(key)
+                self._urgent_keys.discard(key)
+                return key
+        return None
 
     async def _worker(self, reconcile: Reconcile) -> None:
         while True:
@@ -157,9 +185,12 @@ class WorkQueue:
                 self._active.discard(key)
             if failed:
                 self._dirty.discard(key)  # the retry below re-reads everything; backoff is not skipped
+                self._dirty_urgent.discard(key)
                 self.add_after(key, again or 0.0)
             elif key in self._dirty:
                 self._dirty.discard(key)
-                self.add(key)
+                urgent = key in self._dirty_urgent
+                self._dirty_urgent.discard(key)
+                self.add(key, urgent=urgent)
             elif again is not None:
                 self.add_after(key, again)

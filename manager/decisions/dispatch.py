@@ -51,6 +51,16 @@ class FlavorRoom:
 
 
 @dataclass(frozen=True, slots=True)
+class Room:
+    """A ClusterQueue's room for one resource: the roomiest flavor's free quota and nominal, and the most any
+    flavor could take with borrowing."""
+
+    free: int
+    nominal: int
+    with_borrowing: int
+
+
+@dataclass(frozen=True, slots=True)
 class WorkerCapacity:
     """What one worker's latest report says (already parsed)."""
 
@@ -59,6 +69,26 @@ class WorkerCapacity:
     cluster_queues: Mapping[str, Sequence[FlavorRoom]]
     topologies: Mapping[str, CapacitySummary] = field(default_factory=dict)
     """TAS flavor name → its free capacity per topology domain (blocks, racks)."""
+    _rooms: dict[str, dict[str, Room]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """ClusterQueue → resource → :class:`Room`, computed on first use: a report is read once per candidate and
+    decision (100 workers x 10,000 decisions in one pass), and it does not change while it is the latest."""
+
+    def rooms(self, cluster_queue: str) -> Mapping[str, Room] | None:
+        """Per resource the :class:`Room` of ``cluster_queue``; None when the report does not have it."""
+        found = self._rooms.get(cluster_queue)
+        if found is None:
+            flavors = self.cluster_queues.get(cluster_queue)
+            if flavors is None:
+                return None
+            found = {}
+            for resource in {name for flavor in flavors for name in flavor.nominal}:
+                free = _room(flavors, resource, borrowing=False)
+                borrowing = _room(flavors, resource, borrowing=True)
+                assert free is not None
+                assert borrowing is not None
+                found[resource] = Room(free=free[0], nominal=free[1], with_borrowing=borrowing[0])
+            self._rooms[cluster_queue] = found
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,11 +151,12 @@ def _evaluate(
     *,
     namespace: str,
     queue_name: str,
-    requests: Mapping[str, int],
+    requests: Sequence[tuple[str, int]],
     pod_sets: Sequence[PodSetRequest] = (),
 ) -> tuple[tuple[int, float, float], Dispatch] | str:
     """(borrows, free share left on the tightest resource, largest share of nominal requested) and the dispatch;
-    or why the worker cannot take the workload."""
+    or why the worker cannot take the workload. ``requests`` sorted by resource; ``pod_sets`` only those that ask
+    for a topology."""
     if not worker.usable:
         return worker.unusable_reason or "not usable"
     if worker.capacity is None:
@@ -133,37 +164,42 @@ def _evaluate(
     cluster_queue = worker.capacity.local_queues.get((namespace, queue_name))
     if cluster_queue is None:
         return f"no LocalQueue {namespace}/{queue_name}"
-    flavors = worker.capacity.cluster_queues.get(cluster_queue)
-    if flavors is None:
+    rooms = worker.capacity.rooms(cluster_queue)
+    if rooms is None:
         return f"ClusterQueue {cluster_queue} not reported"
-    in_flight = worker.in_flight.get(cluster_queue, {})
+    in_flight = worker.in_flight.get(cluster_queue) or {}
     tightest = 1.0
     share = 0.0
     borrows = False
-    for resource, amount in sorted(requests.items()):
+    for resource, amount in requests:
         if amount <= 0:
             continue
-        nominal_room = _room(flavors, resource, borrowing=False)
-        if nominal_room is None:
+        found = rooms.get(resource)
+        if found is None:
             return f"ClusterQueue {cluster_queue} has no quota for {resource}"
-        room, nominal = nominal_room
-        room -= in_flight.get(resource, 0)
+        sent = in_flight.get(resource, 0)
+        room = found.free - sent
         if room < amount:
-            with_borrowing = _room(flavors, resource, borrowing=True)
-            assert with_borrowing is not None
-            if with_borrowing[0] - in_flight.get(resource, 0) < amount:
-                free = max(room, 0)
+            if found.with_borrowing - sent < amount:
                 return (
                     f"insufficient {resource} in ClusterQueue {cluster_queue}: "
-                    f"requested {format_quantity(amount)}, free {format_quantity(free)}"
+                    f"requested {format_quantity(amount)}, free {format_quantity(max(room, 0))}"
                 )
             borrows = True
-        left_over = (room - amount) / nominal if nominal > 0 else 0.0
-        tightest = min(tightest, max(left_over, 0.0))
-        share = max(share, amount / nominal if nominal > 0 else 1.0)
-    refusal = _topology_refusal(flavors, worker.capacity, pod_sets)
-    if refusal:
-        return refusal
+        nominal = found.nominal
+        if nominal > 0:
+            left_over = (room - amount) / nominal
+            if left_over < tightest:
+                tightest = max(left_over, 0.0)
+            share = max(share, amount / nominal)
+        else:
+            tightest = 0.0
+            share = 1.0
+    if pod_sets:
+        flavors = worker.capacity.cluster_queues[cluster_queue]
+        refusal = _topology_refusal(flavors, worker.capacity, pod_sets)
+        if refusal:
+            return refusal
     return (int(borrows), tightest, share), Dispatch(worker=worker.name, cluster_queue=cluster_queue, borrows=borrows)
 
 
@@ -185,8 +221,10 @@ def choose_worker(
     """
     fitting: list[tuple[int, int, float, float, Dispatch]] = []
     reasons: list[str] = []
+    ordered = sorted(requests.items())
+    asking = [ps for ps in pod_sets if ps.topology.required or ps.topology.preferred]
     for order, worker in enumerate(workers):
-        result = _evaluate(worker, namespace=namespace, queue_name=queue_name, requests=requests, pod_sets=pod_sets)
+        result = _evaluate(worker, namespace=namespace, queue_name=queue_name, requests=ordered, pod_sets=asking)
         if isinstance(result, str):
             reasons.append(f"{worker.name}: {result}")
             continue

@@ -6,6 +6,9 @@ a full pass that could not decide anything new (with a 300-Job burst, most of kf
 needed when a Workload appears or goes, moves between pending / reserved / finished / inactive, its spec
 (queue, priority, pod sets, active) or the annotations dispatch reads change, an eviction starts or ends, its
 requeue state or the ClusterQueue holding its quota changes, or it starts being deleted.
+
+It also says which changes put a Workload's next remote-sync step on a Job's critical path (sending the copies,
+marking it Admitted): those go first in the remote sync's queue, ahead of status mirrors and clean-ups.
 """
 
 from __future__ import annotations
@@ -38,3 +41,18 @@ def needs_scheduling(event: str, workload: Mapping[str, Any], old: Mapping[str, 
     if event != "MODIFIED" or old is None:
         return True
     return scheduling_inputs(workload) != scheduling_inputs(old)
+
+
+def newly_reserved(workload: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """The scheduler just reserved quota for it: its copies are to be sent, on the Job's critical path."""
+    return (
+        is_true(workload, "QuotaReserved")
+        and not is_true(workload, "Admitted")
+        and (old is None or not is_true(old, "QuotaReserved"))
+    )
+
+
+def copy_admitted_first(copy: Mapping[str, Any], workload: Mapping[str, Any] | None) -> bool:
+    """A worker admitted the copy and the manager has not marked the Workload Admitted yet (the next step on the
+    Job's critical path: the manager Job is unsuspended with it)."""
+    return is_true(copy, "QuotaReserved") and workload is not None and not is_true(workload, "Admitted")

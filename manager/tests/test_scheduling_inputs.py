@@ -1,6 +1,6 @@
 from typing import Any
 
-from manager.decisions.scheduling_inputs import needs_scheduling
+from manager.decisions.scheduling_inputs import copy_admitted_first, needs_scheduling, newly_reserved
 
 
 def wl(**status: Any) -> dict[str, Any]:
@@ -51,3 +51,18 @@ def test_what_frees_or_takes_quota_or_changes_a_decision_schedules() -> None:
     assert needs_scheduling("MODIFIED", deleting, pending)
     requeued = wl(requeueState={"count": 1, "requeueAt": "2026-11-23T00:00:10Z"})
     assert needs_scheduling("MODIFIED", requeued, pending)
+
+
+def test_critical_path_steps_are_told_apart_from_bookkeeping() -> None:
+    pending = wl(conditions=[cond("QuotaReserved", "False")])
+    reserved = wl(**RESERVED)
+    admitted = wl(**{**RESERVED, "conditions": [cond("QuotaReserved"), cond("Admitted")]})
+    assert newly_reserved(reserved, pending)
+    assert newly_reserved(reserved, None)
+    assert not newly_reserved(reserved, reserved)  # e.g. a message written afterwards
+    assert not newly_reserved(admitted, pending)
+    copy_reserved = wl(conditions=[cond("QuotaReserved"), cond("Admitted")])
+    assert copy_admitted_first(copy_reserved, reserved)
+    assert not copy_admitted_first(copy_reserved, admitted)  # marked already: mirrors and clean-ups can wait
+    assert not copy_admitted_first(wl(), reserved)
+    assert not copy_admitted_first(copy_reserved, None)

@@ -185,3 +185,30 @@ async def test_reconcile_asking_to_look_again_is_requeued_after_the_delay() -> N
         await anyio.sleep(0.05)
         tg.cancel_scope.cancel()
     assert calls == 3
+
+
+async def test_urgent_keys_go_first_in_order() -> None:
+    """With one worker busy, urgent keys (also one already queued as ordinary) are taken before the backlog."""
+    queue = WorkQueue("t")
+    order: list[str] = []
+    release = anyio.Event()
+
+    async def reconcile(key: str) -> None:
+        if key == "busy":
+            await release.wait()
+        order.append(key)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: queue.run(reconcile, workers=1))
+        queue.add("busy")
+        await _until(lambda: queue.active == 1)
+        for key in ("a", "b", "c"):
+            queue.add(key)
+        queue.add("u1", urgent=True)
+        queue.add("c", urgent=True)  # queued already: moves ahead, and runs once
+        queue.add("busy", urgent=True)  # running: runs again afterwards, urgently
+        assert len(queue) == 4  # "busy" is running, not queued
+        release.set()
+        await _until(lambda: len(order) == 6)
+        tg.cancel_scope.cancel()
+    assert order == ["busy", "u1", "c", "busy", "a", "b"]

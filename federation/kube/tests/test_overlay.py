@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from typing import Any
+
+from federation.kube.overlay import WriteOverlay
+from federation.kube.store import DELETED, MODIFIED, Store
+
+
+def obj(name: str, rv: str, state: str = "") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}, "status": {"state": state}}
+
+
+def test_a_write_shows_until_the_cache_has_it() -> None:
+    store = Store()
+    store.upsert(obj("a", "1", "pending"))
+    store.upsert(obj("b", "2", "pending"))
+    view = WriteOverlay(store)
+    view.wrote(obj("a", "1", "pending"), obj("a", "5", "reserved"))
+    assert view.get("ns/a") == obj("a", "5", "reserved")
+    assert sorted(o["status"]["state"] for o in view) == ["pending", "reserved"]
+    assert view.pending == 1
+    store.upsert(obj("a", "5", "reserved"))  # the watch event arrives
+    view.observe(MODIFIED, obj("a", "5", "reserved"))
+    assert view.pending == 0
+    assert view.get("ns/a") == obj("a", "5", "reserved")
+
+
+def test_chained_writes_supersede_every_earlier_version() -> None:
+    store = Store()
+    store.upsert(obj("a", "1", "pending"))
+    view = WriteOverlay(store)
+    first = obj("a", "5", "reserved")
+    view.wrote(obj("a", "1", "pending"), first)
+    view.wrote(first, obj("a", "7", "admitted"))
+    assert view.get("ns/a") == obj("a", "7", "admitted")  # the cache still holds 1
+    store.upsert(first)
+    view.observe(MODIFIED, first)  # the first write arrives: the second one is still newer
+    assert view.get("ns/a") == obj("a", "7", "admitted")
+    store.upsert(obj("a", "7", "admitted"))
+    view.observe(MODIFIED, obj("a", "7", "admitted"))
+    assert view.pending == 0
+
+
+def test_a_version_the_write_did_not_supersede_wins() -> None:
+    store = Store()
+    store.upsert(obj("a", "1", "pending"))
+    view = WriteOverlay(store)
+    view.wrote(obj("a", "1", "pending"), obj("a", "5", "reserved"))
+    store.upsert(obj("a", "9", "evicted"))  # overtaken (e.g. a relist skipped our version)
+    assert view.get("ns/a") == obj("a", "9", "evicted")
+    assert view.pending == 0
+
+
+def test_a_deleted_object_is_gone_from_the_view() -> None:
+    store = Store()
+    store.upsert(obj("a", "1"))
+    view = WriteOverlay(store)
+    view.wrote(obj("a", "1"), obj("a", "5"))
+    store.delete("ns/a")
+    view.observe(DELETED, obj("a", "1"))
+    assert view.get("ns/a") is None
+    assert list(view) == []
+    assert view.pending == 0
