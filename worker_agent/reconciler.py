@@ -31,6 +31,7 @@ from federation.obs.metrics import Metrics
 from worker_agent.decisions.admission import plan_admissions
 from worker_agent.decisions.checks import admitted_status, checks_for, checks_step, second_pass_failed
 from worker_agent.decisions.jobs import FinishWorkload, finish_decision, prebuilt_workload_name, start_decision
+from worker_agent.decisions.preemption import evicted_holding_quota, release_status, stopped, suspend_patch
 from worker_agent.decisions.tas_admission import TasPlacer
 from worker_agent.provisioning import Provisioning
 from worker_agent.tas import Tas
@@ -126,6 +127,10 @@ class Reconciler:
 
     # -- admission ------------------------------------------------------------------------------------------
 
+    def _workload_by_key(self, key: str) -> Obj | None:
+        namespace, _, name = key.partition("/")
+        return self.world.workload(namespace, name)
+
     async def admission_pass(self) -> None:
         now = self.clock()
         state = self.world.local_state(now_seconds=now.timestamp())
@@ -142,11 +147,12 @@ class Reconciler:
                 topology=placer.assignments,
                 checks=self._checks_of,
                 delayed=placer.delayed,
+                workload_of=self._workload_by_key,
             )
         else:
             await self._checks_pass(now, None)
             started = time.perf_counter()
-            updates = plan_admissions(state, now=now, checks=self._checks_of)
+            updates = plan_admissions(state, now=now, checks=self._checks_of, workload_of=self._workload_by_key)
         if state.pending:  # Kueue counts an attempt per cycle that had heads to try
             admitted = any(update.outcome in ("admitted", "reserved") for update in updates)
             self.metrics.admission_attempt(admitted=admitted, seconds=time.perf_counter() - started)
@@ -301,20 +307,28 @@ class Reconciler:
 
     async def job_pass(self) -> None:
         """Finish the workloads of ended Jobs and start the Jobs of admitted workloads, up to WRITE_CONCURRENCY
-        writes at once (one after the other, a burst of 150 admitted copies took seconds to start)."""
+        writes at once (one after the other, a burst of 150 admitted copies took seconds to start). An evicted
+        Workload's Job is stopped and its quota released (``decisions.preemption``), also when it has no Job."""
         flavors = None
         now = self.clock()
         limiter = anyio.CapacityLimiter(WRITE_CONCURRENCY)
+        # Evicted Workloads still holding quota; those matched to a Job below are stopped there, the others (no Job
+        # yet) are released at the end.
+        jobless = {_name(wl) for wl in self.world.all_workloads() if evicted_holding_quota(wl)}
         async with anyio.create_task_group() as tg:
             for job in list(self.world.all_jobs()):
                 name = prebuilt_workload_name(job)
                 namespace, job_name = _name(job)
                 if name is None:
                     continue
+                jobless.discard((namespace, name))
                 workload = self.world.workload(namespace, name)
                 if workload is None:
                     continue
                 bound = self._log.bind(job=f"{namespace}/{job_name}", workload=f"{namespace}/{name}")
+                if evicted_holding_quota(workload):
+                    tg.start_soon(self._limited, limiter, self._stop_evicted, job, workload, now, bound)
+                    continue
                 finish = finish_decision(job, workload, now=now)
                 if finish is not None:
                     tg.start_soon(self._limited, limiter, self._finish_workload, workload, finish, bound)
@@ -334,6 +348,36 @@ class Reconciler:
                 tg.start_soon(
                     self._limited, limiter, self._start_job, job, start.patch, start.flavors, str(queue), bound
                 )
+            for namespace, name in jobless:
+                evicted = self.world.workload(namespace, name)
+                if evicted is not None:
+                    bound = self._log.bind(workload=f"{namespace}/{name}")
+                    tg.start_soon(self._limited, limiter, self._stop_evicted, None, evicted, now, bound)
+
+    async def _stop_evicted(self, job: Obj | None, workload: Obj, now: dt.datetime, bound: Any) -> None:
+        """An evicted Workload's Job is suspended first; once no pod of it is active, its quota is released."""
+        if job is not None and not stopped(job):
+            patch = suspend_patch(job)
+            if patch is None:
+                return  # suspended, pods still terminating: the Job's next status change pulls the trigger
+            namespace, name = _name(job)
+            body = {**patch, "metadata": {"uid": (job.get("metadata") or {}).get("uid")}}
+            try:
+                written = await self.api.patch(r.JOBS, name, body, namespace=namespace, field_manager="kfed-agent")
+            except (Conflict, NotFound):
+                self.trigger.pull()
+                return
+            except KubeError as exc:
+                bound.warning("job.suspend_failed", error=str(exc)[:300])
+                self.trigger.pull()
+                return
+            self.world.job_writes.remember(written)
+            bound.info("job.suspended", why="workload evicted")
+            return
+        released = await self._patch_status(r.WORKLOADS, workload, {"status": release_status(workload, now=now)}, bound)
+        if released is not None:
+            self.world.workload_writes.remember(released)
+            bound.info("workload.quota_released", why="evicted")
 
     async def _finish_workload(self, workload: Obj, finish: FinishWorkload, bound: Any) -> None:
         namespace, name = _name(workload)

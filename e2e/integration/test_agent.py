@@ -158,8 +158,7 @@ class Queues:
     local_queue: str
 
 
-@pytest.fixture
-def queues(rig: Federation) -> Queues:
+def make_queues(rig: Federation, **cluster_queue_spec: Any) -> Queues:
     suffix = uuid.uuid4().hex[:6]
     q = Queues(f"agent-{suffix}", f"rf-{suffix}", f"cq-{suffix}", "lq")
     rig.kubectl(WORKER, "create", "namespace", q.namespace)
@@ -183,6 +182,7 @@ def queues(rig: Federation) -> Queues:
                         "flavors": [{"name": q.flavor, "resources": [{"name": "cpu", "nominalQuota": 4}]}],
                     }
                 ],
+                **cluster_queue_spec,
             },
         },
         {
@@ -195,20 +195,39 @@ def queues(rig: Federation) -> Queues:
     return q
 
 
-def dispatch(rig: Federation, namespace: str, name: str, *, queue: str, cpu: str) -> None:
-    """Create the Workload copy and the suspended Job copy exactly as the manager does."""
+@pytest.fixture
+def queues(rig: Federation) -> Queues:
+    return make_queues(rig)
+
+
+def dispatch(
+    rig: Federation,
+    namespace: str,
+    name: str,
+    *,
+    queue: str,
+    cpu: str,
+    priority: int | None = None,
+    preemption_gates: tuple[str, ...] = (),
+) -> None:
+    """Create the Workload copy and the suspended Job copy exactly as the manager does (with ``preemption_gates``,
+    as a Kueue v0.20 manager does)."""
     manager_uid = str(uuid.uuid4())
     labels = {ORIGIN_LABEL: "multikueue", MANAGER_UID_LABEL: manager_uid}
     pod_spec = {
         "restartPolicy": "Never",
         "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
     }
-    workload = {
+    workload: dict[str, Any] = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
         "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 1, "template": {"spec": pod_spec}}]},
     }
+    if priority is not None:
+        workload["spec"]["priority"] = priority
+    if preemption_gates:
+        workload["spec"]["preemptionGates"] = [{"name": gate} for gate in preemption_gates]
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -344,3 +363,66 @@ def test_health_endpoints_and_metrics(agent: RunningAgent) -> None:
     status, body = agent.get("/metrics")
     assert status == 200
     assert "kueue_admitted_workloads_total" in body
+
+
+MULTIKUEUE_GATE = "kueue.x-k8s.io/multikueue"
+
+
+def test_a_gated_copy_preempts_nothing_until_its_manager_opens_the_gate(rig: Federation, agent: RunningAgent) -> None:
+    """Kueue v0.20's orchestrated preemption, the manager played by kubectl: the copy waits with
+    BlockedOnPreemptionGates while the gate is closed; once opened, the lower-priority Workload is preempted (its Job
+    suspended, its quota released) and the gated one is admitted and started."""
+    q = make_queues(rig, preemption={"withinClusterQueue": "LowerPriority"})
+    ns = q.namespace
+    wait_for("the capacity report to list the new ClusterQueue", lambda: capacity_of(rig, q.cluster_queue))
+
+    def workload(name: str) -> dict[str, Any] | None:
+        return get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns)
+
+    def job(name: str) -> dict[str, Any] | None:
+        return get_json(rig, "job", name, "-n", ns)
+
+    dispatch(rig, ns, "low", queue=q.local_queue, cpu="3", priority=0)
+    wait_for("low admitted", lambda: is_true(workload("low"), "Admitted"))
+    wait_for("low's pod active", lambda: ((job("low") or {}).get("status") or {}).get("active"), timeout=60)
+
+    dispatch(rig, ns, "high", queue=q.local_queue, cpu="3", priority=100, preemption_gates=(MULTIKUEUE_GATE,))
+    blocked = wait_for("high blocked on its gate", lambda: condition(workload("high"), "BlockedOnPreemptionGates"))
+    assert (blocked["status"], blocked["reason"]) == ("True", "PreemptionGated")
+    assert blocked["message"] == "Workload requires preemption, but it's gated"
+    reserved = condition(workload("high"), "QuotaReserved") or {}
+    assert (reserved.get("status"), reserved.get("reason")) == ("False", "AdmissionGated")
+    holds_for(
+        "low untouched while the gate is closed",
+        lambda: (
+            is_true(workload("low"), "Admitted")
+            and not is_true(workload("low"), "Evicted")
+            and (job("low") or {}).get("spec", {}).get("suspend") is False
+        ),
+        seconds=3,
+    )
+
+    opened = {"name": MULTIKUEUE_GATE, "position": "Open", "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    rig.kubectl(
+        WORKER,
+        "patch",
+        "workloads.kueue.x-k8s.io",
+        "high",
+        "-n",
+        ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": {"preemptionGates": [opened]}}),
+    )
+    evicted = wait_for("low preempted", lambda: condition(workload("low"), "Evicted"), timeout=30)
+    assert (evicted["status"], evicted["reason"]) == ("True", "Preempted")
+    assert (condition(workload("low"), "Preempted") or {}).get("reason") == "InClusterQueue"
+    wait_for("high admitted", lambda: is_true(workload("high"), "Admitted"), timeout=60)
+    assert (job("low") or {})["spec"]["suspend"] is True
+    low_after = workload("low") or {}
+    assert not is_true(low_after, "QuotaReserved")
+    assert (condition(low_after, "Requeued") or {}).get("reason") == "Preempted"
+    blocked = condition(workload("high"), "BlockedOnPreemptionGates") or {}
+    assert (blocked.get("status"), blocked.get("reason")) == ("False", "QuotaReserved")
+    wait_for("high's Job started", lambda: (job("high") or {}).get("spec", {}).get("suspend") is False, timeout=30)

@@ -30,6 +30,12 @@ from federation.api.workload import ADMITTED, EVICTED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, set_condition
 from federation.protocol import REASON_ADMITTED, REASON_INADMISSIBLE, REASON_PENDING, REASON_QUOTA_RESERVED
 from worker_agent.decisions.checks import DELAYED_PENDING, pending_checks
+from worker_agent.decisions.preemption import (
+    BLOCKED_ON_PREEMPTION_GATES,
+    gated_update,
+    has_closed_preemption_gate,
+    victim_update,
+)
 
 Obj = dict[str, Any]
 
@@ -60,17 +66,19 @@ def admit_update(
         now=now,
         observed_generation=generation,
     )
-    evicted = find_condition(raw, EVICTED)
-    if evicted is not None and evicted.get("status") == "True":  # Kueue: a new reservation ends the eviction
-        conditions, _ = set_condition(
-            conditions,
-            condition_type=EVICTED,
-            status=False,
-            reason=REASON_QUOTA_RESERVED,
-            message=f"Previously: {evicted.get('message', '')}",
-            now=now,
-            observed_generation=generation,
-        )
+    # Kueue: a new reservation ends the eviction, the preemption and the preemption-gate wait that came before it.
+    for ended in (EVICTED, "Preempted", BLOCKED_ON_PREEMPTION_GATES):
+        previous = find_condition(raw, ended)
+        if previous is not None and previous.get("status") == "True":
+            conditions, _ = set_condition(
+                conditions,
+                condition_type=ended,
+                status=False,
+                reason=REASON_QUOTA_RESERVED,
+                message=f"Previously: {previous.get('message', '')}",
+                now=now,
+                observed_generation=generation,
+            )
     events: tuple[EventSpec, ...] = (
         EventSpec(REASON_QUOTA_RESERVED, f"{reserved_message}, wait time since queued was {waited_seconds:.0f}s"),
     )
@@ -108,12 +116,15 @@ def plan_admissions(
     topology: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
     checks: Callable[[Admit], Sequence[str]] | None = None,
     delayed: Mapping[str, Collection[str]] | None = None,
+    workload_of: Callable[[str], Obj | None] = lambda _key: None,
 ) -> list[WorkloadUpdate]:
     """Decide every pending workload of ``state`` (its snapshot gains the admissions) and return the writes.
 
     ``veto`` may refuse an admission (a TAS pod set that does not fit); ``topology[workload key]`` holds the
     assignments the veto made, read after the drain. ``checks(admit)``: the admission checks the admission must
     pass (only quota is reserved then); ``delayed[workload key]``: its TAS pod sets placed after the checks.
+    A workload that fits only by preempting evicts its victims (``workload_of(key)`` gives a victim's object)
+    unless a preemption gate holds it (``worker_agent.decisions.preemption``).
     """
     updates: list[WorkloadUpdate] = []
     for blocked in state.blocked:
@@ -143,10 +154,20 @@ def plan_admissions(
             )
             continue
         reason = REASON_INADMISSIBLE if isinstance(decision, Wait) and decision.reason == "Inactive" else REASON_PENDING
-        message = decision.message
         if isinstance(decision, Preempt):
-            message = f"{decision.message.split('. Pending the preemption')[0]}; the agent does not preempt locally"
-        update = pending_update(raw, reason=reason, message=message, now=now, cluster_queue=queue)
+            if has_closed_preemption_gate(raw):
+                gated = gated_update(raw, now=now, cluster_queue=queue)
+                if gated is not None:
+                    updates.append(gated)
+                continue
+            for victim in decision.victims:
+                victim_raw = workload_of(victim.key)
+                if victim_raw is None:
+                    continue
+                evict = victim_update(victim_raw, victim, preemptor=decision.workload.key, now=now)
+                if evict is not None:
+                    updates.append(evict)
+        update = pending_update(raw, reason=reason, message=decision.message, now=now, cluster_queue=queue)
         if update is not None:
             updates.append(update)
     return updates

@@ -1,0 +1,172 @@
+"""Preemption on a worker, as Kueue does it there, including the preemption gates of Kueue v0.20 (KEP 8303).
+
+When the shared admission core says a dispatched Workload fits only by evicting others (``Preempt``), the agent
+acts like a worker's Kueue:
+
+- **Gated.** A Workload whose ``spec.preemptionGates`` has a gate that ``status.preemptionGates`` does not show
+  ``Open`` (a gate only in spec counts as closed) preempts nothing: it stays pending with ``QuotaReserved=False``
+  reason ``AdmissionGated`` and ``BlockedOnPreemptionGates=True`` reason ``PreemptionGated``. A stock Kueue v0.20
+  MultiKueue manager puts the gate ``kueue.x-k8s.io/multikueue`` on the copies it sends to every candidate worker
+  and opens it on one worker at a time, so that only one worker preempts for the same Workload.
+- **Evict.** Otherwise each victim gets ``Evicted=True`` reason ``Preempted`` and ``Preempted=True`` with Kueue's
+  preemption reason (``InClusterQueue``...); its own blocked condition is unset and its gates closed.
+- **Release.** An evicted Workload that still holds quota has its Job suspended; once the Job is suspended with no
+  active pod, the quota is released (``QuotaReserved=False``, ``Admitted=False``, ``Requeued=True``, no
+  ``status.admission``), so the preemptor fits at the next pass. A MultiKueue manager (kfed's or Kueue's) sees the
+  eviction on its copy and takes the Workload back.
+
+kfed-manager itself never sets gates on its copies: it preempts globally, before it dispatches, and sends each
+Workload to exactly one worker, so no two workers can preempt for the same Workload and there is nothing to
+orchestrate. The gates matter only when a stock Kueue manager drives kfed-agent.
+
+Pure: plain dicts in, status patches out.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from federation.admission.api_drain import EventSpec, WorkloadUpdate, workload_generation
+from federation.admission.api_workloads import workload_key
+from federation.admission.decisions import Victim
+from federation.api.workload import ADMITTED, QUOTA_RESERVED
+from federation.conditions import conditions_of, find_condition, format_time, is_true, set_condition
+
+Obj = dict[str, Any]
+
+BLOCKED_ON_PREEMPTION_GATES = "BlockedOnPreemptionGates"
+REASON_PREEMPTION_GATED = "PreemptionGated"
+REASON_ADMISSION_GATED = "AdmissionGated"
+GATED_MESSAGE = "Workload requires preemption, but it's gated"
+REASON_PREEMPTED = "Preempted"
+
+
+def has_closed_preemption_gate(workload: Mapping[str, Any]) -> bool:
+    """Kueue's rule: a gate named in ``spec.preemptionGates`` is closed unless ``status.preemptionGates`` says
+    ``Open`` for it (a gate present only in spec is closed, so a Workload can be created gated atomically)."""
+    gates = (workload.get("spec") or {}).get("preemptionGates") or ()
+    if not gates:
+        return False
+    positions = {
+        str(state.get("name")): state.get("position")
+        for state in (workload.get("status") or {}).get("preemptionGates") or ()
+    }
+    return any(positions.get(str(gate.get("name"))) != "Open" for gate in gates)
+
+
+def gated_update(raw: Obj, *, now: dt.datetime, cluster_queue: str) -> WorkloadUpdate | None:
+    """The preemptor waits for its gate: None when it already says so."""
+    generation = workload_generation(raw)
+    conditions, reserved_changed = set_condition(
+        conditions_of(raw),
+        condition_type=QUOTA_RESERVED,
+        status=False,
+        reason=REASON_ADMISSION_GATED,
+        message=GATED_MESSAGE,
+        now=now,
+        observed_generation=generation,
+    )
+    conditions, blocked_changed = set_condition(
+        conditions,
+        condition_type=BLOCKED_ON_PREEMPTION_GATES,
+        status=True,
+        reason=REASON_PREEMPTION_GATED,
+        message=GATED_MESSAGE,
+        now=now,
+        observed_generation=generation,
+    )
+    if not (reserved_changed or blocked_changed):
+        return None
+    events = (EventSpec(REASON_ADMISSION_GATED, GATED_MESSAGE, "Warning"),)
+    return WorkloadUpdate(
+        workload_key(raw), raw, {"conditions": conditions}, "pending", cluster_queue, GATED_MESSAGE, events
+    )
+
+
+def victim_update(raw: Obj, victim: Victim, *, preemptor: str, now: dt.datetime) -> WorkloadUpdate | None:
+    """Evict ``victim`` for ``preemptor``; None when it is already being evicted."""
+    if is_true(raw, "Evicted"):
+        return None
+    generation = workload_generation(raw)
+    conditions, _ = set_condition(
+        conditions_of(raw),
+        condition_type="Evicted",
+        status=True,
+        reason=REASON_PREEMPTED,
+        message=victim.message,
+        now=now,
+        observed_generation=generation,
+    )
+    conditions, _ = set_condition(
+        conditions,
+        condition_type="Preempted",
+        status=True,
+        reason=victim.reason,
+        message=victim.message,
+        now=now,
+        observed_generation=generation,
+    )
+    blocked = find_condition(raw, BLOCKED_ON_PREEMPTION_GATES)
+    if blocked is not None and blocked.get("status") == "True":
+        conditions, _ = set_condition(
+            conditions,
+            condition_type=BLOCKED_ON_PREEMPTION_GATES,
+            status=False,
+            reason=REASON_PREEMPTED,
+            message=victim.message,
+            now=now,
+            observed_generation=generation,
+        )
+    status: Obj = {"conditions": conditions}
+    gates = (raw.get("status") or {}).get("preemptionGates")
+    if gates:
+        stamp = format_time(now)
+        status["preemptionGates"] = [{**gate, "position": "Closed", "lastTransitionTime": stamp} for gate in gates]
+    note = f"{victim.message}; preempted by {preemptor}"
+    events = (EventSpec(REASON_PREEMPTED, note, "Normal"),)
+    return WorkloadUpdate(victim.key, raw, status, "preempted", victim.cluster_queue, victim.message, events)
+
+
+def evicted_holding_quota(workload: Mapping[str, Any]) -> bool:
+    """Evicted, yet still holding its reservation: its Job must stop and its quota be released."""
+    return is_true(workload, "Evicted") and is_true(workload, QUOTA_RESERVED)
+
+
+def suspend_patch(job: Mapping[str, Any]) -> Obj | None:
+    """Suspend the Job of an evicted Workload (None when it is already suspended)."""
+    return None if (job.get("spec") or {}).get("suspend") is True else {"spec": {"suspend": True}}
+
+
+def stopped(job: Mapping[str, Any] | None) -> bool:
+    """The Job is gone, or suspended with no active pod left: the evicted Workload's quota can be released."""
+    if job is None:
+        return True
+    return (job.get("spec") or {}).get("suspend") is True and not int((job.get("status") or {}).get("active") or 0)
+
+
+def release_status(workload: Obj, *, now: dt.datetime) -> Obj:
+    """Release an evicted Workload's quota and queue it again (Kueue's end of an eviction on a worker)."""
+    evicted = find_condition(workload, "Evicted") or {}
+    reason = str(evicted.get("reason") or REASON_PREEMPTED)
+    message = str(evicted.get("message") or "")
+    generation = workload_generation(workload)
+    conditions: list[Obj] = [dict(c) for c in conditions_of(workload)]
+    changes = [
+        (QUOTA_RESERVED, False, "Pending", message),
+        ("Requeued", True, reason, message),
+    ]
+    if find_condition(workload, ADMITTED) is not None:
+        changes.append((ADMITTED, False, "NoReservation", "The workload has no reservation"))
+    for condition_type, status, why, text in changes:
+        conditions, _ = set_condition(
+            conditions,
+            condition_type=condition_type,
+            status=status,
+            reason=why,
+            message=text,
+            now=now,
+            observed_generation=generation,
+        )
+    return {"conditions": conditions, "admission": None}
