@@ -52,6 +52,7 @@ from manager.decisions.pods_ready import (
     waiting_for_start,
 )
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
+from manager.decisions.reservation import topology_ready
 from manager.decisions.sync import Step, job_finish, mirrored_job_status, plan
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
@@ -730,7 +731,13 @@ class RemoteSync:
             )
             if self._config.wait_for_pods_ready is not None and find_condition(workload, "PodsReady") is None:
                 conditions = [*conditions, waiting_for_start(now)]  # Kueue's clock for the PodsReady timeout
-        elif checks == list(status.get("admissionChecks") or ()) and status.get("clusterName") == worker:
+        admission = topology_ready(workload, remote_workload)
+        if (
+            not all_ready
+            and admission is None
+            and checks == list(status.get("admissionChecks") or ())
+            and status.get("clusterName") == worker
+        ):
             return workload  # already recorded; waits for another check to become Ready again
         patch: Obj = {
             "metadata": {"resourceVersion": workload["metadata"]["resourceVersion"]},
@@ -742,6 +749,8 @@ class RemoteSync:
                 "admissionChecks": checks,
             },
         }
+        if admission is not None:  # delayedTopologyRequest Pending -> Ready: the worker assigned the topology
+            patch["status"]["admission"] = admission
         updated = self._wrote(
             workload,
             await self._api.patch_status(

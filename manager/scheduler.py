@@ -36,7 +36,13 @@ from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from federation.topology.report import topology_requests
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
 from manager.decisions.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
-from manager.decisions.reservation import assigned_flavors, multikueue_workers, reservation_update, workload_checks
+from manager.decisions.reservation import (
+    assigned_flavors,
+    multikueue_workers,
+    reservation_update,
+    tas_flavor_names,
+    workload_checks,
+)
 from manager.decisions.withdrawal import excluded_workers, preemption_status, withdrawn_from
 
 if TYPE_CHECKING:
@@ -164,7 +170,7 @@ class GlobalScheduler:
         queues = _by_name(rt.cluster_queues.store)
         checks = _by_name(rt.admission_checks.store)
         configs = _by_name(rt.multikueue_configs.store)
-        chosen: dict[str, tuple[Dispatch, list[str], list[str]]] = {}
+        chosen: dict[str, tuple[Dispatch, list[str], list[str], frozenset[str]]] = {}
 
         ready_policy = rt.config.wait_for_pods_ready
         holding = [raw for items in state.reserving.values() for raw in items]
@@ -200,7 +206,9 @@ class GlobalScheduler:
             if isinstance(result, NoWorker):
                 return result.message
             every_check = workload_checks(queue, flavors=assigned_flavors(admit.assignment))
-            chosen[admit.workload.key] = (result, every_check, check_names)
+            capacity = next((w.capacity for w in workers if w.name == result.worker), None)
+            tas = tas_flavor_names(rt.flavors.store, capacity.topologies if capacity is not None else ())
+            chosen[admit.workload.key] = (result, every_check, check_names, tas)
             rt.ledger.record(
                 admit.workload.key, worker=result.worker, cluster_queue=result.cluster_queue, requests=requests
             )
@@ -218,7 +226,7 @@ class GlobalScheduler:
         for decision in decisions:
             raw = raw_of[decision.workload.key]
             if isinstance(decision, Admit):
-                dispatch, every_check, check_names = chosen[decision.workload.key]
+                dispatch, every_check, check_names, tas = chosen[decision.workload.key]
                 waited = max(0.0, now.timestamp() - decision.workload.creation_time)
                 updates.append(
                     reservation_update(
@@ -229,6 +237,7 @@ class GlobalScheduler:
                         multikueue_checks=check_names,
                         now=now,
                         waited_seconds=waited,
+                        tas_flavors=tas,
                     )
                 )
                 continue

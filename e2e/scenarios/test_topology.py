@@ -64,6 +64,19 @@ def test_required_rack_lands_in_one_rack(tas: Federation) -> None:
         for pod in live_pods(tas, worker, "tas-rack"):
             assert pod["spec"]["nodeSelector"][HOSTNAME_LABEL] == pod["spec"]["nodeName"]
             assert not pod["spec"].get("schedulingGates")
+        # Kueue M20: on the manager the pod set shows its topology request Ready once the worker assigned it.
+        delayed = wait_for(
+            lambda: [
+                psa.get("delayedTopologyRequest")
+                for psa in ((workload_of(tas, "tas-rack") or {}).get("status") or {})
+                .get("admission", {})
+                .get("podSetAssignments", [])
+            ],
+            until=lambda states: states == ["Ready"],
+            timeout=30,
+            what="delayedTopologyRequest Ready on the manager's Workload",
+        )
+        assert delayed == ["Ready"]
     finally:
         delete_job(tas, "tas-rack")
 

@@ -5,12 +5,17 @@ quota, ``status.nominatedClusterNames`` names the single worker the copies go to
 lists, like Kueue, every admission check of the ClusterQueue that applies to the assigned flavors, each
 ``Pending``: the MultiKueue check until that worker admits the copy, the others until their controllers say
 ``Ready``. The Workload is not ``Admitted`` yet.
+
+A pod set assigned a TAS flavor (one with ``topologyName`` on the manager, or one the chosen worker reports a
+topology for in its ClusterCapacity) gets ``delayedTopologyRequest: Pending``, as Kueue's manager does for MultiKueue
+(the topology is always assigned on the worker); :func:`topology_ready` turns it ``Ready`` once the worker's copy
+carries that pod set's ``topologyAssignment`` (Kueue M20). The assignment itself stays on the worker, as in Kueue.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from federation.admission.api_drain import EventSpec, WorkloadUpdate, admission_status, workload_generation
@@ -22,6 +27,8 @@ from federation.protocol import MULTIKUEUE_CONTROLLER, REASON_QUOTA_RESERVED
 from manager.decisions.admission_checks import CHECK_PENDING, dispatched_message, waiting_message
 
 Obj = dict[str, Any]
+DELAYED_PENDING = "Pending"
+DELAYED_READY = "Ready"
 
 
 def multikueue_workers(
@@ -75,6 +82,42 @@ def workload_checks(cluster_queue: Mapping[str, Any], *, flavors: Collection[str
     ]
 
 
+def tas_flavor_names(
+    manager_flavors: Iterable[Mapping[str, Any]], worker_topologies: Collection[str] = ()
+) -> frozenset[str]:
+    """Flavors whose pod sets get their topology on the worker: TAS on the manager or on the chosen worker."""
+    names = {
+        str((flavor.get("metadata") or {}).get("name", ""))
+        for flavor in manager_flavors
+        if (flavor.get("spec") or {}).get("topologyName")
+    }
+    return frozenset(names | set(worker_topologies))
+
+
+def delayed_topology(admission: Obj, tas_flavors: Collection[str]) -> Obj:
+    """``admission`` with ``delayedTopologyRequest: Pending`` on each pod set assigned one of ``tas_flavors``."""
+    assignments = []
+    for psa in admission.get("podSetAssignments") or ():
+        tas = any(flavor in tas_flavors for flavor in (psa.get("flavors") or {}).values())
+        assignments.append({**psa, "delayedTopologyRequest": DELAYED_PENDING} if tas else psa)
+    return {**admission, "podSetAssignments": assignments}
+
+
+def topology_ready(manager_workload: Obj, remote_workload: Obj | None) -> Obj | None:
+    """The manager's ``status.admission`` with ``Pending`` turned ``Ready`` for each pod set the worker's copy has a
+    ``topologyAssignment`` for (Kueue's MultiKueue rule), or None when nothing changes."""
+    admission = (manager_workload.get("status") or {}).get("admission") or {}
+    remote = ((remote_workload or {}).get("status") or {}).get("admission") or {}
+    assigned = {psa.get("name") for psa in remote.get("podSetAssignments") or () if psa.get("topologyAssignment")}
+    changed = False
+    assignments = []
+    for psa in admission.get("podSetAssignments") or ():
+        ready = psa.get("delayedTopologyRequest") == DELAYED_PENDING and psa.get("name") in assigned
+        changed = changed or ready
+        assignments.append({**psa, "delayedTopologyRequest": DELAYED_READY} if ready else psa)
+    return {**admission, "podSetAssignments": assignments} if changed else None
+
+
 def reservation_update(
     raw: Obj,
     assignment: Assignment,
@@ -84,6 +127,7 @@ def reservation_update(
     multikueue_checks: Collection[str],
     now: dt.datetime,
     waited_seconds: float,
+    tas_flavors: Collection[str] = (),
 ) -> WorkloadUpdate:
     """``checks`` are all the workload's checks (see :func:`workload_checks`), ``multikueue_checks`` kfed's own."""
     queue = assignment.cluster_queue
@@ -112,7 +156,7 @@ def reservation_update(
     dispatch = waiting_message(others, worker) if others else dispatched_message(worker)
     stamp = format_time(now)
     status: Obj = {
-        "admission": admission_status(assignment),
+        "admission": delayed_topology(admission_status(assignment), tas_flavors),
         "conditions": conditions,
         "nominatedClusterNames": [worker],
         "admissionChecks": [

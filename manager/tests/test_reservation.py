@@ -130,3 +130,57 @@ def test_other_checks_are_listed_pending_and_the_multikueue_check_says_what_it_w
     )
     assert checks[0]["message"] == checks[2]["message"] == ""
     assert "waiting for admission check(s) prov, budget" in update.events[0].message
+
+
+def test_a_tas_pod_set_waits_for_its_topology_on_the_worker_pending_then_ready() -> None:
+    """Kueue's manager under MultiKueue: a pod set on a TAS flavor gets delayedTopologyRequest Pending at
+    reservation, Ready once the worker's copy carries its topologyAssignment; other pod sets carry no such field."""
+    from manager.decisions.reservation import tas_flavor_names, topology_ready
+
+    flavors = [
+        {"metadata": {"name": "tas"}, "spec": {"topologyName": "default"}},
+        {"metadata": {"name": "default"}, "spec": {}},
+    ]
+    assert tas_flavor_names(flavors) == {"tas"}
+    assert tas_flavor_names(flavors, ["worker-tas"]) == {"tas", "worker-tas"}
+    assignment = Assignment(
+        cluster_queue="cq",
+        pod_set_assignments=(
+            PodSetAssignment(name="main", flavors={"cpu": "tas"}, resource_usage={"cpu": 1000}, count=1),
+            PodSetAssignment(name="aux", flavors={"cpu": "default"}, resource_usage={"cpu": 1000}, count=1),
+        ),
+        usage={("tas", "cpu"): 1000, ("default", "cpu"): 1000},
+        borrows=False,
+    )
+    raw = workload("w")
+    update = reservation_update(
+        raw,
+        assignment,
+        worker="worker-1",
+        checks=["mk"],
+        multikueue_checks=["mk"],
+        now=NOW,
+        waited_seconds=0,
+        tas_flavors=tas_flavor_names(flavors),
+    )
+    psas = update.status["admission"]["podSetAssignments"]
+    assert [psa.get("delayedTopologyRequest") for psa in psas] == ["Pending", None]
+    reserved = {**raw, "status": {"admission": update.status["admission"]}}
+    remote_before = {"status": {"admission": {"podSetAssignments": [{"name": "main"}, {"name": "aux"}]}}}
+    assert topology_ready(reserved, remote_before) is None
+    assert topology_ready(reserved, None) is None
+    remote = {
+        "status": {
+            "admission": {
+                "podSetAssignments": [
+                    {"name": "main", "topologyAssignment": {"levels": ["kubernetes.io/hostname"], "slices": []}},
+                    {"name": "aux"},
+                ]
+            }
+        }
+    }
+    ready = topology_ready(reserved, remote)
+    assert ready is not None
+    assert [psa.get("delayedTopologyRequest") for psa in ready["podSetAssignments"]] == ["Ready", None]
+    assert "topologyAssignment" not in ready["podSetAssignments"][0], "the assignment stays on the worker, as in Kueue"
+    assert topology_ready({**raw, "status": {"admission": ready}}, remote) is None
