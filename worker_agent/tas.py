@@ -9,8 +9,9 @@ Topologies), feeds their events into ``TopologyIndex``, and runs, under the reco
 * ``ungate_pass``: pins gated pods to the domains of their assignment and removes the gate
   (``decisions.tas_ungate``); the kube-scheduler binds them;
 * ``repair_pass``: finds failed nodes under admitted TAS workloads and writes the replacement or the
-  ``NodeFailures`` eviction (``decisions.tas_failures``), then deletes the pods left on failed nodes so the Job
-  controller replaces them.
+  ``NodeFailures`` eviction (``decisions.tas_failures``), then retires the pods left on failed nodes (tracking
+  finalizer dropped, DisruptionTarget, deleted) so the Job controller replaces them at once; pods there that the
+  taint manager or PodGC is already deleting lose the tracking finalizer too.
 
 Every decision is re-derived from the caches on each pass (level-triggered); only the leader runs this.
 """
@@ -22,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import anyio
 import structlog
 
 from federation.admission.api_state import QuotaState
@@ -43,6 +45,7 @@ from worker_agent.decisions.tas_failures import (
     assignment_hosts,
     current_unhealthy,
     disruption_patch,
+    dying_but_tracked,
     judge_node,
     node_healthy,
     plan_repair,
@@ -334,22 +337,25 @@ class Tas:
                 name for name in unhealthy if node_healthy(self.nodes.store.get(name), tolerations=tolerations_seen)
             }
             still_failed = (set(unhealthy) - recovered) | set(failed_all)
-            doomed = [
-                pod
-                for pod_set in pod_sets
-                for pod in pods.get(pod_set.key, [])
-                if _live(pod) and _placed_on(pod) in still_failed
+            on_failed = [
+                pod for pod_set in pod_sets for pod in pods.get(pod_set.key, []) if _placed_on(pod) in still_failed
             ]
+            doomed = [pod for pod in on_failed if _live(pod)]
+            # Being deleted by someone else (the NoExecute taint manager, PodGC) or failed there, still tracked by
+            # the Job: untracked too, before the Job controller's batched sync (1 s) counts them as failures.
+            dying = dying_but_tracked(on_failed)
             repair = plan_repair(
                 workload, repairs, recovered=recovered, pods_on_failed=[pod_key(p) for p in doomed], now=now
             )
             if repair is None:
+                if dying:
+                    await self._retire_all([], dying, failed_all, bound=self._log.bind(workload=key))
                 continue
-            await self._apply_repair(workload, repair, doomed, remember=remember)
+            await self._apply_repair(workload, repair, doomed, dying, remember=remember)
         self.recheck_at = recheck.timestamp() if recheck is not None else None
 
     async def _apply_repair(
-        self, workload: Obj, repair: Any, doomed: list[Obj], *, remember: Callable[[Obj], None]
+        self, workload: Obj, repair: Any, doomed: list[Obj], dying: list[Obj], *, remember: Callable[[Obj], None]
     ) -> None:
         meta = workload.get("metadata") or {}
         bound = self._log.bind(workload=workload_key(workload))
@@ -402,12 +408,43 @@ class Tas:
                 )
             else:
                 bound.info("tas.unhealthy_nodes", unhealthy=(repair.status.get("unhealthyNodes") or []))
-        for pod in doomed:
-            await self._retire(pod, repair.failed, bound=bound)
+        await self._retire_all(doomed, dying, repair.failed, bound=bound)
 
-    async def _retire(self, pod: Obj, failed: Mapping[str, str], *, bound: Any) -> None:
-        """DisruptionTarget, drop the Job's tracking finalizer, delete (see ``decisions.tas_failures``): the Job
-        controller replaces the pod at once and does not count it as a failure of the Job."""
+    async def _retire_all(self, doomed: list[Obj], dying: list[Obj], failed: Mapping[str, str], *, bound: Any) -> None:
+        """Retire the pods on failed nodes (see ``decisions.tas_failures``): first every pod's tracking finalizer,
+        all at once (the race with the Job controller's count), then DisruptionTarget and the delete of the live
+        ones."""
+        async with anyio.create_task_group() as tg:
+            for pod in [*doomed, *dying]:
+                tg.start_soon(self._untrack, pod, bound)
+        async with anyio.create_task_group() as tg:
+            for pod in doomed:
+                tg.start_soon(self._retire, pod, failed, bound)
+
+    async def _untrack(self, pod: Obj, bound: Any) -> None:
+        patch = untrack_patch(pod)
+        if patch is None:
+            return
+        meta = pod.get("metadata") or {}
+        try:
+            await self.api.patch(
+                r.PODS,
+                str(meta.get("name")),
+                patch,
+                namespace=str(meta.get("namespace")),
+                patch_type=PatchType.STRATEGIC,
+                field_manager=AGENT,
+            )
+        except (Conflict, NotFound):
+            return
+        except KubeError as exc:
+            bound.warning("tas.pod_untrack_failed", pod=pod_key(pod), error=str(exc)[:300])
+            self.wake()
+            return
+        bound.info("tas.pod_untracked", pod=pod_key(pod), node=_placed_on(pod), deleting=not _live(pod))
+
+    async def _retire(self, pod: Obj, failed: Mapping[str, str], bound: Any) -> None:
+        """DisruptionTarget, then delete: the Job controller replaces the pod at once (its finalizer is gone)."""
         meta = pod.get("metadata") or {}
         name, namespace = str(meta.get("name")), str(meta.get("namespace"))
         node = _placed_on(pod) or ""
@@ -416,11 +453,6 @@ class Tas:
             if condition is not None:
                 await self.api.patch_status(
                     r.PODS, name, condition, namespace=namespace, patch_type=PatchType.STRATEGIC, field_manager=AGENT
-                )
-            untrack = untrack_patch(pod)
-            if untrack is not None:
-                await self.api.patch(
-                    r.PODS, name, untrack, namespace=namespace, patch_type=PatchType.STRATEGIC, field_manager=AGENT
                 )
             await self.api.delete(
                 r.PODS, name, namespace=namespace, uid=str(meta.get("uid") or "") or None, missing_ok=True
@@ -431,4 +463,4 @@ class Tas:
             bound.warning("tas.pod_delete_failed", pod=pod_key(pod), error=str(exc)[:300])
             self.wake()
             return
-        bound.info("tas.pod_deleted", pod=pod_key(pod), node=node, untracked=untrack is not None)
+        bound.info("tas.pod_deleted", pod=pod_key(pod), node=node)

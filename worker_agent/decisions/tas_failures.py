@@ -37,6 +37,9 @@ in its next sync instead of after its failed-pod backoff (10 s * 2^(failures-1),
 since the last success: 16 pods on 8 failed nodes would wait the full 10 min), and a node failure does not use up
 the Job's ``backoffLimit`` (``backoffLimit: 0`` would otherwise fail the whole Job). The condition alone does not
 do this: the Job controller's backoff counts every failed pod, podFailurePolicy only changes ``backoffLimit``.
+Pods on a failed node that another controller is already deleting (the NoExecute taint manager evicts untolerating
+pods the moment the taint lands; PodGC deletes pods of deleted nodes) lose the finalizer too, racing the Job
+controller's batched sync (1 s after the pod update); the finalizers of all of a pass's pods go first, at once.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from federation.api.labels import (
     MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD,
@@ -62,6 +65,7 @@ from federation.topology.model import HOSTNAME_LABEL, NODE_FAILURES_REASON
 from worker_agent.decisions.tas_objects import node_not_ready_since, node_spec, untolerated_no_execute
 
 Obj = Mapping[str, Any]
+_P = TypeVar("_P", bound=Mapping[str, Any])
 MAX_UNHEALTHY_NODES = 8
 JOB_TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 DISRUPTION_TARGET = "DisruptionTarget"
@@ -81,6 +85,18 @@ def disruption_patch(pod: Obj, *, node: str, why: str, now: dt.datetime) -> dict
         "lastTransitionTime": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     return {"status": {"conditions": [condition]}}
+
+
+def dying_but_tracked(pods: Sequence[_P]) -> list[_P]:
+    """Of the pods on failed nodes: those already being deleted or failed (by another controller) that the Job
+    controller still tracks -- they would count as failures of the Job unless they lose the finalizer first."""
+    return [
+        pod
+        for pod in pods
+        if ((pod.get("metadata") or {}).get("deletionTimestamp") or (pod.get("status") or {}).get("phase") == "Failed")
+        and (pod.get("status") or {}).get("phase") != "Succeeded"
+        and untrack_patch(pod) is not None
+    ]
 
 
 def untrack_patch(pod: Obj) -> dict[str, Any] | None:

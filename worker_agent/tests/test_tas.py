@@ -17,7 +17,14 @@ from federation.topology import (
 from federation.topology.encoding import encode_domains
 from federation.topology.model import HOSTNAME_LABEL, Toleration
 from federation.topology.tests.helpers import RACK, grid, snapshot_of
-from worker_agent.decisions.tas_failures import PodSetRepair, judge_node, plan_repair
+from worker_agent.decisions.tas_failures import (
+    PodSetRepair,
+    disruption_patch,
+    dying_but_tracked,
+    judge_node,
+    plan_repair,
+    untrack_patch,
+)
 from worker_agent.decisions.tas_objects import node_spec, pod_usage
 from worker_agent.decisions.tas_ungate import PodView, plan_ungates
 from worker_agent.tas_index import TopologyIndex
@@ -215,3 +222,32 @@ def test_the_eviction_threshold_annotation_caps_how_many_failed_nodes_are_replac
     assert (evicted["type"], evicted["status"], evicted["reason"]) == ("Evicted", "True", "NodeFailures")
     assert f"3 nodes failed at once, more than the 2 allowed by {key}" in evicted["message"]
     assert "admission" not in capped.status
+
+
+def test_pods_on_failed_nodes_lose_the_jobs_tracking_finalizer_also_when_another_controller_deletes_them() -> None:
+    """kfed retires live pods itself (DisruptionTarget, finalizer dropped, deleted); pods the taint manager or PodGC
+    is already deleting, or that failed there, only lose the finalizer -- unless they succeeded or are untracked."""
+    tracked = ["batch.kubernetes.io/job-tracking", "example.com/keep"]
+
+    def pod(name: str, *, phase: str = "Running", deleting: bool = False, finalizers: Any = tracked) -> Any:
+        meta: dict[str, Any] = {"name": name, "namespace": "ns", "finalizers": finalizers}
+        if deleting:
+            meta["deletionTimestamp"] = "2026-01-01T00:00:29Z"
+        return {"metadata": meta, "status": {"phase": phase}}
+
+    pods = [
+        pod("live"),
+        pod("evicted", deleting=True),
+        pod("failed", phase="Failed"),
+        pod("done", phase="Succeeded", deleting=True),
+        pod("counted", deleting=True, finalizers=["example.com/keep"]),
+    ]
+    assert [p["metadata"]["name"] for p in dying_but_tracked(pods)] == ["evicted", "failed"]
+    assert untrack_patch(pods[0]) == {"metadata": {"$deleteFromPrimitiveList/finalizers": [tracked[0]]}}
+    assert untrack_patch(pods[4]) is None
+    patch = disruption_patch(pods[0], node="n1", why="node deleted", now=NOW)
+    assert patch is not None
+    [condition] = patch["status"]["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"]) == ("DisruptionTarget", "True", "NodeFailures")
+    assert "n1" in condition["message"]
+    assert disruption_patch({"status": {"conditions": [condition]}}, node="n1", why="x", now=NOW) is None
