@@ -6,7 +6,7 @@ A manager and one worker of 32 kwok nodes (2 blocks x 2 racks x 8 hosts, 8 cpu e
 its nodes at once -- deleting them, or tainting them NoExecute (untolerated) -- and measures from the moment the
 last kubectl call returned (the failure is in the API) until 16 live pods of the Job run on healthy nodes. Then
 the Job is deleted and the nodes restored. ``KFED_NODE_FAILURE_ROUNDS`` rounds (default 3) per N and kind;
-printed: p50 and max per N and kind.
+``KFED_NODE_FAILURE_KINDS`` (default ``delete,taint``) picks the kinds; printed: p50 and max per N and kind.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kfed-bench-nf-") as tmp, running(Path(tmp), ensure_built(), spec) as fed:
         apply_tas_queues(fed)
         serial = 0
-        for kind in ("delete", "taint"):
+        for kind in os.environ.get("KFED_NODE_FAILURE_KINDS", "delete,taint").split(","):
             for failed in (1, 3, 8):
                 seconds = []
                 for _ in range(rounds):

@@ -189,6 +189,19 @@ def test_what_kueue_v0_20_made_mutable(api: Federation, doc_id: str, patch: dict
         delete(api, doc)
 
 
+def test_a_pod_set_min_count_of_zero_is_accepted_as_in_kueue_v0_20(api: Federation) -> None:
+    doc = localise(EXAMPLES["workload.yaml#0"], "-mincount")
+    with_min = [ps for ps in doc["spec"]["podSets"] if "minCount" in ps]
+    assert with_min, "the example needs a pod set with minCount"
+    with_min[0]["minCount"] = 0
+    doc.pop("status", None)
+    try:
+        created = create(api, doc)
+        assert next(ps.get("minCount") for ps in created["spec"]["podSets"] if "minCount" in ps) == 0
+    finally:
+        delete(api, doc)
+
+
 def test_short_names_category_and_printer_columns(api: Federation) -> None:
     cq = localise(EXAMPLES["clusterqueue.yaml#0"], "-columns")
     wl = localise(EXAMPLES["workload.yaml#0"], "-columns")
