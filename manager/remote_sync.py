@@ -22,7 +22,7 @@ from federation.api.labels import PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
 from federation.kube.api import KubeApi, Propagation
 from federation.kube.cache import WatchCache
-from federation.kube.errors import AlreadyExists, Conflict, Invalid
+from federation.kube.errors import AlreadyExists, Conflict, Forbidden, Invalid
 from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import JOBS, WORKLOADS
@@ -697,13 +697,18 @@ class RemoteSync:
             field_manager=self._config.field_manager,
         )
         if remote_jb is not None:
-            await conn.api.patch(
-                JOBS,
-                remote_jb["metadata"]["name"],
-                {"metadata": {"labels": {PRIORITY_CLASS_LABEL: (ref or {}).get("name")}}},
-                namespace=meta["namespace"],
-                field_manager=self._config.field_manager,
-            )
+            try:
+                await conn.api.patch(
+                    JOBS,
+                    remote_jb["metadata"]["name"],
+                    {"metadata": {"labels": {PRIORITY_CLASS_LABEL: (ref or {}).get("name")}}},
+                    namespace=meta["namespace"],
+                    field_manager=self._config.field_manager,
+                )
+            except Forbidden as err:
+                # Kueue's documented role for the manager on a worker has no Job patch (Kueue itself only
+                # reprioritizes the Workload copy, which is what the worker queues by): the label stays as it was.
+                log.info("job copy's priority label not updated", cluster=conn.name, error=str(err)[:200])
         log.info(
             "copy reprioritized",
             workload=f"{meta['namespace']}/{meta['name']}",

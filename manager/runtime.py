@@ -221,8 +221,9 @@ class ManagerRuntime:
             return
         if kind == "ClusterCapacity":
             conn = self.pool.connections.get(worker)
-            if conn is not None and conn.report is not None:
-                self.ledger.report_arrived(worker, observed_at=conn.report.observed_at)
+            report = conn.current if conn is not None else None
+            if report is not None:
+                self.ledger.report_arrived(worker, observed_at=report.observed_at)
             self.scheduler.trigger()
             return
         meta = obj["metadata"]

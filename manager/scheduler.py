@@ -143,7 +143,7 @@ class GlobalScheduler:
                     name=name,
                     usable=not reason,
                     unusable_reason=reason,
-                    capacity=conn.report.capacity if conn is not None and conn.report is not None else None,
+                    capacity=current.capacity if conn is not None and (current := conn.current) is not None else None,
                     in_flight=self._rt.ledger.in_flight(name),
                 )
             )

@@ -6,6 +6,11 @@ insecure TLS, no basic auth), connects, and runs that worker's caches (our remot
 ClusterCapacity) in a task of their own, so a slow or dead worker never stalls the others. A changed Secret
 reconnects; a broken one disconnects and says so.
 
+A worker that refuses the ClusterCapacity report (403 with only the permissions Kueue documents for the MultiKueue
+manager, 404 where kfed's CRD is not installed, as with stock Kueue) stays usable: its ClusterQueues and
+LocalQueues are watched instead and its capacity probed from their status (``capacity_from_queues``), and its
+``Active`` message says so. Should the report appear later, it is preferred again.
+
 A worker whose apiserver stops answering keeps its connections open and its watches merely go quiet, so each
 connection is probed (``GET /version`` with a short timeout, every few seconds): a failed probe or a cache that
 keeps failing makes the worker unusable for new workloads at once and ``Active=False`` (``ClientConnectionFailed``)
@@ -34,15 +39,22 @@ from federation.conditions import find_condition, parse_time, set_condition
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.clients import ClientOptions, connect_kubeconfig_text
-from federation.kube.errors import KubeError
+from federation.kube.errors import Forbidden, KubeError, NotFound
 from federation.kube.kubeconfig import KubeconfigError, read_kubeconfig_file
 from federation.kube.recorder import EventRecorder
-from federation.kube.resources import CLUSTER_CAPACITIES, JOBS, MULTIKUEUE_CLUSTERS, WORKLOADS
+from federation.kube.resources import (
+    CLUSTER_CAPACITIES,
+    CLUSTER_QUEUES,
+    JOBS,
+    LOCAL_QUEUES,
+    MULTIKUEUE_CLUSTERS,
+    WORKLOADS,
+)
 from federation.kube.trigger import spec_changed
 from federation.kube.workqueue import WorkQueue
 from federation.protocol import CAPACITY_STALE_SECONDS
 from manager.config import ManagerConfig
-from manager.decisions.capacity_view import ParsedReport, parse_report
+from manager.decisions.capacity_view import ParsedReport, capacity_from_queues, parse_report
 from manager.decisions.worker_health import CacheView, Health, ReconnectBackoff, connection_health, reconnect_message
 
 log = structlog.get_logger(__name__)
@@ -52,6 +64,10 @@ RemoteHandler = Callable[[str, str, dict[str, Any]], None]
 (with an empty obj) when a worker's connection fails or answers again after failing."""
 
 HEALTH_CHANGED = "HealthChanged"
+
+NO_REPORT_GRACE = 10.0
+"""Seconds a worker may show no ClusterCapacity report (a starting kfed-agent publishes one within a second or two)
+before it is taken for a worker without an agent and probed through its ClusterQueue status."""
 
 # Kueue's reasons for the MultiKueueCluster Active condition.
 REASON_ACTIVE = "Active"
@@ -79,10 +95,49 @@ class WorkerConnection:
     report: ParsedReport | None = None
     health: Health = field(default_factory=lambda: Health("connecting", "connecting"))
     """Judged by the connection's monitor from its liveness probe and its caches (see ``worker_health``)."""
+    cluster_queues: WatchCache | None = None
+    local_queues: WatchCache | None = None
+    """Started only once the worker refuses the ClusterCapacity report: its capacity is then probed from these."""
+    probed: ParsedReport | None = None
+    """The capacity probed from ``cluster_queues`` and ``local_queues`` (None until both have listed)."""
+    tg: anyio.abc.TaskGroup | None = None
+    empty_since: float | None = None
+    """Monotonic time since when the ClusterCapacity list has held no report."""
 
     @property
     def caches(self) -> tuple[tuple[str, WatchCache], ...]:
-        return (("Workload", self.workloads), ("Job", self.jobs), ("ClusterCapacity", self.capacity))
+        probing = (
+            (("ClusterQueue", self.cluster_queues), ("LocalQueue", self.local_queues))
+            if self.cluster_queues is not None and self.local_queues is not None
+            else ()
+        )
+        return (("Workload", self.workloads), ("Job", self.jobs), ("ClusterCapacity", self.capacity), *probing)
+
+    @property
+    def report_refused(self) -> bool:
+        """The worker refuses the ClusterCapacity report (no permission, or no such resource there)."""
+        return self.capacity.failing_for() is not None and isinstance(
+            self.capacity.last_exception, (Forbidden, NotFound)
+        )
+
+    def report_missing(self, now: float) -> str | None:
+        """Why the worker has no capacity report to go by (None: it has one, or may publish one any moment): refused,
+        or none published for ``NO_REPORT_GRACE`` seconds (no kfed-agent there)."""
+        if self.report_refused:
+            return self.capacity.last_error or "refused"
+        if self.capacity.synced and len(self.capacity.store) == 0:
+            if self.empty_since is None:
+                self.empty_since = now
+            if now - self.empty_since >= NO_REPORT_GRACE:
+                return "none published; is kfed-agent running there?"
+        else:
+            self.empty_since = None
+        return None
+
+    @property
+    def current(self) -> ParsedReport | None:
+        """The capacity dispatch reads: the agent's report, else the one probed through the ClusterQueues."""
+        return self.report if self.report is not None else self.probed
 
     @property
     def connected(self) -> bool:
@@ -94,6 +149,10 @@ class WorkerConnection:
         if self.health.state == "connecting":
             return f"not connected yet ({self.health.message})"
         if self.report is None:
+            if self.probed is not None:
+                return ""  # probed through its ClusterQueues, kept current by their watch
+            if self.cluster_queues is not None:
+                return "no capacity report; waiting for the first list of its ClusterQueues and LocalQueues"
             return "no capacity report yet (is kfed-agent running there?)"
         age = (now - self.report.observed_at).total_seconds()
         if age > CAPACITY_STALE_SECONDS:
@@ -281,6 +340,20 @@ class WorkerPool:
 
     def _remote_handler(self, conn: WorkerConnection, kind: str) -> Callable[[str, dict[str, Any], Any], None]:
         def handle(event: str, obj: dict[str, Any], _old: Any) -> None:
+            if kind in ("ClusterQueue", "LocalQueue"):
+                assert conn.cluster_queues is not None
+                assert conn.local_queues is not None
+                # (during the first lists this is partial; the connection is not healthy, so not used, until both
+                # caches have listed, and it is probed again then)
+                conn.probed = capacity_from_queues(
+                    conn.cluster_queues.store,
+                    conn.local_queues.store,
+                    # condition times have whole seconds: a reservation made in this second may not be in it yet
+                    observed_at=dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1),
+                )
+                if conn.report is None:
+                    self._on_remote_change(conn.name, "ClusterCapacity", obj)
+                return
             if kind == "ClusterCapacity":
                 conn.report = None if event == "DELETED" else parse_report(obj)
             self._on_remote_change(conn.name, kind, obj)
@@ -291,6 +364,7 @@ class WorkerPool:
         with conn.scope:
             try:
                 async with anyio.create_task_group() as tg:
+                    conn.tg = tg
                     for _kind, cache in conn.caches:
                         tg.start_soon(cache.run)
                     tg.start_soon(self._monitor, conn)
@@ -325,10 +399,20 @@ class WorkerPool:
                     cache.restart_watch()
             probe_failed = probe_error is not None
             now = time.monotonic()
+            missing = conn.report_missing(now)
+            if missing is not None and conn.cluster_queues is None:
+                self._start_probing(conn, missing)
             health = connection_health(
                 probe_error=probe_error,
                 caches=[
-                    CacheView(kind, synced=cache.synced, failing_for=cache.failing_for(now), error=cache.last_error)
+                    CacheView(
+                        kind,
+                        synced=cache.synced,
+                        failing_for=cache.failing_for(now),
+                        error=missing if kind == "ClusterCapacity" and missing is not None else cache.last_error,
+                        optional=kind == "ClusterCapacity",
+                        refused=missing is not None and kind == "ClusterCapacity",
+                    )
                     for kind, cache in conn.caches
                 ],
                 grace=self._config.probe_timeout,
@@ -347,12 +431,28 @@ class WorkerPool:
                     self._lost_at.setdefault(conn.name, dt.datetime.now(dt.UTC))
                 elif health.state == "healthy":
                     self._lost_at.pop(conn.name, None)  # the next outage is timed from its own start
+                if health.state == "healthy" and conn.cluster_queues is not None and conn.report is None:
+                    self._on_remote_change(conn.name, "ClusterCapacity", {})  # usable now: schedule
                 if health.state == "failed" or was_failed:
                     # lost (its workloads start waiting for the worker-lost timeout) or back (copies there may be
                     # stale now): every workload with a copy there is looked at again
                     self._on_remote_change(conn.name, HEALTH_CHANGED, {})
                 self.queue.add(conn.name)
             await anyio.sleep(self._config.probe_interval if health.state != "connecting" else 0.5)
+
+    def _start_probing(self, conn: WorkerConnection, missing: str) -> None:
+        """The worker has no ClusterCapacity report: watch its ClusterQueues and LocalQueues instead."""
+        conn.cluster_queues = WatchCache(conn.api, CLUSTER_QUEUES)
+        conn.local_queues = WatchCache(conn.api, LOCAL_QUEUES)
+        for kind, cache in (("ClusterQueue", conn.cluster_queues), ("LocalQueue", conn.local_queues)):
+            cache.add_handler(self._remote_handler(conn, kind))
+            assert conn.tg is not None
+            conn.tg.start_soon(cache.run)
+        log.warning(
+            "worker has no capacity report; probing its ClusterQueue status instead",
+            cluster=conn.name,
+            error=missing[:300],
+        )
 
     async def _disconnect(self, name: str) -> None:
         conn = self.connections.pop(name, None)

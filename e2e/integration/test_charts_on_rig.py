@@ -200,7 +200,7 @@ def test_manager_access_token_on_the_worker_handles_copies_only(installed: Insta
         ("patch", "workloads.kueue.x-k8s.io", ("-n", "default", "--subresource", "status")),
         ("update", "jobs.batch", ("-n", "default")),
         ("get", "secrets", ("-n", NAMESPACE)),
-        ("list", "clusterqueues.kueue.x-k8s.io", ()),
+        ("patch", "clusterqueues.kueue.x-k8s.io", ()),
         ("create", "pods", ("-n", "default")),
     ]:
         assert not can_i(rig, kubeconfig, verb, resource, *scope), f"the manager may {verb} {resource} {scope}"

@@ -68,6 +68,9 @@ def test_the_manager_on_a_worker_only_handles_its_copies_and_reads_capacity() ->
     assert grants(rules, "kueue.x-k8s.io", "workloads") == {"get", "list", "watch", "create", "patch", "delete"}
     assert grants(rules, "batch", "jobs") == {"get", "list", "watch", "create", "patch", "delete"}
     assert grants(rules, "kfed.io", "clustercapacities") == {"list", "watch"}
+    # without a report (no agent running), capacity is probed through the queues' status, as Kueue's role allows
+    assert grants(rules, "kueue.x-k8s.io", "clusterqueues") == {"list", "watch"}
+    assert grants(rules, "kueue.x-k8s.io", "localqueues") == {"list", "watch"}
     assert not any("/" in res for rule in rules for res in rule["resources"]), "no status writes on the worker"
 
 

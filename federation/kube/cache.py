@@ -92,6 +92,9 @@ class WatchCache:
         self.resource_version = ""
         self.relists = 0
         self.last_error: str | None = None
+        self.last_exception: Exception | None = None
+        """The error of the last failed list/watch while it keeps failing (None once a watch opens): its type tells
+        a refusal (Forbidden, NotFound for a resource type the cluster does not serve) from an outage."""
         self._handlers: list[Handler] = list(handlers)
         self._senders: list[MemoryObjectSendStream[Change]] = []
         self._synced = anyio.Event()
@@ -183,6 +186,7 @@ class WatchCache:
                 if self._failing_since is None:
                     self._failing_since = time.monotonic()
                 self.last_error = str(exc) or type(exc).__name__
+                self.last_exception = exc
                 delay = self.backoff.delay(self._failures)
                 self._log.warning(
                     "kube.watch.retry",
@@ -245,6 +249,7 @@ class WatchCache:
                 ) as stream:
                     self._connected = True
                     self._failing_since = None
+                    self.last_exception = None
                     try:
                         async for event in stream:
                             received += 1

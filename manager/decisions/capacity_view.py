@@ -1,9 +1,12 @@
-"""A worker's ClusterCapacity report, parsed once into the plain data dispatch scoring reads."""
+"""What a worker has room for, as the plain data dispatch scoring reads: parsed once from its kfed-agent's
+ClusterCapacity report, or, for a worker without that report (stock Kueue there, or a manager credential with only
+the permissions Kueue documents for MultiKueue, which do not cover ``clustercapacities.kfed.io``), probed from its
+ClusterQueues' status (nominal quota less ``flavorsReservation``) and its LocalQueues, as DESIGN §5 says."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,4 +51,56 @@ def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
         generation=int(status.get("generation", 0)),
         observed_at=parse_time(status["observedTime"]),
         capacity=WorkerCapacity(local_queues=local_queues, cluster_queues=cluster_queues, topologies=topologies),
+    )
+
+
+def _active(queue: Mapping[str, Any]) -> bool:
+    for condition in (queue.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "Active":
+            return bool(condition.get("status") == "True")
+    return True  # no status written yet: the queue is new, Kueue admits into it once it is ready
+
+
+def capacity_from_queues(
+    cluster_queues: Iterable[Mapping[str, Any]],
+    local_queues: Iterable[Mapping[str, Any]],
+    *,
+    observed_at: dt.datetime,
+) -> ParsedReport:
+    """A worker's capacity probed through its queues, for a worker that publishes no ClusterCapacity.
+
+    Per ClusterQueue and flavor: the nominal quota of ``spec.resourceGroups`` and, free, that quota less the
+    flavor's ``status.flavorsReservation`` total (never below zero). What the cohort could lend is unknown here, so
+    nothing counts as borrowable. A ClusterQueue that says it is not ``Active`` (stopped, or missing a flavor or
+    check) offers no room. ``observed_at`` is when the manager saw this state; the in-flight ledger compares it to
+    the copies' reservation times."""
+    rooms: dict[str, list[FlavorRoom]] = {}
+    for queue in cluster_queues:
+        if not _active(queue):
+            continue
+        reserved: dict[tuple[str, str], int] = {}
+        for flavor in (queue.get("status") or {}).get("flavorsReservation") or ():
+            for resource in flavor.get("resources") or ():
+                reserved[(str(flavor["name"]), str(resource["name"]))] = parse_quantity(str(resource.get("total", "0")))
+        flavors: list[FlavorRoom] = []
+        for group in (queue.get("spec") or {}).get("resourceGroups") or ():
+            for flavor in group.get("flavors") or ():
+                nominal: dict[str, int] = {}
+                free: dict[str, int] = {}
+                for resource in flavor.get("resources") or ():
+                    name = str(resource["name"])
+                    amount = parse_quantity(str(resource.get("nominalQuota", "0")))
+                    nominal[name] = amount
+                    free[name] = max(0, amount - reserved.get((str(flavor["name"]), name), 0))
+                flavors.append(FlavorRoom(name=str(flavor["name"]), nominal=nominal, free=free))
+        rooms[str(queue["metadata"]["name"])] = flavors
+    routes = {
+        (str(q["metadata"]["namespace"]), str(q["metadata"]["name"])): str((q.get("spec") or {}).get("clusterQueue"))
+        for q in local_queues
+        if (q.get("spec") or {}).get("clusterQueue")
+    }
+    return ParsedReport(
+        generation=0,
+        observed_at=observed_at,
+        capacity=WorkerCapacity(local_queues=routes, cluster_queues=rooms),
     )

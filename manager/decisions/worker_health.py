@@ -7,6 +7,10 @@ caches' states: a failed probe, or a cache whose list/watch has kept failing pas
 connection failed (Kueue's ``ClientConnectionFailed``); a connection whose caches have not listed yet is still
 connecting; otherwise it is healthy.
 
+A cache the worker refuses (``optional``: the ClusterCapacity report, which Kueue's documented permissions for the
+manager do not cover and a stock Kueue worker does not serve) does not fail the connection: the worker is then
+probed through its ClusterQueues, and the healthy message says so.
+
 Connecting to a worker that does not answer is retried with Kueue's backoff (5 s doubling to 320 s). The backoff
 counts connection attempts, not reconciles: a reconcile that comes before the next attempt is due (the
 controller's own status write, a Secret event) just waits for the remaining time, so nothing but real failed
@@ -32,6 +36,10 @@ class CacheView:
     failing_for: float | None = None
     """Seconds its list/watch has been failing without a successful (re)open; None when it is not failing."""
     error: str | None = None
+    optional: bool = False
+    """The worker may refuse this one (403, or 404 for a resource type it does not serve) and still be usable."""
+    refused: bool = False
+    """Its list/watch fails with such a refusal."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +55,8 @@ def connection_health(*, probe_error: str | None, caches: Sequence[CacheView], g
     """The health of one worker connection from its latest probe (None: it answered) and its caches."""
     if probe_error is not None:
         return Health("failed", f"the worker's apiserver does not answer: {probe_error}")
+    refused = [c for c in caches if c.optional and c.refused]
+    caches = [c for c in caches if not (c.optional and c.refused)]
     failing = [c for c in caches if c.failing_for is not None and c.failing_for >= grace]
     if failing:
         return Health(
@@ -55,7 +65,17 @@ def connection_health(*, probe_error: str | None, caches: Sequence[CacheView], g
     waiting = [c.kind for c in caches if not c.synced]
     if waiting:
         return Health("connecting", "waiting for the first list of " + ", ".join(waiting))
+    if refused:
+        return Health("healthy", probed_message(refused[0]))
     return CONNECTED
+
+
+def probed_message(refused: CacheView) -> str:
+    """The ``Active`` message of a worker without a capacity report."""
+    return (
+        f"Connected; no {refused.kind} report ({refused.error}): capacity is probed through the worker's "
+        "ClusterQueue status"
+    )
 
 
 @dataclass

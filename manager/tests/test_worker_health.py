@@ -74,3 +74,35 @@ def test_the_reconnect_message_names_the_attempt_and_when_the_next_one_is_made()
         "cannot reach the worker's apiserver: connection refused; attempt 3 failed, next at "
         "2026-11-23T10:00:20Z (in 20s)"
     )
+
+
+def test_a_refused_capacity_report_leaves_the_worker_usable_and_says_how_it_is_probed() -> None:
+    caches = [
+        *SYNCED[:2],
+        CacheView(
+            "ClusterCapacity",
+            synced=False,
+            failing_for=30.0,
+            error="403 Forbidden: clustercapacities.kfed.io is forbidden",
+            optional=True,
+            refused=True,
+        ),
+        CacheView("ClusterQueue", synced=True),
+        CacheView("LocalQueue", synced=True),
+    ]
+    health = connection_health(probe_error=None, caches=caches, grace=3)
+    assert health.state == "healthy"
+    assert "no ClusterCapacity report (403 Forbidden" in health.message
+    assert "probed through the worker's ClusterQueue status" in health.message
+
+
+def test_a_refused_capacity_report_waits_for_the_queues_it_is_probed_from() -> None:
+    caches = [
+        *SYNCED[:2],
+        CacheView("ClusterCapacity", synced=False, failing_for=30.0, error="404", optional=True, refused=True),
+        CacheView("ClusterQueue", synced=False),
+        CacheView("LocalQueue", synced=True),
+    ]
+    assert connection_health(probe_error=None, caches=caches, grace=3) == Health(
+        "connecting", "waiting for the first list of ClusterQueue"
+    )

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import datetime as dt
+
+from manager.decisions.capacity_view import capacity_from_queues
+from manager.decisions.dispatch import FlavorRoom
+
+NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
+def _cq(name: str, *, nominal: str, reserved: str | None, active: str | None = "True") -> dict[str, object]:
+    status: dict[str, object] = {}
+    if reserved is not None:
+        status["flavorsReservation"] = [
+            {"name": "default", "resources": [{"name": "cpu", "total": reserved, "borrowed": "0"}]}
+        ]
+    if active is not None:
+        status["conditions"] = [{"type": "Active", "status": active, "reason": "Ready"}]
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory"],
+                    "flavors": [
+                        {
+                            "name": "default",
+                            "resources": [
+                                {"name": "cpu", "nominalQuota": nominal},
+                                {"name": "memory", "nominalQuota": "1Gi"},
+                            ],
+                        }
+                    ],
+                }
+            ]
+        },
+        "status": status,
+    }
+
+
+def _lq(namespace: str, name: str, cq: str) -> dict[str, object]:
+    return {"metadata": {"namespace": namespace, "name": name}, "spec": {"clusterQueue": cq}}
+
+
+def test_a_worker_without_a_report_is_probed_from_its_cluster_queue_status() -> None:
+    report = capacity_from_queues(
+        [_cq("cq", nominal="8", reserved="2500m"), _cq("new", nominal="4", reserved=None, active=None)],
+        [_lq("team-a", "user-queue", "cq"), _lq("team-b", "q", "new")],
+        observed_at=NOW,
+    )
+    assert report.observed_at == NOW
+    assert report.capacity.local_queues == {("team-a", "user-queue"): "cq", ("team-b", "q"): "new"}
+    assert report.capacity.cluster_queues["cq"] == [
+        FlavorRoom(
+            name="default",
+            nominal={"cpu": 8000, "memory": 1024**3 * 1000},
+            free={"cpu": 5500, "memory": 1024**3 * 1000},
+        )
+    ]
+    assert report.capacity.cluster_queues["new"][0].free["cpu"] == 4000
+
+
+def test_an_overcommitted_or_inactive_cluster_queue_offers_no_room() -> None:
+    report = capacity_from_queues(
+        [_cq("full", nominal="2", reserved="3"), _cq("held", nominal="8", reserved="0", active="False")],
+        [],
+        observed_at=NOW,
+    )
+    assert report.capacity.cluster_queues["full"][0].free["cpu"] == 0
+    assert "held" not in report.capacity.cluster_queues
