@@ -46,6 +46,8 @@ from manager.decisions.workload_from_job import workload_name_for_job
 from manager.job_controller import JobController
 from manager.local_queues_config import KEY as LOCAL_QUEUES_KEY
 from manager.local_queues_config import LocalQueuesConfig
+from manager.quota_automation import KEY as QUOTA_AUTOMATION_KEY
+from manager.quota_automation import QuotaAutomation
 from manager.remote_sync import RemoteSync, owner_job_name
 from manager.retention import RetentionSweeper
 from manager.scheduler import GlobalScheduler
@@ -99,6 +101,16 @@ class ManagerRuntime:
             admission_checks=self.admission_checks,
         )
         self.local_queues_queue = WorkQueue("local-queues-config")
+        self.quota_automation = QuotaAutomation(
+            api=api,
+            field_manager=config.field_manager,
+            cluster_queues=self.cluster_queues,
+            local_queues=self.local_queues,
+            admission_checks=self.admission_checks,
+            multikueue_configs=self.multikueue_configs,
+            pool=self.pool,
+            events=self.events,
+        )
         self.job_controller = JobController(
             api=api,
             config=config,
@@ -205,12 +217,22 @@ class ManagerRuntime:
             cache.add_handler(self.admission_check_status.trigger.pull)
         for cache in (self.local_queues, self.cluster_queues, self.admission_checks):
             cache.add_handler(self._local_queues_changed)
+        for cache in (
+            self.cluster_queues,
+            self.local_queues,
+            self.admission_checks,
+            self.multikueue_configs,
+            self.multikueue_clusters,
+        ):
+            cache.add_handler(self.quota_automation.changed)
 
     def _local_queues_changed(self, event: str, obj: dict[str, Any], old: Any) -> None:
         if spec_changed(event, obj, old):
             self.local_queues_queue.add(LOCAL_QUEUES_KEY)
 
     def _remote_changed(self, worker: str, kind: str, obj: dict[str, Any]) -> None:
+        if kind in (HEALTH_CHANGED, "ClusterCapacity"):
+            self.quota_automation.changed()
         if kind == HEALTH_CHANGED:
             conn = self.pool.connections.get(worker)
             if conn is not None:
@@ -291,6 +313,8 @@ class ManagerRuntime:
             tg.start_soon(self.admission_check_status.run)
             self.local_queues_queue.add(LOCAL_QUEUES_KEY)
             tg.start_soon(partial(self.local_queues_queue.run, self.local_queues_config.reconcile, workers=1))
+            self.quota_automation.queue.add(QUOTA_AUTOMATION_KEY)
+            tg.start_soon(partial(self.quota_automation.queue.run, self.quota_automation.reconcile, workers=1))
             tg.start_soon(self._collect_garbage_periodically)
             tg.start_soon(self.retention.run)
 

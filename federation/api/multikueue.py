@@ -19,6 +19,9 @@ from federation.api.core import Conditions
 from federation.api.schema import Crd
 
 LocationType = Literal["Secret", "Path"]
+QuotaManagement = Literal["Manual", "Automated"]
+"""Kueue's ``MultiKueueConfigQuotaManagementMode``: ``Automated`` makes the quota of each manager ClusterQueue using
+the config follow the sum of its workers' ClusterQueues (condition ``MultiKueueManagerQuotaAutomation``)."""
 KUBECONFIG_SECRET_KEY = "kubeconfig"
 """The key of a MultiKueueCluster's Secret that holds the kubeconfig."""
 
@@ -73,6 +76,8 @@ class MultiKueueConfigSpec(KubeModel):
         Field(min_length=1, max_length=20),
         Crd(list_type="set"),
     ]
+    quota_management: QuotaManagement | None = None
+    """How the quota of the manager ClusterQueues using this config is managed: Manual (the default) or Automated."""
 
 
 class MultiKueueConfig(ApiObject):
