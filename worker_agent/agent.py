@@ -18,6 +18,7 @@ from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger, spec_changed
 from federation.obs.metrics import Metrics
 from worker_agent.capacity_publisher import CapacityPublisher
+from worker_agent.decisions.checks import autoscaled_flavors
 from worker_agent.provisioning import NOT_SERVED, Provisioning
 from worker_agent.reconciler import Reconciler
 from worker_agent.tas import DEFAULT_NODE_FAILURE_DELAY, Tas
@@ -71,13 +72,14 @@ class Agent:
         events = EventRecorder(self.api, controller="kfed.io/kfed-agent", instance=self.identity)
         publisher_options: dict[str, Any] = {} if self.heartbeat is None else {"heartbeat": self.heartbeat}
         tas_box: list[Tas] = []
+        provisioning_box: list[Provisioning] = []
         publisher = CapacityPublisher(
             world,
             cluster=self.cluster,
             metrics=self.metrics,
             lock=lock,
             update_queue_status=self.update_queue_status,
-            topologies=lambda: tas_box[0].summaries() if tas_box else [],
+            topologies=lambda: _reported_topologies(tas_box, world, provisioning_box),
             **publisher_options,
         )
         trigger = Trigger()
@@ -104,6 +106,7 @@ class Agent:
             self.api, events=events, cluster=self.cluster, wake=lambda *_: trigger.pull(), served=served
         )
         self.provisioning = provisioning
+        provisioning_box.append(provisioning)
         reconciler = Reconciler(
             world,
             cluster=self.cluster,
@@ -153,3 +156,15 @@ class Agent:
                 api_writes=self.api.counter.writes(),
                 api_calls={f"{verb} {res}": n for (verb, res), n in sorted(self.api.counter.snapshot().items())},
             )
+
+
+def _reported_topologies(tas: list[Tas], world: World, provisioning: list[Provisioning]) -> list[Obj]:
+    """The TAS summaries for the capacity report, without the flavors a ProvisioningRequest check covers (their
+    nodes appear when a workload asks: the manager judges them on quota alone)."""
+    if not tas:
+        return []
+    entries = tas[0].summaries()
+    if not provisioning:
+        return entries
+    skip = autoscaled_flavors(world.cluster_queues.store, provisioning[0].checks_by_name())
+    return [entry for entry in entries if entry.get("name") not in skip]

@@ -29,7 +29,14 @@ from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
 from worker_agent.decisions.admission import plan_admissions
-from worker_agent.decisions.checks import admitted_status, checks_for, checks_step, second_pass_failed
+from worker_agent.decisions.checks import (
+    admitted_status,
+    checks_for,
+    checks_step,
+    requeue_invalid,
+    second_pass_failed,
+    second_pass_problem,
+)
 from worker_agent.decisions.jobs import FinishWorkload, finish_decision, prebuilt_workload_name, start_decision
 from worker_agent.decisions.preemption import evicted_holding_quota, release_status, stopped, suspend_patch
 from worker_agent.decisions.tas_admission import TasPlacer
@@ -174,6 +181,11 @@ class Reconciler:
             return False
         return any(self.provisioning.is_provisioning(name) for name in self._checks_of(admit))
 
+    def _invalid_entry(self, workload: Obj, placer: TasPlacer | None) -> str | None:
+        tas = {name: placer is not None and name in placer.snapshots for name in (placer.tas if placer else {})}
+        queues = {str(q["metadata"]["name"]) for q in self.world.cluster_queues.store}
+        return second_pass_problem(workload, cluster_queues=queues, tas_flavors=tas)
+
     async def _checks_pass(self, now: dt.datetime, placer: TasPlacer | None) -> None:
         """Act on the check states of quota-holding workloads (``worker_agent.decisions.checks``)."""
         for current in list(self.world.all_workloads()):
@@ -185,8 +197,13 @@ class Reconciler:
             status = step.status
             reason, message, event_type = step.event_reason, step.message, step.event_type
             if step.kind == "place":
-                placed = placer.place_delayed(workload) if placer is not None else {}
-                if isinstance(placed, str):
+                # An invalid entry (its queue, flavor or topology vanished) is requeued with backoff, not placed.
+                problem = self._invalid_entry(workload, placer)
+                placed = problem if problem is not None else placer.place_delayed(workload) if placer else {}
+                if problem is not None:
+                    status = requeue_invalid(workload, problem, now=now)
+                    reason, message, event_type = "Pending", f"Requeued: {problem}", "Warning"
+                elif isinstance(placed, str):
                     failed = second_pass_failed(workload, placed, now=now)
                     if failed is None:
                         continue

@@ -1,5 +1,8 @@
 """The ProvisioningRequest admission check on the workers (issue 11): the test plays the cluster autoscaler.
 
+A TAS Job behind the check is admitted in two phases: quota first, then, once the request is Provisioned (the test
+adds the nodes), the topology on the nodes that exist now; the agent is killed between the phases.
+
 Every worker's ClusterQueue ``e2e-prov`` has a check of controller ``kueue.x-k8s.io/provisioning-request``; the
 agent creates an ``autoscaling.x-k8s.io/v1`` ProvisioningRequest per attempt, and the test answers it by writing
 ``Provisioned`` or ``Failed`` into the request's status, as the autoscaler would.
@@ -13,10 +16,12 @@ from typing import Any
 
 import pytest
 
-from e2e.queues import FLAVOR
+from e2e.queues import FLAVOR, topology_object
 from e2e.rig.controllers import ADMISSION_CHECK
 from e2e.rig.federation import MANAGER, Federation
+from e2e.rig.nodes import RACK_LABEL, NodeShape, node_manifests
 from e2e.scenarios.helpers import condition, get, is_true, items, submit, wait_complete, workload_of
+from e2e.scenarios.tas_support import bound_nodes, domains, submit_tas
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -246,3 +251,96 @@ def test_a_failed_request_retries_with_backoff_then_rejects_on_the_manager(
     )
     assert "out of stock in zone b" in events[0]["note"]
     assert (get(federation, MANAGER, "job", "prov-fail") or {})["spec"]["suspend"] is True
+
+
+TAS_QUEUE = "e2e-prov-tas"
+POOL_LABEL = "e2e.kfed.io/pool"
+
+
+@pytest.fixture(scope="module")
+def provisioned_tas_queue(federation: Federation, provisioned_queue: str) -> Iterator[str]:
+    """On the first worker only (so the manager dispatches there): a TAS flavor over Topology ``e2e-prov`` whose
+    nodes (label ``e2e.kfed.io/pool: provisioned``) do not exist until the test provisions them, behind the check."""
+    worker = federation.workers[0]
+    flavor: dict[str, Any] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": TAS_QUEUE},
+        "spec": {},
+    }
+    manager_queue = _cluster_queue([ADMISSION_CHECK], "8")
+    worker_queue = _cluster_queue([CHECK], "8")
+    for queue in (manager_queue, worker_queue):
+        queue["metadata"]["name"] = TAS_QUEUE
+        queue["spec"]["resourceGroups"][0]["flavors"][0]["name"] = TAS_QUEUE
+    local_queue = {**LOCAL_QUEUE, "metadata": {"name": TAS_QUEUE, "namespace": "default"}}
+    local_queue["spec"] = {"clusterQueue": TAS_QUEUE}
+    topology = {**topology_object("e2e-prov")}
+    worker_flavor = {**flavor, "spec": {"nodeLabels": {POOL_LABEL: "provisioned"}, "topologyName": "e2e-prov"}}
+    _apply(federation, MANAGER, flavor, manager_queue, local_queue)
+    _apply(federation, worker, topology, worker_flavor, worker_queue, local_queue)
+    try:
+        yield TAS_QUEUE
+    finally:
+        for cluster in (MANAGER, worker):
+            federation.kubectl(cluster, "delete", "localqueue", TAS_QUEUE, "-n", "default", "--wait=false", check=False)
+            federation.kubectl(cluster, "delete", "clusterqueue", TAS_QUEUE, "--wait=false", check=False)
+            federation.kubectl(cluster, "delete", "resourceflavor", TAS_QUEUE, "--wait=false", check=False)
+        federation.kubectl(worker, "delete", "topology", "e2e-prov", "--wait=false", check=False)
+        federation.kubectl(worker, "delete", "nodes", "-l", f"{POOL_LABEL}=provisioned", "--wait=false", check=False)
+
+
+def _provisioned_nodes() -> list[dict[str, Any]]:
+    """What the autoscaler brings: 2 racks of 2 hosts with 2 cpu each, labelled for the flavor."""
+    nodes = node_manifests("e2eprov", NodeShape(count=4, hosts_per_rack=2, racks_per_block=2, cpu="2"))
+    for node in nodes:
+        node["metadata"]["labels"][POOL_LABEL] = "provisioned"
+    return nodes
+
+
+def test_a_tas_job_behind_the_check_is_admitted_in_two_phases_across_an_agent_restart(
+    federation: Federation, provisioned_tas_queue: str
+) -> None:
+    worker = federation.workers[0]
+    submit_tas(federation, "prov-tas", pods=4, cpu="1", queue=provisioned_tas_queue, required=RACK_LABEL, seconds=1)
+    manager_wl = wait_for(
+        lambda: workload_of(federation, "prov-tas"), until=bool, timeout=30, what="the Workload of prov-tas"
+    )
+    assert manager_wl is not None
+    name = manager_wl["metadata"]["name"]
+    where, request = _request(federation, name, 1)
+    assert where == worker
+    # Phase 1: quota only; the topology waits for the nodes the request brings.
+    copy = _copy(federation, worker, name)
+    assert is_true(copy, "QuotaReserved")
+    assert not is_true(copy, "Admitted")
+    assignment = (copy or {})["status"]["admission"]["podSetAssignments"][0]
+    assert assignment.get("delayedTopologyRequest") == "Pending"
+    assert "topologyAssignment" not in assignment
+
+    # The agent restarts between the phases; the autoscaler answers meanwhile.
+    with federation.stopped_controller(f"kfed-agent-{worker}", kill=True):
+        _apply(federation, worker, *_provisioned_nodes())
+        _answer(federation, worker, request, "Provisioned", "4 nodes in 2 racks")
+
+    # Phase 2: the topology is computed on the new nodes, in one rack.
+    admitted = wait_for(
+        lambda: _copy(federation, worker, name),
+        until=lambda w: is_true(w, "Admitted"),
+        timeout=90,
+        what="the copy to be admitted after the second phase",
+    )
+    assignment = (admitted or {})["status"]["admission"]["podSetAssignments"][0]
+    assert assignment["delayedTopologyRequest"] == "Ready"
+    assert assignment["topologyAssignment"]["levels"]
+    nodes = wait_for(
+        lambda: bound_nodes(items(federation, worker, "pods", "-l", "job-name=prov-tas")),
+        until=lambda found: len(found) == 4,
+        timeout=60,
+        what="the 4 pods of prov-tas to be bound",
+    )
+    assert set(nodes.values()) <= {n["metadata"]["name"] for n in _provisioned_nodes()}, nodes
+    assert len(domains(federation, worker, list(nodes.values()), RACK_LABEL)) == 1, nodes
+    wait_complete(federation, "prov-tas", timeout=90)
+    names = [r["metadata"]["name"] for _, r in _requests(federation) if r["metadata"]["name"].startswith(name)]
+    assert names in ([f"{name}-{CHECK}-1"], []), f"one request for the one attempt: {names}"

@@ -51,6 +51,22 @@ def provisioning_checks(names: Iterable[str], admission_checks: Mapping[str, Map
     ]
 
 
+def autoscaled_flavors(
+    cluster_queues: Iterable[Mapping[str, Any]], admission_checks: Mapping[str, Mapping[str, Any]]
+) -> set[str]:
+    """Flavors that a ProvisioningRequest check covers in some ClusterQueue: their nodes come from the autoscaler
+    once a workload asks, so the nodes there are now say nothing about what fits (the capacity report leaves out
+    their topology summary and the manager judges them on quota)."""
+    found: set[str] = set()
+    for queue in cluster_queues:
+        spec = queue.get("spec") or {}
+        flavors = {str(f.get("name")) for rg in spec.get("resourceGroups") or () for f in rg.get("flavors") or ()}
+        for rule in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or ():
+            if provisioning_checks([str(rule.get("name"))], admission_checks):
+                found |= set(rule.get("onFlavors") or ()) or flavors
+    return found
+
+
 def check_states(workload: Mapping[str, Any]) -> list[Obj]:
     return [dict(check) for check in (workload.get("status") or {}).get("admissionChecks") or ()]
 
@@ -258,3 +274,55 @@ def second_pass_failed(workload: Mapping[str, Any], reason: str, *, now: dt.date
         observed_generation=(workload.get("metadata") or {}).get("generation"),
     )
     return {"conditions": conditions} if changed else None
+
+
+REQUEUE_BACKOFF_BASE_SECONDS = 60
+REQUEUE_BACKOFF_MAX_SECONDS = 3600
+
+
+def second_pass_problem(
+    workload: Mapping[str, Any], *, cluster_queues: Collection[str], tas_flavors: Mapping[str, bool]
+) -> str | None:
+    """Why a workload waiting for its delayed topology can no longer be placed at all (an invalid entry: its
+    ClusterQueue, its TAS flavor or that flavor's Topology vanished), or None. ``tas_flavors``: TAS flavor → whether
+    its Topology exists."""
+    admission = (workload.get("status") or {}).get("admission") or {}
+    queue = str(admission.get("clusterQueue") or "")
+    if queue not in cluster_queues:
+        return f"ClusterQueue {queue} doesn't exist"
+    for psa in admission.get("podSetAssignments") or ():
+        if psa.get("delayedTopologyRequest") != DELAYED_PENDING or psa.get("topologyAssignment") is not None:
+            continue
+        flavors = [str(f) for f in (psa.get("flavors") or {}).values()]
+        tas = [f for f in flavors if f in tas_flavors]
+        if not tas:
+            names = ", ".join(sorted(set(flavors)))
+            return f"ResourceFlavor {names} of pod set {psa.get('name')} doesn't exist or has no topologyName"
+        if not tas_flavors[tas[0]]:
+            return f"the Topology of ResourceFlavor {tas[0]} doesn't exist"
+    return None
+
+
+def requeue_invalid(workload: Mapping[str, Any], problem: str, *, now: dt.datetime) -> Obj:
+    """Release the reservation of an invalid entry and requeue it after a backoff (Kueue's 60 s * 2^(n-1), capped
+    at an hour), instead of trying it again in every pass; its checks start over when it reserves quota again."""
+    message = f"Requeued: {problem}"
+    generation = (workload.get("metadata") or {}).get("generation")
+    conditions, _ = set_condition(
+        conditions_of(workload),
+        condition_type=QUOTA_RESERVED,
+        status=False,
+        reason="Pending",
+        message=message,
+        now=now,
+        observed_generation=generation,
+    )
+    requeue = dict((workload.get("status") or {}).get("requeueState") or {})
+    count = int(requeue.get("count") or 0) + 1
+    wait = min(REQUEUE_BACKOFF_BASE_SECONDS * 2 ** (count - 1), REQUEUE_BACKOFF_MAX_SECONDS)
+    return {
+        "conditions": conditions,
+        "admission": None,
+        "admissionChecks": _reset_checks(check_states(workload), now=now),
+        "requeueState": {"count": count, "requeueAt": format_time(now + dt.timedelta(seconds=wait))},
+    }

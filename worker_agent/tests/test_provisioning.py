@@ -267,3 +267,137 @@ def test_rejected_deactivates_and_keeps_the_rejection_visible() -> None:
     assert evicted["reason"] == "DeactivatedDueToAdmissionCheck"
     assert 'AdmissionCheck in Rejected state: "prov" (no capacity)' in evicted["message"]
     assert "admissionChecks" not in step.status
+
+
+# -- two-phase TAS, invalid entries, the capacity report, the Job's start ----------------------------------------
+
+
+def _tas_placer(**extra: Any) -> Any:
+    from federation.topology.tests.helpers import grid, snapshot_of
+    from worker_agent.decisions.tas_admission import TasPlacer
+    from worker_agent.decisions.tas_objects import FlavorTopology
+
+    flavor = FlavorTopology("tas", "topo", {}, ())
+    return TasPlacer({"tas": flavor}, {"tas": snapshot_of(grid(1, 2, 2, cpu=2000))}, {}, **extra)
+
+
+def _delayed_workload(pods: int) -> dict[str, Any]:
+    wl = workload(checks=[check("Ready")])
+    wl["spec"]["podSets"][0]["count"] = pods
+    template = wl["spec"]["podSets"][0]["template"]
+    template["metadata"] = {
+        "annotations": {"kueue.x-k8s.io/podset-required-topology": "cloud.provider.com/topology-rack"}
+    }
+    wl["status"]["admission"]["podSetAssignments"] = [
+        {"name": "main", "flavors": {"cpu": "tas"}, "count": pods, "delayedTopologyRequest": "Pending"}
+    ]
+    return wl
+
+
+def test_the_second_pass_places_the_delayed_pod_set_in_one_rack_or_says_why_not() -> None:
+    placer = _tas_placer()
+    placed = placer.place_delayed(_delayed_workload(4))
+    assert isinstance(placed, dict)
+    assignment = placed["main"]
+    hosts = [values[-1] for values in _decoded(assignment)]
+    assert len(hosts) == 2
+    assert {host.split("-h")[0] for host in hosts} == {"b0-r0"}, "one rack"
+    too_big = _tas_placer().place_delayed(_delayed_workload(5))
+    assert isinstance(too_big, str)
+    assert "doesn't allow to fit any of 5 pod(s)" in too_big
+    status = second_pass_failed_status(_delayed_workload(5), too_big)
+    admitted = find_condition({"status": status}, "Admitted")
+    assert admitted is not None
+    assert (admitted["status"], admitted["reason"]) == ("False", "PendingDelayedTopologyRequests")
+
+
+def _decoded(assignment: dict[str, Any]) -> list[tuple[str, ...]]:
+    from federation.topology import TopologyAssignment, decode_assignment
+
+    return [values for values, _ in decode_assignment(TopologyAssignment.from_dict(assignment))]
+
+
+def second_pass_failed_status(wl: dict[str, Any], reason: str) -> dict[str, Any]:
+    from worker_agent.decisions.checks import second_pass_failed
+
+    status = second_pass_failed(wl, reason, now=NOW)
+    assert status is not None
+    return status
+
+
+def test_the_first_pass_leaves_the_topology_to_the_checks() -> None:
+    from federation.admission.decisions import Admit
+
+    placer = _tas_placer(delay=lambda _: True)
+    raw = _delayed_workload(4)
+    placer.raw = {"ns/job-a-1": raw}
+    assignment = Assignment("cq", (PodSetAssignment("main", {"cpu": "tas"}, {"cpu": 4000}, 4),), {}, borrows=False)
+    admit = Admit(_core_workload(), assignment)
+    assert placer.veto(admit) is None
+    assert placer.delayed == {"ns/job-a-1": ["main"]}
+    assert placer.assignments == {}
+
+
+def _core_workload() -> Any:
+    from federation.admission import model as core
+
+    return core.Workload(key="ns/job-a-1", cluster_queue="cq", pod_sets=(), priority=0, creation_time=0.0)
+
+
+def test_invalid_entries_are_requeued_with_backoff() -> None:
+    from worker_agent.decisions.checks import requeue_invalid, second_pass_problem
+
+    wl = _delayed_workload(4)
+    assert second_pass_problem(wl, cluster_queues={"cq"}, tas_flavors={"tas": True}) is None
+    assert second_pass_problem(wl, cluster_queues=set(), tas_flavors={"tas": True}) == "ClusterQueue cq doesn't exist"
+    gone = second_pass_problem(wl, cluster_queues={"cq"}, tas_flavors={})
+    assert gone is not None
+    assert "ResourceFlavor tas" in gone
+    no_topology = second_pass_problem(wl, cluster_queues={"cq"}, tas_flavors={"tas": False})
+    assert no_topology == "the Topology of ResourceFlavor tas doesn't exist"
+    status = requeue_invalid(wl, no_topology, now=NOW)
+    assert status["admission"] is None
+    assert not is_true({"status": status}, "QuotaReserved")
+    assert status["requeueState"] == {"count": 1, "requeueAt": format_time(NOW + dt.timedelta(seconds=60))}
+    wl["status"]["requeueState"] = {"count": 2}
+    assert requeue_invalid(wl, no_topology, now=NOW)["requeueState"]["requeueAt"] == format_time(
+        NOW + dt.timedelta(seconds=240)
+    )
+    assert status["admissionChecks"][0]["state"] == "Pending"
+
+
+def test_flavors_behind_a_provisioning_check_are_left_out_of_the_topology_report() -> None:
+    from worker_agent.decisions.checks import autoscaled_flavors
+
+    checks = {"prov": {"spec": {"controllerName": d.CONTROLLER_NAME}}, "other": {"spec": {"controllerName": "x"}}}
+    groups = [{"flavors": [{"name": "a"}, {"name": "b"}]}]
+    queues = [
+        {"spec": {"resourceGroups": groups, "admissionChecksStrategy": {"admissionChecks": [{"name": "other"}]}}},
+        {
+            "spec": {
+                "resourceGroups": groups,
+                "admissionChecksStrategy": {"admissionChecks": [{"name": "prov", "onFlavors": ["b"]}]},
+            }
+        },
+    ]
+    assert autoscaled_flavors(queues, checks) == {"b"}
+
+
+def test_the_job_starts_with_what_the_ready_check_asks_of_its_pods() -> None:
+    from federation.admission.api_quotas import flavor_info
+    from federation.tests.api_builders import admitted_status as admitted
+    from federation.tests.api_builders import flavor
+    from federation.tests.api_builders import workload as build_workload
+    from worker_agent.decisions.jobs import start_decision
+
+    wl = build_workload("w", status=admitted("cq", "rf", "1"))
+    wl["status"]["admissionChecks"] = [
+        check("Ready", podSetUpdates=[{"name": "main", "annotations": {d.CONSUME_ANNOTATION: "w-prov-1"}}])
+    ]
+    job = {
+        "metadata": {"namespace": "ns", "name": "w", "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "w"}},
+        "spec": {"suspend": True, "template": {"spec": {"containers": [{"name": "c"}]}}},
+    }
+    start = start_decision(job, wl, flavors={"rf": flavor_info(flavor("rf"))})
+    assert start is not None
+    assert start.patch["spec"]["template"]["metadata"]["annotations"] == {d.CONSUME_ANNOTATION: "w-prov-1"}
