@@ -9,6 +9,7 @@ start, never silently ignored; an invalid value is a :class:`ConfigError` naming
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -131,6 +132,38 @@ def _quota_check_strategy(value: Any, where: str) -> str:
     return str(value)
 
 
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def label_selector(value: Any, where: str) -> dict[str, Any]:
+    """A metav1.LabelSelector (``matchLabels``, ``matchExpressions`` with Kueue's four operators), checked."""
+    if not isinstance(value, Mapping) or set(value) - {"matchLabels", "matchExpressions"}:
+        raise ConfigError(f"{where}: {value!r} is not a label selector (matchLabels, matchExpressions)")
+    labels = value.get("matchLabels") or {}
+    expressions = value.get("matchExpressions") or []
+    if not isinstance(labels, Mapping) or not all(isinstance(v, str) for v in labels.values()):
+        raise ConfigError(f"{where}.matchLabels: {labels!r} is not a map of strings")
+    if not isinstance(expressions, list):
+        raise ConfigError(f"{where}.matchExpressions: {expressions!r} is not a list")
+    for expression in expressions:
+        ok = isinstance(expression, Mapping) and isinstance(expression.get("key"), str)
+        operator = expression.get("operator") if isinstance(expression, Mapping) else None
+        values = (expression.get("values") or []) if isinstance(expression, Mapping) else None
+        if not ok or operator not in _OPERATORS or not isinstance(values, list):
+            raise ConfigError(f"{where}.matchExpressions: {expression!r} is not a requirement (key, operator, values)")
+        if (operator in ("In", "NotIn")) != bool(values):
+            raise ConfigError(
+                f"{where}.matchExpressions: {expression!r}: In/NotIn need values, Exists/DoesNotExist none"
+            )
+    return {"matchLabels": dict(labels), "matchExpressions": [dict(e) for e in expressions]}
+
+
+def _selector_json(value: Any, where: str) -> str:
+    return json.dumps(label_selector(value, where), sort_keys=True)
+
+
+_FIELDS["manageJobsWithoutQueueName"] = ("manage_jobs_without_queue_name", _boolean, ("manager",))
+_FIELDS["managedJobsNamespaceSelector"] = ("managed_jobs_namespace_selector", _selector_json, ("manager",))
 _FIELDS["resources.excludeResourcePrefixes"] = ("exclude_resource_prefixes", _prefix_list, _BOTH)
 _FIELDS["resources.quotaCheckStrategy"] = ("quota_check_strategy", _quota_check_strategy, _BOTH)
 _ADDRESSES = {"health.healthProbeBindAddress": "health_port", "metrics.bindAddress": "metrics_port"}
@@ -142,11 +175,20 @@ _KUEUE_ONLY = {
 }
 
 
+_WHOLE = ("managedJobsNamespaceSelector",)
+"""Fields whose value is a whole object, not flattened."""
+
+
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
         path = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value and not any(path == p or path.startswith(p + ".") for p in _KUEUE_ONLY):
+        if (
+            isinstance(value, Mapping)
+            and value
+            and path not in _WHOLE
+            and not any(path == p or path.startswith(p + ".") for p in _KUEUE_ONLY)
+        ):
             out |= _flatten(value, path + ".")
         else:
             out[path] = value

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from functools import partial
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -16,6 +17,7 @@ from federation.admission.cycle import CycleConfig
 from federation.admission.preemption import FAIR_SHARING_STRATEGY_LISTS, fair_sharing_strategies
 from federation.kube import clients
 from federation.kube.leader import LeaderElectionConfig, LeaderElector
+from federation.kueue_config import ConfigError, label_selector
 from federation.obs.config_file import CONFIG_HELP, add_resources_arguments, log_config_warnings, parse_with_config
 from federation.obs.health import HealthEndpoints
 from federation.obs.logging import configure_logging
@@ -38,6 +40,13 @@ def _strategy_names(text: str) -> tuple[str, ...]:
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from err
     return names
+
+
+def _label_selector(text: str) -> dict[str, Any]:
+    try:
+        return label_selector(json.loads(text), "--managed-jobs-namespace-selector")
+    except (ValueError, ConfigError) as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -120,6 +129,24 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         + " or ".join(",".join(names) for names in FAIR_SHARING_STRATEGY_LISTS),
     )
     add_resources_arguments(parser)
+    unlabelled = parser.add_argument_group(
+        "Jobs without a queue-name label",
+        "Kueue's LocalQueue defaulting (a LocalQueue named default), manageJobsWithoutQueueName and "
+        "managedJobsNamespaceSelector, applied by the Job admission policy",
+    )
+    unlabelled.add_argument(
+        "--manage-jobs-without-queue-name",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="keep Jobs without a queue-name label suspended in selected namespaces that have no default LocalQueue",
+    )
+    unlabelled.add_argument(
+        "--managed-jobs-namespace-selector",
+        type=_label_selector,
+        default=None,
+        help="a LabelSelector as JSON: the namespaces where Jobs without a queue-name label are defaulted or kept "
+        "suspended (default: all but kube-system and --namespace)",
+    )
     retention = parser.add_argument_group(
         "objectRetentionPolicies.workloads", "Kueue's Workload retention (off by default)"
     )
@@ -169,6 +196,8 @@ async def run(args: argparse.Namespace) -> None:
             fair_sharing_strategies=fair_sharing_strategies(args.fair_sharing_preemption_strategies),
         ),
         resource_rules=args.resource_rules,
+        manage_jobs_without_queue_name=args.manage_jobs_without_queue_name,
+        managed_jobs_namespace_selector=args.managed_jobs_namespace_selector,
         retention=RetentionPolicy(
             after_finished=args.workload_retention_after_finished,
             after_deactivated_by_kueue=args.workload_retention_after_deactivated_by_kueue,

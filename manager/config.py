@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass, field
+from typing import Any
 
 from federation.admission.api_workloads import ResourceRules
 from federation.admission.cycle import CycleConfig
@@ -32,6 +33,12 @@ class ManagerConfig:
     """Kueue's scheduler-wide switches: ``fairSharing`` (off by default) and its preemption strategies."""
     resource_rules: ResourceRules = field(default_factory=ResourceRules)
     """Kueue's ``resources.excludeResourcePrefixes`` / ``quotaCheckStrategy``: which requests count for quota."""
+    manage_jobs_without_queue_name: bool = False
+    """Kueue's ``manageJobsWithoutQueueName``: Jobs without a queue-name label (and no ``default`` LocalQueue) in a
+    selected namespace are kept suspended."""
+    managed_jobs_namespace_selector: dict[str, Any] | None = None
+    """Kueue's ``managedJobsNamespaceSelector`` (None: Kueue's default, every namespace but kube-system and
+    ``namespace``): where Jobs without a queue-name label are defaulted or kept suspended."""
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     """Kueue's objectRetentionPolicies.workloads (off by default)."""
     wait_for_pods_ready: WaitForPodsReady | None = None

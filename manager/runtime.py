@@ -41,6 +41,7 @@ from manager.admission_check_status import AdmissionCheckStatus
 from manager.config import ManagerConfig
 from manager.decisions.federation_gauges import WorkerView, multikueue_cluster_samples, worker_samples
 from manager.decisions.ledger import InFlightLedger
+from manager.decisions.local_routing import default_managed_namespace_selector
 from manager.decisions.scheduling_inputs import copy_admitted_first, needs_scheduling, newly_reserved
 from manager.decisions.workload_from_job import workload_name_for_job
 from manager.job_controller import JobController
@@ -99,6 +100,10 @@ class ManagerRuntime:
             local_queues=self.local_queues,
             cluster_queues=self.cluster_queues,
             admission_checks=self.admission_checks,
+            namespaces=self.namespaces,
+            managed_namespace_selector=config.managed_jobs_namespace_selector
+            or default_managed_namespace_selector(config.namespace),
+            manage_jobs_without_queue_name=config.manage_jobs_without_queue_name,
         )
         self.local_queues_queue = WorkQueue("local-queues-config")
         self.quota_automation = QuotaAutomation(
@@ -225,9 +230,15 @@ class ManagerRuntime:
             self.multikueue_clusters,
         ):
             cache.add_handler(self.quota_automation.changed)
+        self.namespaces.add_handler(self._namespace_changed)
 
     def _local_queues_changed(self, event: str, obj: dict[str, Any], old: Any) -> None:
         if spec_changed(event, obj, old):
+            self.local_queues_queue.add(LOCAL_QUEUES_KEY)
+
+    def _namespace_changed(self, event: str, obj: dict[str, Any], old: Any) -> None:
+        """A namespace's labels decide whether its Jobs without a queue-name label are kfed's."""
+        if old is None or event != "MODIFIED" or obj["metadata"].get("labels") != old["metadata"].get("labels"):
             self.local_queues_queue.add(LOCAL_QUEUES_KEY)
 
     def _remote_changed(self, worker: str, kind: str, obj: dict[str, Any]) -> None:

@@ -111,3 +111,12 @@ def test_block_admission_and_recovery_from_the_file_reach_the_manager(tmp_path: 
         ).wait_for_pods_ready_block_admission
         is False
     )
+
+
+def test_jobs_without_queue_name_settings_from_the_file_reach_the_manager(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG + "manageJobsWithoutQueueName: true\nmanagedJobsNamespaceSelector:\n  matchLabels: {a: b}\n")
+    args = manager_args([f"--config={path}"])
+    assert args.manage_jobs_without_queue_name is True
+    assert args.managed_jobs_namespace_selector == {"matchLabels": {"a": "b"}, "matchExpressions": []}
+    assert manager_args([]).managed_jobs_namespace_selector is None

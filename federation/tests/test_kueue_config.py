@@ -97,13 +97,11 @@ def test_unsupported_fields_are_named() -> None:
 apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 admissionFairSharing: {usageHalfLifeTime: 1h}
-manageJobsWithoutQueueName: true
 featureGates: {TopologyAwareScheduling: true}
 """
     warnings = read_configuration(text, component="manager").warnings
     assert warnings == [
         "admissionFairSharing.usageHalfLifeTime: not supported by kfed, ignored",
-        "manageJobsWithoutQueueName: not supported by kfed, ignored",
         "featureGates.TopologyAwareScheduling: not supported by kfed, ignored",
     ]
 
@@ -239,3 +237,37 @@ def test_an_invalid_resources_section_stops_the_start(text: str, says: str) -> N
 )
 def test_wait_for_pods_ready_defaults_are_kueues(text: str, expected: dict[str, object]) -> None:
     assert read_configuration(text, component="manager").defaults == expected
+
+
+def test_jobs_without_queue_name_settings_reach_the_manager() -> None:
+    import json
+
+    text = HEAD + (
+        "manageJobsWithoutQueueName: true\n"
+        "managedJobsNamespaceSelector:\n"
+        "  matchExpressions:\n"
+        "  - {key: team, operator: In, values: [a, b]}\n"
+    )
+    settings = read_configuration(text, component="manager")
+    assert settings.warnings == []
+    assert settings.defaults["manage_jobs_without_queue_name"] is True
+    assert json.loads(settings.defaults["managed_jobs_namespace_selector"]) == {
+        "matchLabels": {},
+        "matchExpressions": [{"key": "team", "operator": "In", "values": ["a", "b"]}],
+    }
+    agent = read_configuration(text, component="agent")
+    assert "manageJobsWithoutQueueName: not used by kfed-agent, ignored" in agent.warnings
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        "{matchLabels: {a: 1}}",
+        "{matchExpressions: [{key: a, operator: Near}]}",
+        "{matchExpressions: [{key: a, operator: In}]}",
+        "x",
+    ],
+)
+def test_an_invalid_namespace_selector_stops_the_start(selector: str) -> None:
+    with pytest.raises(ConfigError, match="managedJobsNamespaceSelector"):
+        read_configuration(HEAD + f"managedJobsNamespaceSelector: {selector}\n", component="manager")

@@ -8,6 +8,12 @@ does not exist yet, stays MultiKueue's (MultiKueue-first).
 
 ConfigMap keys may not contain ``/``: a LocalQueue is keyed ``<namespace>.<name>``, unambiguous because a namespace
 name has no dots. The value is the ClusterQueue's name, for people reading the ConfigMap.
+
+Jobs *without* the queue-name label (:func:`unlabelled_job_routes`) follow Kueue: in a namespace that matches
+``managedJobsNamespaceSelector`` and has a LocalQueue named ``default``, the Job gets that LocalQueue (Kueue's
+LocalQueue defaulting) and is then routed like any labelled Job; without one, ``manageJobsWithoutQueueName`` keeps
+the Job suspended (Kueue manages it, but no queue admits it) until it is given a queue. Those namespaces are keyed
+by their bare name (no dot), the value is ``default`` or empty.
 """
 
 from __future__ import annotations
@@ -15,9 +21,50 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from federation.admission.api_quotas import selector_matches
 from manager.decisions.admission_checks import multikueue_check_names
 
 LOCAL_QUEUES_CONFIG_MAP = "kfed-local-queues"
+DEFAULT_LOCAL_QUEUE = "default"
+"""Kueue's LocalQueue defaulting: the LocalQueue a Job without the queue-name label gets."""
+
+
+def default_managed_namespace_selector(own_namespace: str) -> dict[str, Any]:
+    """Kueue's default ``managedJobsNamespaceSelector``: every namespace but ``kube-system`` and its own."""
+    return {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", own_namespace]}
+        ]
+    }
+
+
+def unlabelled_job_routes(
+    *,
+    namespaces: Iterable[Mapping[str, Any]],
+    local_queues: Iterable[Mapping[str, Any]],
+    namespace_selector: Mapping[str, Any],
+    manage_jobs_without_queue_name: bool,
+) -> dict[str, str]:
+    """``<namespace>`` → ``default`` (label the Job with that LocalQueue) or ``""`` (suspend it), for every
+    namespace whose Jobs without the queue-name label kfed takes (see the module docstring)."""
+    with_default = {
+        str((queue.get("metadata") or {}).get("namespace", ""))
+        for queue in local_queues
+        if (queue.get("metadata") or {}).get("name") == DEFAULT_LOCAL_QUEUE
+    }
+    routes = {}
+    for namespace in namespaces:
+        meta = namespace.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        if not selector_matches(
+            namespace_selector, {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": name}
+        ):
+            continue
+        if name in with_default:
+            routes[name] = DEFAULT_LOCAL_QUEUE
+        elif manage_jobs_without_queue_name:
+            routes[name] = ""
+    return routes
 
 
 def local_queue_key(namespace: str, name: str) -> str:
