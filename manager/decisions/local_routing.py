@@ -12,8 +12,8 @@ name has no dots. The value is the ClusterQueue's name, for people reading the C
 Jobs *without* the queue-name label (:func:`unlabelled_job_routes`) follow Kueue: in a namespace that matches
 ``managedJobsNamespaceSelector`` and has a LocalQueue named ``default``, the Job gets that LocalQueue (Kueue's
 LocalQueue defaulting) and is then routed like any labelled Job; without one, ``manageJobsWithoutQueueName`` keeps
-the Job suspended (Kueue manages it, but no queue admits it) until it is given a queue. Those namespaces are keyed
-by their bare name (no dot), the value is ``default`` or empty.
+the Job suspended (Kueue manages it, but no queue admits it; the policy acts on creation only). Those namespaces
+are keyed by their bare name (no dot), the value is ``default`` or empty.
 """
 
 from __future__ import annotations
