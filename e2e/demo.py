@@ -20,6 +20,7 @@ from e2e.queues import apply_sample_queues, job_manifest
 from e2e.rig.audit import created_names, writes_in
 from e2e.rig.federation import MANAGER, Federation, FederationSpec
 from e2e.rig.nodes import NodeShape
+from e2e.rig.ports import free_port
 from e2e.toolchain import ensure_built
 
 NAMESPACE = "default"
@@ -62,11 +63,20 @@ def _state(job: dict[str, Any], workload: dict[str, Any] | None) -> str:
 
 def run_demo(directory: Path) -> int:
     bins = ensure_built()
-    spec = FederationSpec(workers=2, node_shapes=SHAPES, job_seconds=8, controllers=True)
+    keep = os.environ.get("KEEP") == "1"
+    dashboard = free_port() if keep else None  # KEEP=1: the live dashboard, to watch the federation afterwards
+    spec = FederationSpec(
+        workers=2,
+        node_shapes=SHAPES,
+        job_seconds=8,
+        controllers=True,
+        manager_args=(f"--dashboard-port={dashboard}",) if dashboard else (),
+    )
     fed = Federation(directory, bins, spec, die_with_parent=False)
     print(f"starting a local federation in {directory} ...", flush=True)
     print(f"federation up in {fed.up():.1f}s (manager + worker-1 with 32 cpu + worker-2 with 64 cpu)", flush=True)
-    keep = os.environ.get("KEEP") == "1"
+    if dashboard:
+        print(f"dashboard (live, read-only): http://127.0.0.1:{dashboard}/", flush=True)
     try:
         apply_sample_queues(fed, namespace=NAMESPACE)
         sizes = [(2, 1), (4, 2), (8, 2), (6, 1), (16, 2)]
@@ -90,6 +100,7 @@ def run_demo(directory: Path) -> int:
             print("\nKEEP=1: the federation keeps running. Explore it with kubectl:")
             for name in fed.clusters:
                 print(f"  {bins / 'kubectl'} --kubeconfig {fed.kubeconfig(name)} get jobs,workloads -A")
+            print(f"  the dashboard: http://127.0.0.1:{dashboard}/")
             print(f"stop it with: python -m e2e.rig down --dir {directory}")
         else:
             fed.down()

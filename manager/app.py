@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from collections.abc import Callable
@@ -25,6 +26,8 @@ from federation.obs.metrics import ROLE_FOLLOWER, ROLE_LEADER, ROLE_STANDALONE, 
 from federation.obs.serving import cancel_on_signal, start_listeners
 from federation.version import package_version
 from manager.config import ManagerConfig
+from manager.dashboard_page import PAGE
+from manager.decisions.dashboard_view import dashboard_state
 from manager.decisions.dispatch import DispatchPolicy
 from manager.decisions.pods_ready import BACKOFF_BASE_SECONDS, BACKOFF_MAX_SECONDS, WaitForPodsReady
 from manager.decisions.retention import RetentionPolicy
@@ -64,6 +67,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="separate /metrics listener (0: pick a free port; -1: serve metrics on the health port only)",
     )
     parser.add_argument("--bind-address", default="0.0.0.0", help="address the health and metrics ports listen on")
+    parser.add_argument(
+        "--dashboard-port",
+        type=int,
+        default=-1,
+        help="serve the read-only federation dashboard on this port (0: any free port; -1: off, the default)",
+    )
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--log-format", choices=("json", "console"), default="json")
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
@@ -240,6 +249,14 @@ async def run(args: argparse.Namespace) -> None:
             identity=config.identity,
         )
         terms = LeadershipTerms(lambda: ManagerRuntime(api, config, metrics), metrics=metrics)
+        if args.dashboard_port >= 0:
+            dashboard = HealthEndpoints()
+            dashboard.add_route("/", lambda: ("text/html; charset=utf-8", PAGE.encode()))
+            dashboard.add_route(
+                "/api/state", lambda: ("application/json", json.dumps(terms.dashboard_state()).encode())
+            )
+            dashboard_port = int(await tg.start(_serve_dashboard, dashboard, args.bind_address, args.dashboard_port))
+            log.info("dashboard serving", dashboard_port=dashboard_port)
         health.add_readiness_check("caches", terms.ready)
         health.add_readiness_check("remotes-connected", terms.remotes_connected)
         if not args.leader_elect:
@@ -256,12 +273,24 @@ async def run(args: argparse.Namespace) -> None:
         await elector.run()
 
 
+async def _serve_dashboard(
+    endpoints: HealthEndpoints,
+    host: str,
+    port: int,
+    *,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    await endpoints.serve(host=host, port=port, task_status=task_status)
+
+
 class Term(Protocol):
     """What one leadership term runs (a :class:`ManagerRuntime`)."""
 
     def synced(self) -> tuple[bool, str]: ...
 
     def remotes_connected(self) -> tuple[bool, str]: ...
+
+    def dashboard_state(self) -> dict[str, Any]: ...
 
     async def run(self) -> None: ...
 
@@ -290,6 +319,13 @@ class LeadershipTerms:
         if self.current is None:
             return True, "standby"
         return self.current.remotes_connected()
+
+    def dashboard_state(self) -> dict[str, Any]:
+        if self.current is None:  # a standby has no caches: the page says so
+            return dashboard_state(
+                workers=[], cluster_queues=[], workloads=[], now=dt.datetime.now(dt.UTC), leader=False
+            )
+        return self.current.dashboard_state()
 
     async def lead(self) -> None:
         runtime = self._build()

@@ -1,104 +1,95 @@
-"""`kubectl kfed`: what the manager cluster knows about the federation, in the shape a kubectl user expects.
+"""`kubectl kfed`: the federation as a kubectl user expects to see and steer it (kueuectl's commands, and more).
 
-    kubectl kfed workloads [-n NAMESPACE | -A]   each Workload with its queue, state and the worker it runs on
-    kubectl kfed workers                         each worker cluster: connected or not, and why
+    kubectl kfed list workloads|clusterqueues|localqueues|resourceflavors   (workloads: also `kubectl kfed workloads`)
+        workloads: --clusterqueue/-c, --localqueue/-q, --status, --worker; all: -n/-A, -l, --field-selector, -o
+    kubectl kfed pending [-c CQ] [-q LQ]        pending workloads with Kueue's positions, and what each waits for
+    kubectl kfed stop|resume workload|clusterqueue|localqueue NAME [--keep-already-running]
+    kubectl kfed create clusterqueue|cq NAME [--cohort ...] [--nominal-quota FLAVOR:RES=Q;RES=Q,...] [...]
+    kubectl kfed create localqueue|lq NAME -c CQ      kubectl kfed create resourceflavor|rf NAME [...]
+    kubectl kfed describe job NAME              a Job across the federation: Workload, worker, copy, pods, events
+    kubectl kfed pods --for job/NAME            the Job's pods, read from the worker that runs it
+    kubectl kfed workers                        each worker cluster: connected or not, and why
     kubectl kfed add-worker NAME --worker-context CTX   join a worker (token, kubeconfig Secret, MultiKueueCluster,
                                                         MultiKueueConfig entry); see manager/join.py
-    kubectl kfed remove-worker NAME              undo add-worker on the manager cluster
+    kubectl kfed remove-worker NAME             undo add-worker on the manager cluster
 
-Talks to the manager cluster with ``--kubeconfig`` (or ``$KUBECONFIG``, or ``~/.kube/config``) and ``--context``.
+Talks to the manager cluster with ``--kubeconfig`` (or ``$KUBECONFIG``, or ``~/.kube/config``) and ``--context``;
+the namespace is ``-n``, else the context's, as kubectl does. A worker is read (``describe``, ``pods``) through
+``--worker-kubeconfig``, else the kubeconfig context named like the worker, else the kubeconfig Secret the manager
+uses for it (which may not be allowed to read pods and events: the command says so).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import datetime as dt
+import json
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
+import yaml
 
-from federation.conditions import find_condition, parse_time
 from federation.kube.api import KubeApi
-from federation.kube.clients import connect_kubeconfig_file
+from federation.kube.clients import connect_kubeconfig_file, connect_kubeconfig_text
 from federation.kube.errors import KubeError
 from federation.kube.kubeconfig import KubeconfigError, load_kubeconfig_text
-from federation.kube.resources import MULTIKUEUE_CLUSTERS, WORKLOADS
+from federation.kube.resources import (
+    CLUSTER_QUEUES,
+    CORE_EVENTS,
+    JOBS,
+    LOCAL_QUEUES,
+    MULTIKUEUE_CLUSTERS,
+    PODS,
+    RESOURCE_FLAVORS,
+    SECRETS,
+    WORKLOADS,
+    Resource,
+)
 from manager import join
-from manager.decisions.lifecycle import phase_of
+from manager.cli_views import (
+    STATUSES,
+    EventView,
+    WorkloadFilter,
+    cluster_queue_object,
+    describe_job,
+    key_values,
+    local_queue_object,
+    pending_positions,
+    render_cluster_queues,
+    render_local_queues,
+    render_pending,
+    render_pods,
+    render_workers,
+    render_workloads,
+    resource_flavor_object,
+    table,
+    worker_of,
+)
+
+__all__ = ["main", "namespace_of_context", "render_workers", "render_workloads"]
 
 Obj = Mapping[str, Any]
-
-
-def workload_state(workload: Obj) -> str:
-    """The workload's lifecycle phase (``manager.decisions.lifecycle``), as shown in the STATE column."""
-    return phase_of(workload).value
-
-
-def _age(created: str | None, now: dt.datetime) -> str:
-    if not created:
-        return "-"
-    seconds = int((now - parse_time(created)).total_seconds())
-    # Like kubectl: a unit is used until the next one would read at least 2.
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= 2 * size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
-
-def _table(header: list[str], rows: Iterable[list[str]]) -> str:
-    rows = [header, *rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join(
-        "   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
-    )
-
-
-def render_workloads(workloads: Iterable[Obj], *, now: dt.datetime, all_namespaces: bool) -> str:
-    header = ["NAMESPACE"] if all_namespaces else []
-    header += ["NAME", "QUEUE", "STATE", "WORKER", "MESSAGE", "AGE"]
-    rows = []
-    for wl in sorted(workloads, key=lambda w: (w["metadata"].get("namespace", ""), w["metadata"]["name"])):
-        status = wl.get("status") or {}
-        worker = status.get("clusterName") or ",".join(status.get("nominatedClusterNames") or []) or "-"
-        state = workload_state(wl)
-        message = ""
-        if state == "Pending":
-            pending = find_condition(wl, "QuotaReserved")
-            message = str(pending.get("message", "")) if pending else ""
-        elif state in {"Reserved", "Dispatched"}:  # what it waits for: e.g. a ProvisioningRequest on the worker
-            waiting = [c for c in status.get("admissionChecks") or () if c.get("state") != "Ready"]
-            message = str(waiting[0].get("message") or "") if waiting else ""
-        row = [wl["metadata"].get("namespace", "")] if all_namespaces else []
-        row += [
-            wl["metadata"]["name"],
-            str((wl.get("spec") or {}).get("queueName", "")),
-            state,
-            worker,
-            message[:80],
-            _age(wl["metadata"].get("creationTimestamp"), now),
-        ]
-        rows.append(row)
-    return _table(header, rows)
-
-
-def render_workers(clusters: Iterable[Obj], *, now: dt.datetime) -> str:
-    rows = []
-    for cluster in sorted(clusters, key=lambda c: c["metadata"]["name"]):
-        active = find_condition(cluster, "Active")
-        rows.append(
-            [
-                cluster["metadata"]["name"],
-                str(active.get("status", "Unknown")) if active else "Unknown",
-                str(active.get("reason", "")) if active else "",
-                str(active.get("message", "")) if active else "not reconciled yet (is kfed-manager running?)",
-                _age(cluster["metadata"].get("creationTimestamp"), now),
-            ]
-        )
-    return _table(["WORKER", "CONNECTED", "REASON", "MESSAGE", "AGE"], rows)
+FIELD_MANAGER = "kubectl-kfed"
+KINDS: Mapping[str, Resource] = {
+    "workload": WORKLOADS,
+    "workloads": WORKLOADS,
+    "wl": WORKLOADS,
+    "kwl": WORKLOADS,
+    "clusterqueue": CLUSTER_QUEUES,
+    "clusterqueues": CLUSTER_QUEUES,
+    "cq": CLUSTER_QUEUES,
+    "localqueue": LOCAL_QUEUES,
+    "localqueues": LOCAL_QUEUES,
+    "lq": LOCAL_QUEUES,
+    "resourceflavor": RESOURCE_FLAVORS,
+    "resourceflavors": RESOURCE_FLAVORS,
+    "rf": RESOURCE_FLAVORS,
+}
 
 
 def _kubeconfig(explicit: str | None) -> str:
@@ -157,6 +148,270 @@ def namespace_of_context(config: Mapping[str, Any], context: str | None) -> str:
     return "default"
 
 
+def _namespace(args: argparse.Namespace) -> str | None:
+    """None for -A, else -n, else the context's namespace (kubectl's rule)."""
+    if getattr(args, "all_namespaces", False):
+        return None
+    return str(getattr(args, "namespace", None) or context_namespace(args.kubeconfig, args.context))
+
+
+def _dump(items: Sequence[Obj], output: str, *, single: bool = False) -> str:
+    body: Any = (
+        dict(items[0]) if single and len(items) == 1 else {"apiVersion": "v1", "kind": "List", "items": list(items)}
+    )
+    if output == "json":
+        return json.dumps(body, indent=2, sort_keys=False)
+    return yaml.safe_dump(json.loads(json.dumps(body)), sort_keys=False).rstrip()
+
+
+async def _local_queue_map(api: KubeApi) -> dict[str, str]:
+    return {
+        f"{q['metadata']['namespace']}/{q['metadata']['name']}": str((q.get("spec") or {}).get("clusterQueue", ""))
+        for q in (await api.list(LOCAL_QUEUES)).items
+    }
+
+
+async def _list(args: argparse.Namespace, api: KubeApi, now: dt.datetime) -> str:
+    resource = KINDS[args.kind]
+    output = args.output or ""
+    namespace = _namespace(args) if resource.namespaced else None
+    items = (
+        await api.list(resource, namespace=namespace, label_selector=args.selector, field_selector=args.field_selector)
+    ).items
+    if resource is WORKLOADS:
+        local_queues = await _local_queue_map(api)
+        wanted = WorkloadFilter(
+            cluster_queue=args.clusterqueue,
+            local_queue=args.localqueue,
+            statuses=tuple(args.status),
+            worker=args.worker,
+        )
+        items = [wl for wl in items if wanted.matches(wl, local_queues)]
+        if output in ("json", "yaml"):
+            return _dump(items, output)
+        positions: dict[str, tuple[int, int]] = {}
+        if output == "wide":
+            everything = (await api.list(WORKLOADS)).items  # a position counts every namespace's workloads
+            positions = {
+                p.key: (p.in_cluster_queue, p.in_local_queue) for p in pending_positions(everything, local_queues)
+            }
+        return render_workloads(
+            items,
+            now=now,
+            all_namespaces=namespace is None,
+            wide=output == "wide",
+            local_queues=local_queues,
+            positions=positions,
+        )
+    if output in ("json", "yaml"):
+        return _dump(items, output)
+    if resource is CLUSTER_QUEUES:
+        return render_cluster_queues(items, now=now, wide=output == "wide")
+    if resource is LOCAL_QUEUES:
+        return render_local_queues(items, now=now, all_namespaces=namespace is None)
+    rows = [
+        [
+            f["metadata"]["name"],
+            ",".join(f"{k}={v}" for k, v in sorted(((f.get("spec") or {}).get("nodeLabels") or {}).items())) or "-",
+            str((f.get("spec") or {}).get("topologyName") or "-"),
+        ]
+        for f in sorted(items, key=lambda o: o["metadata"]["name"])
+    ]
+    return table(["NAME", "NODE LABELS", "TOPOLOGY"], rows, squeeze="NODE LABELS")
+
+
+async def _pending(args: argparse.Namespace, api: KubeApi, now: dt.datetime) -> str:
+    local_queues = await _local_queue_map(api)
+    positions = pending_positions((await api.list(WORKLOADS)).items, local_queues)
+    namespace = _namespace(args)
+    shown = [
+        p
+        for p in positions
+        if (args.clusterqueue is None or p.cluster_queue == args.clusterqueue)
+        and (args.localqueue is None or (p.workload.get("spec") or {}).get("queueName") == args.localqueue)
+        and (namespace is None or args.clusterqueue is not None or p.workload["metadata"].get("namespace") == namespace)
+    ]
+    if args.output in ("json", "yaml"):
+        records = [
+            {
+                "namespace": p.workload["metadata"].get("namespace", ""),
+                "name": p.workload["metadata"]["name"],
+                "clusterQueue": p.cluster_queue,
+                "localQueueName": (p.workload.get("spec") or {}).get("queueName", ""),
+                "positionInClusterQueue": p.in_cluster_queue,
+                "positionInLocalQueue": p.in_local_queue,
+                "priority": (p.workload.get("spec") or {}).get("priority") or 0,
+            }
+            for p in shown
+        ]
+        return json.dumps(records, indent=2) if args.output == "json" else yaml.safe_dump(records, sort_keys=False)
+    return render_pending(shown, now=now, wide=args.output == "wide")
+
+
+async def _stop_resume(args: argparse.Namespace, api: KubeApi) -> str:
+    resource = KINDS[args.kind]
+    stop = args.command == "stop"
+    namespace = _namespace(args) if resource.namespaced else None
+    if resource is WORKLOADS:
+        patch: dict[str, Any] = {"spec": {"active": not stop}}
+    elif resource in (CLUSTER_QUEUES, LOCAL_QUEUES):
+        policy = ("Hold" if args.keep_already_running else "HoldAndDrain") if stop else None
+        patch = {"spec": {"stopPolicy": policy}}
+    else:
+        raise ValueError(f"{args.kind} cannot be stopped or resumed")
+    await api.patch(resource, args.name, patch, namespace=namespace, field_manager=FIELD_MANAGER)
+    kind = resource.kind.lower()
+    return f"{kind}.kueue.x-k8s.io/{args.name} {'stopped' if stop else 'resumed'}"
+
+
+async def _create(args: argparse.Namespace, api: KubeApi) -> str:
+    kind = KINDS[args.kind]
+    if kind is CLUSTER_QUEUES:
+        obj = cluster_queue_object(
+            args.name,
+            cohort=args.cohort,
+            queuing_strategy=args.queuing_strategy,
+            namespace_selector=key_values(args.namespace_selector),
+            reclaim_within_cohort=args.reclaim_within_cohort,
+            preemption_within_cluster_queue=args.preemption_within_cluster_queue,
+            nominal_quota=args.nominal_quota or "",
+            borrowing_limit=args.borrowing_limit or "",
+            lending_limit=args.lending_limit or "",
+            admission_checks=args.admission_check,
+        )
+    elif kind is LOCAL_QUEUES:
+        if not args.clusterqueue:
+            raise ValueError("a LocalQueue needs --clusterqueue/-c")
+        obj = local_queue_object(args.name, namespace=_namespace(args) or "default", cluster_queue=args.clusterqueue)
+    elif kind is RESOURCE_FLAVORS:
+        obj = resource_flavor_object(args.name, node_labels=key_values(args.node_labels), node_taints=args.node_taint)
+    else:
+        raise ValueError(f"cannot create {args.kind}")
+    dry = args.dry_run in ("client", "server")
+    if args.dry_run != "client":
+        obj = await api.create(kind, obj, field_manager=FIELD_MANAGER, dry_run=args.dry_run == "server")
+    if args.output in ("json", "yaml"):
+        return _dump([obj], args.output, single=True)
+    suffix = " (dry run)" if dry else ""
+    return f"{kind.kind.lower()}.kueue.x-k8s.io/{args.name} created{suffix}"
+
+
+def _contexts(kubeconfig: str | None) -> dict[str, Any]:
+    try:
+        return load_kubeconfig_text(Path(_kubeconfig(kubeconfig)).read_text())
+    except (OSError, KubeconfigError):
+        return {}
+
+
+async def _worker_api(args: argparse.Namespace, manager: KubeApi, worker: str) -> tuple[KubeApi, str]:
+    """A client for ``worker`` and how it was found (see the module docstring for the order)."""
+    if args.worker_kubeconfig:
+        names = {c.get("name") for c in _contexts(args.worker_kubeconfig).get("contexts") or ()}
+        context = worker if worker in names else None
+        api = await connect_kubeconfig_file(args.worker_kubeconfig, cluster=worker, context=context)
+        return api, f"--worker-kubeconfig {args.worker_kubeconfig}"
+    names = {c.get("name") for c in _contexts(args.kubeconfig).get("contexts") or ()}
+    if worker in names:
+        return await connect_kubeconfig_file(_kubeconfig(args.kubeconfig), cluster=worker, context=worker), (
+            f"context {worker}"
+        )
+    cluster = await manager.get_or_none(MULTIKUEUE_CLUSTERS, worker)
+    source = (((cluster or {}).get("spec") or {}).get("clusterSource") or {}).get("kubeConfig") or {}
+    if source.get("locationType", "Secret") != "Secret":
+        raise ValueError(f"no way to reach worker {worker}: pass --worker-kubeconfig, or add a context named {worker}")
+    secret = await manager.get(
+        SECRETS, str(source.get("location") or join.secret_name(worker)), namespace=args.kfed_namespace
+    )
+    text = base64.b64decode((secret.get("data") or {}).get(join.SECRET_KEY, "")).decode()
+    return await connect_kubeconfig_text(text, cluster=worker), "the manager's kubeconfig Secret"
+
+
+async def _events(api: KubeApi, namespace: str, names: Sequence[str]) -> list[Obj]:
+    out: list[Obj] = []
+    for name in dict.fromkeys(names):
+        out += (await api.list(CORE_EVENTS, namespace=namespace, field_selector=f"involvedObject.name={name}")).items
+    return out
+
+
+async def _job_and_workload(api: KubeApi, namespace: str, name: str) -> tuple[Obj, Obj | None]:
+    job = await api.get(JOBS, name, namespace=namespace)
+    uid = job["metadata"].get("uid")
+    for wl in (await api.list(WORKLOADS, namespace=namespace)).items:
+        if any(ref.get("uid") == uid for ref in wl["metadata"].get("ownerReferences") or ()):
+            return job, wl
+    return job, None
+
+
+def _job_name(target: str) -> str:
+    kind, sep, name = target.partition("/")
+    if not sep:
+        return kind
+    if kind.lower() not in ("job", "jobs", "job.batch"):
+        raise ValueError(f"{target}: only Jobs are followed across the federation (job/NAME)")
+    return name
+
+
+async def _describe(args: argparse.Namespace, api: KubeApi, now: dt.datetime) -> str:
+    namespace = _namespace(args) or "default"
+    target = args.kind if not args.name else args.name if args.kind in ("job", "jobs") else f"{args.kind}/{args.name}"
+    name = _job_name(target)
+    job, workload = await _job_and_workload(api, namespace, name)
+    worker = worker_of(workload).split(",")[0] if workload is not None else ""
+    events = [
+        EventView("manager", e)
+        for e in await _events(api, namespace, [name, *([workload["metadata"]["name"]] if workload else [])])
+    ]
+    remote_wl = remote_job = None
+    pods: list[Obj] = []
+    problems: list[str] = []
+    if worker:
+        try:
+            remote, how = await _worker_api(args, api, worker)
+        except (KubeError, KubeconfigError, OSError, ValueError) as err:
+            problems.append(f"worker {worker} not read: {err}")
+        else:
+            async with remote:
+                if workload is not None:
+                    remote_wl = await remote.get_or_none(WORKLOADS, workload["metadata"]["name"], namespace=namespace)
+                remote_job = await remote.get_or_none(JOBS, name, namespace=namespace)
+                try:
+                    pods = list((await remote.list(PODS, namespace=namespace, label_selector=f"job-name={name}")).items)
+                    names = [name, *(p["metadata"]["name"] for p in pods)]
+                    if workload is not None:
+                        names.append(workload["metadata"]["name"])
+                    events += [EventView(worker, e) for e in await _events(remote, namespace, names)]
+                except KubeError as err:
+                    problems.append(f"pods and events on {worker} not read through {how}: {err}")
+    return describe_job(
+        job=job,
+        workload=workload,
+        worker=worker or None,
+        remote_workload=remote_wl,
+        remote_job=remote_job,
+        pods=pods,
+        events=events,
+        now=now,
+        problems=problems,
+    )
+
+
+async def _pods(args: argparse.Namespace, api: KubeApi, now: dt.datetime) -> str:
+    namespace = _namespace(args) or "default"
+    name = _job_name(args.for_)
+    _job, workload = await _job_and_workload(api, namespace, name)
+    worker = worker_of(workload).split(",")[0] if workload is not None else ""
+    if not worker:
+        raise ValueError(f"job/{name} is not running on any worker yet")
+    remote, _how = await _worker_api(args, api, worker)
+    async with remote:
+        pods = (await remote.list(PODS, namespace=namespace, label_selector=f"job-name={name}")).items
+    if args.output in ("json", "yaml"):
+        return _dump(pods, args.output)
+    if not pods:
+        return f"No pods of job/{name} on {worker}."
+    return render_pods(pods, now=now, worker=worker)
+
+
 async def _run(args: argparse.Namespace) -> str:
     api = await connect_kubeconfig_file(_kubeconfig(args.kubeconfig), cluster="manager", context=args.context)
     async with api:
@@ -164,31 +419,119 @@ async def _run(args: argparse.Namespace) -> str:
             return await _join(args, api)
         now = dt.datetime.now(dt.UTC)
         if args.command == "workers":
-            return render_workers((await api.list(MULTIKUEUE_CLUSTERS)).items, now=now)
-        namespace = (
-            None if args.all_namespaces else (args.namespace or context_namespace(args.kubeconfig, args.context))
-        )
-        items = (await api.list(WORKLOADS, namespace=namespace)).items
-        return render_workloads(items, now=now, all_namespaces=args.all_namespaces)
+            items = (await api.list(MULTIKUEUE_CLUSTERS)).items
+            return _dump(items, args.output) if args.output in ("json", "yaml") else render_workers(items, now=now)
+        if args.command in ("list", "workloads"):
+            return await _list(args, api, now)
+        if args.command == "pending":
+            return await _pending(args, api, now)
+        if args.command in ("stop", "resume"):
+            return await _stop_resume(args, api)
+        if args.command == "create":
+            return await _create(args, api)
+        if args.command == "describe":
+            return await _describe(args, api, now)
+        if args.command == "pods":
+            return await _pods(args, api, now)
+        raise ValueError(f"unknown command {args.command}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kubectl kfed", description=__doc__.splitlines()[0])
-    parser.add_argument("--kubeconfig")
-    parser.add_argument("--context", help="the manager cluster's context in the kubeconfig (default: current)")
+def _common() -> argparse.ArgumentParser:
+    """kubectl's flags, accepted before or after the command (``SUPPRESS``: a later copy never resets one)."""
+    common = argparse.ArgumentParser(add_help=False)
+    s = argparse.SUPPRESS
+    common.add_argument("--kubeconfig", default=s)
+    common.add_argument(
+        "--context", default=s, help="the manager cluster's context in the kubeconfig (default: current)"
+    )
+    common.add_argument("-n", "--namespace", default=s, help="default: the context's namespace, as kubectl does")
+    common.add_argument("-A", "--all-namespaces", action="store_true", default=s)
+    common.add_argument("-o", "--output", choices=("wide", "json", "yaml"), default=s)
+    common.add_argument("-l", "--selector", default=s, help="label selector, as kubectl's")
+    common.add_argument("--field-selector", default=s)
+    common.add_argument("--worker-kubeconfig", default=s, help="kubeconfig to read workers with (describe, pods)")
+    return common
+
+
+def _filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-c", "--clusterqueue", help="only workloads of this ClusterQueue")
+    parser.add_argument("-q", "--localqueue", help="only workloads of this LocalQueue")
+    parser.add_argument(
+        "--status", action="append", default=[], metavar="STATUS", help=f"repeatable; one of {', '.join(STATUSES)}"
+    )
+    parser.add_argument("--worker", help="only workloads on (or nominated for) this worker")
+
+
+_DEFAULTS = {
+    "kubeconfig": None,
+    "context": None,
+    "namespace": None,
+    "all_namespaces": False,
+    "output": None,
+    "selector": None,
+    "field_selector": None,
+    "worker_kubeconfig": None,
+}
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    common = _common()
+    parser = argparse.ArgumentParser(prog="kubectl kfed", description=__doc__.splitlines()[0], parents=[common])
     sub = parser.add_subparsers(dest="command", required=True)
-    workloads = sub.add_parser("workloads", help="Workloads with the worker each runs on")
-    workloads.add_argument("-n", "--namespace", help="default: the context's namespace, as kubectl does")
-    workloads.add_argument("-A", "--all-namespaces", action="store_true")
-    sub.add_parser("workers", help="worker clusters and whether they are connected")
+    workloads = sub.add_parser("workloads", parents=[common], help="Workloads with the worker each runs on")
+    _filters(workloads)
+    workloads.set_defaults(kind="workloads")
+    lister = sub.add_parser(
+        "list", parents=[common], help="list workloads, clusterqueues, localqueues, resourceflavors"
+    )
+    lister.add_argument("kind", choices=sorted(KINDS))
+    _filters(lister)
+    pending = sub.add_parser("pending", parents=[common], help="pending workloads with their positions in the queues")
+    pending.add_argument("-c", "--clusterqueue")
+    pending.add_argument("-q", "--localqueue")
+    for verb in ("stop", "resume"):
+        cmd = sub.add_parser(verb, parents=[common], help=f"{verb} a workload, clusterqueue or localqueue")
+        cmd.add_argument("kind", choices=sorted(k for k, r in KINDS.items() if r is not RESOURCE_FLAVORS))
+        cmd.add_argument("name")
+        cmd.add_argument(
+            "--keep-already-running",
+            action="store_true",
+            help="stop: queues only; let admitted workloads run (stopPolicy Hold, else HoldAndDrain)",
+        )
+    create = sub.add_parser(
+        "create", parents=[common], help="create a clusterqueue (cq), localqueue (lq) or resourceflavor (rf)"
+    )
+    create.add_argument("kind", choices=sorted(k for k, r in KINDS.items() if r is not WORKLOADS))
+    create.add_argument("name")
+    create.add_argument("-c", "--clusterqueue", help="localqueue: its ClusterQueue")
+    create.add_argument("--cohort")
+    create.add_argument("--queuing-strategy", choices=("BestEffortFIFO", "StrictFIFO"))
+    create.add_argument("--namespace-selector", help="KEY=VALUE,... (default: every namespace)")
+    create.add_argument("--reclaim-within-cohort", choices=("Never", "LowerPriority", "Any"))
+    create.add_argument(
+        "--preemption-within-cluster-queue", choices=("Never", "LowerPriority", "LowerOrNewerEqualPriority")
+    )
+    create.add_argument("--nominal-quota", help="FLAVOR:RESOURCE=QUANTITY[;RESOURCE=QUANTITY][,FLAVOR:...]")
+    create.add_argument("--borrowing-limit", help="same syntax as --nominal-quota")
+    create.add_argument("--lending-limit", help="same syntax as --nominal-quota")
+    create.add_argument("--admission-check", action="append", default=[], help="repeatable; e.g. the MultiKueue check")
+    create.add_argument("--node-labels", help="resourceflavor: KEY=VALUE,...")
+    create.add_argument("--node-taint", action="append", default=[], help="resourceflavor: KEY[=VALUE]:EFFECT")
+    create.add_argument("--dry-run", choices=("none", "client", "server"), default="none")
+    describe = sub.add_parser("describe", parents=[common], help="describe job NAME: a Job across the federation")
+    describe.add_argument("kind", help="job (or job/NAME)")
+    describe.add_argument("name", nargs="?", default="")
+    pods = sub.add_parser("pods", parents=[common], help="pods --for job/NAME: the Job's pods on its worker")
+    pods.add_argument("--for", dest="for_", required=True, metavar="job/NAME")
+    sub.add_parser("workers", parents=[common], help="worker clusters and whether they are connected")
     add = sub.add_parser(
         "add-worker",
+        parents=[common],
         help="join a worker: mint a token for its kfed-manager-access ServiceAccount, store a kubeconfig for it "
         "in a Secret and create the MultiKueueCluster and MultiKueueConfig entry",
     )
     add.add_argument("name", help="the worker's MultiKueueCluster name")
     add.add_argument("--worker-context", help="the worker's context (default: the worker kubeconfig's current one)")
-    add.add_argument("--worker-kubeconfig", help="kubeconfig holding --worker-context (default: --kubeconfig)")
     add.add_argument(
         "--worker-server", help="the worker's apiserver URL as the manager reaches it (default: the context's)"
     )
@@ -197,11 +540,20 @@ def main(argv: list[str] | None = None) -> int:
     add.add_argument("--token-duration", default="8760h", help="lifetime of the token (run again to renew it)")
     add.add_argument("--multikueue-config", help="default: the only MultiKueueConfig, or a new one named kfed")
     add.add_argument("--wait", type=float, default=60, help="seconds to wait for Active=True (0: do not wait)")
-    add.add_argument("-n", "--namespace", default="kfed-system", help="kfed-manager's namespace (Secrets)")
-    remove = sub.add_parser("remove-worker", help="undo add-worker on the manager cluster")
+    remove = sub.add_parser("remove-worker", parents=[common], help="undo add-worker on the manager cluster")
     remove.add_argument("name")
-    remove.add_argument("-n", "--namespace", default="kfed-system", help="kfed-manager's namespace (Secrets)")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(list(argv))
+    for key, default in _DEFAULTS.items():
+        if not hasattr(args, key):
+            setattr(args, key, default)
+    if args.command in ("add-worker", "remove-worker"):  # their -n is kfed-manager's namespace (the Secrets)
+        args.namespace = args.namespace or "kfed-system"
+    args.kfed_namespace = "kfed-system"
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
     try:
         print(anyio.run(_run, args))
     except (KubeError, KubeconfigError, OSError, ValueError, join.JoinError) as err:

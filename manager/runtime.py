@@ -39,6 +39,7 @@ from federation.kube.workqueue import WorkQueue
 from federation.obs.metrics import Metrics
 from manager.admission_check_status import AdmissionCheckStatus
 from manager.config import ManagerConfig
+from manager.decisions.dashboard_view import WorkerInput, dashboard_state
 from manager.decisions.federation_gauges import WorkerView, multikueue_cluster_samples, worker_samples
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.local_routing import default_managed_namespace_selector
@@ -285,6 +286,26 @@ class ManagerRuntime:
         ]
         samples.extend(worker_samples(views, in_flight=len(self.ledger), now=dt.datetime.now(dt.UTC)))
         return samples
+
+    def dashboard_state(self) -> dict[str, Any]:
+        """The dashboard's snapshot of this term's caches (``manager.decisions.dashboard_view``)."""
+        now = dt.datetime.now(dt.UTC)
+        names = sorted({o["metadata"]["name"] for o in self.multikueue_clusters.store} | set(self.pool.connections))
+        workers = []
+        for name in names:
+            conn = self.pool.connections.get(name)
+            report = next(iter(conn.capacity.store), None) if conn is not None else None
+            workers.append(
+                WorkerInput(
+                    name=name,
+                    connected=conn is not None and conn.connected,
+                    problem=self.pool.unusable_reason(name, now),
+                    report=report,
+                )
+            )
+        return dashboard_state(
+            workers=workers, cluster_queues=self.cluster_queues.store, workloads=self.workloads.store, now=now
+        )
 
     def remotes_connected(self) -> tuple[bool, str]:
         """Readiness detail "remotes connected": never fails the probe (one degraded worker must not take the whole

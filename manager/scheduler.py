@@ -259,7 +259,8 @@ class GlobalScheduler:
         if state.pending:  # Kueue counts an attempt per cycle that had heads to try
             rt.metrics.admission_attempt(admitted=bool(admitted), seconds=time.perf_counter() - started)
         self.last_state, self.last_admitted = state, admitted
-        self.last_inadmissible = frozenset(d.workload.key for d in decisions if not isinstance(d, Admit))
+        # a workload waiting for its preemptions stays active in Kueue (requeued at once); one that cannot fit is parked
+        self.last_inadmissible = frozenset(d.workload.key for d in decisions if isinstance(d, Wait))
         limiter = anyio.CapacityLimiter(rt.config.workers)
 
         async def write(update: WorkloadUpdate) -> None:

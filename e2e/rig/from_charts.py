@@ -62,6 +62,8 @@ def releases(fed: Federation) -> list[Release]:
         "manager.gcInterval": 10,
         "manager.multikueueKubeconfigDir": str(fed.directory / "multikueue-kubeconfigs"),
         "manager.extraArgs": manager_args,
+        "dashboard.enabled": True,  # the browser test reads it (off in the chart's defaults)
+        "dashboard.port": free_port(),
     }
     if spec.worker_lost_timeout:
         manager_values["manager.workerLostTimeout"] = spec.worker_lost_timeout

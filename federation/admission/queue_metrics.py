@@ -64,9 +64,15 @@ def queue_samples(state: QuotaState, *, inadmissible: Collection[str], admitted:
     add = samples.append
     lq_pending: dict[str, list[int]] = {}
     queue_of_local = {key: info.cluster_queue for key, info in state.local_queues.items()}
+    parked_elsewhere: dict[str, int] = {}
+    for blocked in state.blocked:  # in backoff, or no ClusterQueue can take it now: parked
+        key = _local_queue_key(blocked.raw)
+        lq_pending.setdefault(key, [0, 0])[1] += 1
+        if key in queue_of_local and not state.local_queues[key].stopped:  # backoff, namespace not selected, ...
+            parked_elsewhere[queue_of_local[key]] = parked_elsewhere.get(queue_of_local[key], 0) + 1
     for name, node in state.snapshot.cluster_queues.items():
         strict = node.spec.queueing_strategy == "StrictFIFO"
-        counts = [0, 0]
+        counts = [0, parked_elsewhere.get(name, 0)]
         for workload, raw in state.pending.get(name, ()):
             if workload.key in admitted:
                 continue
@@ -76,9 +82,6 @@ def queue_samples(state: QuotaState, *, inadmissible: Collection[str], admitted:
             lq_counts[parked] += 1
         add(("kueue_pending_workloads", (name, ACTIVE), float(counts[0])))
         add(("kueue_pending_workloads", (name, INADMISSIBLE), float(counts[1])))
-    for blocked in state.blocked:  # in backoff, or no ClusterQueue can take it now: parked
-        key = _local_queue_key(blocked.raw)
-        lq_pending.setdefault(key, [0, 0])[1] += 1
     for name, node in state.snapshot.cluster_queues.items():
         cohort = node.spec.cohort or ""
         holding = state.reserving.get(name, ())
@@ -109,7 +112,29 @@ def queue_samples(state: QuotaState, *, inadmissible: Collection[str], admitted:
                     add(("kueue_cluster_queue_borrowing_limit", labels, _amount(quota.borrowing_limit)))
                     add(("kueue_cluster_queue_lending_limit", labels, _amount(quota.lending_limit)))
     samples.extend(_local_queue_samples(state, lq_pending, queue_of_local))
+    samples.extend(_hierarchy_samples(state))
     return samples
+
+
+def _hierarchy_samples(state: QuotaState) -> Iterable[Sample]:
+    """Kueue's ``kueue_cluster_queue_info`` and ``kueue_cohort_info``: value 1, the tree in the labels."""
+
+    def chain(cohort: str | None) -> tuple[str, str]:
+        if not cohort:
+            return "", ""
+        root, seen = cohort, {cohort}
+        node = state.snapshot.cohorts.get(cohort)
+        while node is not None and node.parent_name and node.parent_name not in seen:
+            root = node.parent_name
+            seen.add(root)
+            node = state.snapshot.cohorts.get(root)
+        return cohort, root
+
+    for name, queue in state.snapshot.cluster_queues.items():
+        yield ("kueue_cluster_queue_info", (name, *chain(queue.spec.cohort)), 1.0)
+    for name, cohort in state.snapshot.cohorts.items():
+        parent, root = chain(cohort.parent_name)
+        yield ("kueue_cohort_info", (name, parent, root or name), 1.0)
 
 
 def _local_queue_samples(

@@ -14,6 +14,8 @@ import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 ReadinessCheck = Callable[[], tuple[bool, str]]
+Route = Callable[[], tuple[str, bytes]]
+"""A read-only page: returns its content type and body (kfed-manager's dashboard)."""
 
 _MAX_REQUEST_LINE = 8192
 
@@ -22,6 +24,10 @@ class HealthEndpoints:
     def __init__(self, *, metrics: Callable[[], bytes] | None = None) -> None:
         self._checks: dict[str, ReadinessCheck] = {}
         self._metrics = metrics
+        self._routes: dict[str, Route] = {}
+
+    def add_route(self, path: str, route: Route) -> None:
+        self._routes[path] = route
 
     def add_readiness_check(self, name: str, check: ReadinessCheck) -> None:
         self._checks[name] = check
@@ -45,6 +51,10 @@ class HealthEndpoints:
             return 200, "text/plain", b"ok"
         if path == "/metrics" and self._metrics is not None:
             return 200, "text/plain; version=0.0.4; charset=utf-8", self._metrics()
+        route = self._routes.get(path)
+        if route is not None:
+            ctype, body = route()
+            return 200, ctype, body
         return 404, "text/plain", b"not found"
 
     async def serve(
@@ -74,7 +84,7 @@ class HealthEndpoints:
             reason = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable"}[status]
             head = (
                 f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                "Connection: close\r\n\r\n"
+                "Cache-Control: no-store\r\nConnection: close\r\n\r\n"
             )
             try:
                 await stream.send(head.encode() + body)

@@ -86,6 +86,14 @@ GAUGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
         "metric reports +Inf.",
         ("cohort", "cluster_queue", "flavor", "resource"),
     ),
+    "kueue_cluster_queue_info": (
+        "Reports ClusterQueue hierarchy information. The metric has value 1 and can be joined using labels.",
+        ("cluster_queue", "parent_cohort", "root_cohort"),
+    ),
+    "kueue_cohort_info": (
+        "Reports Cohort hierarchy information. The metric has value 1 and can be joined using labels.",
+        ("cohort", "parent_cohort", "root_cohort"),
+    ),
     "kueue_local_queue_pending_workloads": (
         "The number of pending workloads, per 'local_queue' and 'status'.",
         ("name", "namespace", "status"),

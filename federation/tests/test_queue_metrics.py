@@ -97,3 +97,24 @@ def test_wait_starts_at_the_last_requeue() -> None:
         ]
     }
     assert queued_since(wl) == "2026-01-01T01:00:00Z"
+
+
+def test_a_workload_in_its_requeue_backoff_is_parked_in_its_cluster_queue() -> None:
+    waiting = workload("backoff", cpu="1")
+    waiting["status"] = {"requeueState": {"count": 1, "requeueAt": "2030-01-01T00:00:00Z"}}
+    st = state(
+        flavors=[flavor("f")],
+        queues=[cluster_queue("cq", {"f": {"cpu": "10"}})],
+        local_queues=[local_queue("ns", "lq", "cq")],
+        workloads=[waiting],
+        now_seconds=1_800_000_000.0,
+    )
+    got = {(n, ls): v for n, ls, v in queue_samples(st, inadmissible=set())}
+    assert got[("kueue_pending_workloads", ("cq", "inadmissible"))] == 1
+    assert got[("kueue_pending_workloads", ("cq", "active"))] == 0
+    assert got[("kueue_local_queue_pending_workloads", ("lq", "ns", "inadmissible"))] == 1
+
+
+def test_hierarchy_info() -> None:
+    got = {(n, ls): v for n, ls, v in queue_samples(_state(), inadmissible=set())}
+    assert got[("kueue_cluster_queue_info", ("cq", "co", "co"))] == 1

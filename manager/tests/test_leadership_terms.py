@@ -23,6 +23,9 @@ class _Runtime:
     def remotes_connected(self) -> tuple[bool, str]:
         return True, "1/2 connected; degraded: w2"
 
+    def dashboard_state(self) -> dict[str, object]:
+        return {}
+
     async def run(self) -> None:
         self.runs += 1
         await self.stop.wait()
