@@ -191,8 +191,8 @@ class RemoteSync:
         job_name = owner_job_name(workload)
         # The worker's caches only hold objects with our origin label: one with another manager uid is a copy of
         # an earlier Workload of the same name (deleted and re-created), which must go before this one is sent.
-        found_wl = conn.workloads.store.get(key)
-        found_jb = conn.jobs.store.get_by_name(job_name, namespace=namespace) if job_name else None
+        found_wl = conn.workload_view.get(key)
+        found_jb = conn.job_view.get_by_name(job_name, namespace=namespace) if job_name else None
         stale = [obj for obj in (found_jb, found_wl) if obj is not None and not self._ours(obj, uid)]
         if stale:
             await self._delete_copies(conn, stale, why="copy of an earlier workload with the same name")
@@ -620,8 +620,9 @@ class RemoteSync:
         return after
 
     async def _create(self, conn: WorkerConnection, resource: Any, obj: Obj) -> None:
+        view = conn.workload_view if resource is WORKLOADS else conn.job_view
         try:
-            await conn.api.create(resource, obj, field_manager=self._config.field_manager)
+            view.created(await conn.api.create(resource, obj, field_manager=self._config.field_manager))
         except AlreadyExists:
             meta = obj["metadata"]
             existing = await conn.api.get(resource, meta["name"], namespace=meta["namespace"])
@@ -631,6 +632,7 @@ class RemoteSync:
                     f"{resource.kind} {meta['namespace']}/{meta['name']} already exists in {conn.name} and was not "
                     "created by this kfed manager; it is left untouched"
                 ) from None
+            view.created(existing)
         log.info(
             "created remote object",
             cluster=conn.name,

@@ -41,6 +41,7 @@ from federation.kube.cache import WatchCache
 from federation.kube.clients import ClientOptions, connect_kubeconfig_text
 from federation.kube.errors import Forbidden, KubeError, NotFound
 from federation.kube.kubeconfig import KubeconfigError, read_kubeconfig_file
+from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import (
     CLUSTER_CAPACITIES,
@@ -103,6 +104,16 @@ class WorkerConnection:
     tg: anyio.abc.TaskGroup | None = None
     empty_since: float | None = None
     """Monotonic time since when the ClusterCapacity list has held no report."""
+    workload_view: WriteOverlay = field(init=False)
+    """The Workload copies with the ones the manager just created and the cache does not list yet: a pass right
+    after the create must not create it again (a 409 and a GET)."""
+    job_view: WriteOverlay = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.workload_view = WriteOverlay(self.workloads.store)
+        self.job_view = WriteOverlay(self.jobs.store)
+        self.workloads.add_handler(self.workload_view.observe)
+        self.jobs.add_handler(self.job_view.observe)
 
     @property
     def caches(self) -> tuple[tuple[str, WatchCache], ...]:

@@ -10,7 +10,10 @@ reconciles this became the common case (308 Conflicts in a 300-Job burst instead
 the write was based on and, for a chain of writes, the ones before). While the cache still holds one of those, the
 overlay's object is the truth; as soon as the cache holds anything else (our write arrived, or a later one, or the
 object was deleted) the entry is dropped and the cache is the truth again. No resourceVersion is ever compared by
-order (Kubernetes says they are opaque): only by equality.
+order (Kubernetes says they are opaque): only by equality. An object this process created is shown the same
+way until the cache lists it (:meth:`WriteOverlay.created`; :meth:`get` only, iteration shows the cache's objects).
+Deletions are not laid over: a deleted object stays visible until the cache drops it (a Job deleted in the
+foreground still has pods until then).
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from typing import Any
 from federation.kube.store import DELETED, Store
 
 Obj = dict[str, Any]
+
+_ABSENT = ""
+"""The "version" of an object the cache does not hold yet (no resourceVersion is empty)."""
 
 
 def _version(obj: Obj | None) -> str | None:
@@ -73,6 +79,12 @@ class WriteOverlay:
         chain = previous.superseded if previous is not None and _version(previous.obj) == base else frozenset()
         self._written[key] = _Written(after, chain | {base})
 
+    def created(self, obj: Obj) -> None:
+        """``obj`` is what the apiserver answered to a create: shown by :meth:`get` while the cache has no object
+        under its key."""
+        if _version(obj) is not None:
+            self._written[_key(obj)] = _Written(obj, frozenset({_ABSENT}))
+
     def forget(self, key: str) -> None:
         self._written.pop(key, None)
 
@@ -90,7 +102,7 @@ class WriteOverlay:
         entry = self._written.get(key)
         if entry is None:
             return cached
-        if cached is not None and _version(cached) in entry.superseded:
+        if (_version(cached) or _ABSENT) in entry.superseded:
             return entry.obj
         del self._written[key]
         return cached
@@ -105,3 +117,18 @@ class WriteOverlay:
         if not self._written:
             return iter(self._store)
         return (obj for obj in (self._current(_key(o), o) for o in self._store) if obj is not None)
+
+
+def apply_merge_patch(target: Obj, patch: Obj) -> Obj:
+    """``target`` as a JSON merge patch (RFC 7386) leaves it: ``None`` removes a key, objects merge key by key,
+    anything else (lists too) replaces. Shows a write in flight as the apiserver will make it."""
+    out = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict):
+            before = out.get(key)
+            out[key] = apply_merge_patch(before if isinstance(before, dict) else {}, value)
+        else:
+            out[key] = value
+    return out

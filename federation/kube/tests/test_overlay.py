@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from federation.kube.overlay import WriteOverlay
-from federation.kube.store import DELETED, MODIFIED, Store
+from federation.kube.store import ADDED, DELETED, MODIFIED, Store
 
 
 def obj(name: str, rv: str, state: str = "") -> dict[str, Any]:
@@ -60,4 +60,19 @@ def test_a_deleted_object_is_gone_from_the_view() -> None:
     view.observe(DELETED, obj("a", "1"))
     assert view.get("ns/a") is None
     assert list(view) == []
+    assert view.pending == 0
+
+
+def test_a_created_object_shows_until_the_cache_lists_it() -> None:
+    store = Store()
+    view = WriteOverlay(store)
+    view.created(obj("c", "3"))
+    assert view.get("ns/c") == obj("c", "3")
+    assert list(view) == []  # iteration is the cache's
+    store.upsert(obj("c", "3"))
+    view.observe(ADDED, obj("c", "3"))
+    assert view.pending == 0
+    view.created(obj("d", "4"))
+    store.upsert(obj("d", "6"))  # listed at a later version without an event seen here (a relist)
+    assert view.get("ns/d") == obj("d", "6")
     assert view.pending == 0
