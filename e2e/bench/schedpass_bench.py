@@ -178,8 +178,9 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
         wl["metadata"].update(uid=f"wl-{i}", resourceVersion="1", generation=1, creationTimestamp=created)
         workloads.append(wl)
     connections = {
-        name: SimpleNamespace(report=_report(name, nodes=nodes, queues=queues, now=now), connected=True)
+        name: SimpleNamespace(report=report, current=report, connected=True)
         for name in names
+        if (report := _report(name, nodes=nodes, queues=queues, now=now))
     }
     workload_cache = _cache(workloads)
     api = _Api(workload_cache.store)
