@@ -6,12 +6,13 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.kfed-installed
 PYTEST_ARGS ?=
 
-.PHONY: help venv lint test test-unit test-integration toolchain crds demo bench image test-image clean
+.PHONY: help venv lint test test-unit test-integration test-interop kueue toolchain crds demo bench image test-image clean
 
 help:
 	@echo "make demo        run 20 Jobs on a local federation (manager + 2 workers) and print a summary"
 	@echo "make test        lint + unit + integration/e2e tests (builds the toolchain once, then cached)"
 	@echo "make test-unit   pure-logic tests only (no toolchain needed)"
+	@echo "make test-interop interop with stock Kueue v0.19.1 both ways (builds Kueue from its Go module once)"
 	@echo "make lint        ruff, mypy --strict, import-linter"
 	@echo "make toolchain   build kube-apiserver/etcd/kwok/helm... from Go modules into the cache"
 	@echo "make bench       admission and topology cores in memory, dispatch on a local federation (BENCH=name)"
@@ -34,7 +35,7 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 test-unit: $(STAMP)
-	$(PY) -m pytest -q -m "not integration and not e2e and not image" federation manager worker_agent e2e $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not integration and not e2e and not image and not interop" federation manager worker_agent e2e $(PYTEST_ARGS)
 
 toolchain:
 	$(PYTHON) -m e2e.toolchain build
@@ -43,6 +44,12 @@ test-integration: $(STAMP) toolchain
 	$(PY) -m pytest -q -m "integration or e2e" e2e $(PYTEST_ARGS)
 
 test: lint test-unit test-integration
+
+kueue: $(STAMP)
+	$(PY) -m e2e.toolchain.kueue
+
+test-interop: $(STAMP) toolchain kueue
+	$(PY) -m pytest -q -m interop e2e $(PYTEST_ARGS)
 
 crds: $(STAMP)
 	$(PY) -m federation.api.crdgen charts

@@ -76,20 +76,11 @@ class StockKueue:
         self.records: list[ProcessRecord] = []
 
     def setup(self, fed: Federation) -> None:
-        from e2e.toolchain.kueue import ensure_kueue
-
-        binary, crds = ensure_kueue()
         # kfed's Job admission policy is kfed's, not Kueue's: the Jobs below carry managedBy and suspend themselves.
         fed.kubectl(
             "manager", "delete", "mutatingadmissionpolicybinding", "kfed-queued-jobs-managed-by-multikueue", check=False
         )
-        if not (METRICS_CERTS / "tls.crt").exists():
-            _pair(METRICS_CERTS, "kueue-metrics")
-        for cluster in fed.clusters:
-            fed.kubectl(cluster, "apply", "--server-side", "--force-conflicts", "-f", str(crds))
-            fed.kubectl(cluster, "create", "namespace", NAMESPACE, check=False)
-        for cluster in fed.clusters:
-            fed.kubectl(cluster, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        install_kueue_crds(fed, list(fed.clusters))
         kubeconfigs = {w: fed.kubeconfig(w).read_text() for w in fed.workers}
         objects = [o for o in multikueue_objects(fed.workers, kubeconfigs) if o["kind"] != "Namespace"]
         for obj in objects:
@@ -99,13 +90,45 @@ class StockKueue:
             "manager", "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
         )
         apply_sample_queues(fed)
-        launched = []
-        for cluster in fed.clusters:
+        self.records += launch_kueue(fed, list(fed.clusters), qps=self.qps)
+        _wait_active(fed)
+
+    def teardown(self, fed: Federation) -> None:
+        stop_records(self.records)
+        self.records = []
+
+
+def install_kueue_crds(fed: Federation, clusters: list[str]) -> None:
+    """Kueue v0.19.1's CRDs in place of kfed's on ``clusters``, and its namespace there."""
+    from e2e.toolchain.kueue import ensure_kueue
+
+    _binary, crds = ensure_kueue()
+    for cluster in clusters:
+        fed.kubectl(cluster, "apply", "--server-side", "--force-conflicts", "-f", str(crds))
+        fed.kubectl(cluster, "create", "namespace", NAMESPACE, check=False)
+    for cluster in clusters:
+        fed.kubectl(cluster, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+
+
+def launch_kueue(
+    fed: Federation, clusters: list[str], *, qps: bool = False, log_level: str = "info"
+) -> list[ProcessRecord]:
+    """Start stock Kueue on each of ``clusters`` (its CRDs installed) and wait until each is ready. The processes
+    are returned as soon as they start, also when one never gets ready: the caller stops them."""
+    from e2e.toolchain.kueue import ensure_kueue
+
+    binary, _crds = ensure_kueue()
+    if not (METRICS_CERTS / "tls.crt").exists():
+        _pair(METRICS_CERTS, "kueue-metrics")
+    records: list[ProcessRecord] = []
+    launched = []
+    try:
+        for cluster in clusters:
             directory = fed.directory / "kueue" / cluster
             cert_dir = directory / "webhook-certs"
             _pair(cert_dir, f"kueue-{cluster}")
             health = free_port()
-            config = configuration(webhook_port=free_port(), health_port=health, cert_dir=cert_dir, qps=self.qps)
+            config = configuration(webhook_port=free_port(), health_port=health, cert_dir=cert_dir, qps=qps)
             (directory / "config.yaml").write_text(yaml.safe_dump(config))
             proc, record = start_process(
                 f"kueue-{cluster}",
@@ -113,20 +136,19 @@ class StockKueue:
                     str(binary),
                     f"--config={directory / 'config.yaml'}",
                     f"--kubeconfig={fed.kubeconfig(cluster)}",
-                    "--zap-log-level=info",
+                    f"--zap-log-level={log_level}",
                 ],
                 log_path=directory / "kueue.log",
                 die_with_parent=fed.die_with_parent,
             )
-            self.records.append(record)
+            records.append(record)
             launched.append((cluster, health, proc, directory / "kueue.log"))
         for cluster, port, proc, log in launched:
             _wait_ready(f"kueue on {cluster}", port, proc, log)
-        _wait_active(fed)
-
-    def teardown(self, fed: Federation) -> None:
-        stop_records(self.records)
-        self.records = []
+    except BaseException:
+        stop_records(records)
+        raise
+    return records
 
 
 def _wait_ready(name: str, port: int, proc: Any, log: Path, timeout: float = 120) -> None:

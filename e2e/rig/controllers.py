@@ -113,6 +113,40 @@ def start_controllers(fed: Federation) -> None:
     ]
     kubeconfig_dir = fed.directory / KUBECONFIG_DIR
     kubeconfig_dir.mkdir(parents=True, exist_ok=True)
+    if fed.spec.kfed_manager:
+        _start_manager(fed, launched, common, kubeconfig_dir)
+    for worker in fed.workers:
+        if fed.spec.agents is not None and worker not in fed.spec.agents:
+            continue
+        port = free_port()
+        proc, record = start_process(
+            f"kfed-agent-{worker}",
+            [
+                controller_script("kfed-agent"),
+                "--kubeconfig",
+                str(fed.kubeconfig(worker)),
+                "--cluster-name",
+                worker,
+                "--health-port",
+                str(port),
+                *common,
+                *fed.spec.agent_args,
+            ],
+            log_path=logs / f"kfed-agent-{worker}.log",
+            die_with_parent=fed.die_with_parent,
+        )
+        launched.append((f"kfed-agent-{worker}", port, proc))
+        fed.controller_records.append(record)
+    for name, port, proc in launched:
+        _wait_ready(name, port, proc, log=logs / f"{name}.log")
+    if fed.spec.kfed_manager and fed.spec.agents is None:
+        _wait_connected(fed, logs / "kfed-manager.log")
+
+
+def _start_manager(
+    fed: Federation, launched: list[tuple[str, int, Any]], common: list[str], kubeconfig_dir: Path
+) -> None:
+    logs = fed.directory / "logs"
     port = free_port()
     proc, record = start_process(
         "kfed-manager",
@@ -136,29 +170,6 @@ def start_controllers(fed: Federation) -> None:
     )
     launched.append(("kfed-manager", port, proc))
     fed.controller_records.append(record)
-    for worker in fed.workers:
-        port = free_port()
-        proc, record = start_process(
-            f"kfed-agent-{worker}",
-            [
-                controller_script("kfed-agent"),
-                "--kubeconfig",
-                str(fed.kubeconfig(worker)),
-                "--cluster-name",
-                worker,
-                "--health-port",
-                str(port),
-                *common,
-                *fed.spec.agent_args,
-            ],
-            log_path=logs / f"kfed-agent-{worker}.log",
-            die_with_parent=fed.die_with_parent,
-        )
-        launched.append((f"kfed-agent-{worker}", port, proc))
-        fed.controller_records.append(record)
-    for name, port, proc in launched:
-        _wait_ready(name, port, proc, log=logs / f"{name}.log")
-    _wait_connected(fed, logs / "kfed-manager.log")
 
 
 @dataclass(frozen=True)

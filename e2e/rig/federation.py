@@ -61,6 +61,10 @@ class FederationSpec:
     """kfed-manager's --worker-lost-timeout (None: its default, Kueue's 15 min)."""
     shared_etcd: bool = False
     """Workers keep their objects in the manager cluster's etcd (a key prefix each): lighter rigs of many workers."""
+    kfed_manager: bool = True
+    """With ``controllers``: run kfed-manager (False: the manager cluster is left to another MultiKueue manager)."""
+    agents: tuple[str, ...] | None = None
+    """With ``controllers``: the workers that run a kfed-agent (None: all; the others are left to another system)."""
     agent_args: tuple[str, ...] = ()
     """Extra command-line arguments of every kfed-agent (e.g. ``("--node-failure-delay", "5")``)."""
     manager_nodes: int = 0

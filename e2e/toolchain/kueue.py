@@ -1,6 +1,7 @@
 """Stock Kueue (the MultiKueue the compare bench measures kfed against), built from its Go module on demand.
 
-Only ``make bench BENCH=compare`` asks for it, so ``make toolchain`` and the tests never pay its 15-20 minutes.
+Only ``make bench BENCH=compare`` and ``make test-interop`` (the ``interop`` tests) ask for it, so ``make toolchain``
+and ``make test`` never pay its build (7 min cold on CI, 15-20 min on a loaded 2-core machine; cached by version).
 ``go install sigs.k8s.io/kueue/cmd/kueue@VERSION`` needs the module proxy's version-list endpoint, which is
 refused here; the exact version downloads fine, so the module is copied to a writable directory and built in
 place with its own go.mod. Its CRDs come from the same module (``config/components/crd/bases``).
@@ -59,7 +60,7 @@ def ensure_kueue() -> tuple[Path, Path]:
             return binary, crds
         go = check_go()
         started = time.monotonic()
-        _say(f"building stock Kueue {pins.KUEUE} (only the compare bench needs it; 15-20 min on 2 cores)")
+        _say(f"building stock Kueue {pins.KUEUE} (for the compare bench and the interop tests; 7-20 min)")
         src = root / "src"
         module_dir = _download(go, root)
         shutil.rmtree(src, ignore_errors=True)

@@ -1,0 +1,218 @@
+"""Interop with stock Kueue v0.19.1: kfed-manager dispatching to a worker that runs stock Kueue (marker ``interop``:
+it needs Kueue built from its Go module, see ``e2e/toolchain/kueue.py``; ``make test-interop``).
+
+- kfed-manager and a worker that runs stock Kueue, no kfed-agent, joined with only the permissions Kueue documents
+  for the MultiKueue manager: probed through its ClusterQueue status, every Job runs there and completes;
+- a mixed pair (one kfed-agent worker, one stock Kueue worker) behind one queue: both take Jobs.
+
+Every Job completes with its status on the manager, and no copy is left on any worker. Kueue runs as local
+processes on the rig as ``e2e/bench/stock_kueue.py`` starts them (no webhooks).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.bench.stock_kueue import (
+    install_kueue_crds,
+    launch_kueue,
+    suspended,
+)
+from e2e.interop import kueue_manager_kubeconfig, use_kubeconfig
+from e2e.queues import job_manifest, named_queue_objects, queue_objects
+from e2e.rig.controllers import KFED_NAMESPACE
+from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
+from e2e.rig.nodes import NodeShape
+from e2e.rig.processes import ProcessRecord, stop_records
+from e2e.scenarios.helpers import condition, get, items, wait_complete
+from e2e.toolchain import ensure_built
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.interop
+
+ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+KUEUE_LOG_LEVEL = "3"
+"""Kueue's MultiKueue controllers say what they decide at V(2) and V(3)."""
+PROBED = "probed through the worker's ClusterQueue status"
+ONLY = "only"
+"""A queue of its own on the manager, whose MultiKueueConfig lists only some of the workers."""
+
+
+def _keep_logs(fed: Federation, name: str) -> None:
+    """With KFED_KEEP_LOGS=DIR, the kfed and Kueue logs of the federation are copied to DIR/name at the end."""
+    keep = os.environ.get("KFED_KEEP_LOGS")
+    if keep:
+        for part in ("logs", "kueue"):
+            if (fed.directory / part).is_dir():
+                shutil.copytree(fed.directory / part, Path(keep) / name / part, dirs_exist_ok=True)
+
+
+def _dump_state(fed: Federation, name: str) -> None:
+    """With KFED_KEEP_LOGS=DIR, every cluster's Workloads and Jobs as YAML, into DIR/state-name/."""
+    keep = os.environ.get("KFED_KEEP_LOGS")
+    if not keep:
+        return
+    directory = Path(keep) / f"state-{name}"
+    directory.mkdir(parents=True, exist_ok=True)
+    for cluster in fed.clusters:
+        out = fed.kubectl(cluster, "get", "workloads.kueue.x-k8s.io,jobs.batch", "-A", "-o", "yaml", check=False)
+        (directory / f"{cluster}.yaml").write_text(out.stdout + out.stderr)
+
+
+def _apply(fed: Federation, cluster: str, objects: list[dict[str, Any]]) -> None:
+    fed.kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+
+
+def _routed_queue(fed: Federation, workers: list[str], *, cpu: str) -> None:
+    """Manager ClusterQueue and LocalQueue ``only`` behind a MultiKueue check whose config lists ``workers``; on
+    those workers, ``only`` queues of ``cpu`` each."""
+    _apply(
+        fed,
+        MANAGER,
+        [
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "MultiKueueConfig",
+                "metadata": {"name": ONLY},
+                "spec": {"clusters": workers},
+            },
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "AdmissionCheck",
+                "metadata": {"name": ONLY},
+                "spec": {
+                    "controllerName": "kueue.x-k8s.io/multikueue",
+                    "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": ONLY},
+                },
+            },
+        ],
+    )
+    manager_queues = named_queue_objects(ONLY, cpu="64", manager=False)
+    manager_queues[0]["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": ONLY}]}
+    _apply(fed, MANAGER, manager_queues)
+    for worker in workers:
+        _apply(fed, worker, named_queue_objects(ONLY, cpu=cpu, manager=False))
+
+
+def _queues(fed: Federation, *, worker_cpu: str) -> None:
+    for worker in fed.workers:
+        _apply(fed, worker, queue_objects(namespace="default", cpu=worker_cpu, memory="64Gi", manager=False))
+    total = str(int(worker_cpu) * len(fed.workers))
+    _apply(fed, MANAGER, queue_objects(namespace="default", cpu=total, memory="256Gi", manager=True))
+
+
+def _left_on_workers(fed: Federation) -> dict[str, list[str]]:
+    """Per worker, the MultiKueue copies (Workloads and Jobs with the origin label) still there."""
+    found: dict[str, list[str]] = {}
+    for worker in fed.workers:
+        names = [
+            f"{kind.split('.')[0]}/{obj['metadata']['name']}"
+            for kind in ("workloads.kueue.x-k8s.io", "jobs.batch")
+            for obj in items(fed, worker, kind, "-l", ORIGIN_LABEL)
+        ]
+        if names:
+            found[worker] = names
+    return found
+
+
+def _manager_workload(fed: Federation, job: str) -> dict[str, Any] | None:
+    for wl in items(fed, MANAGER, "workloads.kueue.x-k8s.io"):
+        if any(ref.get("name") == job for ref in wl["metadata"].get("ownerReferences") or ()):
+            return wl
+    return None
+
+
+def _run_jobs(
+    fed: Federation, names: list[str], *, queue: str, cpu: str, stock_manager: bool, timeout: float = 120
+) -> dict[str, str]:
+    """Submit the Jobs, wait for each to complete on the manager; returns Job -> the worker it ran on."""
+    manifests = [job_manifest(n, namespace="default", cpu=cpu, seconds=2, queue=queue) for n in names]
+    if stock_manager:
+        manifests = suspended(manifests)
+    _apply(fed, MANAGER, manifests)
+    ran_on: dict[str, str] = {}
+    for name in names:
+        try:
+            job = wait_complete(fed, name, timeout=timeout)
+        except AssertionError:
+            _dump_state(fed, name)
+            raise
+        assert job["status"].get("succeeded") == 1, job["status"]
+        wl = wait_for(
+            lambda name=name: _manager_workload(fed, name),  # type: ignore[misc]
+            until=lambda w: w is not None and condition(w, "Finished") is not None,
+            timeout=30,
+            what=f"the manager Workload of {name} to be Finished",
+        )
+        assert wl is not None
+        ran_on[name] = str((wl.get("status") or {}).get("clusterName"))
+    wait_for(
+        lambda: _left_on_workers(fed),
+        until=lambda left: left == {},
+        timeout=60,
+        what="every copy to be removed from the workers",
+    )
+    return ran_on
+
+
+# -- kfed-manager and stock Kueue workers ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kfed_manager_mixed() -> Iterator[Federation]:
+    """kfed-manager; worker-1 runs kfed-agent, worker-2 stock Kueue (joined with Kueue's documented credential)."""
+    bins = ensure_built()
+    spec = FederationSpec(
+        workers=2,
+        node_shapes={"worker-1": NodeShape(count=2), "worker-2": NodeShape(count=2)},
+        job_seconds=2,
+        controllers=True,
+        agents=("worker-1",),
+    )
+    records: list[ProcessRecord] = []
+    with tempfile.TemporaryDirectory(prefix="kfed-interop-") as tmp, running(Path(tmp), bins, spec) as fed:
+        try:
+            install_kueue_crds(fed, ["worker-2"])
+            _queues(fed, worker_cpu="16")
+            _routed_queue(fed, ["worker-2"], cpu="16")
+            records += launch_kueue(fed, ["worker-2"], log_level=KUEUE_LOG_LEVEL)
+            use_kubeconfig(fed, "worker-2", kueue_manager_kubeconfig(fed, "worker-2"))
+            for worker, says in (("worker-1", "Connected"), ("worker-2", PROBED)):
+                wait_for(
+                    lambda worker=worker: condition(  # type: ignore[misc]
+                        get(fed, MANAGER, "multikueuecluster", worker, namespace=KFED_NAMESPACE), "Active"
+                    ),
+                    until=lambda c, says=says: c is not None and c["status"] == "True" and says in str(c["message"]),  # type: ignore[misc]
+                    timeout=60,
+                    what=f"{worker} Active on kfed-manager, saying {says!r}",
+                )
+            yield fed
+        finally:
+            stop_records(records)
+            _keep_logs(fed, "kfed-manager-mixed")
+
+
+def test_kfed_manager_dispatches_to_a_stock_kueue_worker(kfed_manager_mixed: Federation) -> None:
+    fed = kfed_manager_mixed
+    active = condition(get(fed, MANAGER, "multikueuecluster", "worker-2", namespace=KFED_NAMESPACE), "Active")
+    assert active is not None
+    assert PROBED in str(active["message"]), active
+    assert "403 Forbidden" in str(active["message"]), active  # Kueue's role: no clustercapacities.kfed.io
+    names = [f"to-kueue-{i}" for i in range(4)]
+    ran_on = _run_jobs(fed, names, queue=ONLY, cpu="3", stock_manager=False)
+    assert set(ran_on.values()) == {"worker-2"}, ran_on
+
+
+def test_kfed_manager_dispatches_to_a_kfed_worker_and_a_stock_kueue_worker(kfed_manager_mixed: Federation) -> None:
+    # 6-cpu Jobs on 16-cpu workers: two fit on each at a time, so both workers take some
+    names = [f"mixed-{i}" for i in range(6)]
+    ran_on = _run_jobs(fed := kfed_manager_mixed, names, queue="user-queue", cpu="6", stock_manager=False)
+    assert set(ran_on.values()) == set(fed.workers), ran_on
