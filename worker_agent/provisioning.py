@@ -23,7 +23,7 @@ import structlog
 
 from federation.admission.api_workloads import workload_key
 from federation.api.workload import EVICTED, FINISHED, QUOTA_RESERVED
-from federation.conditions import is_true
+from federation.conditions import conditions_of, find_condition, is_true, set_condition
 from federation.kube import resources as r
 from federation.kube.api import KubeApi, Propagation
 from federation.kube.cache import WatchCache
@@ -109,6 +109,7 @@ class Provisioning:
             for ref in (request.get("metadata") or {}).get("ownerReferences") or ():
                 if ref.get("kind") == "Workload":
                     requests_by_owner.setdefault(str(ref.get("uid")), []).append(request)
+        await self._sync_active(configs)
         for workload in list(workloads):
             owned = requests_by_owner.get(_uid(workload), [])
             if is_true(workload, FINISHED):
@@ -128,6 +129,33 @@ class Provisioning:
                 await self._sync_one(workload, states, ours, owned, configs, checks, flavor_labels, remember, now)
             except KubeError as exc:
                 self._log.warning("provisioning.sync_failed", workload=workload_key(workload), error=str(exc)[:300])
+
+    async def _sync_active(self, configs: Mapping[str, Obj]) -> None:
+        """Keep the ``Active`` condition of this controller's AdmissionChecks current (written when its status
+        changes, as Kueue does)."""
+        for check in list(self.admission_checks.store):
+            if (check.get("spec") or {}).get("controllerName") != d.CONTROLLER_NAME:
+                continue
+            wanted = d.active_condition(check, configs)
+            meta = check["metadata"]
+            current = find_condition(check, "Active")
+            if current is not None and current.get("status") == wanted["status"]:
+                continue
+            conditions, _ = set_condition(
+                conditions_of(check),
+                condition_type="Active",
+                status=wanted["status"] == "True",
+                reason=wanted["reason"],
+                message=wanted["message"],
+                now=dt.datetime.now(dt.UTC),
+                observed_generation=meta.get("generation"),
+            )
+            body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": {"conditions": conditions}}
+            try:
+                await self.api.patch_status(r.ADMISSION_CHECKS, str(meta["name"]), body, field_manager=FIELD_MANAGER)
+            except (Conflict, NotFound):
+                continue  # its watch event brings it back
+            self._log.info("provisioning.check_active", check=meta["name"], **wanted)
 
     async def _sync_one(  # noqa: PLR0917 -- one workload's pass, called from one place
         self,

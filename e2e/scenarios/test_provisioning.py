@@ -10,6 +10,7 @@ agent creates an ``autoscaling.x-k8s.io/v1`` ProvisioningRequest per attempt, an
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -154,11 +155,23 @@ def _checks(workload: dict[str, Any] | None) -> list[dict[str, Any]]:
     return list(((workload or {}).get("status") or {}).get("admissionChecks") or ())
 
 
+def _active(fed: Federation, worker: str) -> str | None:
+    found = condition(get(fed, worker, "admissionchecks.kueue.x-k8s.io", CHECK), "Active")
+    return None if found is None else str(found.get("status"))
+
+
 def _copy(fed: Federation, worker: str, name: str) -> dict[str, Any] | None:
     return get(fed, worker, "workloads.kueue.x-k8s.io", name)
 
 
 def test_a_provisioned_request_admits_the_job_on_its_worker(federation: Federation, provisioned_queue: str) -> None:
+    for worker_name in federation.workers:  # the agent keeps the check's Active condition, as Kueue does
+        wait_for(
+            functools.partial(_active, federation, worker_name),
+            until=lambda status: status == "True",
+            timeout=30,
+            what=f"the check to be Active on {worker_name}",
+        )
     submit(federation, "prov-ok", cpu="1", seconds=1, queue=provisioned_queue)
     manager_wl = wait_for(
         lambda: workload_of(federation, "prov-ok"), until=bool, timeout=30, what="the Workload of prov-ok"
@@ -216,14 +229,27 @@ def test_a_failed_request_retries_with_backoff_then_rejects_on_the_manager(
     )
     assert retried is not None
     assert retried["status"]["requeueState"]["count"] == 1
-    evicted = condition(retried, "Evicted")
+    evicted = condition(retried, "Evicted")  # True, or already False ("Previously: ...") once re-admitted
     assert evicted is not None
-    assert evicted["reason"] == "AdmissionCheck"
     assert "out of stock in zone a" in evicted["message"]
+    events = wait_for(
+        lambda: [
+            e
+            for e in items(federation, worker, "events.events.k8s.io")
+            if e.get("reason") == "EvictedDueToAdmissionCheck" and e["regarding"]["name"] == name
+        ],
+        until=bool,
+        timeout=30,
+        what="the worker's eviction Event for the retry",
+    )
+    assert 'AdmissionCheck in Retry state: "e2e-prov"' in events[0]["note"]
     again_worker, second = _request(federation, name, 2)
     assert again_worker == worker, "the retry stays on the worker that holds the copy"
-    assert not any(r["metadata"]["name"] == first["metadata"]["name"] for _, r in _requests(federation)), (
-        "the failed attempt's request is deleted"
+    wait_for(
+        lambda: [r for _, r in _requests(federation) if r["metadata"]["name"] == first["metadata"]["name"]],
+        until=lambda found: not found,
+        timeout=30,
+        what="the failed attempt's request to be deleted",
     )
     _answer(federation, worker, second, "Failed", "out of stock in zone b")
 

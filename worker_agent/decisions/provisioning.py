@@ -422,3 +422,12 @@ def stale_requests(
     """Owned requests to delete: all of them once the workload finished, else every one but those kept."""
     kept = set() if finished else set(keep)
     return [r for r in requests if str((r.get("metadata") or {}).get("name")) not in kept]
+
+
+def active_condition(check: Mapping[str, Any], configs: Mapping[str, Mapping[str, Any]]) -> Obj:
+    """The ``Active`` condition of a check of this controller (Kueue's ``acReconciler``): True when its parameters
+    name an existing ProvisioningRequestConfig, else False with reason ``BadParametersRef``."""
+    config, problem = config_for_check(check, configs)
+    if config is not None:
+        return {"status": "True", "reason": "Active", "message": "The admission check is active"}
+    return {"status": "False", "reason": "BadParametersRef", "message": problem}

@@ -401,3 +401,12 @@ def test_the_job_starts_with_what_the_ready_check_asks_of_its_pods() -> None:
     start = start_decision(job, wl, flavors={"rf": flavor_info(flavor("rf"))})
     assert start is not None
     assert start.patch["spec"]["template"]["metadata"]["annotations"] == {d.CONSUME_ANNOTATION: "w-prov-1"}
+
+
+def test_a_check_is_active_only_with_its_config() -> None:
+    params = {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "cfg"}
+    check_obj = {"spec": {"controllerName": d.CONTROLLER_NAME, "parameters": params}}
+    assert d.active_condition(check_obj, {"cfg": {"spec": {"provisioningClassName": "c"}}})["status"] == "True"
+    inactive = d.active_condition(check_obj, {})
+    assert (inactive["status"], inactive["reason"]) == ("False", "BadParametersRef")
+    assert inactive["message"] == "ProvisioningRequestConfig cfg not found"
