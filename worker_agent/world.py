@@ -14,7 +14,6 @@ import structlog
 from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.api_workloads import ALL_RESOURCES, ResourceRules
-from federation.api.labels import PREBUILT_WORKLOAD_LABEL
 from federation.kube import resources as r
 from federation.kube.api import KubeApi
 from federation.kube.cache import Handler, WatchCache
@@ -30,7 +29,9 @@ class World:
     def __init__(self, api: KubeApi, *, resource_rules: ResourceRules = ALL_RESOURCES) -> None:
         self.api = api
         self.workloads = WatchCache(api, r.WORKLOADS)
-        self.jobs = WatchCache(api, r.JOBS, label_selector=PREBUILT_WORKLOAD_LABEL)
+        # every Job: a stock Kueue MultiKueue manager names the prebuilt Workload in an annotation, which no selector
+        # can match (Jobs that name none are skipped where they are read)
+        self.jobs = WatchCache(api, r.JOBS)
         self.cluster_queues = WatchCache(api, r.CLUSTER_QUEUES)
         self.local_queues = WatchCache(api, r.LOCAL_QUEUES)
         self.flavors = WatchCache(api, r.RESOURCE_FLAVORS)

@@ -21,7 +21,7 @@ from typing import Any
 
 from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_state
-from federation.api.labels import PREBUILT_WORKLOAD_LABEL
+from federation.api.labels import PREBUILT_WORKLOAD_ANNOTATION, PREBUILT_WORKLOAD_LABEL
 from federation.api.workload import FINISHED
 from federation.conditions import conditions_of, set_condition
 from federation.protocol import REASON_FAILED, REASON_SUCCEEDED
@@ -50,8 +50,12 @@ class FinishWorkload:
 
 
 def prebuilt_workload_name(job: Mapping[str, Any]) -> str | None:
-    labels = (job.get("metadata") or {}).get("labels") or {}
-    name = labels.get(PREBUILT_WORKLOAD_LABEL)
+    """The Job's prebuilt Workload, as Kueue v0.19 reads it: the annotation (what a stock Kueue MultiKueue manager
+    writes), else the label (what kfed-manager and older Kueue write)."""
+    meta = job.get("metadata") or {}
+    name = (meta.get("annotations") or {}).get(PREBUILT_WORKLOAD_ANNOTATION) or (meta.get("labels") or {}).get(
+        PREBUILT_WORKLOAD_LABEL
+    )
     return str(name) if name else None
 
 

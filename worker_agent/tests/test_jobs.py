@@ -149,3 +149,16 @@ def test_a_tas_workload_starts_its_job_gated_and_marked_for_the_ungater() -> Non
     assert template["spec"]["schedulingGates"] == [{"name": "other"}, {"name": "kueue.x-k8s.io/topology"}]
     assert template["metadata"]["labels"]["kueue.x-k8s.io/tas"] == "true"
     assert template["metadata"]["annotations"]["kueue.x-k8s.io/workload"] == tas["metadata"]["name"]
+
+
+def test_the_prebuilt_workload_is_named_by_the_annotation_a_stock_kueue_manager_writes() -> None:
+    copy = job()
+    copy["metadata"]["labels"] = {"kueue.x-k8s.io/multikueue-origin": "multikueue"}
+    copy["metadata"]["annotations"] = {"kueue.x-k8s.io/prebuilt-workload-name": "job-w-1a2b3"}
+    assert prebuilt_workload_name(copy) == "job-w-1a2b3"
+    copy["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] = "other"
+    assert prebuilt_workload_name(copy) == "job-w-1a2b3"  # Kueue reads the annotation first
+    del copy["metadata"]["annotations"]
+    assert prebuilt_workload_name(copy) == "other"
+    copy["metadata"]["labels"] = {}
+    assert prebuilt_workload_name(copy) is None
