@@ -255,7 +255,7 @@ async def _stop_resume(args: argparse.Namespace, api: KubeApi) -> str:
     if resource is WORKLOADS:
         patch: dict[str, Any] = {"spec": {"active": not stop}}
     elif resource in (CLUSTER_QUEUES, LOCAL_QUEUES):
-        policy = ("Hold" if args.keep_already_running else "HoldAndDrain") if stop else None
+        policy = ("Hold" if args.keep_already_running else "HoldAndDrain") if stop else "None"  # Kueue's value
         patch = {"spec": {"stopPolicy": policy}}
     else:
         raise ValueError(f"{args.kind} cannot be stopped or resumed")

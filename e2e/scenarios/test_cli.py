@@ -130,7 +130,7 @@ def test_queues_positions_stop_resume(federation: Federation, tmp_path: Path) ->
         _kfed(config, "resume", "workload", name)
         assert (workload_of(fed, "cli-first") or {})["spec"].get("active") is True
         _kfed(config, "resume", "clusterqueue", CQ)
-        assert "stopPolicy" not in (get(fed, MANAGER, "clusterqueue", CQ) or {})["spec"]
+        assert (get(fed, MANAGER, "clusterqueue", CQ) or {})["spec"]["stopPolicy"] == "None"
     finally:
         fed.kubectl(MANAGER, "delete", "job", "cli-first", "cli-second", "--ignore-not-found", "--wait=false")
         fed.kubectl(MANAGER, "delete", "localqueue", LQ, "--ignore-not-found", "--wait=false")
