@@ -6,7 +6,8 @@ it needs Kueue built from its Go module, see ``e2e/toolchain/kueue.py``; ``make 
 - a mixed pair (one kfed-agent worker, one stock Kueue worker) behind one queue: both take Jobs.
 
 Every Job completes with its status on the manager, and no copy is left on any worker. Kueue runs as local
-processes on the rig as ``e2e/bench/stock_kueue.py`` starts them (no webhooks).
+processes on the rig as ``e2e/bench/stock_kueue.py`` starts them (no webhooks). The other way round (a stock Kueue
+manager, kfed-agent workers) is in ``test_interop_stock_manager.py``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,82 @@
+"""Interop with stock Kueue v0.19.1, the other way: a stock Kueue MultiKueue manager dispatching to kfed-agent workers
+(marker ``interop``, ``make test-interop``).
+
+Kueue's AllAtOnce dispatcher puts a copy of the Workload on every worker of the config; the first to reserve quota
+wins, the other copies are deleted, and only then is the Job created on the winner, naming its Workload in the
+``kueue.x-k8s.io/prebuilt-workload-name`` annotation (Kueue v0.18+, WorkloadIdentifierAnnotations), not the label.
+The agent behaves as Kueue on a worker for that protocol. Two kfed-agent workers behind one queue, and a mixed trio
+(two kfed-agent workers and one stock Kueue worker) behind another: every Job completes with its status on the
+manager, and no copy is left on any worker.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from e2e.bench.stock_kueue import NAMESPACE as KUEUE_NAMESPACE
+from e2e.bench.stock_kueue import _wait_active, install_kueue_crds, launch_kueue
+from e2e.rig.controllers import multikueue_objects
+from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
+from e2e.rig.nodes import NodeShape
+from e2e.rig.processes import ProcessRecord, stop_records
+from e2e.scenarios.test_interop import KUEUE_LOG_LEVEL, ONLY, _apply, _keep_logs, _queues, _routed_queue, _run_jobs
+from e2e.toolchain import ensure_built
+
+pytestmark = pytest.mark.interop
+
+
+@pytest.fixture(scope="module")
+def stock_manager_mixed() -> Iterator[Federation]:
+    """Stock Kueue as the MultiKueue manager; worker-1 and worker-2 run kfed-agent, worker-3 stock Kueue."""
+    bins = ensure_built()
+    spec = FederationSpec(
+        workers=3,
+        node_shapes={w: NodeShape(count=2) for w in ("worker-1", "worker-2", "worker-3")},
+        job_seconds=2,
+        controllers=True,
+        kfed_manager=False,
+        agents=("worker-1", "worker-2"),
+    )
+    records: list[ProcessRecord] = []
+    with tempfile.TemporaryDirectory(prefix="kfed-interop-") as tmp, running(Path(tmp), bins, spec) as fed:
+        try:
+            # kfed's Job admission policy is kfed's: Jobs for a stock manager carry managedBy and suspend themselves
+            fed.kubectl(
+                MANAGER,
+                "delete",
+                "mutatingadmissionpolicybinding",
+                "kfed-queued-jobs-managed-by-multikueue",
+                check=False,
+            )
+            install_kueue_crds(fed, [MANAGER, "worker-3"])
+            kubeconfigs = {w: fed.kubeconfig(w).read_text() for w in fed.workers}
+            objects = [o for o in multikueue_objects(fed.workers, kubeconfigs) if o["kind"] != "Namespace"]
+            for obj in objects:
+                if obj["kind"] == "Secret":
+                    obj["metadata"]["namespace"] = KUEUE_NAMESPACE
+            _apply(fed, MANAGER, objects)
+            _queues(fed, worker_cpu="16")
+            _routed_queue(fed, ["worker-1", "worker-2"], cpu="16")
+            records += launch_kueue(fed, [MANAGER, "worker-3"], log_level=KUEUE_LOG_LEVEL)
+            _wait_active(fed)
+            yield fed
+        finally:
+            stop_records(records)
+            _keep_logs(fed, "stock-manager-mixed")
+
+
+def test_a_stock_kueue_manager_dispatches_to_kfed_agents(stock_manager_mixed: Federation) -> None:
+    names = [f"from-kueue-{i}" for i in range(4)]
+    ran_on = _run_jobs(stock_manager_mixed, names, queue=ONLY, cpu="3", stock_manager=True)
+    assert set(ran_on.values()) <= {"worker-1", "worker-2"}, ran_on
+
+
+def test_a_stock_kueue_manager_dispatches_to_kfed_and_kueue_workers(stock_manager_mixed: Federation) -> None:
+    # 6-cpu Jobs on 16-cpu workers: two fit on each at a time, so at least two workers take some
+    names = [f"kueue-mixed-{i}" for i in range(6)]
+    ran_on = _run_jobs(stock_manager_mixed, names, queue="user-queue", cpu="6", stock_manager=True)
+    assert len(set(ran_on.values())) >= 2, ran_on
