@@ -305,8 +305,8 @@ class RemoteSync:
         key = f"{meta['namespace']}/{meta['name']}"
 
         async def create_workload_copy() -> None:
-            await self._create(conn, WORKLOADS, remote_workload(workload, origin=self._config.origin))
-            self._count_dispatch(workload, worker=worker)
+            if await self._create(conn, WORKLOADS, remote_workload(workload, origin=self._config.origin)):
+                self._count_dispatch(workload, worker=worker)  # once per copy made, not per attempt
 
         async def create_job_copy() -> None:
             assert manager_job is not None
@@ -619,7 +619,8 @@ class RemoteSync:
         self._job_view.wrote(before, after)
         return after
 
-    async def _create(self, conn: WorkerConnection, resource: Any, obj: Obj) -> None:
+    async def _create(self, conn: WorkerConnection, resource: Any, obj: Obj) -> bool:
+        """Create ``obj`` on the worker; False when our copy was already there (made by an earlier attempt)."""
         view = conn.workload_view if resource is WORKLOADS else conn.job_view
         try:
             view.created(await conn.api.create(resource, obj, field_manager=self._config.field_manager))
@@ -633,12 +634,14 @@ class RemoteSync:
                     "created by this kfed manager; it is left untouched"
                 ) from None
             view.created(existing)
+            return False
         log.info(
             "created remote object",
             cluster=conn.name,
             kind=resource.kind,
             workload=f"{obj['metadata']['namespace']}/{obj['metadata']['name']}",
         )
+        return True
 
     async def _pods_ready(
         self, workload: Obj, *, worker: str, remote_jb: Obj | None, now: dt.datetime
