@@ -105,7 +105,8 @@ def test_metrics_after_one_job_and_one_job_too_big(federation: Federation) -> No
         assert value(after, "kfed_worker_connected", cluster=w) == 1
         assert 0 <= value(after, "kfed_capacity_report_age_seconds", cluster=w) < 60
     assert has(after, "kfed_in_flight_workloads")
-    assert value(after, "kueue_build_info") == 1
+    assert value(after, "kueue_build_info", go_version="", git_commit="", compiler="cpython") == 1
+    assert value(after, "python_info") == 1
     assert has(after, "process_cpu_seconds_total")
     assert has(after, "python_gc_collections_total")
     # the worker's agent counts its own admission of the copy, under the same names

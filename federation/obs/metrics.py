@@ -41,6 +41,33 @@ def _exponential(count: int) -> tuple[float, ...]:
 _ATTEMPT_BUCKETS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096)
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
+_GOARCH: Final = {"x86_64": "amd64", "aarch64": "arm64", "i686": "386", "armv7l": "arm", "ppc64le": "ppc64le"}
+
+BUILD_INFO_HELP: Final = (
+    "Kueue build information. 1 labeled by git version, git commit, build date, go version, compiler, platform. "
+    "kfed: 'git_version' is kfed's package version; 'git_commit' and 'build_date' are empty (kfed's package is not "
+    "stamped with them); 'go_version' is empty (kfed is a Python program: its Python version is in python_info); "
+    "'compiler' is the Python implementation running kfed (sys.implementation.name, e.g. 'cpython') where Kueue "
+    "has Go's compiler ('gc'); 'platform' is GOOS/GOARCH spelled as Go does (e.g. 'linux/amd64')."
+)
+
+
+def build_info_labels(*, version: str, implementation: str, system: str, machine: str) -> dict[str, str]:
+    """``kueue_build_info``'s labels (Kueue's names, in Kueue's order), each holding only what is true of kfed.
+
+    Kueue fills them from its Go linker flags and ``runtime``; a Python process has no Go version, and kfed's
+    package carries no commit or build date, so those stay empty rather than holding something else."""
+    arch = machine.lower()
+    return {
+        "git_version": version,
+        "git_commit": "",
+        "build_date": "",
+        "go_version": "",
+        "compiler": implementation,
+        "platform": f"{system}/{_GOARCH.get(arch, arch)}",
+    }
+
+
 Sample = tuple[str, tuple[str, ...], float]
 """A gauge value from a source: metric name, label values (in the order of ``GAUGES[name]``'s labels), value."""
 
@@ -175,20 +202,13 @@ class Metrics:
         GCCollector(registry=r)
         r.register(_SourceCollector(self))
         role_label = "replica_role"
-        Gauge(
-            "kueue_build_info",
-            "Kueue build information. 1 labeled by git version, git commit, build date, go version, compiler, "
-            "platform (kfed: its version, and the Python implementation and version in place of Go's)",
-            ["git_version", "git_commit", "build_date", "go_version", "compiler", "platform"],
-            registry=r,
-        ).labels(
-            git_version=package_version(),
-            git_commit="unknown",
-            build_date="unknown",
-            go_version=f"python{platform.python_version()}",
-            compiler=sys.implementation.name,
-            platform=f"{sys.platform}/{platform.machine()}",
-        ).set(1)
+        labels = build_info_labels(
+            version=package_version(),
+            implementation=sys.implementation.name,
+            system=sys.platform,
+            machine=platform.machine(),
+        )
+        Gauge("kueue_build_info", BUILD_INFO_HELP, list(labels), registry=r).labels(**labels).set(1)
         cq = ["cluster_queue", "priority_class", role_label]
         lq = ["name", "namespace", "priority_class", role_label]
         self.admission_attempts = Counter(
