@@ -25,7 +25,8 @@ Local admission (agent on W):
 
 Capacity (agent → manager): the agent keeps one cluster-scoped ``ClusterCapacity`` (named
 ``federation.api.capacity.CLUSTER_CAPACITY_NAME``) current: published within ``CAPACITY_DEBOUNCE_SECONDS`` of any
-change and at least every ``CAPACITY_HEARTBEAT_SECONDS``, ``status.generation`` +1 each time,
+change but not more often than every ``CAPACITY_MIN_INTERVAL_SECONDS``, and at least every
+``CAPACITY_HEARTBEAT_SECONDS``, ``status.generation`` +1 each time,
 ``status.observedTime`` from the agent's clock. The manager keeps an in-flight ledger of what it dispatched to W;
 an entry stops counting once W reports a capacity computed after the copy's ``QuotaReserved`` transition (both
 times come from the agent's clock), or when the copy is gone. A report older than ``CAPACITY_STALE_SECONDS`` makes
@@ -48,6 +49,11 @@ DEFAULT_ORIGIN: Final = "multikueue"
 MANAGER_UID_LABEL: Final = "kfed.io/manager-workload-uid"
 
 CAPACITY_DEBOUNCE_SECONDS: Final = 0.2
+CAPACITY_MIN_INTERVAL_SECONDS: Final = 1.0
+"""Reports in a burst of admissions go out at most this often: the manager's in-flight ledger covers the gap."""
+QUEUE_STATUS_MIN_INTERVAL_SECONDS: Final = 5.0
+"""The worker's ClusterQueue/LocalQueue status (usage, pending counts) is rewritten at most this often; the last
+change is always written once the interval has passed."""
 CAPACITY_HEARTBEAT_SECONDS: Final = 30.0
 CAPACITY_STALE_SECONDS: Final = 120.0
 

@@ -1,7 +1,9 @@
 """Keeps ``ClusterCapacity/local`` current, and the local ClusterQueues' status with it.
 
-Publishes within ``CAPACITY_DEBOUNCE_SECONDS`` of any change to quota objects or workloads, and at least every
-``CAPACITY_HEARTBEAT_SECONDS``; each report bumps ``status.generation``. The manager drops an in-flight ledger
+Publishes within ``CAPACITY_DEBOUNCE_SECONDS`` of any change to quota objects or workloads (reports in a burst
+at most every ``CAPACITY_MIN_INTERVAL_SECONDS``), and at least every ``CAPACITY_HEARTBEAT_SECONDS``; the local
+queues' status follows the reports at most every ``QUEUE_STATUS_MIN_INTERVAL_SECONDS`` (finalizers at once), its
+last change always written; each report bumps ``status.generation``. The manager drops an in-flight ledger
 entry once a report's ``observedTime`` is later than the copy's ``QuotaReserved`` transition, so two rules keep
 that comparison honest with second-precision condition times:
 
@@ -37,7 +39,12 @@ from federation.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from federation.kube.status_writes import write_finalizers, write_status_patches
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
-from federation.protocol import CAPACITY_DEBOUNCE_SECONDS, CAPACITY_HEARTBEAT_SECONDS
+from federation.protocol import (
+    CAPACITY_DEBOUNCE_SECONDS,
+    CAPACITY_HEARTBEAT_SECONDS,
+    CAPACITY_MIN_INTERVAL_SECONDS,
+    QUEUE_STATUS_MIN_INTERVAL_SECONDS,
+)
 from worker_agent.decisions.capacity import capacity_status
 from worker_agent.world import World
 
@@ -57,6 +64,8 @@ class CapacityPublisher:
         lock: anyio.Lock,
         debounce: float = CAPACITY_DEBOUNCE_SECONDS,
         heartbeat: float = CAPACITY_HEARTBEAT_SECONDS,
+        min_interval: float = CAPACITY_MIN_INTERVAL_SECONDS,
+        queue_status_interval: float = QUEUE_STATUS_MIN_INTERVAL_SECONDS,
         update_queue_status: bool = True,
         clock: Callable[[], float] = time.time,
         topologies: Callable[[], list[Obj]] = list,
@@ -67,6 +76,12 @@ class CapacityPublisher:
         self.lock = lock
         self.debounce = debounce
         self.heartbeat = heartbeat
+        self.min_interval = min_interval
+        self.queue_status_interval = queue_status_interval
+        self._last_report = -math.inf
+        self._queue_status_written = -math.inf
+        self._queue_status_owed = False
+        """A queue-status change was held back by the interval: the run loop wakes to write it."""
         self.update_queue_status = update_queue_status
         self.clock = clock
         self.topologies = topologies
@@ -91,9 +106,12 @@ class CapacityPublisher:
         follow_up: float | None = None
         while True:
             deadline = next_heartbeat if follow_up is None else min(next_heartbeat, follow_up)
+            if self._queue_status_owed:
+                deadline = min(deadline, self._queue_status_written + self.queue_status_interval)
             with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
                 await self.trigger.wait()
                 await anyio.sleep(self.debounce)
+            await anyio.sleep(max(0.0, self._last_report + self.min_interval - time.monotonic()))
             heartbeat_due = time.monotonic() >= next_heartbeat
             try:
                 follow_up_due = follow_up is not None and time.monotonic() >= follow_up
@@ -149,6 +167,7 @@ class CapacityPublisher:
                 await self._write_queue_status(state, pending)
             return None
         await self._write_report(status, observed)
+        self._last_report = time.monotonic()
         self._reported = (status, admissions_seen)
         if self.update_queue_status:
             await self._write_queue_status(state, pending)
@@ -187,6 +206,7 @@ class CapacityPublisher:
         return queue_samples(state, inadmissible=inadmissible_by_condition(state))
 
     async def _write_queue_status(self, state: QuotaState, pending: dict[str, int]) -> None:
+        """Finalizers at once; the status patches only when the interval since the last ones has passed."""
         now = dt.datetime.now(dt.UTC)
         queues = {str(q["metadata"]["name"]): q for q in self.world.cluster_queues.store}
         local_queues = {
@@ -196,6 +216,13 @@ class CapacityPublisher:
             self.api, r.CLUSTER_QUEUES, finalizer_changes(state, queues), current=queues, field_manager="kfed-agent"
         )
         queues.update(updated)  # the status below is written at the resourceVersion the finalizers made
+        if time.monotonic() < self._queue_status_written + self.queue_status_interval:
+            self._queue_status_owed = True
+            if not written:
+                self.trigger.pull()
+            return
+        self._queue_status_written = time.monotonic()
+        self._queue_status_owed = False
         written &= await write_status_patches(
             self.api,
             r.CLUSTER_QUEUES,

@@ -209,9 +209,10 @@ def dispatch(
     cpu: str,
     priority: int | None = None,
     preemption_gates: tuple[str, ...] = (),
+    seconds: float | None = None,
 ) -> None:
     """Create the Workload copy and the suspended Job copy exactly as the manager does (with ``preemption_gates``,
-    as a Kueue v0.20 manager does)."""
+    as a Kueue v0.20 manager does); ``seconds``: how long kwok keeps its pod running."""
     manager_uid = str(uuid.uuid4())
     labels = {ORIGIN_LABEL: "multikueue", MANAGER_UID_LABEL: manager_uid}
     pod_spec = {
@@ -228,12 +229,14 @@ def dispatch(
         workload["spec"]["priority"] = priority
     if preemption_gates:
         workload["spec"]["preemptionGates"] = [{"name": gate} for gate in preemption_gates]
-    job = {
+    job: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": name, "namespace": namespace, "labels": {**labels, PREBUILT_LABEL: name}},
         "spec": {"suspend": True, "backoffLimit": 0, "template": {"spec": pod_spec}},
     }
+    if seconds is not None:
+        job["spec"]["template"]["metadata"] = {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": f"{seconds}s"}}
     rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(workload))
     rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(job))
 
@@ -264,7 +267,7 @@ def event_reasons(rig: Federation, namespace: str, name: str) -> set[str]:
 def test_dispatched_workload_is_admitted_run_and_finished(rig: Federation, agent: RunningAgent, queues: Queues) -> None:
     ns, name = queues.namespace, "job-fits"
     wait_for("the capacity report to list the new ClusterQueue", lambda: capacity_of(rig, queues.cluster_queue))
-    dispatch(rig, ns, name, queue=queues.local_queue, cpu="2")
+    dispatch(rig, ns, name, queue=queues.local_queue, cpu="2", seconds=8)
 
     def workload_when(condition_types: tuple[str, ...]) -> dict[str, Any] | None:
         wl = get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns)
@@ -297,6 +300,13 @@ def test_dispatched_workload_is_admitted_run_and_finished(rig: Federation, agent
     assert job["spec"]["template"]["spec"]["nodeSelector"] == {NODE_LABEL[0]: NODE_LABEL[1]}
 
     running = wait_for("the report to show the usage", lambda: report_when("usage", "2"))
+
+    def queue_status(reserving: int) -> dict[str, Any] | None:
+        cq = get_json(rig, "clusterqueues.kueue.x-k8s.io", queues.cluster_queue)
+        return cq if cq is not None and (cq.get("status") or {}).get("reservingWorkloads") == reserving else None
+
+    # The queue status is written at most every 5 s, and the change held back is written when that time is up.
+    wait_for("the ClusterQueue status to show the Workload", lambda: queue_status(1), timeout=8)
     assert cpu_of(running) == {"name": "cpu", "nominal": "4", "usage": "2", "free": "2"}
     report = get_json(rig, "clustercapacities.kfed.io", "local") or {}
     route = {"namespace": ns, "name": queues.local_queue, "clusterQueue": queues.cluster_queue}
@@ -315,11 +325,8 @@ def test_dispatched_workload_is_admitted_run_and_finished(rig: Federation, agent
         seconds=2,
     )
 
-    def settled_queue() -> dict[str, Any] | None:
-        cq = get_json(rig, "clusterqueues.kueue.x-k8s.io", queues.cluster_queue)
-        return cq if cq is not None and (cq.get("status") or {}).get("admittedWorkloads") == 0 else None
-
-    queue = wait_for("the ClusterQueue status to settle", settled_queue)
+    queue = wait_for("the ClusterQueue status to show it gone", lambda: queue_status(0), timeout=8)
+    assert queue["status"]["admittedWorkloads"] == 0
     assert (condition(queue, "Active") or {}).get("status") == "True"
 
 
