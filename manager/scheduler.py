@@ -192,7 +192,12 @@ class GlobalScheduler:
         """Kueue's ClusterQueue and LocalQueue gauges as the last pass left them (read at scrape time)."""
         if self.last_state is None:
             return []
-        return queue_samples(self.last_state, inadmissible=self.last_inadmissible, admitted=self.last_admitted)
+        return queue_samples(
+            self.last_state,
+            inadmissible=self.last_inadmissible,
+            admitted=self.last_admitted,
+            fair_sharing=self._rt.config.cycle.fair_sharing,
+        )
 
     async def schedule_once(self) -> None:
         rt = self._rt

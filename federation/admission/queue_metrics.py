@@ -16,8 +16,11 @@ import math
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from federation.admission import model as core
 from federation.admission.api_state import TERMINATING, QuotaState
-from federation.admission.api_workloads import reserved_usage
+from federation.admission.api_workloads import core_workload, reserved_usage
+from federation.admission.fair_sharing import INFINITE_SHARE, dominant_resource_share
+from federation.admission.snapshot import ClusterQueueNode, CohortNode, QuotaNode
 from federation.conditions import find_condition, is_true
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 
@@ -54,28 +57,38 @@ def _local_queue_key(raw: Mapping[str, Any]) -> str:
     return f"{raw['metadata']['namespace']}/{(raw.get('spec') or {}).get('queueName', '')}"
 
 
-def queue_samples(state: QuotaState, *, inadmissible: Collection[str], admitted: Collection[str] = ()) -> list[Sample]:
-    """Every ClusterQueue and LocalQueue gauge for ``state``.
+def queue_samples(
+    state: QuotaState, *, inadmissible: Collection[str], admitted: Collection[str] = (), fair_sharing: bool = False
+) -> list[Sample]:
+    """Every ClusterQueue, Cohort and LocalQueue gauge for ``state``.
 
     ``inadmissible`` holds the keys of pending workloads the last pass tried and could not admit; ``admitted`` the
-    keys it admitted (still pending in ``state``, which was built before the pass).
+    keys it admitted (still pending in ``state``, which was built before the pass). The weighted shares are
+    reported only with ``fair_sharing`` on, as Kueue does.
     """
     samples: list[Sample] = []
     add = samples.append
     lq_pending: dict[str, list[int]] = {}
     queue_of_local = {key: info.cluster_queue for key, info in state.local_queues.items()}
     parked_elsewhere: dict[str, int] = {}
+    pending_requests: dict[str, dict[str, int]] = {}
     for blocked in state.blocked:  # in backoff, or no ClusterQueue can take it now: parked
         key = _local_queue_key(blocked.raw)
         lq_pending.setdefault(key, [0, 0])[1] += 1
         if key in queue_of_local and not state.local_queues[key].stopped:  # backoff, namespace not selected, ...
             parked_elsewhere[queue_of_local[key]] = parked_elsewhere.get(queue_of_local[key], 0) + 1
+            try:
+                backing_off = core_workload(blocked.raw, cluster_queue=queue_of_local[key])
+            except ValueError:  # a malformed workload requests nothing it could be charged for
+                continue
+            _add_requests(pending_requests.setdefault(queue_of_local[key], {}), backing_off)
     for name, node in state.snapshot.cluster_queues.items():
         strict = node.spec.queueing_strategy == "StrictFIFO"
         counts = [0, parked_elsewhere.get(name, 0)]
         for workload, raw in state.pending.get(name, ()):
             if workload.key in admitted:
                 continue
+            _add_requests(pending_requests.setdefault(name, {}), workload)
             parked = not strict and workload.key in inadmissible
             counts[parked] += 1
             lq_counts = lq_pending.setdefault(_local_queue_key(raw), [0, 0])
@@ -111,9 +124,68 @@ def queue_samples(state: QuotaState, *, inadmissible: Collection[str], admitted:
                     add(("kueue_cluster_queue_nominal_quota", labels, _amount(quota.nominal)))
                     add(("kueue_cluster_queue_borrowing_limit", labels, _amount(quota.borrowing_limit)))
                     add(("kueue_cluster_queue_lending_limit", labels, _amount(quota.lending_limit)))
+        requested = pending_requests.get(name, {})
+        covered = {resource for group in node.spec.resource_groups for resource in group.covered_resources}
+        for resource in sorted(covered | set(requested)):
+            add(("kueue_cluster_queue_resource_pending", (name, resource), requested.get(resource, 0) / _MILLI))
+        if fair_sharing:
+            add(("kueue_cluster_queue_weighted_share", (name, cohort), _weighted_share(node, nan_if_infinite=True)))
     samples.extend(_local_queue_samples(state, lq_pending, queue_of_local))
     samples.extend(_hierarchy_samples(state))
+    samples.extend(_cohort_samples(state, fair_sharing=fair_sharing))
     return samples
+
+
+def _add_requests(total: dict[str, int], workload: core.Workload) -> None:
+    """Add a pending workload's whole request (every pod of every pod set, milli-units) to ``total``."""
+    for pod_set in workload.pod_sets:
+        for resource, amount in pod_set.requests.items():
+            total[resource] = total.get(resource, 0) + amount * pod_set.count
+
+
+def _weighted_share(node: QuotaNode, *, nan_if_infinite: bool) -> float:
+    """Kueue's weighted share gauge: the dominant-resource share kfed orders by (per mille of the lendable quota
+    borrowed, divided by the weight; 0 when not borrowing). Borrowing with weight 0 is infinite: Kueue reports NaN
+    for a ClusterQueue and +Inf for a Cohort."""
+    share = dominant_resource_share(node)
+    if share == INFINITE_SHARE:
+        return math.nan if nan_if_infinite else math.inf
+    return float(share)
+
+
+def _queues_under(node: QuotaNode, seen: set[str]) -> Iterable[ClusterQueueNode]:
+    if isinstance(node, ClusterQueueNode):
+        yield node
+        return
+    if node.name in seen:  # a cycle: Kueue reports nothing for such a tree
+        return
+    seen.add(node.name)
+    for child in node.children:
+        yield from _queues_under(child, seen)
+
+
+def _cohort_samples(state: QuotaState, *, fair_sharing: bool) -> Iterable[Sample]:
+    """Kueue's ``kueue_cohort_subtree_*`` gauges (quota and reservations only where above zero, as Kueue clears
+    them at zero) and, with fair sharing, ``kueue_cohort_weighted_share``."""
+    for name, cohort in state.snapshot.cohorts.items():
+        if isinstance(cohort, CohortNode) and cohort.in_cycle:
+            continue
+        queues = list(_queues_under(cohort, set()))
+        reserved: dict[tuple[str, str], int] = {}
+        admitted = 0
+        for queue in queues:
+            for key, amount in queue.usage.items():
+                reserved[key] = reserved.get(key, 0) + amount
+            admitted += sum(1 for raw in state.reserving.get(queue.name, ()) if is_true(raw, "Admitted"))
+        for (flavor, resource), amount in sorted(cohort.subtree_quota.items()):
+            if amount > 0:
+                yield ("kueue_cohort_subtree_quota", (name, flavor, resource), amount / _MILLI)
+        for (flavor, resource), amount in sorted(reserved.items()):
+            if amount > 0:
+                yield ("kueue_cohort_subtree_resource_reservations", (name, flavor, resource), amount / _MILLI)
+        yield ("kueue_cohort_subtree_admitted_active_workloads", (name,), float(admitted))
+        if fair_sharing:
+            yield ("kueue_cohort_weighted_share", (name,), _weighted_share(cohort, nan_if_infinite=False))
 
 
 def _hierarchy_samples(state: QuotaState) -> Iterable[Sample]:

@@ -113,6 +113,41 @@ GAUGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
         "metric reports +Inf.",
         ("cohort", "cluster_queue", "flavor", "resource"),
     ),
+    "kueue_cluster_queue_resource_pending": (
+        "Reports the cluster_queue's total pending resource requests. Unlike resource_reservation, pending workloads "
+        "have not yet been assigned to flavors.",
+        ("cluster_queue", "resource"),
+    ),
+    "kueue_cluster_queue_weighted_share": (
+        "Reports a value that representing the maximum of the ratios of usage above nominal quota to the lendable "
+        "resources in the cohort, among all the resources provided by the ClusterQueue, and divided by the weight. "
+        "If zero, it means that the usage of the ClusterQueue is below the nominal quota. If the ClusterQueue has a "
+        "weight of zero and is borrowing, this will return NaN. (kfed: the integer share its fair sharing orders by; "
+        "only with fair sharing on.)",
+        ("cluster_queue", "cohort"),
+    ),
+    "kueue_cohort_weighted_share": (
+        "Reports a value that representing the maximum of the ratios of usage above nominal quota to the lendable "
+        "resources in the Cohort, among all the resources provided by the Cohort, and divided by the weight. If "
+        "zero, it means that the usage of the Cohort is below the nominal quota. If the Cohort has a weight of zero "
+        "and is borrowing, this will return NaN. (kfed: the integer share its fair sharing orders by, +Inf for a "
+        "weight of zero as Kueue's cohort gauge; only with fair sharing on.)",
+        ("cohort",),
+    ),
+    "kueue_cohort_subtree_quota": (
+        "Reports the cohort's nominal quota aggregated within the cohort's subtree. The values are reported per "
+        "resource and flavor",
+        ("cohort", "flavor", "resource"),
+    ),
+    "kueue_cohort_subtree_resource_reservations": (
+        "Reports the cohort's resource reservations aggregated within the cohort's subtree. The values are reported "
+        "per resource and flavor",
+        ("cohort", "flavor", "resource"),
+    ),
+    "kueue_cohort_subtree_admitted_active_workloads": (
+        "The number of admitted Workloads that are active, per cohort's subtree",
+        ("cohort",),
+    ),
     "kueue_cluster_queue_info": (
         "Reports ClusterQueue hierarchy information. The metric has value 1 and can be joined using labels.",
         ("cluster_queue", "parent_cohort", "root_cohort"),

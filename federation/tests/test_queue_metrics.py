@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import math
 
+from federation.admission.api_state import QuotaState
 from federation.admission.queue_metrics import (
     eviction_labels,
     inadmissible_by_condition,
@@ -113,8 +114,65 @@ def test_a_workload_in_its_requeue_backoff_is_parked_in_its_cluster_queue() -> N
     assert got[("kueue_pending_workloads", ("cq", "inadmissible"))] == 1
     assert got[("kueue_pending_workloads", ("cq", "active"))] == 0
     assert got[("kueue_local_queue_pending_workloads", ("lq", "ns", "inadmissible"))] == 1
+    assert got[("kueue_cluster_queue_resource_pending", ("cq", "cpu"))] == 1
 
 
 def test_hierarchy_info() -> None:
     got = {(n, ls): v for n, ls, v in queue_samples(_state(), inadmissible=set())}
     assert got[("kueue_cluster_queue_info", ("cq", "co", "co"))] == 1
+
+
+def _cohort_state() -> QuotaState:
+    """Cohort ``co``: ``small`` (4 cpu) borrows 2 of ``big``'s 10 to run 6; ``big`` runs 3; 2 pods x 1 cpu wait."""
+    return state(
+        flavors=[flavor("f")],
+        queues=[
+            cluster_queue("big", {"f": {"cpu": "10"}}, cohort="co"),
+            cluster_queue("small", {"f": {"cpu": "4"}}, cohort="co"),
+        ],
+        local_queues=[local_queue("ns", "lq", "big"), local_queue("ns", "lq2", "small")],
+        workloads=[
+            workload("running", cpu="3", status=admitted_status("big", "f", "3")),
+            workload("borrower", queue="lq2", cpu="6", status=admitted_status("small", "f", "6")),
+            workload("waiting", cpu="1", count=2),
+        ],
+    )
+
+
+def test_pending_resources_sum_every_pod_of_the_pending_workloads_per_cluster_queue() -> None:
+    got = _as_dict(queue_samples(_cohort_state(), inadmissible=set()))
+    assert got[("kueue_cluster_queue_resource_pending", ("big", "cpu"))] == 2
+    assert got[("kueue_cluster_queue_resource_pending", ("small", "cpu"))] == 0  # a configured resource: reported at 0
+    admitted = _as_dict(queue_samples(_cohort_state(), inadmissible=set(), admitted={"ns/waiting"}))
+    assert admitted[("kueue_cluster_queue_resource_pending", ("big", "cpu"))] == 0
+
+
+def test_cohort_subtree_gauges() -> None:
+    got = _as_dict(queue_samples(_cohort_state(), inadmissible=set()))
+    assert got[("kueue_cohort_subtree_quota", ("co", "f", "cpu"))] == 14
+    assert got[("kueue_cohort_subtree_resource_reservations", ("co", "f", "cpu"))] == 9
+    assert got[("kueue_cohort_subtree_admitted_active_workloads", ("co",))] == 2
+
+
+def test_weighted_shares_only_with_fair_sharing() -> None:
+    off = _as_dict(queue_samples(_cohort_state(), inadmissible=set()))
+    assert not [key for key in off if key[0].endswith("weighted_share")]
+    got = _as_dict(queue_samples(_cohort_state(), inadmissible=set(), fair_sharing=True))
+    # small borrows 2 cpu of the 14 its cohort can lend: 2/14 per mille, rounded down, weight 1
+    assert got[("kueue_cluster_queue_weighted_share", ("small", "co"))] == 142
+    assert got[("kueue_cluster_queue_weighted_share", ("big", "co"))] == 0
+    assert got[("kueue_cohort_weighted_share", ("co",))] == 0  # the top of its tree borrows from nobody
+
+
+def test_weighted_share_of_a_borrowing_queue_with_weight_zero_is_nan() -> None:
+    st = state(
+        flavors=[flavor("f")],
+        queues=[
+            cluster_queue("big", {"f": {"cpu": "10"}}, cohort="co"),
+            cluster_queue("small", {"f": {"cpu": "4"}}, cohort="co", fairSharing={"weight": "0"}),
+        ],
+        local_queues=[local_queue("ns", "lq2", "small")],
+        workloads=[workload("borrower", queue="lq2", cpu="6", status=admitted_status("small", "f", "6"))],
+    )
+    got = _as_dict(queue_samples(st, inadmissible=set(), fair_sharing=True))
+    assert math.isnan(got[("kueue_cluster_queue_weighted_share", ("small", "co"))])
