@@ -77,8 +77,9 @@ from manager.workers import WorkerConnection, WorkerPool
 
 log = structlog.get_logger(__name__)
 
-MIRROR_INTERVAL = 1.0
-"""Seconds between two mirrors of a running Job's status (each pod changes it)."""
+MIRROR_INTERVAL = 5.0
+"""Seconds between two mirrors of a running Job's status (each pod changes it). The first mirror (the Job
+started) and the final one (finished) are made at once; the counts in between follow at most this often."""
 
 Obj = dict[str, Any]
 

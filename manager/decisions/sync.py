@@ -81,6 +81,12 @@ def status_mirrored(manager_job: Obj, remote_job: Obj) -> bool:
     return (manager_job.get("status") or {}) == mirrored_job_status(remote_job)
 
 
+def worth_mirroring(remote_job: Obj) -> bool:
+    """A remote Job that has not started (no ``startTime``) and has not finished has nothing to show on the manager
+    yet (at most its ``Suspended=False`` condition): its first mirror waits for the start, one write fewer per Job."""
+    return bool((remote_job.get("status") or {}).get("startTime")) or job_finish(remote_job) is not None
+
+
 def priority_of(workload: Obj | None) -> tuple[int, str | None]:
     spec = (workload or {}).get("spec") or {}
     return int(spec.get("priority") or 0), (spec.get("priorityClassRef") or {}).get("name")
@@ -125,7 +131,7 @@ def plan(
     if manager_job is not None and (admitted_here or steps):
         if (manager_job.get("spec") or {}).get("suspend", False):
             steps.append("unsuspend_manager_job")
-        if not status_mirrored(manager_job, remote_job):
+        if worth_mirroring(remote_job) and not status_mirrored(manager_job, remote_job):
             steps.append("mirror_job_status")
     if finish is not None:
         steps.append("finish_manager_workload")

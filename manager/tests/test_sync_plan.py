@@ -34,9 +34,16 @@ def test_remote_not_admitted_yet_waits() -> None:
 
 def test_remote_admission_marks_admitted_then_starts_and_mirrors() -> None:
     job = obj(suspend=True)
-    remote_job = obj(status={"active": 1})
+    remote_job = obj(status={"active": 1, "startTime": "2026-11-21T10:00:00Z"})
     steps = plan(manager_workload=RESERVED, manager_job=job, remote_workload=RESERVED, remote_job=remote_job)
     assert steps == ["mark_admitted", "unsuspend_manager_job", "mirror_job_status"]
+
+
+def test_a_remote_job_that_has_not_started_is_not_mirrored_yet() -> None:
+    job = obj(suspend=True)
+    not_started = obj(cond("Suspended", status=False))
+    steps = plan(manager_workload=RESERVED, manager_job=job, remote_workload=RESERVED, remote_job=not_started)
+    assert steps == ["mark_admitted", "unsuspend_manager_job"]
 
 
 def test_fast_finish_still_syncs_final_status_before_finishing() -> None:
@@ -90,7 +97,7 @@ def test_no_copy_is_created_while_another_admission_check_is_not_ready() -> None
 
 def test_copies_already_sent_keep_syncing_whatever_the_other_checks_say() -> None:
     job = obj(suspend=True)
-    remote_job = obj(status={"active": 1})
+    remote_job = obj(status={"active": 1, "startTime": "2026-11-21T10:00:00Z"})
     steps = plan(
         manager_workload=RESERVED, manager_job=job, remote_workload=RESERVED, remote_job=remote_job, checks_ready=False
     )
@@ -108,7 +115,8 @@ def test_a_priority_change_reaches_the_copy_before_anything_else_and_the_rest_st
     admitted = with_priority(obj(cond("QuotaReserved"), cond("Admitted")), 1000, "high")
     copy = with_priority(RESERVED, 100, "low")
     job = obj(suspend=False, status={"active": 1})
-    steps = plan(manager_workload=admitted, manager_job=job, remote_workload=copy, remote_job=obj(status={"active": 2}))
+    remote_job = obj(status={"active": 2, "startTime": "2026-11-21T10:00:00Z"})
+    steps = plan(manager_workload=admitted, manager_job=job, remote_workload=copy, remote_job=remote_job)
     assert steps == ["update_remote_priority", "mirror_job_status"]
 
 
