@@ -126,7 +126,9 @@ def test_metrics_after_one_job_and_one_job_too_big(federation: Federation) -> No
         )
         assert value(pending, "kueue_pending_workloads", cluster_queue=CLUSTER_QUEUE, status="active") == 0
         assert value(pending, "kueue_local_queue_pending_workloads", name=LOCAL_QUEUE, status="inadmissible") == 1
-        assert value(pending, "kueue_cluster_queue_resource_pending", cluster_queue=CLUSTER_QUEUE, resource="cpu") == 200
+        assert (
+            value(pending, "kueue_cluster_queue_resource_pending", cluster_queue=CLUSTER_QUEUE, resource="cpu") == 200
+        )
         assert _delta(after, pending)("kueue_admission_attempts_total", result="inadmissible") >= 1
     finally:
         fed.kubectl(MANAGER, "delete", "job", "metrics-huge", "--ignore-not-found", "--wait=false")
