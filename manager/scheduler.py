@@ -27,6 +27,7 @@ from federation.admission.api_queue_status import (
 )
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.decisions import Admit, Preempt, Wait
+from federation.admission.parking import ParkingLot
 from federation.admission.queue_metrics import Sample, queue_samples, queued_since, workload_labels
 from federation.conditions import is_true, parse_time
 from federation.kube.errors import Conflict, KubeError
@@ -93,6 +94,9 @@ class GlobalScheduler:
         pass); the next pass decides on the Workloads as these writes make them, and leaves them alone until the
         answer is in (a refused write is decided again)."""
         self._write_limiter = anyio.CapacityLimiter(runtime.config.workers)
+        self.parking = ParkingLot()
+        """Pending Workloads that did not fit, left out of later passes until something that could change the
+        answer happens (``federation.admission.parking``)."""
         self._answered: anyio.Event | None = None
 
     @property
@@ -188,6 +192,38 @@ class GlobalScheduler:
         self._pass_workers[key] = states
         return states
 
+    def _veto_stamp(self, now: dt.datetime, holding: list[dict[str, Any]]) -> tuple[object, ...]:
+        """Everything a veto (no worker has room, no usable MultiKueue configuration, admission blocked until pods
+        are ready) depends on besides the Workload itself: a Workload parked by a veto wakes when this changes."""
+        rt = self._rt
+        pool = rt.pool
+        names = sorted({*pool.connections, *getattr(pool, "problems", {})})
+        workers = tuple(
+            (
+                name,
+                (conn := pool.connections.get(name)) is not None and conn.current,
+                pool.unusable_reason(name, now),
+            )
+            for name in names
+        )
+        versions = tuple(
+            (kind, o["metadata"]["name"], o["metadata"].get("resourceVersion"))
+            for kind, cache in (
+                ("ClusterQueue", rt.cluster_queues),
+                ("AdmissionCheck", rt.admission_checks),
+                ("MultiKueueConfig", rt.multikueue_configs),
+                ("ResourceFlavor", rt.flavors),
+            )
+            for o in cache.store
+        )
+        ready = rt.config.wait_for_pods_ready
+        holders = (
+            tuple((_key(raw), raw["metadata"].get("resourceVersion")) for raw in holding)
+            if ready is not None and ready.block_admission
+            else ()
+        )
+        return (workers, versions, rt.ledger.releases, holders)
+
     def queue_gauges(self) -> list[Sample]:
         """Kueue's ClusterQueue and LocalQueue gauges as the last pass left them (read at scrape time)."""
         if self.last_state is None:
@@ -264,7 +300,18 @@ class GlobalScheduler:
             )
             if update is not None:
                 updates.append(update)
-        decisions = drain(state, now_seconds=now.timestamp(), veto=veto, config=rt.config.cycle)
+        decisions = drain(
+            state,
+            now_seconds=now.timestamp(),
+            veto=veto,
+            config=rt.config.cycle,
+            parking=self.parking,
+            workers=self._veto_stamp(now, holding),
+        )
+        expiry = self.parking.next_expiry()
+        if expiry is not None and (self._requeue_wake_at is None or expiry < self._requeue_wake_at):
+            self._requeue_wake_at = expiry
+            self._task_group.start_soon(self._wake_at, expiry)
         preempting: set[str] = set()
         for decision in decisions:
             raw = raw_of[decision.workload.key]
@@ -303,9 +350,12 @@ class GlobalScheduler:
             rt.metrics.admission_attempt(admitted=bool(admitted), seconds=time.perf_counter() - started)
         self.last_state, self.last_admitted = state, admitted
         # a workload waiting for its preemptions stays active in Kueue (requeued at once); one that cannot fit is parked
-        self.last_inadmissible = frozenset(d.workload.key for d in decisions if isinstance(d, Wait))
+        self.last_inadmissible = frozenset(d.workload.key for d in decisions if isinstance(d, Wait)) | frozenset(
+            parked.workload.key for parked in self.parking.parked()
+        )
         for update in updates:
             if update.key in self._writing:
+                self.parking.unpark(update.key)
                 continue  # decided on the Workload as its write in flight makes it; looked at again once answered
             self._writing[update.key] = (
                 update,
@@ -408,6 +458,7 @@ class GlobalScheduler:
                 field_manager=rt.config.field_manager,
             )
         except (Conflict, KubeError) as err:
+            self.parking.unpark(update.key)  # its verdict is not written: decided again on the next pass
             rt.ledger.forget(update.key)
             self._preemptors.pop(update.key, None)
             log.info("workload status write failed; will decide again", workload=update.key, error=str(err))

@@ -24,6 +24,9 @@ from federation.admission.api_workloads import workload_key
 from federation.admission.cycle import CycleConfig, apply_admission, run_cycle
 from federation.admission.decisions import Admit, Assignment, Decision, Wait
 from federation.admission.flavors import format_amount
+from federation.admission.model import Workload
+from federation.admission.parking import ParkingLot, Stamp, Verdict, tree_stamps
+from federation.admission.snapshot import ClusterQueueNode
 from federation.api.workload import QUOTA_RESERVED
 from federation.conditions import conditions_of, set_condition
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
@@ -99,7 +102,13 @@ _DEFAULT_CONFIG = CycleConfig()
 
 
 def drain(
-    state: QuotaState, *, now_seconds: float, veto: Veto | None = None, config: CycleConfig = _DEFAULT_CONFIG
+    state: QuotaState,
+    *,
+    now_seconds: float,
+    veto: Veto | None = None,
+    config: CycleConfig = _DEFAULT_CONFIG,
+    parking: ParkingLot | None = None,
+    workers: object = None,
 ) -> list[Decision]:
     """Run scheduling cycles until every pending workload has a final decision (see the module docstring).
 
@@ -108,25 +117,48 @@ def drain(
 
     ``veto(admit)`` may refuse an admission the core would make (the manager does when no worker has room): it
     returns why, the workload gets a ``Wait`` with that message, and its usage never enters the snapshot.
+
+    With ``parking`` (kept by the caller across passes), Workloads parked by an earlier pass get no decision unless
+    something that could change their verdict happened (``federation.admission.parking``); ``workers`` is the
+    caller's stamp of what a veto depends on (a vetoed Workload wakes when it changes).
     """
     snapshot = state.snapshot
-    queues = {name: deque(workload for workload, _ in items) for name, items in state.pending.items()}
+    stamps: dict[str, Stamp] = {}
+    if parking is not None:
+        stamps = tree_stamps(snapshot)
+        parking.wake(stamps=stamps, workers=workers, now=now_seconds)
+    queues: dict[str, deque[Workload]] = {}
+    for name, items in state.pending.items():
+        if parking is None:
+            queues[name] = deque(workload for workload, _ in items)
+            continue
+        node = snapshot.cluster_queues.get(name)
+        strict = node is not None and node.spec.queueing_strategy == "StrictFIFO"
+        queues[name] = deque(parking.active(name, items, strict=strict))
     retried: set[str] = set()
     final: list[Decision] = []
+    verdicts: list[tuple[Wait, int, bool, bool]] = []
+    admitted_roots: dict[int, tuple[ClusterQueueNode, int]] = {}
+    cycle = 0
     while True:
         heads = [queue.popleft() for queue in queues.values() if queue]
         if not heads:
-            return final
+            break
+        cycle += 1
         for proposed in run_cycle(snapshot, heads, config=config):
             workload = proposed.workload
             decision: Decision = proposed
+            vetoed = False
             if isinstance(proposed, Admit):
                 refused = veto(proposed) if veto is not None else None
                 if refused is None:
                     apply_admission(snapshot, proposed, now=now_seconds)
                     final.append(proposed)
+                    node = snapshot.cluster_queues[workload.cluster_queue]
+                    admitted_roots[id(snapshot.root_of(node))] = (node, cycle)
                     continue
                 decision = Wait(workload=workload, reason="Pending", message=refused)
+                vetoed = True
             if isinstance(decision, Wait) and decision.retry_immediately and workload.key not in retried:
                 retried.add(workload.key)
                 queues[workload.cluster_queue].appendleft(workload)
@@ -134,5 +166,39 @@ def drain(
             final.append(decision)
             node = snapshot.cluster_queues.get(workload.cluster_queue)
             inactive = isinstance(decision, Wait) and decision.reason == "Inactive"
-            if node is not None and node.spec.queueing_strategy == "StrictFIFO" and not inactive:
+            strict = node is not None and node.spec.queueing_strategy == "StrictFIFO" and not inactive
+            if isinstance(decision, Wait):
+                verdicts.append((decision, cycle, vetoed, strict))
+            if strict:
                 queues[workload.cluster_queue].clear()  # nothing behind a StrictFIFO head is considered
+    if parking is not None:
+        _settle(parking, state, verdicts, admitted_roots, stamps=stamps, now_seconds=now_seconds)
+    return final
+
+
+def _settle(
+    parking: ParkingLot,
+    state: QuotaState,
+    verdicts: list[tuple[Wait, int, bool, bool]],
+    admitted_roots: dict[int, tuple[ClusterQueueNode, int]],
+    *,
+    stamps: dict[str, Stamp],
+    now_seconds: float,
+) -> None:
+    """Park the pass's verdicts under the trees' stamps as the pass left them (only trees it admitted into changed)."""
+    snapshot = state.snapshot
+    admitted_in_cycle = {
+        member.name: cycle for node, cycle in admitted_roots.values() for member in snapshot.tree_members(node)
+    }
+    queues = {decision.workload.cluster_queue for decision, *_ in verdicts}
+    raw_of = {workload.key: raw for name in queues for workload, raw in state.pending.get(name, ())}
+    parking.settle(
+        pending=state.pending,
+        verdicts=[
+            Verdict(decision.workload, raw_of.get(decision.workload.key, {}), decision, cycle, vetoed, strict)
+            for decision, cycle, vetoed, strict in verdicts
+        ],
+        admitted_in_cycle=admitted_in_cycle,
+        stamps={**stamps, **tree_stamps(snapshot, only=[node.name for node, _ in admitted_roots.values()])},
+        now=now_seconds,
+    )

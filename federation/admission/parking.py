@@ -1,0 +1,297 @@
+"""Parked Workloads: pending Workloads that did not fit stay out of later passes until something that could change
+the answer happens (Kueue's ``inadmissibleWorkloads`` per ClusterQueue, kept here as plain data).
+
+Without it every scheduling pass tried every pending Workload again: at 100,000 pending, a pass in which nothing
+changed took seconds. Kueue moves a head that did not fit to its ClusterQueue's inadmissible list and requeues that
+list only on events that can change the answer (``QueueInadmissibleWorkloads``), with a guard for a requeue that
+happened while the head was being scheduled (``popCycle``/``queueInadmissibleCycle``). kfed's passes rebuild their
+input from the caches, so instead of subscribing to events one by one this module compares *stamps*: for each
+ClusterQueue, a comparable value of everything in its cohort tree a verdict depends on. A stamp that differs from
+the one the Workload was parked under is the wake-up event, whatever caused it:
+
+* ``QuotaChanged``: a ClusterQueue or Cohort of the tree changed (quota, limits, preemption or queueing policy,
+  cohort membership, fair-sharing weight), became active or inactive, or a ResourceFlavor changed;
+* ``UsageChanged``: a Workload of the tree released quota (finished, deleted, evicted, partially reclaimed), started
+  being evicted, changed priority, or a Workload was admitted there by someone else (preemption may now find a
+  victim);
+* ``WorkersChanged``: only for a Workload parked because no worker had room (the manager's veto): a worker's
+  capacity report, usability, in-flight dispatches released, or the MultiKueue configuration changed (the caller's
+  stamp);
+* ``Expired``: a safety requeue after ``max_park_seconds`` even if nothing is seen to change.
+
+A parked Workload is also tried again when it changes itself (spec or annotations: a new core view), and forgotten
+when it is no longer pending (admitted, deleted, blocked, finished). The caller unparks a Workload whose pending
+verdict was not written (``unpark``), so its condition is written on the next pass.
+
+Transitions of one Workload (all here, all explicit):
+
+    active --settle(Wait, not retried at once, no admission in its tree in a later cycle of the pass)--> parked
+    parked --wake(stamp differs / expiry)--> active
+    parked --filter(Workload changed, or it is no longer first in a StrictFIFO queue it blocked)--> active
+    parked --settle(not pending any more) / unpark--> gone
+
+StrictFIFO keeps its meaning: a head that does not fit blocks the queue, so the queue is skipped while that same
+Workload is still its first; BestEffortFIFO parks each Workload that does not fit and lets the others go past.
+Workloads waiting for their victims (``Preempt``) or retried at once (``retry_immediately``) are never parked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from federation.admission.decisions import Wait
+from federation.admission.model import Workload
+from federation.admission.snapshot import ClusterQueueNode, QuotaNode, Snapshot
+
+__all__ = ["Parked", "ParkingLot", "Stamp", "WakeReason", "tree_stamps"]
+
+WakeReason = Literal["QuotaChanged", "UsageChanged", "WorkersChanged", "Expired"]
+
+_MASK = (1 << 64) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What every verdict in a cohort tree depends on: ``quota`` (the structure) and ``usage`` (who holds what)."""
+
+    quota: tuple[object, ...]
+    usage: tuple[object, ...]
+
+
+def _node_quota(node: QuotaNode) -> tuple[object, ...]:
+    if isinstance(node, ClusterQueueNode):
+        return ("ClusterQueue", node.spec, node.inactive_reason)
+    return (
+        "Cohort",
+        node.name,
+        tuple(sorted(node.nominal.items())),
+        tuple(sorted(node.borrowing_limit.items())),
+        tuple(sorted(node.lending_limit.items())),
+        node.fair_sharing_weight,
+        getattr(node, "in_cycle", False),
+    )
+
+
+def _queue_usage(node: ClusterQueueNode) -> tuple[object, ...]:
+    admitted = 0
+    for workload in node.workloads.values():
+        item = (workload.key, workload.workload.priority, workload.evicted, tuple(sorted(workload.usage.items())))
+        admitted = (admitted + hash(item)) & _MASK
+    return (node.name, len(node.workloads), admitted, tuple(sorted(node.usage.items())))
+
+
+def _tree_nodes(root: QuotaNode) -> Iterator[QuotaNode]:
+    yield root
+    for child in root.children:
+        yield from _tree_nodes(child)
+
+
+def tree_stamps(snapshot: Snapshot, *, only: Iterable[str] | None = None) -> dict[str, Stamp]:
+    """The stamp of every ClusterQueue (shared by the members of a cohort tree); ``only`` limits it to the trees of
+    these ClusterQueues. ResourceFlavors are part of every stamp."""
+    flavors = tuple(sorted(snapshot.flavors.items()))
+    stamps: dict[str, Stamp] = {}
+    names = snapshot.cluster_queues if only is None else only
+    for name in names:
+        node = snapshot.cluster_queues.get(name)
+        if node is None or name in stamps:
+            continue
+        root = snapshot.root_of(node)
+        nodes = sorted(_tree_nodes(root), key=lambda n: (isinstance(n, ClusterQueueNode), n.name))
+        members = [n for n in nodes if isinstance(n, ClusterQueueNode)]
+        stamp = Stamp(
+            quota=(flavors, tuple(_node_quota(n) for n in nodes)),
+            usage=tuple(_queue_usage(n) for n in members),
+        )
+        for member in members:
+            stamps[member.name] = stamp
+    return stamps
+
+
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """One parked Workload: its core view and annotations when decided, its verdict, and whether it waits on the
+    workers (a vetoed admission) and blocks its StrictFIFO queue."""
+
+    workload: Workload
+    annotations: Mapping[str, Any]
+    decision: Wait
+    vetoed: bool
+    blocks_queue: bool
+    since: float
+
+    def same(self, workload: Workload, raw: Mapping[str, Any]) -> bool:
+        """Whether ``workload`` is still the Workload that was parked (unchanged spec and annotations)."""
+        if not (self.workload is workload or self.workload == workload):
+            return False
+        return dict((raw.get("metadata") or {}).get("annotations") or {}) == self.annotations
+
+
+@dataclass(slots=True)
+class _QueueLot:
+    stamp: Stamp | None
+    entries: dict[str, Parked] = field(default_factory=dict)
+    """In parking order (oldest first)."""
+    head: str | None = None
+    """The StrictFIFO head that blocks the queue, if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A final ``Wait`` of one pass, with what ``settle`` needs to decide whether it parks."""
+
+    workload: Workload
+    raw: Mapping[str, Any]
+    decision: Wait
+    cycle: int
+    vetoed: bool
+    blocks_queue: bool
+
+
+class ParkingLot:
+    """Parked Workloads per ClusterQueue across scheduling passes (see the module docstring)."""
+
+    def __init__(self, *, max_park_seconds: float = 300.0) -> None:
+        self.max_park_seconds = max_park_seconds
+        self._queues: dict[str, _QueueLot] = {}
+        self._workers: object = None
+        self.woken: dict[str, WakeReason] = {}
+        """What the last ``wake`` released: workload key → why."""
+
+    # ----- reading ---------------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return sum(len(lot.entries) for lot in self._queues.values())
+
+    def __contains__(self, key: object) -> bool:
+        return any(key in lot.entries for lot in self._queues.values())
+
+    def parked(self) -> Iterator[Parked]:
+        for lot in self._queues.values():
+            yield from lot.entries.values()
+
+    def next_expiry(self) -> float | None:
+        """When the oldest parked Workload is requeued by the safety timeout (None when nothing is parked)."""
+        oldest = [next(iter(lot.entries.values())).since for lot in self._queues.values() if lot.entries]
+        return min(oldest) + self.max_park_seconds if oldest else None
+
+    # ----- transitions -----------------------------------------------------------------------------------------
+
+    def wake(self, *, stamps: Mapping[str, Stamp], workers: object, now: float) -> dict[str, WakeReason]:
+        """Release every parked Workload whose tree stamp, worker stamp (vetoed ones) or age says it may fit now."""
+        woken: dict[str, WakeReason] = {}
+        workers_changed = workers != self._workers
+        self._workers = workers
+        for name in list(self._queues):
+            lot = self._queues[name]
+            stamp = stamps.get(name)
+            reason: WakeReason | None = None
+            if stamp is None or lot.stamp is None or stamp.quota != lot.stamp.quota:
+                reason = "QuotaChanged"
+            elif stamp.usage != lot.stamp.usage:
+                reason = "UsageChanged"
+            if reason is not None:
+                woken.update(dict.fromkeys(lot.entries, reason))
+                del self._queues[name]
+                continue
+            if workers_changed:
+                for key in [key for key, entry in lot.entries.items() if entry.vetoed]:
+                    self._release(lot, key)
+                    woken[key] = "WorkersChanged"
+            while lot.entries:
+                key, entry = next(iter(lot.entries.items()))
+                if now - entry.since < self.max_park_seconds:
+                    break
+                self._release(lot, key)
+                woken[key] = "Expired"
+            if not lot.entries:
+                del self._queues[name]
+        self.woken = woken
+        return woken
+
+    @staticmethod
+    def _release(lot: _QueueLot, key: str) -> None:
+        del lot.entries[key]
+        if lot.head == key:
+            lot.head = None
+
+    def active(
+        self, cluster_queue: str, items: Sequence[tuple[Workload, Mapping[str, Any]]], *, strict: bool
+    ) -> Iterator[Workload]:
+        """The Workloads of a ClusterQueue's ordered pending list that are not parked. A StrictFIFO queue whose
+        blocking head is still its first yields nothing; a parked Workload that changed is dropped from the lot."""
+        lot = self._queues.get(cluster_queue)
+        if lot is None:
+            yield from (workload for workload, _ in items)
+            return
+        if strict and lot.head is not None:
+            entry = lot.entries[lot.head]
+            if items and items[0][0].key == lot.head and entry.same(*items[0]):
+                return
+            self._release(lot, entry.workload.key)
+        entries = lot.entries
+        for workload, raw in items:
+            parked = entries.get(workload.key)
+            if parked is None:
+                yield workload
+            elif not parked.same(workload, raw):
+                self._release(lot, workload.key)
+                yield workload
+
+    def settle(
+        self,
+        *,
+        pending: Mapping[str, Sequence[tuple[Workload, Mapping[str, Any]]]],
+        verdicts: Iterable[Verdict],
+        admitted_in_cycle: Mapping[str, int],
+        stamps: Mapping[str, Stamp],
+        now: float,
+    ) -> None:
+        """After a pass: park its final ``Wait`` verdicts and keep the parked Workloads that are still pending.
+
+        ``admitted_in_cycle`` maps a ClusterQueue to the last cycle of the pass that admitted a Workload into its
+        tree: a verdict from that cycle or an earlier one did not see that admission (a new preemption candidate),
+        so it is tried again instead, and so are the Workloads parked in that tree before the pass. ``stamps`` are
+        the trees as the pass left them, admissions applied."""
+        for name in list(self._queues):
+            lot = self._queues[name]
+            if name in admitted_in_cycle or name not in pending:
+                del self._queues[name]
+                continue
+            still = {workload.key for workload, _ in pending[name]}
+            for key in [key for key in lot.entries if key not in still]:
+                self._release(lot, key)
+            lot.stamp = stamps.get(name)
+            if not lot.entries or lot.stamp is None:
+                del self._queues[name]
+        for verdict in verdicts:
+            queue = verdict.workload.cluster_queue
+            if verdict.decision.retry_immediately or verdict.cycle <= admitted_in_cycle.get(queue, -1):
+                continue
+            stamp = stamps.get(queue)
+            if stamp is None:
+                continue
+            lot = self._queues.setdefault(queue, _QueueLot(stamp))
+            key = verdict.workload.key
+            lot.entries.pop(key, None)
+            lot.entries[key] = Parked(
+                workload=verdict.workload,
+                annotations=dict((verdict.raw.get("metadata") or {}).get("annotations") or {}),
+                decision=verdict.decision,
+                vetoed=verdict.vetoed,
+                blocks_queue=verdict.blocks_queue,
+                since=now,
+            )
+            if verdict.blocks_queue:
+                lot.head = key
+
+    def unpark(self, key: str) -> None:
+        """Try this Workload again on the next pass (its verdict was not written)."""
+        for name, lot in list(self._queues.items()):
+            if key in lot.entries:
+                self._release(lot, key)
+                if not lot.entries:
+                    del self._queues[name]
+                return
