@@ -114,6 +114,7 @@ class Agent:
             metrics=self.metrics,
             lock=lock,
             on_admitted=publisher.admitted_at,
+            on_released=publisher.trigger.pull,
             trigger=trigger,
             tas=tas,
             provisioning=provisioning,

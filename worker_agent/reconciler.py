@@ -15,10 +15,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import anyio.abc
 import structlog
 
 from federation.admission.api_drain import WorkloadUpdate
-from federation.admission.api_workloads import workload_key
+from federation.admission.api_workloads import FINISHED_STATE, workload_key, workload_state
 from federation.admission.decisions import Admit
 from federation.admission.queue_metrics import queued_since, workload_labels
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
@@ -37,7 +38,15 @@ from worker_agent.decisions.checks import (
     second_pass_failed,
     second_pass_problem,
 )
-from worker_agent.decisions.jobs import FinishWorkload, finish_decision, prebuilt_workload_name, start_decision
+from worker_agent.decisions.jobs import (
+    FINISH_GRACE_SECONDS,
+    FinishWorkload,
+    finish_decision,
+    finish_deferred,
+    finished_view,
+    prebuilt_workload_name,
+    start_decision,
+)
 from worker_agent.decisions.preemption import evicted_holding_quota, release_status, stopped, suspend_patch
 from worker_agent.decisions.tas_admission import TasPlacer
 from worker_agent.provisioning import Provisioning
@@ -82,6 +91,7 @@ class Reconciler:
         metrics: Metrics,
         lock: anyio.Lock,
         on_admitted: Callable[[float], None] = lambda _: None,
+        on_released: Callable[[], None] = lambda: None,
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
         trigger: Trigger | None = None,
         tas: Tas | None = None,
@@ -94,11 +104,16 @@ class Reconciler:
         self.metrics = metrics
         self.lock = lock
         self.on_admitted = on_admitted
+        self.on_released = on_released
+        """Quota was released without a write the watches would see (a deferred finish): report it."""
         self.clock = clock
         self.trigger = trigger or Trigger()
         self.tas = tas
         self.provisioning = provisioning
         self.next_requeue_at: float | None = None
+        self.finish_grace = FINISH_GRACE_SECONDS
+        self._finish_owed: dict[tuple[str, str], tuple[float, FinishWorkload]] = {}
+        """kfed-manager copies finished in memory only: key → (monotonic time the write is due, the finish)."""
         self.passes = 0
         self._log = log.bind(cluster=cluster)
 
@@ -108,6 +123,9 @@ class Reconciler:
             recheck = self.tas.seconds_until_recheck() if self.tas is not None else None
             if self.next_requeue_at is not None:  # a requeue backoff ends: admit it then
                 left = max(0.0, self.next_requeue_at - self.clock().timestamp()) + COALESCE_SECONDS
+                recheck = left if recheck is None else min(recheck, left)
+            if self._finish_owed:  # a deferred Finished write falls due
+                left = max(0.0, min(due for due, _ in self._finish_owed.values()) - time.monotonic())
                 recheck = left if recheck is None else min(recheck, left)
             with anyio.move_on_after(recheck if recheck is not None else float("inf")):
                 await self.trigger.wait()
@@ -333,6 +351,7 @@ class Reconciler:
         # yet) are released at the end.
         jobless = {_name(wl) for wl in self.world.all_workloads() if evicted_holding_quota(wl)}
         async with anyio.create_task_group() as tg:
+            self._write_owed_finishes(tg, limiter)
             for job in list(self.world.all_jobs()):
                 name = prebuilt_workload_name(job)
                 namespace, job_name = _name(job)
@@ -347,6 +366,9 @@ class Reconciler:
                     tg.start_soon(self._limited, limiter, self._stop_evicted, job, workload, now, bound)
                     continue
                 finish = finish_decision(job, workload, now=now)
+                if finish is not None and finish_deferred(workload):
+                    self._finish_in_memory(workload, finish, bound)
+                    continue
                 if finish is not None:
                     tg.start_soon(self._limited, limiter, self._finish_workload, workload, finish, bound)
                     continue
@@ -396,17 +418,45 @@ class Reconciler:
             self.world.workload_writes.remember(released)
             bound.info("workload.quota_released", why="evicted")
 
-    async def _finish_workload(self, workload: Obj, finish: FinishWorkload, bound: Any) -> None:
+    def _finish_in_memory(self, workload: Obj, finish: FinishWorkload, bound: Any) -> None:
+        """A kfed-manager copy whose Job ended: finished for the agent's passes and reports at once, written only if
+        it is still there after the grace (``decisions.jobs.finish_deferred``)."""
+        key = _name(workload)
+        if key not in self._finish_owed:
+            self._count_finished(workload)
+            bound.info("workload.finished", reason=finish.reason, message=finish.message, written="deferred")
+        due, _ = self._finish_owed.get(key, (time.monotonic() + self.finish_grace, finish))
+        self._finish_owed[key] = (due, finish)
+        self.world.workload_writes.remember(finished_view(workload, finish))
+        self.on_released()
+
+    def _write_owed_finishes(self, tg: anyio.abc.TaskGroup, limiter: anyio.CapacityLimiter) -> None:
+        """Deferred finishes whose copy the manager has not deleted within the grace are written now."""
+        now = time.monotonic()
+        for key, (due, finish) in list(self._finish_owed.items()):
+            cached = self.world.workloads.store.get(f"{key[0]}/{key[1]}")
+            if cached is None or workload_state(cached) == FINISHED_STATE:
+                del self._finish_owed[key]  # deleted by the manager (the usual end), or finished by someone else
+            elif now >= due:
+                del self._finish_owed[key]
+                bound = self._log.bind(workload=f"{key[0]}/{key[1]}")
+                tg.start_soon(self._limited, limiter, self._finish_workload, cached, finish, bound, False)
+
+    def _count_finished(self, workload: Obj) -> None:
+        queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+        namespace, local_queue, priority_class = workload_labels(workload)
+        self.metrics.finished(
+            cluster_queue=queue, namespace=namespace, local_queue=local_queue, priority_class=priority_class
+        )
+
+    async def _finish_workload(self, workload: Obj, finish: FinishWorkload, bound: Any, count: bool = True) -> None:
         namespace, name = _name(workload)
         written = await self._patch_status(r.WORKLOADS, workload, {"status": finish.status}, bound)
         if written is None:
             return
         self.world.workload_writes.remember(written)
-        queue = str(((written.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
-        namespace, local_queue, priority_class = workload_labels(written)
-        self.metrics.finished(
-            cluster_queue=queue, namespace=namespace, local_queue=local_queue, priority_class=priority_class
-        )
+        if count:
+            self._count_finished(written)
         bound.info("workload.finished", reason=finish.reason, message=finish.message)
         note = f"Workload '{namespace}/{name}' is declared finished: {finish.message}"
         if not _copy_of_manager(written):

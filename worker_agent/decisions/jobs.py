@@ -24,7 +24,7 @@ from federation.admission.api_workloads import FINISHED_STATE, is_admitted, work
 from federation.api.labels import PREBUILT_WORKLOAD_ANNOTATION, PREBUILT_WORKLOAD_LABEL
 from federation.api.workload import FINISHED
 from federation.conditions import conditions_of, set_condition
-from federation.protocol import REASON_FAILED, REASON_SUCCEEDED
+from federation.protocol import MANAGER_UID_LABEL, REASON_FAILED, REASON_SUCCEEDED
 from worker_agent.decisions.tas_objects import PODSET_LABEL, TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 
 Obj = dict[str, Any]
@@ -83,6 +83,27 @@ def finish_decision(job: Mapping[str, Any], workload: Mapping[str, Any], *, now:
         conditions_of(workload), condition_type=FINISHED, status=True, reason=reason, message=message, now=now
     )
     return FinishWorkload({"conditions": conditions}, reason, message)
+
+
+FINISH_GRACE_SECONDS = 10.0
+"""How long a kfed-manager copy whose Job ended stays finished in the agent's memory only (see ``finish_deferred``)."""
+
+
+def finish_deferred(workload: Mapping[str, Any]) -> bool:
+    """Whether the ``Finished`` write on this copy waits ``FINISH_GRACE_SECONDS``.
+
+    kfed-manager (its copies carry ``kfed.io/manager-workload-uid``) finishes its own Workload from the Job's status
+    and then deletes the copy, so a ``Finished`` on the copy is a write nobody reads, one per Job. The agent treats
+    the copy as finished at once in its own memory (its quota is free for the next copy and in the capacity report)
+    and writes the condition only if the copy is still there after the grace (the manager is down or slow). Copies
+    from a Kueue manager, which reads the copy's ``Finished``, are finished at once."""
+    labels = (workload.get("metadata") or {}).get("labels") or {}
+    return MANAGER_UID_LABEL in labels
+
+
+def finished_view(workload: Mapping[str, Any], finish: FinishWorkload) -> dict[str, Any]:
+    """The copy as it will be once finished, same resourceVersion: what the agent's passes see during the grace."""
+    return {**workload, "status": {**(workload.get("status") or {}), **finish.status}}
 
 
 def _pod_set_updates(workload: Mapping[str, Any], pod_set: str) -> list[Mapping[str, Any]]:
@@ -154,9 +175,12 @@ def start_decision(
 
 
 __all__ = [
+    "FINISH_GRACE_SECONDS",
     "FinishWorkload",
     "StartJob",
     "finish_decision",
+    "finish_deferred",
+    "finished_view",
     "job_finished",
     "prebuilt_workload_name",
     "start_decision",

@@ -6,8 +6,16 @@ from typing import Any
 import pytest
 
 from federation.admission.api_quotas import flavor_info
+from federation.admission.api_workloads import FINISHED_STATE, workload_state
 from federation.tests.api_builders import admitted_status, flavor, workload
-from worker_agent.decisions.jobs import finish_decision, job_finished, prebuilt_workload_name, start_decision
+from worker_agent.decisions.jobs import (
+    finish_decision,
+    finish_deferred,
+    finished_view,
+    job_finished,
+    prebuilt_workload_name,
+    start_decision,
+)
 
 NOW = dt.datetime(2026, 1, 1, 0, 2, tzinfo=dt.UTC)
 FLAVORS = {
@@ -133,6 +141,28 @@ def test_finish_sets_the_finished_condition_once() -> None:
     assert {c["type"] for c in finish.status["conditions"]} == {"QuotaReserved", "Admitted", "Finished"}
     already = workload("w", status={**ADMITTED["status"], "conditions": finish.status["conditions"]})
     assert finish_decision(ended, already, now=NOW) is None
+
+
+def test_only_kfed_manager_copies_defer_their_finished_write_and_the_view_is_finished_at_the_same_version() -> None:
+    kfed_copy = workload("w", status=ADMITTED["status"])
+    kfed_copy["metadata"]["labels"] = {
+        "kueue.x-k8s.io/multikueue-origin": "multikueue",
+        "kfed.io/manager-workload-uid": "u",
+    }
+    kfed_copy["metadata"]["resourceVersion"] = "7"
+    kueue_copy = workload("w", status=ADMITTED["status"])
+    kueue_copy["metadata"]["labels"] = {"kueue.x-k8s.io/multikueue-origin": "multikueue"}
+    assert finish_deferred(kfed_copy)
+    assert not finish_deferred(kueue_copy)  # a Kueue manager reads the copy's Finished
+    ended = job(suspend=False, conditions=[{"type": "Complete", "status": "True", "message": "done"}])
+    finish = finish_decision(ended, kfed_copy, now=NOW)
+    assert finish is not None
+    view = finished_view(kfed_copy, finish)
+    assert workload_state(view) == FINISHED_STATE
+    assert view["metadata"]["resourceVersion"] == "7"
+    assert view["status"]["admission"] == kfed_copy["status"]["admission"]
+    assert finish_decision(ended, view, now=NOW) is None
+    assert workload_state(kfed_copy) != FINISHED_STATE  # the cached object is not changed
 
 
 def test_a_tas_workload_starts_its_job_gated_and_marked_for_the_ungater() -> None:
