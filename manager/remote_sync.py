@@ -51,7 +51,7 @@ from manager.decisions.pods_ready import (
     pods_ready_step,
     waiting_for_start,
 )
-from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
+from manager.decisions.remote_copies import is_ours, owned_by, remote_job, remote_workload
 from manager.decisions.reservation import topology_ready
 from manager.decisions.sync import Step, job_finish, mirrored_job_status, plan
 from manager.decisions.withdrawal import (
@@ -305,15 +305,20 @@ class RemoteSync:
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
 
-        async def create_workload_copy() -> None:
-            if await self._create(conn, WORKLOADS, remote_workload(workload, origin=self._config.origin)):
+        async def create_workload_copy(job_copy: Obj | None) -> None:
+            copy_ = remote_workload(workload, origin=self._config.origin, job_copy=job_copy)
+            if (await self._create(conn, WORKLOADS, copy_))[0]:
                 self._count_dispatch(workload, worker=worker)  # once per copy made, not per attempt
 
-        async def create_job_copy() -> None:
+        async def create_job_copy() -> Obj:
             assert manager_job is not None
-            await self._create(
-                conn, JOBS, remote_job(manager_job, manager_workload=workload, origin=self._config.origin)
-            )
+            job_copy = remote_job(manager_job, manager_workload=workload, origin=self._config.origin)
+            return (await self._create(conn, JOBS, job_copy))[1]
+
+        async def create_copies() -> None:
+            # The Job copy first: the Workload copy is owned by it, so the Job's deletion takes the Workload along.
+            job_copy = await create_job_copy() if "create_remote_job" in steps else remote_jb
+            await create_workload_copy(job_copy)
 
         async def reprioritize() -> None:
             assert remote_wl is not None
@@ -321,8 +326,8 @@ class RemoteSync:
 
         first: list[Callable[[], Awaitable[Any]]] = []
         if "create_remote_workload" in steps:
-            first.append(create_workload_copy)
-        if "create_remote_job" in steps and manager_job is not None:
+            first.append(create_copies)
+        elif "create_remote_job" in steps and manager_job is not None:
             first.append(create_job_copy)
         if "update_remote_priority" in steps and remote_wl is not None:
             first.append(reprioritize)
@@ -620,11 +625,13 @@ class RemoteSync:
         self._job_view.wrote(before, after)
         return after
 
-    async def _create(self, conn: WorkerConnection, resource: Any, obj: Obj) -> bool:
-        """Create ``obj`` on the worker; False when our copy was already there (made by an earlier attempt)."""
+    async def _create(self, conn: WorkerConnection, resource: Any, obj: Obj) -> tuple[bool, Obj]:
+        """Create ``obj`` on the worker; returns whether it is new (False when our copy was already there, made by
+        an earlier attempt) and the object on the worker."""
         view = conn.workload_view if resource is WORKLOADS else conn.job_view
         try:
-            view.created(await conn.api.create(resource, obj, field_manager=self._config.field_manager))
+            created = await conn.api.create(resource, obj, field_manager=self._config.field_manager)
+            view.created(created)
         except AlreadyExists:
             meta = obj["metadata"]
             existing = await conn.api.get(resource, meta["name"], namespace=meta["namespace"])
@@ -635,14 +642,14 @@ class RemoteSync:
                     "created by this kfed manager; it is left untouched"
                 ) from None
             view.created(existing)
-            return False
+            return False, existing
         log.info(
             "created remote object",
             cluster=conn.name,
             kind=resource.kind,
             workload=f"{obj['metadata']['namespace']}/{obj['metadata']['name']}",
         )
-        return True
+        return True, created
 
     async def _pods_ready(
         self, workload: Obj, *, worker: str, remote_jb: Obj | None, now: dt.datetime
@@ -828,7 +835,8 @@ class RemoteSync:
     async def _delete_copies(self, conn: WorkerConnection, copies: Sequence[Obj | None], *, why: str) -> None:
         """Delete these objects of ours from the worker, each only if it is still the same object (uid
         precondition): a same-named object created since by someone else is never touched. Jobs go with their
-        pods first (foreground), so "gone from the cache" means nothing of it runs any more."""
+        pods first (foreground), so "gone from the cache" means nothing of it runs any more; a Workload copy owned by
+        a Job copy deleted here is deleted by the worker's garbage collector with it."""
 
         async def delete(copy: Obj) -> None:
             meta = copy["metadata"]
@@ -846,11 +854,15 @@ class RemoteSync:
                 return  # replaced by another object meanwhile: not ours to delete
             log.info("deleted remote object", cluster=conn.name, kind=resource.kind, name=meta["name"], reason=why)
 
+        jobs = [copy for copy in copies if copy is not None and copy.get("kind") == "Job"]
         await concurrently(
             *(
                 partial(delete, copy)
                 for copy in copies
-                if copy is not None and not copy["metadata"].get("deletionTimestamp")
+                if copy is not None
+                and not copy["metadata"].get("deletionTimestamp")
+                # a Workload copy owned by a Job copy deleted here goes with it (the worker's garbage collector)
+                and not any(owned_by(copy, job) for job in jobs)
             )
         )
 

@@ -44,6 +44,16 @@ def ownership_labels(*, origin: str, manager_workload_uid: str) -> dict[str, str
     return {MULTIKUEUE_ORIGIN_LABEL: origin, MANAGER_UID_LABEL: manager_workload_uid}
 
 
+def owned_by(copy_: Mapping[str, Any] | None, owner: Mapping[str, Any] | None) -> bool:
+    """Whether ``copy_`` names ``owner`` (by uid) among its owners: the worker's garbage collector deletes it."""
+    if copy_ is None or owner is None:
+        return False
+    uid = (owner.get("metadata") or {}).get("uid")
+    return bool(uid) and any(
+        ref.get("uid") == uid for ref in (copy_.get("metadata") or {}).get("ownerReferences") or ()
+    )
+
+
 def is_ours(remote: Mapping[str, Any], *, origin: str, manager_workload_uid: str | None = None) -> bool:
     """True when a remote object carries our origin label (and, if given, the same manager Workload uid)."""
     labels = (remote.get("metadata") or {}).get("labels") or {}
@@ -52,12 +62,28 @@ def is_ours(remote: Mapping[str, Any], *, origin: str, manager_workload_uid: str
     return manager_workload_uid is None or labels.get(MANAGER_UID_LABEL) == manager_workload_uid
 
 
-def remote_workload(manager_workload: Mapping[str, Any], *, origin: str) -> dict[str, Any]:
+def remote_workload(
+    manager_workload: Mapping[str, Any], *, origin: str, job_copy: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The Workload copy; owned by ``job_copy`` (the Job copy as the worker's apiserver returned it) when given, as
+    a Kueue worker owns a Workload by its Job: deleting the Job copy then takes the Workload copy with it (the
+    worker's garbage collector deletes it, one delete per Job fewer for the manager)."""
     meta = manager_workload["metadata"]
     labels = ownership_labels(origin=origin, manager_workload_uid=meta["uid"])
     copied = _copied_meta(meta, extra_labels=labels)
     # The manager Job's uid names no Job on the worker: a Kueue worker would finish the copy as orphaned.
     copied["labels"].pop(JOB_UID_LABEL, None)
+    if job_copy is not None:
+        job_meta = job_copy["metadata"]
+        copied["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": job_meta["name"],
+                "uid": job_meta["uid"],
+                "controller": True,
+            }
+        ]
     return {
         "apiVersion": manager_workload.get("apiVersion", "kueue.x-k8s.io/v1beta2"),
         "kind": "Workload",
