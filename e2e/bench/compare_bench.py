@@ -21,7 +21,8 @@ Environment: ``KFED_COMPARE_SIZES`` (default ``300``; e.g. ``300,1000``), ``KFED
 ``direct,kfed``, add ``kueue,kueue-qps``), ``KFED_COMPARE_WORKERS`` (default 2), ``KFED_BENCH_PROFILE`` (py-spy
 profiles of kfed's processes), ``KFED_COMPARE_MANAGER_ARGS`` / ``KFED_COMPARE_AGENT_ARGS`` (extra flags for
 kfed-manager / kfed-agent), ``KFED_BENCH_KEEP_LOGS`` (logs and audit logs to the output dir), ``KFED_BENCH_OUT``
-(default ``.bench/compare`` under the repository).
+(default ``.bench/compare`` under the repository), ``KFED_COMPARE_PACE`` (seconds; default 0, a burst): one Job
+per kubectl call with this pause between them instead of a burst, for latency on an otherwise idle rig.
 """
 
 from __future__ import annotations
@@ -179,6 +180,17 @@ def _create(fed: Federation, cluster: str, manifests: list[dict[str, Any]]) -> s
     return proc
 
 
+def _pace() -> float:
+    return float(os.environ.get("KFED_COMPARE_PACE", "0") or 0)
+
+
+def _create_paced(fed: Federation, targets: list[tuple[str, dict[str, Any]]], pace: float) -> None:
+    """One Job per kubectl call, ``pace`` seconds apart (a load generator's pacing, not a wait on a condition)."""
+    for cluster, manifest in targets:
+        _wait_created([_create(fed, cluster, [manifest])])
+        time.sleep(pace)
+
+
 def _wait_created(procs: list[subprocess.Popen[str]]) -> None:
     for proc in procs:
         if proc.wait(timeout=600) != 0:
@@ -188,10 +200,16 @@ def _wait_created(procs: list[subprocess.Popen[str]]) -> None:
 def submit_direct(fed: Federation, manifests: list[dict[str, Any]]) -> None:
     """Round-robin over the workers, without the queue label (no local queueing: the rig's ceiling)."""
     per_worker: dict[str, list[dict[str, Any]]] = {w: [] for w in fed.workers}
+    targets: list[tuple[str, dict[str, Any]]] = []
     for index, manifest in enumerate(manifests):
         plain = json.loads(json.dumps(manifest))
         plain["metadata"]["labels"].pop("kueue.x-k8s.io/queue-name", None)
-        per_worker[fed.workers[index % len(fed.workers)]].append(plain)
+        worker = fed.workers[index % len(fed.workers)]
+        per_worker[worker].append(plain)
+        targets.append((worker, plain))
+    if _pace() > 0:
+        _create_paced(fed, targets, _pace())
+        return
     _wait_created([_create(fed, worker, items) for worker, items in per_worker.items()])
 
 
@@ -199,6 +217,9 @@ def submit_manager(fed: Federation, manifests: list[dict[str, Any]]) -> None:
     """As many kubectl processes at once as ``submit_direct`` uses (one per worker), each with its share: one
     kubectl creates one Job after the other, so the number of clients alone would otherwise set the pace."""
     streams = len(fed.workers)
+    if _pace() > 0:
+        _create_paced(fed, [(MANAGER, m) for m in manifests], _pace())
+        return
     _wait_created([_create(fed, MANAGER, manifests[i::streams]) for i in range(streams)])
 
 
