@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
-import json
 import random
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -23,6 +22,7 @@ from typing import Any
 import anyio
 import structlog
 
+from federation.kube import jsoncodec
 from federation.kube import transport as tp
 from federation.kube.counters import ApiCallCounter
 from federation.kube.errors import Gone, KubeError, NotFound, Unavailable, error_from_response, error_from_status
@@ -124,7 +124,7 @@ class WatchStream:
             if not line.strip():
                 continue
             try:
-                event = json.loads(line)
+                event = jsoncodec.decode(line)
                 kind = str(event["type"])
                 obj = event["object"]
             except (ValueError, KeyError, TypeError) as exc:
@@ -205,7 +205,7 @@ class KubeApi:
                 observer(verb, time.perf_counter() - started, None)
             if not response.body:
                 return {}
-            decoded = json.loads(response.body)
+            decoded = jsoncodec.decode(response.body)
             return decoded if isinstance(decoded, dict) else {"value": decoded}
         error = error_from_response(response.status, response.body, retry_after=response.retry_after)
         if observer is not None:
