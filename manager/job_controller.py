@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from federation.admission.queue_metrics import workload_creation_latency
 from federation.api.labels import QUEUE_NAME_LABEL
 from federation.conditions import is_true
 from federation.kube.api import KubeApi
@@ -22,6 +23,7 @@ from federation.kube.cache import WatchCache
 from federation.kube.errors import AlreadyExists, NotFound
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import WORKLOADS
+from federation.obs.metrics import Metrics
 from federation.protocol import MULTIKUEUE_CONTROLLER
 from manager.config import ManagerConfig
 from manager.decisions.sync import job_finish
@@ -50,6 +52,7 @@ class JobController:
         priority_classes: WatchCache,
         events: EventRecorder,
         runs_locally: Callable[[str, str], bool] = lambda _namespace, _queue: False,
+        metrics: Metrics | None = None,
     ) -> None:
         self._api = api
         self._config = config
@@ -58,6 +61,7 @@ class JobController:
         self._priority_classes = priority_classes
         self._events = events
         self._runs_locally = runs_locally
+        self._metrics = metrics
         """(namespace, LocalQueue) → its Jobs run on the manager cluster, not kfed's (no MultiKueue check)."""
         self._ignored: set[str] = set()
 
@@ -160,10 +164,13 @@ class JobController:
             self._events.emit(job, reason="CreatingWorkloadFailed", note=str(err), action="Queue", event_type="Warning")
             return None  # re-examined when a WorkloadPriorityClass or the Job changes
         try:
-            await self._api.create(WORKLOADS, workload, field_manager=self._config.field_manager)
+            created = await self._api.create(WORKLOADS, workload, field_manager=self._config.field_manager)
         except AlreadyExists:
             return None
         # No CreatedWorkload Event (Kueue records one): it says nothing the Workload's ownerReference does not, and
         # it was a third of kfed's writes on the manager's Events per Job (README "How a Job flows").
+        latency = workload_creation_latency(job, created)
+        if self._metrics is not None and latency is not None:
+            self._metrics.workload_created(job_kind="Job", seconds=latency)  # batch/v1 Jobs only
         log.info("created workload", job=key, workload=f"{meta['namespace']}/{name}")
         return None

@@ -17,7 +17,14 @@ from typing import Any
 import anyio
 import structlog
 
-from federation.admission.queue_metrics import eviction_labels, queued_since, workload_labels
+from federation.admission.queue_metrics import (
+    eviction_labels,
+    eviction_latency,
+    pods_ready_to_evicted,
+    queued_since,
+    ready_waits,
+    workload_labels,
+)
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
 from federation.kube.api import KubeApi, Propagation
@@ -427,6 +434,7 @@ class RemoteSync:
             priority_class=priority_class,
             reason=reason,
             underlying_cause=underlying,
+            pods_ready_for=pods_ready_to_evicted(workload, now=dt.datetime.now(dt.UTC)),
         )
         self._metrics.multikueue_evicted.labels(queue, worker, cause, self._metrics.role).inc()
 
@@ -538,9 +546,12 @@ class RemoteSync:
         key = f"{meta['namespace']}/{meta['name']}"
         if manager_job is not None:
             await stop_manager_job(self._api, manager_job, field_manager=self._config.field_manager)
-        await self._patch_workload_status(
-            workload, requeue_status(workload, reason=reason, message=message, now=dt.datetime.now(dt.UTC))
-        )
+        now = dt.datetime.now(dt.UTC)
+        status = requeue_status(workload, reason=reason, message=message, now=now)
+        await self._patch_workload_status(workload, status)
+        latency = eviction_latency(workload, {"status": status}, now=now)
+        if latency is not None:
+            self._metrics.quota_released(cluster_queue=latency[0], reason=latency[1], seconds=latency[2])
         self._ledger.forget(key)
         self._mirrored_at.pop(key, None)
         return key
@@ -692,6 +703,19 @@ class RemoteSync:
             merged = [c for c in conditions_of(workload) if c.get("type") != "PodsReady"]
             workload = await self._patch_workload_status(workload, {"conditions": [*merged, step.condition]})
             log.info("pods readiness changed", workload=key, cluster=worker, reason=step.condition["reason"])
+            waits = ready_waits(workload, now=now) if step.condition["status"] == "True" else None
+            if waits is not None:
+                namespace, local_queue, priority_class = workload_labels(workload)
+                self._metrics.pods_ready(
+                    cluster_queue=str(
+                        ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or ""
+                    ),
+                    namespace=namespace,
+                    local_queue=local_queue,
+                    priority_class=priority_class,
+                    queued=waits[0],
+                    admitted=waits[1],
+                )
         return workload, step.recheck_after
 
     async def _update_remote_priority(

@@ -125,6 +125,7 @@ class ManagerRuntime:
             priority_classes=self.priority_classes,
             events=self.events,
             runs_locally=self.local_queues_config.is_local,
+            metrics=self.metrics,
         )
         self.remote_sync = RemoteSync(
             api=api,

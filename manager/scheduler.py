@@ -28,7 +28,13 @@ from federation.admission.api_queue_status import (
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.decisions import Admit, Preempt, Wait
 from federation.admission.parking import ParkingLot
-from federation.admission.queue_metrics import Sample, queue_samples, queued_since, workload_labels
+from federation.admission.queue_metrics import (
+    Sample,
+    pods_ready_to_evicted,
+    queue_samples,
+    queued_since,
+    workload_labels,
+)
 from federation.conditions import is_true, parse_time
 from federation.kube.errors import Conflict, KubeError
 from federation.kube.overlay import apply_merge_patch
@@ -473,6 +479,7 @@ class GlobalScheduler:
                 local_queue=local_queue,
                 priority_class=priority_class,
                 reason="Preempted",
+                pods_ready_for=pods_ready_to_evicted(update.raw, now=dt.datetime.now(dt.UTC)),
             )
             preemptor = self._preemptors.pop(update.key, None)
             if preemptor is not None:

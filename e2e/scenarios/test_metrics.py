@@ -4,15 +4,17 @@ must have (counters moved by exactly what the scenario did, gauges equal to the 
 
 from __future__ import annotations
 
+import datetime as dt
 import urllib.request
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from e2e.queues import CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE
 from e2e.rig.federation import MANAGER, Federation
-from e2e.scenarios.helpers import submit, wait_complete, worker_of
+from e2e.scenarios.helpers import condition, is_true, submit, wait_complete, worker_of, workload_of
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -54,6 +56,10 @@ def has(series: Series, name: str, /, **labels: str) -> bool:
     return any(n == name and wanted <= ls for (n, ls) in series)
 
 
+def _time(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
 def _delta(before: Series, after: Series) -> Callable[..., float]:
     return lambda metric, /, **labels: value(after, metric, **labels) - value(before, metric, **labels)
 
@@ -84,6 +90,8 @@ def test_metrics_after_one_job_and_one_job_too_big(federation: Federation) -> No
     assert delta("kueue_local_queue_quota_reserved_workloads_total", **lq) == 1
     assert delta("kueue_local_queue_admitted_workloads_total", **lq) == 1
     assert delta("kueue_local_queue_finished_workloads_total", **lq) == 1
+    assert delta("kueue_local_queue_admission_checks_wait_time_seconds_count", **lq) == 1
+    assert delta("kueue_workload_creation_latency_seconds_count", job_kind="Job", replica_role="leader") == 1
     mk = {"cluster_queue": CLUSTER_QUEUE, "cluster": worker, "replica_role": "leader"}
     assert delta("multikueue_workloads_dispatched_total", **mk) == 1
     assert delta("multikueue_workloads_admitted_total", **mk) == 1
@@ -138,6 +146,78 @@ def test_metrics_after_one_job_and_one_job_too_big(federation: Federation) -> No
         timeout=30,
         what="kueue_pending_workloads to drop to 0 once the Job is deleted",
     )
+
+
+def test_metrics_of_a_running_workload_deactivated(federation: Federation) -> None:
+    """A running Job's Workload is deactivated: Kueue's eviction histograms get one sample each, from its
+    conditions — pods ready until evicted, and evicted until the quota was released (after the copies went)."""
+    fed = federation
+    before = scrape(fed)
+    submit(fed, "metrics-stopped", cpu="1", seconds=120)
+    try:
+        ready = wait_for(
+            lambda: workload_of(fed, "metrics-stopped"),
+            until=lambda wl: is_true(wl, "PodsReady"),
+            timeout=45,
+            what="metrics-stopped's PodsReady to turn True",
+        )
+        assert ready is not None
+        # the shared federation runs with waitForPodsReady: PodsReady turned True once, both of Kueue's waits were
+        # observed once, and the admitted-until-ready sample is the span between the Admitted and PodsReady
+        # transitions (a Job that completes may flap WaitForRecovery/Recovered as its pod ends: a second sample)
+        cq = {"cluster_queue": CLUSTER_QUEUE, "replica_role": "leader"}
+        lq = {"name": LOCAL_QUEUE, "namespace": "default", "replica_role": "leader"}
+        running = scrape(fed)
+        ready_delta = _delta(before, running)
+        assert ready_delta("kueue_ready_wait_time_seconds_count", **cq) == 1
+        assert ready_delta("kueue_local_queue_ready_wait_time_seconds_count", **lq) == 1
+        assert ready_delta("kueue_admitted_until_ready_wait_time_seconds_count", **cq) == 1
+        assert ready_delta("kueue_local_queue_admitted_until_ready_wait_time_seconds_count", **lq) == 1
+        ready_at = _time(_condition(ready, "PodsReady")["lastTransitionTime"])
+        admitted_at = _time(_condition(ready, "Admitted")["lastTransitionTime"])
+        waited = ready_delta("kueue_admitted_until_ready_wait_time_seconds_sum", **cq)
+        assert abs(waited - (ready_at - admitted_at).total_seconds()) <= 1.0
+        assert ready_delta("kueue_ready_wait_time_seconds_sum", **cq) >= waited
+        fed.kubectl(
+            MANAGER,
+            "patch",
+            "workloads.kueue.x-k8s.io",
+            ready["metadata"]["name"],
+            "--type=merge",
+            "-p",
+            '{"spec":{"active":false}}',
+        )
+        released = wait_for(
+            lambda: workload_of(fed, "metrics-stopped"),
+            until=lambda wl: is_true(wl, "Evicted") and not is_true(wl, "QuotaReserved"),
+            timeout=45,
+            what="metrics-stopped evicted and its quota released",
+        )
+        evicted = _condition(released, "Evicted")
+        reason = evicted["reason"]
+        after = wait_for(
+            lambda: scrape(fed),
+            until=lambda s: _delta(before, s)("kueue_workload_eviction_latency_seconds_count", reason=reason) == 1,
+            timeout=30,
+            what=f"kueue_workload_eviction_latency_seconds{{reason={reason}}} to count the release",
+        )
+        delta = _delta(before, after)
+        assert delta("kueue_evicted_workloads_total", **cq, reason=reason) == 1
+        assert delta("kueue_pods_ready_to_evicted_time_seconds_count", **cq, reason=reason) == 1
+        evicted_at = _time(evicted["lastTransitionTime"])
+        released_at = _time(_condition(released, "QuotaReserved")["lastTransitionTime"])
+        ready_for = delta("kueue_pods_ready_to_evicted_time_seconds_sum", **cq, reason=reason)
+        assert abs(ready_for - (evicted_at - ready_at).total_seconds()) <= 1.0
+        latency = delta("kueue_workload_eviction_latency_seconds_sum", **cq, reason=reason)
+        assert abs(latency - (released_at - evicted_at).total_seconds()) <= 1.0
+    finally:
+        fed.kubectl(MANAGER, "delete", "job", "metrics-stopped", "--ignore-not-found", "--wait=false")
+
+
+def _condition(workload: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    found = condition(workload, kind)
+    assert found is not None, f"no {kind} condition"
+    return found
 
 
 def test_readyz_verbose_names_the_connected_workers(federation: Federation) -> None:

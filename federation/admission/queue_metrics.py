@@ -12,6 +12,7 @@ requeuing backoff is parked too; that is what is counted here.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
@@ -21,7 +22,7 @@ from federation.admission.api_state import TERMINATING, QuotaState
 from federation.admission.api_workloads import core_workload, reserved_usage
 from federation.admission.fair_sharing import INFINITE_SHARE, dominant_resource_share
 from federation.admission.snapshot import ClusterQueueNode, CohortNode, QuotaNode
-from federation.conditions import find_condition, is_true
+from federation.conditions import find_condition, is_true, parse_time
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 
 Sample = tuple[str, tuple[str, ...], float]
@@ -274,3 +275,56 @@ def queued_since(raw: Mapping[str, Any]) -> str:
     if requeued is not None and requeued.get("status") == "True" and requeued.get("lastTransitionTime"):
         return str(requeued["lastTransitionTime"])
     return str(raw["metadata"].get("creationTimestamp") or "")
+
+
+def _since(raw: Mapping[str, Any], condition_type: str, now: dt.datetime) -> float | None:
+    condition = find_condition(raw, condition_type)
+    if condition is None or condition.get("status") != "True" or not condition.get("lastTransitionTime"):
+        return None
+    return max(0.0, (now - parse_time(str(condition["lastTransitionTime"]))).total_seconds())
+
+
+def ready_waits(raw: Mapping[str, Any], *, now: dt.datetime) -> tuple[float, float] | None:
+    """Kueue's samples when a workload's ``PodsReady`` turns True at ``now``: seconds since it was created or
+    requeued (``kueue_ready_wait_time_seconds``) and since it was admitted
+    (``kueue_admitted_until_ready_wait_time_seconds``); None when it is not admitted."""
+    admitted = _since(raw, "Admitted", now)
+    queued = queued_since(raw)
+    if admitted is None or not queued:
+        return None
+    return max(0.0, (now - parse_time(queued)).total_seconds()), admitted
+
+
+def pods_ready_to_evicted(raw: Mapping[str, Any], *, now: dt.datetime) -> float | None:
+    """Kueue's ``kueue_pods_ready_to_evicted_time_seconds`` sample for a workload evicted at ``now``: seconds since
+    its ``PodsReady`` turned True; None when its pods are not ready (Kueue records nothing then)."""
+    return _since(raw, "PodsReady", now)
+
+
+def workload_creation_latency(job: Mapping[str, Any], workload: Mapping[str, Any]) -> float | None:
+    """Kueue's ``kueue_workload_creation_latency_seconds`` sample: from the Job's creation to its Workload's (both
+    as the apiserver stamped them); None for a Job past generation 1, which Kueue does not record."""
+    job_meta, workload_meta = job.get("metadata") or {}, workload.get("metadata") or {}
+    if int(job_meta.get("generation") or 1) > 1:
+        return None
+    if not job_meta.get("creationTimestamp") or not workload_meta.get("creationTimestamp"):
+        return None
+    created = parse_time(str(workload_meta["creationTimestamp"]))
+    return max(0.0, (created - parse_time(str(job_meta["creationTimestamp"]))).total_seconds())
+
+
+def eviction_latency(
+    before: Mapping[str, Any], after: Mapping[str, Any], *, now: dt.datetime
+) -> tuple[str, str, float] | None:
+    """Kueue's ``kueue_workload_eviction_latency_seconds`` sample when an evicted workload's quota is released (it
+    goes from reserved or admitted back to pending): ``(cluster_queue, reason, seconds)`` from the ``Evicted``
+    condition of the workload ``after`` the release, the ClusterQueue from its admission ``before``; None when it
+    held no quota or is not evicted."""
+    if not is_true(before, "QuotaReserved"):
+        return None
+    queue = str(((before.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+    evicted = find_condition(after, "Evicted")
+    if not queue or evicted is None or evicted.get("status") != "True" or not evicted.get("lastTransitionTime"):
+        return None
+    seconds = (now - parse_time(str(evicted["lastTransitionTime"]))).total_seconds()
+    return queue, str(evicted.get("reason") or ""), max(0.0, seconds)

@@ -308,6 +308,41 @@ class Metrics:
             buckets=_exponential(14),
             registry=r,
         )
+        self.local_queue_admission_checks_wait_time = Histogram(
+            "kueue_local_queue_admission_checks_wait_time_seconds",
+            "The time from when a workload got the quota reservation until admission, per 'local_queue'",
+            lq,
+            buckets=_exponential(14),
+            registry=r,
+        )
+        self.ready_wait_time = Histogram(
+            "kueue_ready_wait_time_seconds",
+            "The time between a workload was created or requeued until ready, per 'cluster_queue'",
+            cq,
+            buckets=_exponential(14),
+            registry=r,
+        )
+        self.admitted_until_ready_wait_time = Histogram(
+            "kueue_admitted_until_ready_wait_time_seconds",
+            "The time between a workload was admitted until ready, per 'cluster_queue'",
+            cq,
+            buckets=_exponential(14),
+            registry=r,
+        )
+        self.local_queue_ready_wait_time = Histogram(
+            "kueue_local_queue_ready_wait_time_seconds",
+            "The time between a workload was created or requeued until ready, per 'local_queue'",
+            lq,
+            buckets=_exponential(14),
+            registry=r,
+        )
+        self.local_queue_admitted_until_ready_wait_time = Histogram(
+            "kueue_local_queue_admitted_until_ready_wait_time_seconds",
+            "The time between a workload was admitted until ready, per 'local_queue'",
+            lq,
+            buckets=_exponential(14),
+            registry=r,
+        )
         self.local_queue_admitted_workloads = Counter(
             "kueue_local_queue_admitted_workloads_total",
             "The total number of admitted workloads per 'local_queue'",
@@ -319,6 +354,14 @@ class Metrics:
             "The time between a workload was created or requeued until admission, per 'local_queue'",
             lq,
             buckets=_exponential(14),
+            registry=r,
+        )
+        self.workload_creation_latency = Histogram(
+            "kueue_workload_creation_latency_seconds",
+            "The time between a job was created until its workload was created, per 'job_kind'. Entries are only "
+            "recorded for objects with generation 1.",
+            ["job_kind", role_label],
+            buckets=tuple(0.01 * 2**i for i in range(11)),
             registry=r,
         )
         self.evicted_workloads = Counter(
@@ -333,6 +376,24 @@ class Metrics:
             "kueue_local_queue_evicted_workloads_total",
             "The number of evicted workloads per 'local_queue'",
             ["name", "namespace", "reason", "underlying_cause", "priority_class", role_label],
+            registry=r,
+        )
+        self.pods_ready_to_evicted_time = Histogram(
+            "kueue_pods_ready_to_evicted_time_seconds",
+            "The number of seconds between a workload's pods being ready and eviction workloads per 'cluster_queue'. "
+            "'reason' and 'underlying_cause' as in kueue_evicted_workloads_total. Only workloads whose pods were "
+            "ready when evicted are recorded.",
+            ["cluster_queue", "reason", "underlying_cause", role_label],
+            buckets=_exponential(14),
+            registry=r,
+        )
+        self.workload_eviction_latency = Histogram(
+            "kueue_workload_eviction_latency_seconds",
+            "The time from workload eviction (WorkloadEvicted condition becomes True) until the workload returns to "
+            "Pending (quota released), per 'cluster_queue' and the eviction 'reason'. (kfed: observed by the manager "
+            "when it releases the reservation, after the copies are withdrawn from the worker.)",
+            ["cluster_queue", "reason", role_label],
+            buckets=_exponential(14),
             registry=r,
         )
         self.preempted_workloads = Counter(
@@ -425,6 +486,10 @@ class Metrics:
             max(0.0, waited)
         )
 
+    def workload_created(self, *, job_kind: str, seconds: float) -> None:
+        """The job controller created a Workload for a Job (of ``job_kind``) ``seconds`` after the Job was created."""
+        self.workload_creation_latency.labels(job_kind, self.role).observe(max(0.0, seconds))
+
     def admitted(
         self,
         *,
@@ -444,6 +509,29 @@ class Metrics:
         )
         if checks_waited is not None:
             self.admission_checks_wait_time.labels(cluster_queue, priority_class, role).observe(max(0.0, checks_waited))
+            self.local_queue_admission_checks_wait_time.labels(local_queue, namespace, priority_class, role).observe(
+                max(0.0, checks_waited)
+            )
+
+    def pods_ready(
+        self,
+        *,
+        cluster_queue: str,
+        namespace: str,
+        local_queue: str,
+        priority_class: str,
+        queued: float,
+        admitted: float,
+    ) -> None:
+        """A workload's ``PodsReady`` turned True: ``queued`` seconds after it was created or requeued, ``admitted``
+        seconds after it was admitted (Kueue records both only with waitForPodsReady, which keeps that condition)."""
+        role = self.role
+        self.ready_wait_time.labels(cluster_queue, priority_class, role).observe(max(0.0, queued))
+        self.admitted_until_ready_wait_time.labels(cluster_queue, priority_class, role).observe(max(0.0, admitted))
+        self.local_queue_ready_wait_time.labels(local_queue, namespace, priority_class, role).observe(max(0.0, queued))
+        self.local_queue_admitted_until_ready_wait_time.labels(local_queue, namespace, priority_class, role).observe(
+            max(0.0, admitted)
+        )
 
     def evicted(
         self,
@@ -454,12 +542,22 @@ class Metrics:
         priority_class: str,
         reason: str,
         underlying_cause: str = "",
+        pods_ready_for: float | None = None,
     ) -> None:
+        """One eviction; ``pods_ready_for``: seconds the workload's pods had been ready (None: they were not)."""
         role = self.role
         self.evicted_workloads.labels(cluster_queue, reason, underlying_cause, priority_class, role).inc()
+        if pods_ready_for is not None:
+            self.pods_ready_to_evicted_time.labels(cluster_queue, reason, underlying_cause, role).observe(
+                max(0.0, pods_ready_for)
+            )
         self.local_queue_evicted_workloads.labels(
             local_queue, namespace, reason, underlying_cause, priority_class, role
         ).inc()
+
+    def quota_released(self, *, cluster_queue: str, reason: str, seconds: float) -> None:
+        """An evicted workload's reservation was released ``seconds`` after its ``Evicted`` turned True."""
+        self.workload_eviction_latency.labels(cluster_queue, reason, self.role).observe(max(0.0, seconds))
 
     def preempted(self, *, preempting_cluster_queue: str, reason: str) -> None:
         self.preempted_workloads.labels(preempting_cluster_queue, reason, self.role).inc()

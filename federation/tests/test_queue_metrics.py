@@ -1,13 +1,18 @@
 from __future__ import annotations
 
+import datetime as dt
 import math
 
 from federation.admission.api_state import QuotaState
 from federation.admission.queue_metrics import (
     eviction_labels,
+    eviction_latency,
     inadmissible_by_condition,
+    pods_ready_to_evicted,
     queue_samples,
     queued_since,
+    ready_waits,
+    workload_creation_latency,
 )
 from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, state, workload
 
@@ -176,3 +181,50 @@ def test_weighted_share_of_a_borrowing_queue_with_weight_zero_is_nan() -> None:
     )
     got = _as_dict(queue_samples(st, inadmissible=set(), fair_sharing=True))
     assert math.isnan(got[("kueue_cluster_queue_weighted_share", ("small", "co"))])
+
+
+def _conditions(*items: tuple[str, str, str]) -> dict[str, object]:
+    return {
+        "metadata": {"namespace": "ns", "name": "w", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "status": {
+            "conditions": [
+                {"type": kind, "status": status, "reason": kind, "message": "", "lastTransitionTime": at}
+                for kind, status, at in items
+            ]
+        },
+    }
+
+
+def test_ready_waits_from_creation_or_requeue_and_from_admission() -> None:
+    now = dt.datetime(2026, 1, 1, 0, 1, 0, tzinfo=dt.UTC)
+    admitted = ("Admitted", "True", "2026-01-01T00:00:20Z")
+    assert ready_waits(_conditions(admitted), now=now) == (60.0, 40.0)
+    requeued = ("Requeued", "True", "2026-01-01T00:00:10Z")
+    assert ready_waits(_conditions(requeued, admitted), now=now) == (50.0, 40.0)
+    assert ready_waits(_conditions(("Admitted", "False", "2026-01-01T00:00:20Z")), now=now) is None
+
+
+def test_pods_ready_to_evicted_only_for_ready_pods() -> None:
+    now = dt.datetime(2026, 1, 1, 0, 1, 0, tzinfo=dt.UTC)
+    assert pods_ready_to_evicted(_conditions(("PodsReady", "True", "2026-01-01T00:00:45Z")), now=now) == 15.0
+    assert pods_ready_to_evicted(_conditions(("PodsReady", "False", "2026-01-01T00:00:45Z")), now=now) is None
+    assert pods_ready_to_evicted(_conditions(), now=now) is None
+
+
+def test_workload_creation_latency_from_the_jobs_creation_and_only_at_generation_1() -> None:
+    job = {"metadata": {"generation": 1, "creationTimestamp": "2026-01-01T00:00:00Z"}}
+    created = {"metadata": {"creationTimestamp": "2026-01-01T00:00:02Z"}}
+    assert workload_creation_latency(job, created) == 2.0
+    assert workload_creation_latency({"metadata": {**job["metadata"], "generation": 2}}, created) is None
+    assert workload_creation_latency(job, {"metadata": {}}) is None
+
+
+def test_eviction_latency_from_the_evicted_transition_to_the_release() -> None:
+    now = dt.datetime(2026, 1, 1, 0, 1, 0, tzinfo=dt.UTC)
+    before = _conditions(("QuotaReserved", "True", "2026-01-01T00:00:00Z"), ("Evicted", "True", "2026-01-01T00:00:48Z"))
+    before["status"]["admission"] = {"clusterQueue": "cq"}  # type: ignore[index]
+    after = _conditions(("QuotaReserved", "False", "2026-01-01T00:01:00Z"), ("Evicted", "True", "2026-01-01T00:00:48Z"))
+    assert eviction_latency(before, after, now=now) == ("cq", "Evicted", 12.0)
+    not_held = _conditions(("QuotaReserved", "False", "2026-01-01T00:00:00Z"))
+    assert eviction_latency(not_held, after, now=now) is None
+    assert eviction_latency(before, _conditions(), now=now) is None

@@ -43,3 +43,70 @@ def test_build_info_is_exported_with_kueues_label_names_and_the_python_version_i
     assert labels["compiler"] == sys.implementation.name
     [python] = [dict(ls) for (n, ls) in samples if n == "python_info"]
     assert python["version"] == platform.python_version()
+
+
+def test_pods_ready_observes_kueues_four_ready_histograms() -> None:
+    metrics = Metrics(role="leader")
+    metrics.pods_ready(cluster_queue="cq", namespace="ns", local_queue="lq", priority_class="", queued=7, admitted=3)
+    got = _samples(metrics)
+    cq = frozenset({"cluster_queue": "cq", "priority_class": "", "replica_role": "leader"}.items())
+    lq = frozenset({"name": "lq", "namespace": "ns", "priority_class": "", "replica_role": "leader"}.items())
+    assert got[("kueue_ready_wait_time_seconds_sum", cq)] == 7
+    assert got[("kueue_admitted_until_ready_wait_time_seconds_sum", cq)] == 3
+    assert got[("kueue_local_queue_ready_wait_time_seconds_sum", lq)] == 7
+    assert got[("kueue_local_queue_admitted_until_ready_wait_time_seconds_sum", lq)] == 3
+    # Kueue's buckets: generateExponentialBuckets(14) = 1, 2.5, 5, ... ; 3 s falls in le=5, not le=2.5
+    bucket = "kueue_admitted_until_ready_wait_time_seconds_bucket"
+    assert got[(bucket, cq | {("le", "2.5")})] == 0
+    assert got[(bucket, cq | {("le", "5.0")})] == 1
+
+
+def test_eviction_of_ready_pods_observes_pods_ready_to_evicted_time() -> None:
+    metrics = Metrics(role="leader")
+    for reason, ready_for in (("Preempted", 12.0), ("PodsReadyTimeout", None)):  # never ready: no sample (Kueue)
+        metrics.evicted(
+            cluster_queue="cq",
+            namespace="ns",
+            local_queue="lq",
+            priority_class="",
+            reason=reason,
+            pods_ready_for=ready_for,
+        )
+    got = _samples(metrics)
+    labels = {"cluster_queue": "cq", "underlying_cause": "", "replica_role": "leader"}
+    preempted = frozenset({**labels, "reason": "Preempted"}.items())
+    assert got[("kueue_pods_ready_to_evicted_time_seconds_count", preempted)] == 1
+    assert got[("kueue_pods_ready_to_evicted_time_seconds_sum", preempted)] == 12
+    assert (
+        "kueue_pods_ready_to_evicted_time_seconds_count",
+        frozenset({**labels, "reason": "PodsReadyTimeout"}.items()),
+    ) not in got
+    evicted = {**labels, "priority_class": ""}
+    assert got[("kueue_evicted_workloads_total", frozenset({**evicted, "reason": "PodsReadyTimeout"}.items()))] == 1
+
+
+def test_admission_checks_wait_is_observed_per_local_queue_too() -> None:
+    metrics = Metrics(role="leader")
+    metrics.admitted(cluster_queue="cq", namespace="ns", local_queue="lq", priority_class="", waited=9, checks_waited=4)
+    lq = frozenset({"name": "lq", "namespace": "ns", "priority_class": "", "replica_role": "leader"}.items())
+    assert _samples(metrics)[("kueue_local_queue_admission_checks_wait_time_seconds_sum", lq)] == 4
+
+
+def test_workload_creation_latency_in_kueues_buckets() -> None:
+    metrics = Metrics(role="leader")
+    metrics.workload_created(job_kind="Job", seconds=0.03)
+    got = _samples(metrics)
+    labels = frozenset({"job_kind": "Job", "replica_role": "leader"}.items())
+    bucket = "kueue_workload_creation_latency_seconds_bucket"
+    assert got[(bucket, labels | {("le", "0.02")})] == 0  # prometheus.ExponentialBuckets(0.01, 2, 11)
+    assert got[(bucket, labels | {("le", "0.04")})] == 1
+    assert got[(bucket, labels | {("le", "10.24")})] == 1
+
+
+def test_quota_released_observes_the_eviction_latency() -> None:
+    metrics = Metrics(role="leader")
+    metrics.quota_released(cluster_queue="cq", reason="Preempted", seconds=4.0)
+    labels = frozenset({"cluster_queue": "cq", "reason": "Preempted", "replica_role": "leader"}.items())
+    got = _samples(metrics)
+    assert got[("kueue_workload_eviction_latency_seconds_count", labels)] == 1
+    assert got[("kueue_workload_eviction_latency_seconds_sum", labels)] == 4
