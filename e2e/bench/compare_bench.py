@@ -6,8 +6,9 @@ Each system gets a fresh rig (manager + 2 workers x 40 kwok nodes x 16 cpu; with
 
 - ``direct``: the Jobs created straight on the workers, split evenly, no federation: the rig's own ceiling;
 - ``kfed``: the Jobs created on the manager with the queue label, kfed-manager and one kfed-agent per worker;
-- ``kueue`` / ``kueue-qps``: stock Kueue MultiKueue (``e2e.bench.stock_kueue``), with its shipped defaults and
-  with kfed's client QPS/burst where Kueue lets it be set.
+- ``kueue`` / ``kueue-qps`` / ``kueue-equal-qps``: stock Kueue MultiKueue (``e2e.bench.stock_kueue``), with its
+  shipped defaults, with kfed's QPS/burst on its own cluster's client, and with its worker clients at kfed's limits
+  too (a one-line source change: v0.19.1 cannot set those).
 
 Figures per system: time to all reserved / admitted (manager Workload conditions, watched) and all Complete,
 Jobs/s, submit→running and submit→complete p50/p99 (submit: the create in the audit log; running: the node
@@ -18,11 +19,12 @@ plots (throughput over time, latency CDF, writes per Job by writer); the table a
 are what to compare: the machine is shared.
 
 Environment: ``KFED_COMPARE_SIZES`` (default ``300``; e.g. ``300,1000``), ``KFED_COMPARE_SYSTEMS`` (default
-``direct,kfed``, add ``kueue,kueue-qps``), ``KFED_COMPARE_WORKERS`` (default 2), ``KFED_BENCH_PROFILE`` (py-spy
-profiles of kfed's processes), ``KFED_COMPARE_MANAGER_ARGS`` / ``KFED_COMPARE_AGENT_ARGS`` (extra flags for
-kfed-manager / kfed-agent), ``KFED_BENCH_KEEP_LOGS`` (logs and audit logs to the output dir), ``KFED_BENCH_OUT``
-(default ``.bench/compare`` under the repository), ``KFED_COMPARE_PACE`` (seconds; default 0, a burst): one Job
-per kubectl call with this pause between them instead of a burst, for latency on an otherwise idle rig.
+``direct,kfed``, add ``kueue,kueue-qps,kueue-equal-qps``), ``KFED_COMPARE_WORKERS`` (default 2),
+``KFED_BENCH_PROFILE`` (py-spy profiles of kfed's processes), ``KFED_COMPARE_MANAGER_ARGS`` /
+``KFED_COMPARE_AGENT_ARGS`` (extra flags for kfed-manager / kfed-agent), ``KFED_BENCH_KEEP_LOGS`` (logs and audit logs
+to the output dir), ``KFED_BENCH_OUT`` (default ``.bench/compare`` under the repository), ``KFED_COMPARE_PACE``
+(seconds; default 0, a burst): one Job per kubectl call with this pause between them instead of a burst, for latency
+on an otherwise idle rig.
 """
 
 from __future__ import annotations

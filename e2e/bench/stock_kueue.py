@@ -7,9 +7,10 @@ registered (so the manager's Jobs carry ``suspend: true`` and ``managedBy`` them
 AdmissionCheck, MultiKueueConfig, MultiKueueClusters and kubeconfig Secrets as kfed (in ``kueue-system``), and the
 same queues, so the Jobs and the quota are the same.
 
-Two variants: ``kueue`` with its shipped client settings, ``kueue-qps`` with kfed's QPS/burst on its own
-cluster's client (``clientConnection``). v0.19.1 has no setting for the manager's clients to the workers (client-go's
-5 QPS / burst 10), so that limit stays in both.
+Three variants: ``kueue`` with its shipped client settings, ``kueue-qps`` with kfed's QPS/burst on its own
+cluster's client (``clientConnection``), which is all v0.19.1 lets one set: its MultiKueue clients to the workers keep
+client-go's 5 QPS / burst 10. ``kueue-equal-qps`` is ``kueue-qps`` built with those clients at kfed's limits too
+(``e2e.toolchain.kueue.remote_qps_patch``, a one-line change to its source, built on demand): equal limits.
 
 Without internal cert management Kueue reads its metrics certificate from the fixed path /etc/kueue/metrics/certs;
 a throwaway self-signed pair is written there when missing (this needs write access to /etc).
@@ -71,8 +72,9 @@ def configuration(*, webhook_port: int, health_port: int, cert_dir: Path, qps: b
 
 
 class StockKueue:
-    def __init__(self, *, qps: bool) -> None:
+    def __init__(self, *, qps: bool, remote_qps: bool = False) -> None:
         self.qps = qps
+        self.remote_qps = remote_qps
         self.records: list[ProcessRecord] = []
 
     def setup(self, fed: Federation) -> None:
@@ -90,7 +92,7 @@ class StockKueue:
             "manager", "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
         )
         apply_sample_queues(fed)
-        self.records += launch_kueue(fed, list(fed.clusters), qps=self.qps)
+        self.records += launch_kueue(fed, list(fed.clusters), qps=self.qps, remote_qps=self.remote_qps)
         _wait_active(fed)
 
     def teardown(self, fed: Federation) -> None:
@@ -111,13 +113,14 @@ def install_kueue_crds(fed: Federation, clusters: list[str]) -> None:
 
 
 def launch_kueue(
-    fed: Federation, clusters: list[str], *, qps: bool = False, log_level: str = "info"
+    fed: Federation, clusters: list[str], *, qps: bool = False, remote_qps: bool = False, log_level: str = "info"
 ) -> list[ProcessRecord]:
     """Start stock Kueue on each of ``clusters`` (its CRDs installed) and wait until each is ready. The processes
-    are returned as soon as they start, also when one never gets ready: the caller stops them."""
-    from e2e.toolchain.kueue import ensure_kueue
+    are returned as soon as they start, also when one never gets ready: the caller stops them. ``remote_qps``: the
+    build whose worker clients have kfed's limits."""
+    from e2e.toolchain.kueue import ensure_kueue, ensure_kueue_remote_qps
 
-    binary, _crds = ensure_kueue()
+    binary = ensure_kueue_remote_qps(KFED_QPS, KFED_BURST) if remote_qps else ensure_kueue()[0]
     if not (METRICS_CERTS / "tls.crt").exists():
         _pair(METRICS_CERTS, "kueue-metrics")
     records: list[ProcessRecord] = []
@@ -205,8 +208,8 @@ def systems(submit: Callable[[Federation, list[dict[str, Any]]], None]) -> dict[
     from e2e.rig.federation import MANAGER
 
     found: dict[str, System] = {}
-    for name, qps in (("kueue", False), ("kueue-qps", True)):
-        stock = StockKueue(qps=qps)
+    for name, qps, remote_qps in (("kueue", False, False), ("kueue-qps", True, False), ("kueue-equal-qps", True, True)):
+        stock = StockKueue(qps=qps, remote_qps=remote_qps)
         found[name] = System(
             name,
             False,

@@ -84,6 +84,60 @@ def ensure_kueue() -> tuple[Path, Path]:
         return binary, crds
 
 
+REMOTE_CLIENT_FILE = "pkg/controller/admissionchecks/multikueue/multikueuecluster.go"
+REMOTE_CLIENT_ORIGINAL = """\treturn clientcmd.RESTConfigFromKubeConfig(c.Kubeconfig)
+}"""
+
+
+def remote_qps_patch(qps: float, burst: int) -> str:
+    """The one change to Kueue's source for the equal-QPS variant: its MultiKueue clients to the workers (client-go's
+    5 QPS / burst 10, which v0.19.1 has no setting for) get ``qps``/``burst``, like kfed's."""
+    return (
+        "\tconfig, err := clientcmd.RESTConfigFromKubeConfig(c.Kubeconfig)\n"
+        "\tif err == nil { // kfed compare bench: equal client limits\n"
+        f"\t\tconfig.QPS, config.Burst = {qps}, {burst}\n"
+        "\t}\n"
+        "\treturn config, err\n}"
+    )
+
+
+def ensure_kueue_remote_qps(qps: float, burst: int) -> Path:
+    """Kueue built with ``remote_qps_patch`` (for the compare bench's ``kueue-equal-qps`` only), next to the stock
+    binary; Go's build cache keeps this to recompiling one package and linking (about a minute)."""
+    _stock, _crds = ensure_kueue()
+    root = kueue_dir()
+    binary, stamp = root / "bin" / f"kueue-remote-qps-{qps:g}-{burst}", root / f".built-remote-qps-{qps:g}-{burst}"
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and binary.exists():
+            return binary
+        go = check_go()
+        started = time.monotonic()
+        _say(f"building Kueue {pins.KUEUE} with its worker clients at {qps:g} QPS / burst {burst} (compare bench)")
+        src = root / "src-remote-qps"
+        shutil.rmtree(src, ignore_errors=True)
+        shutil.copytree(root / "src", src)
+        target = src / REMOTE_CLIENT_FILE
+        text = target.read_text()
+        if text.count(REMOTE_CLIENT_ORIGINAL) != 1:
+            raise ToolchainError(f"{REMOTE_CLIENT_FILE} of {pins.KUEUE} does not have the expected client setup")
+        target.write_text(text.replace(REMOTE_CLIENT_ORIGINAL, remote_qps_patch(qps, burst)))
+        staging = root / "staging-remote-qps"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        _run(
+            [go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / "kueue"), "./cmd/kueue"],
+            cwd=src,
+            label="kueue (equal QPS): compiling",
+        )
+        os.replace(staging / "kueue", binary)
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(src, ignore_errors=True)
+        stamp.write_text(f"{pins.KUEUE} {qps:g} {burst}\n")
+        _say(f"built it in {time.monotonic() - started:.0f}s: {binary}")
+        return binary
+
+
 def kueue_module_file(relative: str) -> Path:
     """A file of Kueue's Go module at the pinned version, exactly as shipped: the module is downloaded once into
     Go's module cache (read-only there); nothing is built."""
