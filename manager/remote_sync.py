@@ -18,6 +18,7 @@ import anyio
 import structlog
 
 from federation.admission.queue_metrics import (
+    cohort_ancestors,
     eviction_labels,
     eviction_latency,
     pods_ready_to_evicted,
@@ -145,6 +146,7 @@ class RemoteSync:
         ledger: InFlightLedger,
         events: EventRecorder,
         metrics: Metrics,
+        cohorts: WatchCache | None = None,
     ) -> None:
         self._api = api
         self._config = config
@@ -159,6 +161,8 @@ class RemoteSync:
         self._ledger = ledger
         self._events = events
         self._metrics = metrics
+        self._cohorts = cohorts
+        """Cohorts, for the cohort chain of ``kueue_cohort_subtree_admitted_workloads_total`` (None: not counted)."""
         self._mirrored_at: dict[str, float] = {}
 
     def _manager_job(self, workload: Obj) -> Obj | None:
@@ -823,6 +827,9 @@ class RemoteSync:
             checks_waited=(now - since).total_seconds(),
         )
         self._metrics.multikueue_admitted.labels(queue, worker, self._metrics.role).inc()
+        if self._cohorts is not None:
+            ancestors = cohort_ancestors(self._cluster_queues.store.get_by_name(queue), self._cohorts.store.get_by_name)
+            self._metrics.cohort_admitted(cohorts=ancestors, priority_class=priority_class)
         self._events.emit(
             workload,
             reason="Admitted",

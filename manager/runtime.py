@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import structlog
 
-from federation.admission.queue_metrics import Sample
+from federation.admission.queue_metrics import Sample, finished_samples
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
@@ -139,6 +139,7 @@ class ManagerRuntime:
             ledger=self.ledger,
             events=self.events,
             metrics=metrics,
+            cohorts=self.cohorts,
         )
         self.retention = RetentionSweeper(
             api=api, policy=config.retention, workloads=self.workloads, jobs=self.jobs, events=self.events
@@ -286,6 +287,13 @@ class ManagerRuntime:
             for conn in list(self.pool.connections.values())
         ]
         samples.extend(worker_samples(views, in_flight=len(self.ledger), now=dt.datetime.now(dt.UTC)))
+        samples.extend(
+            finished_samples(
+                self.workloads.store,
+                local_queues=self.local_queues.store,
+                cluster_queues=[o["metadata"]["name"] for o in self.cluster_queues.store],
+            )
+        )
         return samples
 
     def dashboard_state(self) -> dict[str, Any]:

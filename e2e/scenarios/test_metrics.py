@@ -91,6 +91,8 @@ def test_metrics_after_one_job_and_one_job_too_big(federation: Federation) -> No
     assert delta("kueue_local_queue_admitted_workloads_total", **lq) == 1
     assert delta("kueue_local_queue_finished_workloads_total", **lq) == 1
     assert delta("kueue_local_queue_admission_checks_wait_time_seconds_count", **lq) == 1
+    assert delta("kueue_finished_workloads", cluster_queue=CLUSTER_QUEUE) == 1  # the gauge: Finished Workloads kept
+    assert delta("kueue_local_queue_finished_workloads", name=LOCAL_QUEUE, namespace="default") == 1
     assert delta("kueue_workload_creation_latency_seconds_count", job_kind="Job", replica_role="leader") == 1
     mk = {"cluster_queue": CLUSTER_QUEUE, "cluster": worker, "replica_role": "leader"}
     assert delta("multikueue_workloads_dispatched_total", **mk) == 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from federation.admission import model as core
@@ -328,3 +328,50 @@ def eviction_latency(
         return None
     seconds = (now - parse_time(str(evicted["lastTransitionTime"]))).total_seconds()
     return queue, str(evicted.get("reason") or ""), max(0.0, seconds)
+
+
+def finished_samples(
+    workloads: Iterable[Mapping[str, Any]],
+    *,
+    local_queues: Iterable[Mapping[str, Any]],
+    cluster_queues: Iterable[str],
+) -> list[Sample]:
+    """Kueue's ``kueue_finished_workloads`` and ``kueue_local_queue_finished_workloads``: the ``Finished`` Workloads
+    that still exist, per ClusterQueue (through their LocalQueue, as Kueue's queue manager files them) and per
+    LocalQueue; every queue is reported, at 0 when none."""
+    queue_of: dict[str, str] = {}
+    per_local: dict[str, int] = {}
+    for local in local_queues:
+        meta = local.get("metadata") or {}
+        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        queue_of[key] = str((local.get("spec") or {}).get("clusterQueue") or "")
+        per_local[key] = 0
+    per_cluster = dict.fromkeys(cluster_queues, 0)
+    for raw in workloads:
+        if not is_true(raw, "Finished"):
+            continue
+        key = _local_queue_key(raw)
+        if key in per_local:
+            per_local[key] += 1
+            if queue_of[key] in per_cluster:
+                per_cluster[queue_of[key]] += 1
+    samples: list[Sample] = [("kueue_finished_workloads", (name,), float(n)) for name, n in per_cluster.items()]
+    for key, n in per_local.items():
+        namespace, name = key.split("/", 1)
+        samples.append(("kueue_local_queue_finished_workloads", (name, namespace), float(n)))
+    return samples
+
+
+def cohort_ancestors(
+    cluster_queue: Mapping[str, Any] | None, cohort_of: Callable[[str], Mapping[str, Any] | None]
+) -> list[str]:
+    """The cohorts above a ClusterQueue, nearest first (``spec.cohortName``, then each Cohort's
+    ``spec.parentName``), for Kueue's ``kueue_cohort_subtree_admitted_workloads_total``; a Cohort named but not
+    created ends the chain (Kueue's implicit cohort), and so does a cycle."""
+    chain: list[str] = []
+    name = str(((cluster_queue or {}).get("spec") or {}).get("cohortName") or "")
+    while name and name not in chain:
+        chain.append(name)
+        cohort = cohort_of(name)
+        name = str(((cohort or {}).get("spec") or {}).get("parentName") or "")
+    return chain

@@ -86,6 +86,14 @@ GAUGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
         "The number of admitted Workloads that are active, per 'cluster_queue'",
         ("cluster_queue",),
     ),
+    "kueue_finished_workloads": (
+        "The number of finished workloads per 'cluster_queue'.",
+        ("cluster_queue",),
+    ),
+    "kueue_local_queue_finished_workloads": (
+        "The number of finished workloads, per 'local_queue'.",
+        ("name", "namespace"),
+    ),
     "kueue_cluster_queue_status": (
         "Reports 'cluster_queue' with its 'status' (with possible values 'pending', 'active' or 'terminated'). "
         "For a ClusterQueue, the metric only reports a value of 1 for one of the statuses.",
@@ -343,6 +351,12 @@ class Metrics:
             buckets=_exponential(14),
             registry=r,
         )
+        self.cohort_subtree_admitted_workloads = Counter(
+            "kueue_cohort_subtree_admitted_workloads_total",
+            "The total number of admitted workloads per cohort's subtree",
+            ["cohort", "priority_class", role_label],
+            registry=r,
+        )
         self.local_queue_admitted_workloads = Counter(
             "kueue_local_queue_admitted_workloads_total",
             "The total number of admitted workloads per 'local_queue'",
@@ -512,6 +526,11 @@ class Metrics:
             self.local_queue_admission_checks_wait_time.labels(local_queue, namespace, priority_class, role).observe(
                 max(0.0, checks_waited)
             )
+
+    def cohort_admitted(self, *, cohorts: Iterable[str], priority_class: str) -> None:
+        """A workload was admitted in a ClusterQueue under ``cohorts`` (every ancestor, as Kueue counts it)."""
+        for cohort in cohorts:
+            self.cohort_subtree_admitted_workloads.labels(cohort, priority_class, self.role).inc()
 
     def pods_ready(
         self,

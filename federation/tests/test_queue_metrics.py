@@ -5,8 +5,10 @@ import math
 
 from federation.admission.api_state import QuotaState
 from federation.admission.queue_metrics import (
+    cohort_ancestors,
     eviction_labels,
     eviction_latency,
+    finished_samples,
     inadmissible_by_condition,
     pods_ready_to_evicted,
     queue_samples,
@@ -228,3 +230,36 @@ def test_eviction_latency_from_the_evicted_transition_to_the_release() -> None:
     not_held = _conditions(("QuotaReserved", "False", "2026-01-01T00:00:00Z"))
     assert eviction_latency(not_held, after, now=now) is None
     assert eviction_latency(before, _conditions(), now=now) is None
+
+
+def test_finished_workloads_per_cluster_queue_through_the_local_queue_and_per_local_queue() -> None:
+    done = workload("done", status=admitted_status("cq", "f", "1", finished=True))
+    other = workload("other", namespace="ns2", status=admitted_status("cq", "f", "1", finished=True))
+    running = workload("running", status=admitted_status("cq", "f", "1"))
+    got = _as_dict(
+        finished_samples(
+            [done, other, running],
+            local_queues=[local_queue("ns", "lq", "cq"), local_queue("ns", "idle", "cq2")],
+            cluster_queues=["cq", "cq2", "cq3"],
+        )
+    )
+    assert got == {  # "other" names a LocalQueue that does not exist: Kueue files it nowhere
+        ("kueue_finished_workloads", ("cq",)): 1,
+        ("kueue_finished_workloads", ("cq2",)): 0,
+        ("kueue_finished_workloads", ("cq3",)): 0,
+        ("kueue_local_queue_finished_workloads", ("lq", "ns")): 1,
+        ("kueue_local_queue_finished_workloads", ("idle", "ns")): 0,
+    }
+
+
+def test_cohort_ancestors_nearest_first_to_an_implicit_top_and_never_around_a_cycle() -> None:
+    cohorts = {
+        "team": {"spec": {"parentName": "org"}},
+        "org": {"spec": {"parentName": "company"}},  # "company" has no Cohort object: Kueue's implicit cohort
+        "a": {"spec": {"parentName": "b"}},
+        "b": {"spec": {"parentName": "a"}},
+    }
+    assert cohort_ancestors({"spec": {"cohortName": "team"}}, cohorts.get) == ["team", "org", "company"]
+    assert cohort_ancestors({"spec": {"cohortName": "a"}}, cohorts.get) == ["a", "b"]
+    assert cohort_ancestors({"spec": {}}, cohorts.get) == []
+    assert cohort_ancestors(None, cohorts.get) == []

@@ -110,3 +110,12 @@ def test_quota_released_observes_the_eviction_latency() -> None:
     got = _samples(metrics)
     assert got[("kueue_workload_eviction_latency_seconds_count", labels)] == 1
     assert got[("kueue_workload_eviction_latency_seconds_sum", labels)] == 4
+
+
+def test_cohort_admitted_counts_every_ancestor_once() -> None:
+    metrics = Metrics(role="leader")
+    metrics.cohort_admitted(cohorts=["team", "org"], priority_class="high")
+    got = _samples(metrics)
+    for cohort in ("team", "org"):
+        labels = frozenset({"cohort": cohort, "priority_class": "high", "replica_role": "leader"}.items())
+        assert got[("kueue_cohort_subtree_admitted_workloads_total", labels)] == 1
