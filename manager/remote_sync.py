@@ -8,6 +8,7 @@ a worker that carry the same name but are not ours are never touched (DESIGN §7
 from __future__ import annotations
 
 import datetime as dt
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -85,6 +86,9 @@ from manager.workers import WorkerConnection, WorkerPool
 
 log = structlog.get_logger(__name__)
 
+DELETE_RESEND_SECONDS = 10.0
+"""A copy whose delete was accepted is not sent another delete for this long (its foreground deletion is under way
+while the watch catches up); after that a copy still there gets one again."""
 MIRROR_INTERVAL = 5.0
 """Seconds between two mirrors of a running Job's status (each pod changes it). The first mirror (the Job
 started) and the final one (finished) are made at once; the counts in between follow at most this often."""
@@ -164,6 +168,8 @@ class RemoteSync:
         self._cohorts = cohorts
         """Cohorts, for the cohort chain of ``kueue_cohort_subtree_admitted_workloads_total`` (None: not counted)."""
         self._mirrored_at: dict[str, float] = {}
+        self._deletes_sent: dict[str, float] = {}
+        """uid → when its delete was sent: a pass before the watch shows the deletion does not send it again."""
 
     def _manager_job(self, workload: Obj) -> Obj | None:
         name = owner_job_name(workload)
@@ -872,6 +878,11 @@ class RemoteSync:
         async def delete(copy: Obj) -> None:
             meta = copy["metadata"]
             resource = JOBS if copy.get("kind") == "Job" else WORKLOADS
+            uid = str(meta.get("uid") or "")
+            now = time.monotonic()
+            if uid and now - self._deletes_sent.get(uid, -math.inf) < DELETE_RESEND_SECONDS:
+                return
+            self._deletes_sent = {u: t for u, t in self._deletes_sent.items() if now - t < DELETE_RESEND_SECONDS}
             try:
                 await conn.api.delete(
                     resource,
@@ -883,6 +894,8 @@ class RemoteSync:
                 )
             except Conflict:
                 return  # replaced by another object meanwhile: not ours to delete
+            if uid:
+                self._deletes_sent[uid] = now
             log.info("deleted remote object", cluster=conn.name, kind=resource.kind, name=meta["name"], reason=why)
 
         jobs = [copy for copy in copies if copy is not None and copy.get("kind") == "Job"]
