@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -257,6 +258,8 @@ class Result:
     submit_to_running: list[float] = field(default_factory=list)
     submit_to_complete: list[float] = field(default_factory=list)
     workers_used: dict[str, int] = field(default_factory=dict)
+    apiserver_requests: dict[str, dict[str, int]] = field(default_factory=dict)
+    """cluster → the 12 most served ``verb resource`` and ``watch-event kind`` during the run (all clients)."""
 
 
 def _profile(fed: Federation, system: str) -> list[subprocess.Popen[bytes]]:
@@ -300,6 +303,33 @@ def _keep_logs(fed: Federation, label: str) -> None:
             shutil.copyfile(cluster.audit_log, out / f"audit-{name}.log")
 
 
+_SAMPLE = re.compile(r"^(apiserver_request_total|apiserver_watch_events_total)\{([^}]*)\} ([0-9.e+]+)$")
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def _apiserver_counts(fed: Federation) -> dict[str, Counter[str]]:
+    """Per cluster: requests served by verb and resource (``apiserver_request_total``, all clients, reads too) and
+    watch events sent by kind (``apiserver_watch_events_total``): where an apiserver's CPU goes besides writes."""
+    counts: dict[str, Counter[str]] = {}
+    for name in fed.clusters:
+        out = fed.kubectl(name, "get", "--raw", "/metrics", check=False, timeout=60).stdout or ""
+        per: Counter[str] = Counter()
+        for line in out.splitlines():
+            match = _SAMPLE.match(line)
+            if match is None:
+                continue
+            labels = dict(_LABEL.findall(match.group(2)))
+            if match.group(1) == "apiserver_request_total":
+                key = f"{labels.get('verb', '')} {labels.get('resource', '')}"
+                if labels.get("subresource"):
+                    key += f"/{labels['subresource']}"
+            else:
+                key = f"watch-event {labels.get('kind', labels.get('resource', ''))}"
+            per[key] += int(float(match.group(3)))
+        counts[name] = per
+    return counts
+
+
 def _cpu(fed: Federation, system: System) -> dict[str, float]:
     """CPU-seconds so far of every process of the rig and of the system under test."""
     records = [r for c in fed.clusters.values() for r in c.records] + fed.controller_records + system.extra_records()
@@ -333,6 +363,7 @@ def run_system(system: System, jobs: int, bins: Path) -> Result:
             profilers = _profile(fed, system.name) if os.environ.get("KFED_BENCH_PROFILE") else []
             try:
                 cpu_before = _cpu(fed, system)
+                requests_before = _apiserver_counts(fed)
                 started = time.time()
                 system.submit(fed, manifests)
                 created = time.time() - started
@@ -365,12 +396,18 @@ def run_system(system: System, jobs: int, bins: Path) -> Result:
                     profiler.send_signal(signal.SIGINT)
                     profiler.wait(timeout=60)
             cpu = {name: seconds - cpu_before.get(name, 0.0) for name, seconds in _cpu(fed, system).items()}
+            requests = {
+                cluster: dict((counts - requests_before.get(cluster, Counter())).most_common(12))
+                for cluster, counts in _apiserver_counts(fed).items()
+            }
         finally:
             system.teardown(fed)
             _keep_logs(fed, f"{system.name}-{jobs}")
-        return _collect(
+        result = _collect(
             system, fed, jobs=jobs, created=created, milestones=milestones, cpu=cpu, completed_at=completed_at
         )
+        result.apiserver_requests = requests
+        return result
 
 
 def _collect(
@@ -564,6 +601,11 @@ def main() -> None:
                 print(f"  {r.system} {size}: CPU-s " + ", ".join(f"{k} {v}" for k, v in top))
                 if r.conflicts:
                     print(f"  {r.system} {size}: 409s {r.conflicts}")
+                for cluster, served in r.apiserver_requests.items():
+                    print(
+                        f"  {r.system} {size}: {cluster} apiserver served "
+                        + ", ".join(f"{k} {v}" for k, v in served.items())
+                    )
     print(f"results: {out / 'compare.json'}")
     for path in plot(results, out):
         print(f"plot: {path}")
