@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from federation.admission.api_queue_status import (
 )
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.decisions import Admit, Preempt, Wait
+from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot
 from federation.admission.queue_metrics import (
     Sample,
@@ -93,13 +95,17 @@ class GlobalScheduler:
         """The quota state of the last pass, with the keys it admitted and found inadmissible: the queue gauges are
         computed from it when Prometheus scrapes (``queue_gauges``), never during a pass."""
         self.last_admitted: frozenset[str] = frozenset()
-        self.last_inadmissible: frozenset[str] = frozenset()
+        self._last_waiting: frozenset[str] = frozenset()
         self._writing: dict[str, tuple[WorkloadUpdate, dict[str, Any]]] = {}
         """Status writes sent and not answered yet: key -> (the update, the Workload as it will be). Passes do not wait
         for their writes (each waits on a busy apiserver: new Workloads waited a whole batch of writes for the next
         pass); the next pass decides on the Workloads as these writes make them, and leaves them alone until the
         answer is in (a refused write is decided again)."""
-        self._write_limiter = anyio.CapacityLimiter(runtime.config.workers)
+        self._write_queue: deque[WorkloadUpdate] = deque()
+        """Status writes not sent yet, sent in order by at most ``config.workers`` writer tasks: one task per write
+        (and a limiter) cost more than the pass itself when a pass decided 100,000 Workloads."""
+        self._writers = 0
+        self._lq_counts: dict[str, tuple[list[Any], dict[str, int]]] = {}
         self.parking = ParkingLot()
         """Pending Workloads that did not fit, left out of later passes until something that could change the
         answer happens (``federation.admission.parking``)."""
@@ -230,6 +236,12 @@ class GlobalScheduler:
         )
         return (workers, versions, rt.ledger.releases, holders)
 
+    @property
+    def last_inadmissible(self) -> frozenset[str]:
+        """The Workloads the last pass found inadmissible, parked ones included (computed when asked: at 100,000
+        parked Workloads, a set of them per pass cost more than the pass)."""
+        return self._last_waiting | frozenset(parked.workload.key for parked in self.parking.parked())
+
     def queue_gauges(self) -> list[Sample]:
         """Kueue's ClusterQueue and LocalQueue gauges as the last pass left them (read at scrape time)."""
         if self.last_state is None:
@@ -251,7 +263,16 @@ class GlobalScheduler:
         if at is not None and (self._requeue_wake_at is None or at < self._requeue_wake_at):
             self._requeue_wake_at = at
             self._task_group.start_soon(self._wake_at, at)
-        raw_of = {wl.key: raw for items in state.pending.values() for wl, raw in items}
+        raws: dict[str, dict[str, Any]] = {}
+        indexed: set[str] = set()
+
+        def raw_of(workload: Workload) -> dict[str, Any]:
+            """The raw pending Workload, indexed per ClusterQueue on first use (most queues have no decision)."""
+            if workload.cluster_queue not in indexed:
+                indexed.add(workload.cluster_queue)
+                raws.update((wl.key, raw) for wl, raw in state.pending.get(workload.cluster_queue, ()))
+            return raws[workload.key]
+
         queues = _by_name(rt.cluster_queues.store)
         checks = _by_name(rt.admission_checks.store)
         configs = _by_name(rt.multikueue_configs.store)
@@ -270,7 +291,7 @@ class GlobalScheduler:
             if isinstance(targets, str):
                 return targets
             check_names, worker_names = targets
-            raw = raw_of[admit.workload.key]
+            raw = raw_of(admit.workload)
             requests: dict[str, int] = {}
             for psa in admit.assignment.pod_set_assignments:
                 for resource, amount in psa.resource_usage.items():
@@ -320,7 +341,7 @@ class GlobalScheduler:
             self._task_group.start_soon(self._wake_at, expiry)
         preempting: set[str] = set()
         for decision in decisions:
-            raw = raw_of[decision.workload.key]
+            raw = raw_of(decision.workload)
             if isinstance(decision, Admit):
                 dispatch, every_check, check_names, tas = chosen[decision.workload.key]
                 waited = max(0.0, now.timestamp() - decision.workload.creation_time)
@@ -356,9 +377,7 @@ class GlobalScheduler:
             rt.metrics.admission_attempt(admitted=bool(admitted), seconds=time.perf_counter() - started)
         self.last_state, self.last_admitted = state, admitted
         # a workload waiting for its preemptions stays active in Kueue (requeued at once); one that cannot fit is parked
-        self.last_inadmissible = frozenset(d.workload.key for d in decisions if isinstance(d, Wait)) | frozenset(
-            parked.workload.key for parked in self.parking.parked()
-        )
+        self._last_waiting = frozenset(d.workload.key for d in decisions if isinstance(d, Wait))
         for update in updates:
             if update.key in self._writing:
                 self.parking.unpark(update.key)
@@ -367,17 +386,20 @@ class GlobalScheduler:
                 update,
                 {**update.raw, "status": apply_merge_patch(update.raw.get("status") or {}, update.status)},
             )
-            self._task_group.start_soon(self._write_in_flight, update)
-        pending = pending_by_cluster_queue(state, set(admitted))
-        await self._write_queue_status(state, queues, pending=pending, admitted=set(admitted), now=now)
+            self._write_queue.append(update)
+            if self._writers < self._rt.config.workers:
+                self._writers += 1
+                self._task_group.start_soon(self._send_writes)
+        admitted_in = {d.workload.cluster_queue for d in decisions if isinstance(d, Admit)}
+        await self._write_queue_status(state, queues, admitted=set(admitted), admitted_in=admitted_in, now=now)
 
     async def _write_queue_status(
         self,
         state: QuotaState,
         queues: dict[str, dict[str, Any]],
         *,
-        pending: dict[str, int],
         admitted: set[str],
+        admitted_in: set[str],
         now: dt.datetime,
     ) -> None:
         """Kueue's ClusterQueue and LocalQueue status (counts, usage, Active), written only on change and at most
@@ -391,6 +413,7 @@ class GlobalScheduler:
                 self._task_group.start_soon(self._trigger_after, wait)
             return
         self._queue_status_written_at = time.monotonic()
+        pending = pending_by_cluster_queue(state, admitted)
         finalized, updated = await write_finalizers(
             rt.api,
             CLUSTER_QUEUES,
@@ -409,7 +432,10 @@ class GlobalScheduler:
         written &= finalized
         local_queues = {f"{q['metadata']['namespace']}/{q['metadata']['name']}": q for q in rt.local_queues.store}
         lq_patches = local_queue_status_patches(
-            state, local_queues, pending=pending_by_local_queue(state, admitted), now=now
+            state,
+            local_queues,
+            pending=pending_by_local_queue(state, admitted, memo=self._lq_counts, admitted_in=admitted_in),
+            now=now,
         )
         written &= await write_status_patches(
             rt.api, LOCAL_QUEUES, lq_patches, current=local_queues, field_manager=rt.config.field_manager
@@ -442,15 +468,20 @@ class GlobalScheduler:
             )
         return updates
 
-    async def _write_in_flight(self, update: WorkloadUpdate) -> None:
+    async def _send_writes(self) -> None:
+        """One writer: sends queued status writes until none is left."""
         try:
-            async with self._write_limiter:
-                await self._write(update)
+            while self._write_queue:
+                update = self._write_queue.popleft()
+                try:
+                    await self._write(update)
+                finally:
+                    if self._writing.get(update.key, (None,))[0] is update:
+                        del self._writing[update.key]
+                    if self._answered is not None:
+                        self._answered.set()
         finally:
-            if self._writing.get(update.key, (None,))[0] is update:
-                del self._writing[update.key]
-            if self._answered is not None:
-                self._answered.set()
+            self._writers -= 1
 
     async def _write(self, update: WorkloadUpdate) -> None:
         rt = self._rt

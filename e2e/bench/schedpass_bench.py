@@ -6,11 +6,14 @@ admission cycles, choosing a worker per admission from the parsed reports, and t
 Shape: ``WORKERS`` workers, each reporting one ClusterQueue with the quota of ``NODES`` nodes of 16 cpu;
 ``QUEUES`` manager ClusterQueues (quota ``ADMIT_PER_QUEUE`` one-cpu Workloads each) sharing ``PENDING`` pending
 one-cpu Workloads. The first pass admits ``QUEUES * ADMIT_PER_QUEUE`` and marks the rest Pending; the later passes
-are the steady state of a long backlog (nothing changed, nothing to write). Printed: seconds per pass (first, and
-p50/p99 of the later ones), microseconds per dispatch decision in the first pass, peak RSS.
+are the steady state of a long backlog (nothing changed, nothing to write). Then the realistic steady state:
+``FINISHES`` times, one admitted Workload finishes (its ClusterQueue has room for one more) and a pass runs, which
+admits the next one of that queue and dispatches it. Printed: seconds per pass (first, p50/p99 of the later ones,
+p50/p99 of the passes after one Workload finished), microseconds per dispatch decision (choosing a worker) in the
+first pass and after a finish, peak RSS.
 
 Environment: ``KFED_SCHED_WORKERS`` (100), ``KFED_SCHED_NODES`` (1000), ``KFED_SCHED_PENDING`` (100000),
-``KFED_SCHED_QUEUES`` (100), ``KFED_SCHED_ADMIT`` (100), ``KFED_SCHED_PASSES`` (5).
+``KFED_SCHED_QUEUES`` (100), ``KFED_SCHED_ADMIT`` (100), ``KFED_SCHED_PASSES`` (5), ``KFED_SCHED_FINISHES`` (20).
 """
 
 from __future__ import annotations
@@ -232,6 +235,20 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
     return GlobalScheduler(runtime=runtime), api  # type: ignore[arg-type]
 
 
+def _finish(store: Store, key: str) -> None:
+    """The Workload ``key`` finished: ``Finished=True`` lands in the cache, as its watch event would."""
+    current = store.get(key)
+    assert current is not None, key
+    status = {**(current.get("status") or {})}
+    conditions = [c for c in status.get("conditions") or () if c.get("type") != "Finished"]
+    stamp = dt.datetime.now(dt.UTC).isoformat().replace("+00:00", "Z")
+    conditions.append(
+        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "", "lastTransitionTime": stamp}
+    )
+    meta = {**current["metadata"], "resourceVersion": str(int(current["metadata"]["resourceVersion"]) + 1)}
+    store.upsert({**current, "metadata": meta, "status": {**status, "conditions": conditions}})
+
+
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -244,6 +261,7 @@ def main() -> None:
     queues = _env("KFED_SCHED_QUEUES", 100)
     admit = _env("KFED_SCHED_ADMIT", 100)
     passes = _env("KFED_SCHED_PASSES", 5)
+    finishes = _env("KFED_SCHED_FINISHES", 20)
     started = time.perf_counter()
     scheduler, api = build(workers=workers, nodes=nodes, pending=pending, queues=queues, admit=admit)
     print(
@@ -263,36 +281,65 @@ def main() -> None:
             decision_times.append(time.perf_counter() - before)
 
     scheduler_module.__dict__["choose_worker"] = timed_choose  # what the pass calls for each decision
+    after_finish: list[float] = []
+    finish_decisions: list[float] = []
+    admitted_after_finish = 0
+    dispatched: list[int] = []
+    first_pass_decisions: list[float] = []
+
+    async def timed_pass() -> float:
+        before = time.perf_counter()
+        await scheduler.schedule_once()
+        await scheduler.writes_answered()  # its writes go on after the pass; here they are answered at once
+        return time.perf_counter() - before
 
     async def run() -> None:
+        nonlocal admitted_after_finish
         async with anyio.create_task_group() as tg:
             scheduler._task_group = tg
             for _ in range(passes):
-                before = time.perf_counter()
-                await scheduler.schedule_once()
-                await scheduler.writes_answered()  # its writes go on after the pass; here they are answered at once
-                times.append(time.perf_counter() - before)
+                times.append(await timed_pass())
                 writes.append(api.writes)
+                dispatched.append(len(scheduler._rt.ledger))
+            first_pass_decisions.extend(decision_times)
+            store = scheduler._rt.workloads.store
+            held = [key for key in scheduler._rt.ledger._entries]
+            for index in range(finishes):
+                _finish(store, held[(index * 7919) % len(held)])
+                first_decision = len(decision_times)
+                in_flight = len(scheduler._rt.ledger)
+                after_finish.append(await timed_pass())
+                finish_decisions.extend(decision_times[first_decision:])
+                admitted_after_finish += len(scheduler._rt.ledger) - in_flight
             tg.cancel_scope.cancel()
 
     try:
         anyio.run(run)
     finally:
         scheduler_module.__dict__["choose_worker"] = choose
-    decisions = len(scheduler._rt.ledger._entries)
+    decisions = dispatched[0]
     writes_first = writes[0]
     first, rest = times[0], times[1:]
     print(f"  first pass {first:.2f}s: {decisions} dispatch decisions, {writes_first} status writes computed")
     if decisions:
         print(f"    {1e6 * first / decisions:.0f} us per dispatch decision (whole pass / decisions)")
-    if decision_times:
-        p50, p99 = percentile(decision_times, 50) or 0.0, percentile(decision_times, 99) or 0.0
+    if first_pass_decisions:
+        p50, p99 = percentile(first_pass_decisions, 50) or 0.0, percentile(first_pass_decisions, 99) or 0.0
         print(
             f"    choosing a worker: p50 {1e6 * p50:.0f} us, p99 {1e6 * p99:.0f} us per decision "
-            f"({len(decision_times)} decisions over {workers} workers)"
+            f"({len(first_pass_decisions)} decisions over {workers} workers)"
         )
     if rest:
         print(
             f"  later passes (backlog, nothing new): p50 {percentile(rest, 50):.2f}s, p99 {percentile(rest, 99):.2f}s"
         )
+    if after_finish:
+        print(
+            f"  pass after one Workload finished (steady state): p50 {percentile(after_finish, 50):.3f}s, "
+            f"p99 {percentile(after_finish, 99):.3f}s over {len(after_finish)} finishes, "
+            f"{admitted_after_finish} dispatched"
+        )
+    if finish_decisions:
+        p50, p99 = percentile(finish_decisions, 50) or 0.0, percentile(finish_decisions, 99) or 0.0
+        print(f"    choosing a worker after a finish: p50 {1e6 * p50:.0f} us, p99 {1e6 * p99:.0f} us per decision")
     print(f"  peak RSS {_rss_mb():.0f} MB")

@@ -187,8 +187,14 @@ def _settle(
 ) -> None:
     """Park the pass's verdicts under the trees' stamps as the pass left them (only trees it admitted into changed)."""
     snapshot = state.snapshot
+    # Only a Cohort makes an admission matter to a parked Workload of another ClusterQueue or an earlier verdict:
+    # it can turn its ClusterQueue into a borrower (its Workloads become reclaimable) or raise its fair share. In a
+    # ClusterQueue of its own, a later admission only took quota that was free when the verdict was made.
     admitted_in_cycle = {
-        member.name: cycle for node, cycle in admitted_roots.values() for member in snapshot.tree_members(node)
+        member.name: cycle
+        for node, cycle in admitted_roots.values()
+        if snapshot.root_of(node) is not node
+        for member in snapshot.tree_members(node)
     }
     queues = {decision.workload.cluster_queue for decision, *_ in verdicts}
     raw_of = {workload.key: raw for name in queues for workload, raw in state.pending.get(name, ())}

@@ -175,14 +175,49 @@ def pending_by_cluster_queue(state: QuotaState, admitted: set[str]) -> dict[str,
     }
 
 
-def pending_by_local_queue(state: QuotaState, admitted: set[str]) -> dict[str, int]:
-    """Pending workloads per LocalQueue (``namespace/name``), counting those no ClusterQueue can take yet."""
+def pending_by_local_queue(
+    state: QuotaState,
+    admitted: set[str],
+    *,
+    memo: dict[str, tuple[list[Any], dict[str, int]]] | None = None,
+    admitted_in: set[str] | None = None,
+) -> dict[str, int]:
+    """Pending workloads per LocalQueue (``namespace/name``), counting those no ClusterQueue can take yet.
+
+    ``memo`` (kept by the caller) reuses a ClusterQueue's counts while its pending list holds the very same entries
+    (compared at C speed): counting 100,000 pending Workloads one by one on every status write was most of a pass.
+    ``admitted_in`` names the ClusterQueues of the ``admitted`` keys, when known (only their lists are searched)."""
     counts: dict[str, int] = {}
-    raws = [raw for items in state.pending.values() for workload, raw in items if workload.key not in admitted]
-    for raw in raws + [blocked.raw for blocked in state.blocked]:
-        key = f"{raw['metadata']['namespace']}/{(raw.get('spec') or {}).get('queueName', '')}"
+    seen: dict[str, tuple[list[Any], dict[str, int]]] = {}
+    for name, items in state.pending.items():
+        last = memo.get(name) if memo is not None else None
+        if last is not None and last[0] == items:
+            per_queue = last[1]
+        else:
+            per_queue = {}
+            for _, raw in items:
+                key = _local_queue_key(raw)
+                per_queue[key] = per_queue.get(key, 0) + 1
+        seen[name] = (items, per_queue)
+        for key, count in per_queue.items():
+            counts[key] = counts.get(key, 0) + count
+    if memo is not None:
+        memo.clear()
+        memo.update(seen)
+    if admitted:
+        searched = state.pending if admitted_in is None else {n: state.pending.get(n, []) for n in admitted_in}
+        for items in searched.values():
+            for workload, raw in items:
+                if workload.key in admitted:
+                    counts[_local_queue_key(raw)] -= 1
+    for blocked in state.blocked:
+        key = _local_queue_key(blocked.raw)
         counts[key] = counts.get(key, 0) + 1
-    return counts
+    return {key: count for key, count in counts.items() if count}
+
+
+def _local_queue_key(raw: Mapping[str, Any]) -> str:
+    return f"{raw['metadata']['namespace']}/{(raw.get('spec') or {}).get('queueName', '')}"
 
 
 def finalizer_action(cluster_queue: Mapping[str, Any], *, holding: int) -> FinalizerAction | None:

@@ -25,7 +25,7 @@ verdict was not written (``unpark``), so its condition is written on the next pa
 
 Transitions of one Workload (all here, all explicit):
 
-    active --settle(Wait, not retried at once, no admission in its tree in a later cycle of the pass)--> parked
+    active --settle(Wait, not retried at once, no admission in its Cohort's tree in a later cycle)--> parked
     parked --wake(stamp differs / expiry)--> active
     parked --filter(Workload changed, or it is no longer first in a StrictFIFO queue it blocked)--> active
     parked --settle(not pending any more) / unpark--> gone
@@ -116,6 +116,7 @@ class Parked:
     workers (a vetoed admission) and blocks its StrictFIFO queue."""
 
     workload: Workload
+    raw: Mapping[str, Any]
     annotations: Mapping[str, Any]
     decision: Wait
     vetoed: bool
@@ -124,9 +125,11 @@ class Parked:
 
     def same(self, workload: Workload, raw: Mapping[str, Any]) -> bool:
         """Whether ``workload`` is still the Workload that was parked (unchanged spec and annotations)."""
+        if raw is self.raw and workload is self.workload:
+            return True  # the very same objects (a watch cache replaces an object, never changes it)
         if not (self.workload is workload or self.workload == workload):
             return False
-        return dict((raw.get("metadata") or {}).get("annotations") or {}) == self.annotations
+        return ((raw.get("metadata") or {}).get("annotations") or {}) == self.annotations
 
 
 @dataclass(slots=True)
@@ -136,6 +139,8 @@ class _QueueLot:
     """In parking order (oldest first)."""
     head: str | None = None
     """The StrictFIFO head that blocks the queue, if any."""
+    matched: int = -1
+    """Parked entries the last ``active`` found still pending and unchanged (-1: not counted)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,12 +231,13 @@ class ParkingLot:
         if lot is None:
             yield from (workload for workload, _ in items)
             return
+        lot.matched = -1
         if strict and lot.head is not None:
             entry = lot.entries[lot.head]
             if items and items[0][0].key == lot.head and entry.same(*items[0]):
                 return
             self._release(lot, entry.workload.key)
-        entries = lot.entries
+        entries, matched = lot.entries, 0
         for workload, raw in items:
             parked = entries.get(workload.key)
             if parked is None:
@@ -239,6 +245,9 @@ class ParkingLot:
             elif not parked.same(workload, raw):
                 self._release(lot, workload.key)
                 yield workload
+            else:
+                matched += 1
+        lot.matched = matched
 
     def settle(
         self,
@@ -251,18 +260,21 @@ class ParkingLot:
     ) -> None:
         """After a pass: park its final ``Wait`` verdicts and keep the parked Workloads that are still pending.
 
-        ``admitted_in_cycle`` maps a ClusterQueue to the last cycle of the pass that admitted a Workload into its
-        tree: a verdict from that cycle or an earlier one did not see that admission (a new preemption candidate),
-        so it is tried again instead, and so are the Workloads parked in that tree before the pass. ``stamps`` are
+        ``admitted_in_cycle`` maps a ClusterQueue of a Cohort to the last cycle of the pass that admitted a Workload
+        into its tree: a verdict from that cycle or an earlier one did not see that admission (it may have made a
+        ClusterQueue a borrower, or raised its share: new preemption candidates), so it is tried again instead, and
+        so are the Workloads parked in that tree before the pass. ``stamps`` are
         the trees as the pass left them, admissions applied."""
         for name in list(self._queues):
             lot = self._queues[name]
             if name in admitted_in_cycle or name not in pending:
                 del self._queues[name]
                 continue
-            still = {workload.key for workload, _ in pending[name]}
-            for key in [key for key in lot.entries if key not in still]:
-                self._release(lot, key)
+            if lot.matched != len(lot.entries):  # some parked Workload is no longer pending
+                still = {workload.key for workload, _ in pending[name]}
+                for key in [key for key in lot.entries if key not in still]:
+                    self._release(lot, key)
+            lot.matched = -1
             lot.stamp = stamps.get(name)
             if not lot.entries or lot.stamp is None:
                 del self._queues[name]
@@ -278,6 +290,7 @@ class ParkingLot:
             lot.entries.pop(key, None)
             lot.entries[key] = Parked(
                 workload=verdict.workload,
+                raw=verdict.raw,
                 annotations=dict((verdict.raw.get("metadata") or {}).get("annotations") or {}),
                 decision=verdict.decision,
                 vetoed=verdict.vetoed,

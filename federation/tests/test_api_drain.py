@@ -140,3 +140,17 @@ def test_with_fair_sharing_the_cluster_queue_status_shows_kueues_weighted_share(
     off = queue_status_patches(quota, shown, pending={}, now=now)
     assert {name: patch["fairSharing"] for name, patch in off.items()} == dict.fromkeys(raws), "removed when off"
     assert "fairSharing" not in queue_status_patches(quota, raws, pending={}, now=now)["a"]
+
+
+def test_local_queue_pending_counts_with_a_memo_match_the_counts_without() -> None:
+    from federation.admission.api_queue_status import pending_by_local_queue
+
+    quota = _state(workload("a"), workload("b"), workload("lost", queue="missing"))
+    memo: dict[str, Any] = {}
+    plain = pending_by_local_queue(quota, set())
+    assert plain == {"ns/lq": 2, "ns/missing": 1}
+    assert pending_by_local_queue(quota, set(), memo=memo) == plain
+    assert pending_by_local_queue(quota, set(), memo=memo) == plain, "reused counts are the same"
+    assert pending_by_local_queue(quota, {"ns/a"}, memo=memo, admitted_in={"cq"}) == {"ns/lq": 1, "ns/missing": 1}
+    fewer = _state(workload("a"))
+    assert pending_by_local_queue(fewer, set(), memo=memo) == {"ns/lq": 1}, "a changed list is counted again"

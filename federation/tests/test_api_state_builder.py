@@ -75,3 +75,62 @@ def test_a_quota_holding_workload_is_read_again_only_when_it_changes() -> None:
     changed = builder.build(**{**inputs, "workloads": [evicted]}).snapshot.admitted(raw["metadata"]["namespace"] + "/w")
     assert changed is not None
     assert changed.evicted
+
+
+def test_an_unchanged_workload_object_is_not_classified_again_and_a_replaced_one_is() -> None:
+    builder = QuotaStateBuilder()
+    inputs = _inputs("5")
+    inputs["workloads"] = [workload("w", cpu="1"), workload("lost", queue="missing"), workload("v", cpu="2")]
+    first = builder.build(**inputs)
+    assert builder._classified.hits == 0
+    again = builder.build(**inputs)
+    assert builder._classified.hits == 3, "the same objects are not classified again"
+    assert [(w.key, raw) for w, raw in again.pending["cq"]] == [(w.key, raw) for w, raw in first.pending["cq"]]
+    assert [b.message for b in again.blocked] == ["LocalQueue missing doesn't exist"]
+    replaced = {**inputs["workloads"][0], "spec": {**inputs["workloads"][0]["spec"], "queueName": "missing"}}
+    replaced["metadata"] = {**replaced["metadata"], "resourceVersion": "8"}
+    third = builder.build(**{**inputs, "workloads": [replaced, *inputs["workloads"][1:]]})
+    assert builder._classified.hits == 2
+    assert [w.key for w, _ in third.pending["cq"]] == ["ns/v"]
+    assert len(third.blocked) == 2
+
+
+def test_a_local_queue_change_classifies_every_workload_again() -> None:
+    builder = QuotaStateBuilder()
+    inputs = _inputs("5")
+    assert "cq" in builder.build(**inputs).pending
+    stopped = local_queue("ns", "lq", "cq")
+    stopped["spec"]["stopPolicy"] = "Hold"
+    state = builder.build(**{**inputs, "local_queues": [stopped]})
+    assert builder._classified.hits == 0
+    assert state.pending == {}
+    assert [b.message for b in state.blocked] == ["LocalQueue lq is inactive"]
+    namespace_labels_changed = builder.build(
+        **{**inputs, "namespaces": [{"metadata": {"name": "ns", "labels": {"a": "b"}}}]}
+    )
+    assert builder._classified.hits == 0
+    assert "cq" in namespace_labels_changed.pending
+
+
+def test_a_workload_in_its_requeue_backoff_is_looked_at_again_when_it_ends() -> None:
+    builder = QuotaStateBuilder()
+    inputs = _inputs("5")
+    inputs["workloads"] = [workload("late", status={"requeueState": {"count": 1, "requeueAt": "2026-11-23T10:01:00Z"}})]
+    before = builder.build(**inputs, now_seconds=1795428030.0)  # 10:00:30
+    assert before.pending == {}
+    assert len(before.blocked) == 1
+    after = builder.build(**inputs, now_seconds=1795428061.0)  # 10:01:01
+    assert [w.key for w, _ in after.pending["cq"]] == ["ns/late"]
+
+
+def test_queue_order_is_kept_for_the_same_workloads_and_redone_when_one_arrives() -> None:
+    builder = QuotaStateBuilder()
+    inputs = _inputs("5")
+    inputs["workloads"] = [
+        workload("young", created="2026-01-01T00:00:09Z"),
+        workload("old", created="2026-01-01T00:00:01Z"),
+    ]
+    assert [w.key for w, _ in builder.build(**inputs).pending["cq"]] == ["ns/old", "ns/young"]
+    assert [w.key for w, _ in builder.build(**inputs).pending["cq"]] == ["ns/old", "ns/young"]
+    inputs["workloads"].append(workload("urgent", priority=9, created="2026-01-01T00:00:10Z"))
+    assert [w.key for w, _ in builder.build(**inputs).pending["cq"]] == ["ns/urgent", "ns/old", "ns/young"]

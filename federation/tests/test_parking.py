@@ -279,8 +279,8 @@ def test_a_vetoed_workload_wakes_when_the_workers_change_and_a_quota_verdict_doe
 # ----- what is not parked ---------------------------------------------------------------------------------------
 
 
-def test_a_verdict_made_before_a_later_admission_in_its_tree_is_tried_again() -> None:
-    world = World(quota="2")
+def test_a_verdict_made_before_a_later_admission_in_its_cohort_is_tried_again() -> None:
+    world = World(quota="2", cohort="co")
     world.add(workload("big", cpu="3", created="2026-01-01T00:00:00Z"))
     world.add(workload("small", cpu="1", created="2026-01-01T00:00:01Z"))
     first = world.run()
@@ -289,6 +289,16 @@ def test_a_verdict_made_before_a_later_admission_in_its_tree_is_tried_again() ->
     world.admit(first)
     assert "big" in world.run(), "small's admission came in a later cycle: big did not see it"
     assert world.run() == {}
+
+
+def test_an_admission_in_a_cluster_queue_without_cohort_leaves_its_parked_workloads_parked() -> None:
+    world = World(quota="2")
+    world.add(workload("big", cpu="3", created="2026-01-01T00:00:00Z"))
+    world.add(workload("small", cpu="1", created="2026-01-01T00:00:01Z"))
+    first = world.run()
+    assert isinstance(first["big"], Wait)
+    world.admit(first)
+    assert world.run() == {}, "small only took quota that was free when big was found not to fit"
 
 
 def test_a_workload_waiting_for_its_victims_is_not_parked() -> None:
@@ -328,10 +338,10 @@ def test_best_effort_fifo_lets_others_go_past_a_parked_workload() -> None:
     assert isinstance(decided["small"], Admit)
 
 
-def test_a_parked_workload_is_tried_again_after_a_pass_admitted_into_its_tree() -> None:
+def test_a_parked_workload_is_tried_again_after_a_pass_admitted_into_its_cohort() -> None:
     """An admission raises its queue's share: with fair sharing that queue's Workloads may become preemption
     candidates for a parked one, so the parked Workloads of the tree are tried on the next pass."""
-    world = World(quota="2")
+    world = World(quota="2", cohort="co")
     world.add(_held("a"), workload("big", cpu="2", created="2026-01-01T00:00:01Z"))
     assert isinstance(world.run()["big"], Wait)
     world.add(workload("small", cpu="1", created="2026-01-01T00:00:02Z"))
