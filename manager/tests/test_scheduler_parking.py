@@ -1,0 +1,88 @@
+"""The global scheduler's passes with parking, on in-memory stores (the schedpass bench's runtime, no I/O).
+
+A Workload that does not fit is decided once and then left alone; one whose pending verdict could not be written is
+decided again on the next pass (else its QuotaReserved=False condition would never be written while it is parked).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from e2e.bench.schedpass_bench import build
+from federation.kube.errors import Conflict
+from federation.kube.resources import WORKLOADS
+from manager.scheduler import GlobalScheduler
+
+
+def _scheduler(pending: int) -> tuple[GlobalScheduler, Any]:
+    # one ClusterQueue with room for one one-cpu Workload; the others wait for quota
+    return build(workers=2, nodes=1, pending=pending, queues=1, admit=1)
+
+
+def _passes(scheduler: GlobalScheduler, count: int) -> None:
+    async def run() -> None:
+        async with anyio.create_task_group() as tg:
+            scheduler._task_group = tg
+            for _ in range(count):
+                await scheduler.schedule_once()
+                await scheduler.writes_answered()
+            tg.cancel_scope.cancel()
+
+    anyio.run(run)
+
+
+def _status_writes(api: Any, calls: list[str]) -> None:
+    write = api.patch_status
+
+    async def recording(resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        if resource is WORKLOADS:
+            calls.append(name)
+        written: dict[str, Any] = await write(resource, name, body, **kw)
+        return written
+
+    api.patch_status = recording
+
+
+def test_a_workload_that_does_not_fit_is_decided_once_then_parked() -> None:
+    scheduler, api = _scheduler(pending=4)
+    calls: list[str] = []
+    _status_writes(api, calls)
+    _passes(scheduler, 1)
+    assert len(calls) == 4, "one reservation and three pending verdicts"
+    assert len(scheduler.parking) == 3
+    assert len(scheduler.last_inadmissible) == 3
+    _passes(scheduler, 2)
+    assert len(calls) == 4, "nothing changed: nothing decided or written again"
+    assert len(scheduler.last_inadmissible) == 3, "parked Workloads still count as inadmissible"
+
+
+def test_a_pending_verdict_whose_write_failed_is_decided_again_on_the_next_pass() -> None:
+    scheduler, api = _scheduler(pending=3)
+    write = api.patch_status
+    refused: list[str] = []
+    calls: list[str] = []
+
+    async def conflicting(resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        if resource is not WORKLOADS:
+            answer: dict[str, Any] = await write(resource, name, body, **kw)
+            return answer
+        calls.append(name)
+        conditions = (body.get("status") or {}).get("conditions") or ()
+        pending = any(c.get("type") == "QuotaReserved" and c.get("status") == "False" for c in conditions)
+        if pending and not refused:
+            refused.append(name)
+            raise Conflict("the object has been modified", status=409, reason="Conflict")
+        written: dict[str, Any] = await write(resource, name, body, **kw)
+        return written
+
+    api.patch_status = conflicting
+    _passes(scheduler, 1)
+    assert len(refused) == 1
+    assert refused[0] not in {p.workload.key.split("/")[1] for p in scheduler.parking.parked()}
+    before = len(calls)
+    _passes(scheduler, 1)
+    assert calls[before:] == refused, "the refused verdict is decided and written again, and only it"
+    _passes(scheduler, 1)
+    assert len(calls) == before + 1
