@@ -28,7 +28,7 @@ import structlog
 
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import RESERVED, workload_key, workload_state
-from federation.admission.queue_metrics import workload_labels
+from federation.admission.queue_metrics import admitted_for, workload_labels
 from federation.conditions import is_true
 from federation.kube import resources as r
 from federation.kube.api import KubeApi, PatchType
@@ -230,6 +230,8 @@ class Tas:
         if not pods:
             return 0
         ungated = 0
+        workloads = list(workloads)
+        raw_of = {workload_key(workload): workload for workload in workloads}
         for pod_set in self._admitted_pod_sets(workloads):
             members = pods.get(pod_set.key)
             if not members:
@@ -252,6 +254,13 @@ class Tas:
             for ungate in plan_ungates(pod_set.assignment, views):
                 if await self._ungate(by_key[ungate.pod], ungate.node_selector, workload=pod_set.workload):
                     ungated += 1
+                    raw = raw_of.get(pod_set.workload) or {}
+                    waited = admitted_for(raw, now=dt.datetime.now(dt.UTC))
+                    if waited is not None:
+                        queue = str(((raw.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+                        self.metrics.gate_removed(
+                            gate=TOPOLOGY_GATE, cluster_queue=queue, is_group=False, seconds=waited
+                        )
         return ungated
 
     async def _ungate(self, pod: Obj, node_selector: Mapping[str, str], *, workload: str) -> bool:

@@ -375,3 +375,9 @@ def cohort_ancestors(
         cohort = cohort_of(name)
         name = str(((cohort or {}).get("spec") or {}).get("parentName") or "")
     return chain
+
+
+def admitted_for(raw: Mapping[str, Any], *, now: dt.datetime) -> float | None:
+    """Seconds since the workload's ``Admitted`` turned True (None when it is not admitted): Kueue's
+    ``kueue_pod_scheduling_gate_removal_seconds`` sample when a gate of one of its pods is removed at ``now``."""
+    return _since(raw, "Admitted", now)

@@ -378,6 +378,12 @@ class Metrics:
             buckets=tuple(0.01 * 2**i for i in range(11)),
             registry=r,
         )
+        self.pod_scheduling_gate_removal = Histogram(
+            "kueue_pod_scheduling_gate_removal_seconds",
+            "Duration from Workload admission to removal of a Pod scheduling gate.",
+            ["name", "cluster_queue", "is_group"],  # Kueue's: no replica_role on this one
+            registry=r,
+        )
         self.evicted_workloads = Counter(
             "kueue_evicted_workloads_total",
             "The number of evicted workloads per 'cluster_queue'. 'reason' is Kueue's eviction reason (Preempted, "
@@ -503,6 +509,12 @@ class Metrics:
     def workload_created(self, *, job_kind: str, seconds: float) -> None:
         """The job controller created a Workload for a Job (of ``job_kind``) ``seconds`` after the Job was created."""
         self.workload_creation_latency.labels(job_kind, self.role).observe(max(0.0, seconds))
+
+    def gate_removed(self, *, gate: str, cluster_queue: str, is_group: bool, seconds: float) -> None:
+        """A pod's scheduling gate ``gate`` was removed ``seconds`` after its workload was admitted."""
+        self.pod_scheduling_gate_removal.labels(gate, cluster_queue, "true" if is_group else "false").observe(
+            max(0.0, seconds)
+        )
 
     def admitted(
         self,

@@ -5,6 +5,7 @@ import math
 
 from federation.admission.api_state import QuotaState
 from federation.admission.queue_metrics import (
+    admitted_for,
     cohort_ancestors,
     eviction_labels,
     eviction_latency,
@@ -263,3 +264,9 @@ def test_cohort_ancestors_nearest_first_to_an_implicit_top_and_never_around_a_cy
     assert cohort_ancestors({"spec": {"cohortName": "a"}}, cohorts.get) == ["a", "b"]
     assert cohort_ancestors({"spec": {}}, cohorts.get) == []
     assert cohort_ancestors(None, cohorts.get) == []
+
+
+def test_admitted_for_counts_from_the_admitted_transition() -> None:
+    now = dt.datetime(2026, 1, 1, 0, 1, 0, tzinfo=dt.UTC)
+    assert admitted_for(_conditions(("Admitted", "True", "2026-01-01T00:00:57Z")), now=now) == 3.0
+    assert admitted_for(_conditions(("Admitted", "False", "2026-01-01T00:00:57Z")), now=now) is None
