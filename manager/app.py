@@ -16,6 +16,7 @@ import structlog
 
 from federation.admission.cycle import CycleConfig
 from federation.admission.preemption import FAIR_SHARING_STRATEGY_LISTS, fair_sharing_strategies
+from federation.eventloop import run_process
 from federation.kube import clients
 from federation.kube.leader import LeaderElectionConfig, LeaderElector
 from federation.kueue_config import ConfigError, label_selector
@@ -347,5 +348,5 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     configure_logging(level=args.log_level, fmt=args.log_format, component="kfed-manager")
     log_config_warnings(args)
-    anyio.run(run, args)
+    run_process(run, args)
     return 0

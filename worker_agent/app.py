@@ -20,6 +20,7 @@ import anyio
 import anyio.abc
 import structlog
 
+from federation.eventloop import run_process
 from federation.kube.api import KubeApi
 from federation.kube.clients import connect_in_cluster, connect_kubeconfig_file
 from federation.kube.kubeconfig import KubeconfigError
@@ -85,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(level=args.log_level, fmt=args.log_format, component="kfed-agent")
     log_config_warnings(args)
     try:
-        return anyio.run(run, args)
+        return run_process(run, args)
     except KeyboardInterrupt:  # pragma: no cover - SIGINT before the handler is installed
         return 0
 
