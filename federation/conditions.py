@@ -28,7 +28,15 @@ def conditions_of(obj: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
 
 
 def find_condition(obj: Mapping[str, Any], condition_type: str) -> Mapping[str, Any] | None:
-    return next((c for c in conditions_of(obj) if c.get("type") == condition_type), None)
+    # A plain loop, not next(generator): the agent's passes ask this of every Workload several times per pass.
+    status = obj.get("status")
+    if not status:
+        return None
+    condition: Mapping[str, Any]
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == condition_type:
+            return condition
+    return None
 
 
 def is_true(obj: Mapping[str, Any], condition_type: str) -> bool:

@@ -56,5 +56,9 @@ class WriteOverlay:
         """The freshest known copy of ``cached``."""
         return self._written.get(_key(cached), cached)
 
+    def view_keyed(self, key: str, cached: Obj) -> Obj:
+        """:meth:`view` for a caller that has the key already (a pass over a store's items builds none)."""
+        return self._written.get(key, cached)
+
     def get(self, key: str, cached: Obj | None) -> Obj | None:
         return self._written.get(key, cached)

@@ -110,6 +110,10 @@ class Provisioning:
                 if ref.get("kind") == "Workload":
                     requests_by_owner.setdefault(str(ref.get("uid")), []).append(request)
         await self._sync_active(configs)
+        if not requests_by_owner and not any(
+            (check.get("spec") or {}).get("controllerName") == d.CONTROLLER_NAME for check in checks.values()
+        ):
+            return  # no request to clean up and no check of ours: the loop below would do nothing (every pass)
         for workload in list(workloads):
             owned = requests_by_owner.get(_uid(workload), [])
             if is_true(workload, FINISHED):

@@ -72,12 +72,14 @@ class World:
         return self.workload_writes.get(key, self.workloads.store.get(key))
 
     def all_workloads(self) -> Iterator[Obj]:
-        for obj in self.workloads.store:
-            yield self.workload_writes.view(obj)
+        writes = self.workload_writes
+        for key, obj in self.workloads.store.items():
+            yield writes.view_keyed(key, obj)
 
     def all_jobs(self) -> Iterator[Obj]:
-        for obj in self.jobs.store:
-            yield self.job_writes.view(obj)
+        writes = self.job_writes
+        for key, obj in self.jobs.store.items():
+            yield writes.view_keyed(key, obj)
 
     def flavor_infos(self) -> dict[str, FlavorInfo]:
         return self._state_builder.flavor_infos(self.flavors.store)

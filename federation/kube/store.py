@@ -80,6 +80,10 @@ class Store:
     def keys(self) -> list[str]:
         return list(self._objects)
 
+    def items(self) -> builtins.list[tuple[str, Obj]]:
+        """``(key, object)`` pairs (a copy of the list: the store may change while the caller iterates)."""
+        return list(self._objects.items())
+
     def list(self, *, namespace: str | None = None) -> list[Obj]:
         if namespace is None:
             return list(self._objects.values())

@@ -12,6 +12,7 @@ Job integration does, so the worker's agent honours it; any other value makes th
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ class JobNotQueueable(ValueError):
     """The Job cannot become a Workload; the message says why in words a user can act on."""
 
 
+@functools.lru_cache(maxsize=8192)  # asked on every event of every manager Job
 def workload_name_for_job(job_name: str, job_uid: str, *, kind: str = "Job", group: str = "batch") -> str:
     """Kueue's jobframework name: ``<kind>-<name>`` and the first 5 hex digits of the SHA-1 of kind, group, name and
     uid (newline-separated). Names that would pass 63 characters keep a 57-character prefix, as Kueue does with

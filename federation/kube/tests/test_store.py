@@ -70,6 +70,7 @@ def test_store_basics_and_namespace_index() -> None:
     assert store.delete(obj("a", ns="x")) is not None
     assert store.list(namespace="x") == []
     assert sorted(store.keys()) == ["n"]
+    assert store.items() == [("n", obj("n", ns=None))]
 
 
 def test_replace_all_returns_changes_and_rebuilds_index() -> None:
