@@ -3,7 +3,9 @@
 Kueue's pipeline (heads → snapshot → nominate → admit → requeue) runs in ``federation.admission``; this module
 builds its input from the manager's caches and vetoes every admission for which no worker has room (capacity
 probing, ``manager.decisions.dispatch``), so quota is only reserved where it can be used. Triggered by any change
-to queues, quotas, workloads or a worker's capacity report; bursts of triggers coalesce into one pass.
+to queues, quotas, workloads or a worker's capacity report; bursts of triggers coalesce into one pass. A Workload
+that did not fit is parked (``federation.admission.parking``) and left out of later passes until something that
+could change its verdict happens, so a pass costs what changed, not the length of the backlog.
 """
 
 from __future__ import annotations
