@@ -6,13 +6,14 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.kfed-installed
 PYTEST_ARGS ?=
 
-.PHONY: help venv lint test test-unit test-integration test-interop kueue toolchain crds demo bench image test-image clean
+.PHONY: help venv lint test test-unit test-integration test-interop test-kueueviz kueueviz kueue toolchain crds demo bench image test-image clean
 
 help:
 	@echo "make demo        run 20 Jobs on a local federation (manager + 2 workers) and print a summary"
 	@echo "make test        lint + unit + integration/e2e tests (builds the toolchain once, then cached)"
 	@echo "make test-unit   pure-logic tests only (no toolchain needed)"
 	@echo "make test-interop interop with stock Kueue v0.19.1 both ways (builds Kueue from its Go module once)"
+	@echo "make test-kueueviz Kueue v0.19.1's KueueViz backend against kfed-manager (builds it once; KUEUE_GIT=clone)"
 	@echo "make lint        ruff, mypy --strict, import-linter"
 	@echo "make toolchain   build kube-apiserver/etcd/kwok/helm... from Go modules into the cache"
 	@echo "make bench       admission and topology cores in memory, dispatch on a local federation (BENCH=name)"
@@ -35,7 +36,7 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 test-unit: $(STAMP)
-	$(PY) -m pytest -q -m "not integration and not e2e and not image and not interop" federation manager worker_agent e2e $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not integration and not e2e and not image and not interop and not kueueviz" federation manager worker_agent e2e $(PYTEST_ARGS)
 
 toolchain:
 	$(PYTHON) -m e2e.toolchain build
@@ -50,6 +51,12 @@ kueue: $(STAMP)
 
 test-interop: $(STAMP) toolchain kueue
 	$(PY) -m pytest -q -m interop e2e $(PYTEST_ARGS)
+
+kueueviz: $(STAMP)
+	$(PY) -m e2e.toolchain.kueueviz
+
+test-kueueviz: $(STAMP) toolchain kueueviz
+	$(PY) -m pytest -q -m kueueviz e2e $(PYTEST_ARGS)
 
 crds: $(STAMP)
 	$(PY) -m federation.api.crdgen charts
