@@ -386,7 +386,7 @@ class RemoteSync:
             await self._finish(workload, remote_job=remote_jb, worker=worker)
             self._mirrored_at.pop(key, None)
         if "delete_remote" in steps:
-            await self._delete_copies(conn, [remote_jb, remote_wl], why="the workload finished")
+            await self._delete_copies(conn, [remote_jb, remote_wl], why="the workload finished", finished=True)
         return workload
 
     async def _delete_strays(self, key: str, workload: Obj, *, holder: str | None) -> None:
@@ -869,11 +869,15 @@ class RemoteSync:
         )
         log.info("workload finished", workload=key, cluster=worker, succeeded=finish.succeeded)
 
-    async def _delete_copies(self, conn: WorkerConnection, copies: Sequence[Obj | None], *, why: str) -> None:
+    async def _delete_copies(
+        self, conn: WorkerConnection, copies: Sequence[Obj | None], *, why: str, finished: bool = False
+    ) -> None:
         """Delete these objects of ours from the worker, each only if it is still the same object (uid
         precondition): a same-named object created since by someone else is never touched. Jobs go with their
         pods first (foreground), so "gone from the cache" means nothing of it runs any more; a Workload copy owned by
-        a Job copy deleted here is deleted by the worker's garbage collector with it."""
+        a Job copy deleted here is deleted by the worker's garbage collector with it. The copies of a ``finished``
+        workload go in the background: its Job ended, no pod of it runs, and waiting for the garbage collector to
+        delete every pod first cost the worker's apiserver a finalizer write and several reads per Job."""
 
         async def delete(copy: Obj) -> None:
             meta = copy["metadata"]
@@ -889,7 +893,9 @@ class RemoteSync:
                     meta["name"],
                     namespace=meta["namespace"],
                     uid=meta.get("uid"),
-                    propagation_policy=Propagation.FOREGROUND if resource is JOBS else Propagation.BACKGROUND,
+                    propagation_policy=Propagation.FOREGROUND
+                    if resource is JOBS and not finished
+                    else Propagation.BACKGROUND,
                     missing_ok=True,
                 )
             except Conflict:
