@@ -905,14 +905,24 @@ class RemoteSync:
             log.info("deleted remote object", cluster=conn.name, kind=resource.kind, name=meta["name"], reason=why)
 
         jobs = [copy for copy in copies if copy is not None and copy.get("kind") == "Job"]
+
+        def goes_with_its_job(copy: Obj) -> bool:
+            """A Workload copy owned by a Job copy deleted here, or whose delete was sent lately (a background
+            deletion is gone from the cache before the garbage collector took its Workload): the collector deletes
+            it (after ``DELETE_RESEND_SECONDS`` kfed does, should it still be there)."""
+            if any(owned_by(copy, job) for job in jobs):
+                return True
+            now = time.monotonic()
+            owners = (copy["metadata"].get("ownerReferences")) or ()
+            return any(
+                now - self._deletes_sent.get(str(ref.get("uid")), -math.inf) < DELETE_RESEND_SECONDS for ref in owners
+            )
+
         await concurrently(
             *(
                 partial(delete, copy)
                 for copy in copies
-                if copy is not None
-                and not copy["metadata"].get("deletionTimestamp")
-                # a Workload copy owned by a Job copy deleted here goes with it (the worker's garbage collector)
-                and not any(owned_by(copy, job) for job in jobs)
+                if copy is not None and not copy["metadata"].get("deletionTimestamp") and not goes_with_its_job(copy)
             )
         )
 
