@@ -83,3 +83,40 @@ async def test_patch_arguments_are_checked_before_sending() -> None:
     with pytest.raises(ValueError, match="list of operations"):
         await api.patch(r.CLUSTER_QUEUES, "cq", {"op": "add"}, patch_type=PatchType.JSON)
     assert api.counter.total() == 0
+
+
+def _workload(name: str, version: str) -> dict[str, object]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": version}}
+
+
+async def test_a_watch_event_runs_synchronous_handlers_at_once_and_hands_back_only_what_must_be_awaited() -> None:
+    from anyio.lowlevel import checkpoint
+
+    from federation.kube.cache import WatchCache
+
+    calls: list[str] = []
+    cache = WatchCache(offline(), r.WORKLOADS, handlers=[lambda kind, obj, old: calls.append(f"sync {kind}")])
+    assert cache._apply("ADDED", _workload("a", "1")) is None  # nothing to await: no shielded scope per event
+    assert calls == ["sync ADDED"]
+    assert cache.resource_version == "1"
+
+    async def slow(kind: str, obj: object, old: object) -> None:
+        await checkpoint()
+        calls.append(f"async {kind}")
+
+    def broken(kind: str, obj: object, old: object) -> None:
+        raise RuntimeError("handler bug")
+
+    cache.add_handler(slow)
+    cache.add_handler(broken)
+    cache.add_handler(lambda kind, obj, old: calls.append(f"after {kind}"))
+    changes = cache.subscribe()
+    calls.clear()
+    pending = cache._apply("MODIFIED", _workload("a", "2"))
+    assert calls == ["sync MODIFIED"]  # handlers run in order: the rest waits for the async one
+    assert pending is not None
+    await pending
+    assert calls == ["sync MODIFIED", "async MODIFIED", "after MODIFIED"]  # a failing handler stops no other
+    change = changes.receive_nowait()
+    assert (change.type, change.old) == ("MODIFIED", _workload("a", "1"))
+    assert cache.store.get("ns/a") == _workload("a", "2")
