@@ -61,6 +61,7 @@ class Agent:
         missing = self.world.unsynced()
         if self.tas is not None:
             missing += [cache.resource.label for cache in self.tas.caches() if not cache.synced]
+            missing += self.tas.unsynced_cluster_watches()
         if self.provisioning is not None:
             missing += [cache.resource.label for cache in self.provisioning.caches() if not cache.synced]
         return (not missing, "caches not synced: " + ", ".join(missing) if missing else "ok")
@@ -140,6 +141,10 @@ class Agent:
                 tg.start_soon(events.run)
                 for cache in (*world.caches(), *tas.caches(), *provisioning.caches()):
                     await cache.wait_synced()
+                tg.start_soon(tas.run_cluster_watches)  # knows from the flavors whether TAS needs them
+                if tas.wants_cluster_watches():
+                    await tas.nodes.wait_synced()
+                    await tas.bound_pods.wait_synced()
                 tas.reconfigure()
                 log.info("agent.synced", cluster=self.cluster, workloads=len(world.workloads.store))
                 self.running = True

@@ -181,6 +181,7 @@ class CapacityPublisher:
                 "status": {
                     "generation": self.generation + 1,
                     "observedTime": format_time(dt.datetime.fromtimestamp(observed, dt.UTC)),
+                    "topologies": None,  # a merge patch keeps what it does not name: the last TAS flavor gone
                     **status,
                 },
             }

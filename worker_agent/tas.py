@@ -14,6 +14,10 @@ Topologies), feeds their events into ``TopologyIndex``, and runs, under the reco
   taint manager or PodGC is already deleting lose the tracking finalizer too.
 
 Every decision is re-derived from the caches on each pass (level-triggered); only the leader runs this.
+
+The Node and bound-Pod watches run only while some ResourceFlavor names a topology (``run_cluster_watches``):
+without one, TAS has nothing to place, and they would only cost the worker's apiserver a watch event for every pod
+change in the cluster. Until they have listed, TAS workloads wait with a message saying so.
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ log = structlog.get_logger(__name__)
 Obj = dict[str, Any]
 BOUND_PODS_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 DEFAULT_NODE_FAILURE_DELAY = 30.0
+CLUSTER_WATCHES_WAITING = "kfed-agent is still listing the cluster's nodes and pods for topology-aware scheduling"
 AGENT = "kfed-agent"
 
 
@@ -139,6 +144,8 @@ class Tas:
         self.index = TopologyIndex()
         self.recheck_at: float | None = None
         self._log = log.bind(cluster=cluster)
+        self._cluster_watching = False
+        self._config_changed = anyio.Event()
         self.nodes.add_handler(self._on_node)
         self.bound_pods.add_handler(self._on_bound_pod)
         self.tas_pods.add_handler(self.pod_writes.observe)
@@ -147,7 +154,45 @@ class Tas:
         self.flavors.add_handler(self._on_config)
 
     def caches(self) -> tuple[WatchCache, ...]:
-        return (self.nodes, self.bound_pods, self.tas_pods, self.topologies)
+        """The watches that always run (``run_cluster_watches`` runs the others)."""
+        return (self.tas_pods, self.topologies)
+
+    def unsynced_cluster_watches(self) -> list[str]:
+        """The on-demand watches that are wanted but have not listed yet (for readiness)."""
+        if not self.wants_cluster_watches():
+            return []
+        return [cache.resource.label for cache in (self.nodes, self.bound_pods) if not cache.synced]
+
+    def wants_cluster_watches(self) -> bool:
+        """True while some ResourceFlavor names a topology."""
+        return any(flavor_topology(raw) is not None for raw in self.flavors.store)
+
+    def cluster_watches_synced(self) -> bool:
+        return self._cluster_watching and self.nodes.synced and self.bound_pods.synced
+
+    async def run_cluster_watches(self) -> None:
+        """Run the Node and bound-Pod watches while :meth:`wants_cluster_watches`; stop and forget them when the
+        last TAS flavor goes. Start it once the flavors have synced."""
+        while True:
+            while not self.wants_cluster_watches():
+                await self._config_changed.wait()
+            self._log.info("tas.cluster_watches_started", watches=[self.nodes.resource.label, "bound pods"])
+            async with anyio.create_task_group() as tg:
+                self._cluster_watching = True
+                tg.start_soon(self.nodes.run)
+                tg.start_soon(self.bound_pods.run)
+                await self.nodes.wait_synced()
+                await self.bound_pods.wait_synced()
+                self.reconfigure()
+                self.wake()
+                while self.wants_cluster_watches():
+                    await self._config_changed.wait()
+                tg.cancel_scope.cancel()
+            self._cluster_watching = False
+            self.nodes.reset()
+            self.bound_pods.reset()
+            self.reconfigure()
+            self._log.info("tas.cluster_watches_stopped", reason="no ResourceFlavor names a topology")
 
     # -- events -----------------------------------------------------------------------------------------------
 
@@ -162,6 +207,8 @@ class Tas:
             self.wake()
 
     def _on_config(self, *_: object) -> None:
+        changed, self._config_changed = self._config_changed, anyio.Event()
+        changed.set()
         self.reconfigure()
         self.wake()
 
@@ -170,6 +217,8 @@ class Tas:
         levels = {
             str((raw.get("metadata") or {}).get("name", "")): topology_levels(raw) for raw in self.topologies.store
         }
+        if not self.cluster_watches_synced():
+            levels = {}  # no snapshot from half-listed nodes and pods: they would show room that is taken
         rebuilt = self.index.configure(tas_flavors, levels, nodes=self.nodes.store, pods=self.bound_pods.store)
         if rebuilt:
             self._log.info("tas.snapshots_rebuilt", flavors=rebuilt, nodes=len(self.nodes.store))
@@ -199,7 +248,8 @@ class Tas:
         for flavor in self.index.snapshots:
             self.index.set_assumed(flavor, by_flavor.get(flavor, {}))
         raw = {workload.key: item for items in state.pending.values() for workload, item in items}
-        return TasPlacer(self.index.flavors, self.index.snapshots, raw, book=self.index.assume_now)
+        waiting = None if self.cluster_watches_synced() else CLUSTER_WATCHES_WAITING
+        return TasPlacer(self.index.flavors, self.index.snapshots, raw, book=self.index.assume_now, waiting=waiting)
 
     def _admitted_pod_sets(self, workloads: Iterable[Obj]) -> list[TasPodSet]:
         found: list[TasPodSet] = []

@@ -435,3 +435,60 @@ def test_a_gated_copy_preempts_nothing_until_its_manager_opens_the_gate(rig: Fed
     blocked = condition(workload("high"), "BlockedOnPreemptionGates") or {}
     assert (blocked.get("status"), blocked.get("reason")) == ("False", "QuotaReserved")
     wait_for("high's Job started", lambda: (job("high") or {}).get("spec", {}).get("suspend") is False, timeout=30)
+
+
+def _tas_flavors(rig: Federation) -> list[str]:
+    flavors = (get_json(rig, "resourceflavors.kueue.x-k8s.io") or {}).get("items") or ()
+    return [f["metadata"]["name"] for f in flavors if (f.get("spec") or {}).get("topologyName")]
+
+
+def _logged(agent: RunningAgent, event: str) -> int:
+    return sum(1 for line in agent.log_lines() if line.get("event") == event)
+
+
+def test_node_and_pod_watches_run_only_while_a_flavor_names_a_topology(rig: Federation, agent: RunningAgent) -> None:
+    """Without a TAS ResourceFlavor the agent lists and watches no Node and no bound Pod (every pod change in the
+    cluster would cost the apiserver a watch event for nothing); a flavor naming a topology starts them and the
+    topology's domains appear in the capacity report, counted from the nodes; deleting the flavor stops them."""
+    assert not _tas_flavors(rig), "precondition: this test starts with no ResourceFlavor naming a topology"
+    assert not [
+        line
+        for line in agent.log_lines()
+        if line.get("event") == "kube.cache.listed" and line.get("resource") == "nodes"
+    ], "no Node list without a TAS flavor"
+    started, stopped = _logged(agent, "tas.cluster_watches_started"), _logged(agent, "tas.cluster_watches_stopped")
+    from e2e.queues import topology_object
+
+    suffix = uuid.uuid4().hex[:6]
+    topology, flavor = f"watch-topo-{suffix}", f"watch-tas-{suffix}"
+    apply(
+        rig,
+        topology_object(topology),
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": flavor},
+            "spec": {"nodeLabels": dict([NODE_LABEL]), "topologyName": topology},
+        },
+    )
+    try:
+
+        def reported_nodes() -> int | None:
+            status = (get_json(rig, "clustercapacities.kfed.io", "local") or {}).get("status") or {}
+            for entry in status.get("topologies") or ():
+                if entry.get("name") == flavor:
+                    return sum(int(d.get("nodes") or 0) for d in entry["topologySummary"] if len(d["levelValues"]) == 1)
+            return None
+
+        nodes = wait_for("the TAS flavor's topology in the capacity report", reported_nodes, timeout=30)
+        assert nodes == rig.spec.shape(WORKER).count, "every kwok node counted, read from the Node watch"
+        assert _logged(agent, "tas.cluster_watches_started") == started + 1
+    finally:
+        rig.kubectl(WORKER, "delete", "resourceflavors.kueue.x-k8s.io", flavor, "--wait=false", check=False)
+        rig.kubectl(WORKER, "delete", "topologies.kueue.x-k8s.io", topology, "--wait=false", check=False)
+    wait_for(
+        "the watches stopped with the last TAS flavor",
+        lambda: _logged(agent, "tas.cluster_watches_stopped") == stopped + 1,
+        timeout=30,
+    )
+    wait_for("the topology gone from the capacity report", lambda: reported_nodes() is None, timeout=30)

@@ -131,6 +131,18 @@ class WatchCache:
             self._restart = True
             self._interruptible.cancel()
 
+    def reset(self) -> None:
+        """Forget everything after :meth:`run` ended, so that the next ``run`` lists afresh and counts as synced only
+        once that list is in (for a cache that runs only while something needs it)."""
+        self.store = Store()
+        self.resource_version = ""
+        self._synced = anyio.Event()
+        self._connected = False
+        self._failures = 0
+        self._failing_since = None
+        self.last_error = None
+        self.last_exception = None
+
     def add_handler(self, handler: Handler) -> None:
         self._handlers.append(handler)
 

@@ -132,6 +132,8 @@ class TasPlacer:
     ProvisioningRequest check: the nodes do not exist yet); the first pass then reserves quota only."""
     delayed: dict[str, list[str]] = field(default_factory=dict)
     """Workload key → its TAS pod sets left unplaced by ``delay``."""
+    waiting: str | None = None
+    """Why no TAS pod set can be placed yet (the snapshots are still being built); None when they can."""
 
     def veto(self, admit: Admit) -> str | None:
         key = admit.workload.key
@@ -177,6 +179,8 @@ class TasPlacer:
             flavor = tas_flavor_of(flavors, self.tas)
             if flavor is None or name not in specs:
                 continue
+            if self.waiting is not None:
+                return f"couldn't assign flavors to pod set {name}: {self.waiting}"
             snapshot = self.snapshots.get(flavor.name)
             if snapshot is None:
                 return (

@@ -311,6 +311,15 @@ def test_the_second_pass_places_the_delayed_pod_set_in_one_rack_or_says_why_not(
     assert (admitted["status"], admitted["reason"]) == ("False", "PendingDelayedTopologyRequests")
 
 
+def test_no_tas_pod_set_is_placed_while_the_snapshots_are_still_being_built() -> None:
+    reason = "kfed-agent is still listing the cluster's nodes and pods"
+    waiting = _tas_placer(waiting=reason)
+    verdict = waiting.place_delayed(_delayed_workload(1))
+    assert verdict == f"couldn't assign flavors to pod set main: {reason}"
+    assert not waiting.assignments
+    assert isinstance(_tas_placer().place_delayed(_delayed_workload(1)), dict), "placed once nothing is awaited"
+
+
 def _decoded(assignment: dict[str, Any]) -> list[tuple[str, ...]]:
     from federation.topology import TopologyAssignment, decode_assignment
 
