@@ -166,7 +166,7 @@ def test_metrics_of_a_running_workload_deactivated(federation: Federation) -> No
         assert ready is not None
         # the shared federation runs with waitForPodsReady: PodsReady turned True once, both of Kueue's waits were
         # observed once, and the admitted-until-ready sample is the span between the Admitted and PodsReady
-        # transitions (a Job that completes may flap WaitForRecovery/Recovered as its pod ends: a second sample)
+        # transitions
         cq = {"cluster_queue": CLUSTER_QUEUE, "replica_role": "leader"}
         lq = {"name": LOCAL_QUEUE, "namespace": "default", "replica_role": "leader"}
         running = scrape(fed)

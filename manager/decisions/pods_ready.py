@@ -84,8 +84,17 @@ def pod_count(workload: Obj) -> int:
 
 
 def pods_ready(remote_job: Obj | None, count: int) -> bool:
+    """``ready + succeeded >= count``, where succeeded includes the pods the Job controller has seen succeed but not
+    counted yet (``uncountedTerminatedPods``): between the two status writes of a finishing Job its last pods are in
+    neither ``ready`` nor ``succeeded``, and reading only those flapped ``PodsReady`` to WaitForRecovery and back."""
     status = (remote_job or {}).get("status") or {}
-    return int(status.get("ready") or 0) + int(status.get("succeeded") or 0) >= count
+    uncounted = len((status.get("uncountedTerminatedPods") or {}).get("succeeded") or ())
+    if int(status.get("ready") or 0) + int(status.get("succeeded") or 0) + uncounted >= count:
+        return True
+    return any(
+        c.get("type") in ("SuccessCriteriaMet", "Complete") and c.get("status") == "True"
+        for c in status.get("conditions") or ()
+    )
 
 
 def requeue_state_after(workload: Obj, *, now: dt.datetime, policy: WaitForPodsReady, jitter: float = 0.0) -> Obj:

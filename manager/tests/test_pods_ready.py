@@ -92,6 +92,21 @@ def test_losing_readiness_waits_for_recovery_and_only_a_recovery_timeout_evicts(
     assert back.condition["reason"] == "Recovered"
 
 
+def test_a_finishing_job_whose_last_pods_are_not_counted_yet_stays_ready() -> None:
+    """The Job controller first moves a succeeded pod out of ``ready`` into ``uncountedTerminatedPods``, then counts
+    it in ``succeeded``: in between the workload must not lose ``PodsReady``."""
+    was_ready = admitted(cond("PodsReady", True, "Started", T0))
+    now = T0 + dt.timedelta(seconds=5)
+    finishing = {"status": {"ready": 1, "succeeded": 0, "uncountedTerminatedPods": {"succeeded": ["uid-2"]}}}
+    assert pods_ready_step(was_ready, remote_job=finishing, now=now, policy=POLICY).condition is None
+    done = {"status": {"ready": 0, "conditions": [{"type": "SuccessCriteriaMet", "status": "True"}]}}
+    assert pods_ready_step(was_ready, remote_job=done, now=now, policy=POLICY).condition is None
+    failing = {"status": {"ready": 1, "uncountedTerminatedPods": {"failed": ["uid-2"]}}}
+    step = pods_ready_step(was_ready, remote_job=failing, now=now, policy=POLICY)
+    assert step.condition is not None
+    assert step.condition["reason"] == "WaitForRecovery", "a failed pod is not ready"
+
+
 def test_nothing_happens_to_workloads_not_admitted_finished_evicted_or_inactive() -> None:
     late = T0 + dt.timedelta(hours=1)
     for wl in (
