@@ -16,6 +16,7 @@ import structlog
 
 from federation.admission.queue_metrics import Sample, finished_samples
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
+from federation.gc_freeze import freeze_after_first_sync, thaw_after_term
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.overlay import WriteOverlay
@@ -336,6 +337,7 @@ class ManagerRuntime:
         try:
             await self._run()
         finally:
+            thaw_after_term("kfed-manager")
             self.metrics.remove_source(self.gauges)
 
     async def _run(self) -> None:
@@ -345,6 +347,7 @@ class ManagerRuntime:
             for cache in self.caches:
                 await cache.wait_synced()
             log.info("manager caches synced")
+            freeze_after_first_sync("kfed-manager", self.caches)
             tg.start_soon(self.events.run)
             tg.start_soon(self.pool.run)
             # Keys are never reconciled concurrently with themselves; different keys are, up to `workers` at a time.

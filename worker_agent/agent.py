@@ -13,6 +13,7 @@ import anyio
 import structlog
 
 from federation.admission.api_workloads import ALL_RESOURCES, ResourceRules
+from federation.gc_freeze import freeze_after_first_sync
 from federation.kube.api import KubeApi
 from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger, spec_changed
@@ -147,6 +148,7 @@ class Agent:
                     await tas.bound_pods.wait_synced()
                 tas.reconfigure()
                 log.info("agent.synced", cluster=self.cluster, workloads=len(world.workloads.store))
+                freeze_after_first_sync("kfed-agent", (*world.caches(), *tas.caches(), *provisioning.caches()))
                 self.running = True
                 tg.start_soon(reconciler.run)
                 tg.start_soon(publisher.run)

@@ -21,6 +21,7 @@ import anyio.abc
 import structlog
 
 from federation.eventloop import run_process
+from federation.gc_freeze import thaw_after_term
 from federation.kube.api import KubeApi
 from federation.kube.clients import connect_in_cluster, connect_kubeconfig_file
 from federation.kube.kubeconfig import KubeconfigError
@@ -147,6 +148,7 @@ async def run(args: argparse.Namespace) -> int:
                 try:
                     await agent.run()
                 finally:
+                    thaw_after_term("kfed-agent")  # the term's caches were frozen at their first sync
                     metrics.role = ROLE_FOLLOWER
 
             elector = LeaderElector(api, config, on_started_leading=lead)

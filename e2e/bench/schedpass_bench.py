@@ -10,15 +10,20 @@ are the steady state of a long backlog (nothing changed, nothing to write). Then
 ``FINISHES`` times, one admitted Workload finishes (its ClusterQueue has room for one more) and a pass runs, which
 admits the next one of that queue and dispatches it. Printed: seconds per pass (first, p50/p99 of the later ones,
 p50/p99 of the passes after one Workload finished), microseconds per dispatch decision (choosing a worker) in the
-first pass and after a finish, peak RSS.
+first pass and after a finish, Python's full (generation-2) garbage collections during the passes, peak RSS.
+
+Once the stores are filled (what the manager's caches hold at their first sync) the bench calls the very helper
+kfed-manager calls there, ``federation.gc_freeze.freeze_after_first_sync``, so the figures are what ships.
 
 Environment: ``KFED_SCHED_WORKERS`` (100), ``KFED_SCHED_NODES`` (1000), ``KFED_SCHED_PENDING`` (100000),
-``KFED_SCHED_QUEUES`` (100), ``KFED_SCHED_ADMIT`` (100), ``KFED_SCHED_PASSES`` (5), ``KFED_SCHED_FINISHES`` (20).
+``KFED_SCHED_QUEUES`` (100), ``KFED_SCHED_ADMIT`` (100), ``KFED_SCHED_PASSES`` (5), ``KFED_SCHED_FINISHES`` (20),
+``KFED_SCHED_GC_FREEZE`` (1; 0 leaves the collector as it was before kfed froze the caches, for comparison).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import logging
 import os
 import resource
@@ -32,6 +37,7 @@ import structlog
 from e2e.bench.compare_bench import percentile
 from e2e.queues import job_manifest
 from e2e.rig.controllers import ADMISSION_CHECK, MULTIKUEUE_CONFIG
+from federation.gc_freeze import freeze_after_first_sync
 from federation.kube.overlay import WriteOverlay
 from federation.kube.store import Store
 from federation.obs.metrics import Metrics
@@ -102,7 +108,7 @@ def _cache(objects: list[dict[str, Any]]) -> SimpleNamespace:
     store = Store()
     for obj in objects:
         store.upsert(obj)
-    return SimpleNamespace(store=store)
+    return SimpleNamespace(store=store, synced=True)  # filled: what a watch cache holds once it has synced
 
 
 def _report(worker: str, *, nodes: int, queues: int, now: dt.datetime) -> Any:
@@ -249,6 +255,24 @@ def _finish(store: Store, key: str) -> None:
     store.upsert({**current, "metadata": meta, "status": {**status, "conditions": conditions}})
 
 
+class _FullCollections:
+    """Counts Python's full (generation-2) collections and the seconds they take, through ``gc.callbacks``."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.seconds = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.count += 1
+            self.seconds += time.perf_counter() - self._started
+
+
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -268,6 +292,15 @@ def main() -> None:
         f"{workers} workers x {nodes} nodes, {pending} pending Workloads in {queues} ClusterQueues "
         f"(built in {time.perf_counter() - started:.1f}s, RSS {_rss_mb():.0f} MB)"
     )
+    if _env("KFED_SCHED_GC_FREEZE", 1):
+        before = time.perf_counter()
+        caches = [cache for cache in vars(scheduler._rt).values() if getattr(cache, "synced", False)]
+        freeze_after_first_sync("schedpass bench", caches)  # what kfed-manager does once its caches have synced
+        print(f"  froze {gc.get_freeze_count()} objects out of the collector in {time.perf_counter() - before:.2f}s")
+    else:
+        print("  collector not frozen (KFED_SCHED_GC_FREEZE=0)")
+    full_collections = _FullCollections()
+    gc.callbacks.append(full_collections)
     times: list[float] = []
     writes: list[int] = []
     decision_times: list[float] = []
@@ -320,6 +353,7 @@ def main() -> None:
         anyio.run(run)
     finally:
         scheduler_module.__dict__["choose_worker"] = choose
+        gc.callbacks.remove(full_collections)
     decisions = dispatched[0]
     writes_first = writes[0]
     first, rest = times[0], times[1:]
@@ -352,4 +386,8 @@ def main() -> None:
     if finish_decisions:
         p50, p99 = percentile(finish_decisions, 50) or 0.0, percentile(finish_decisions, 99) or 0.0
         print(f"    choosing a worker after a finish: p50 {1e6 * p50:.0f} us, p99 {1e6 * p99:.0f} us per decision")
+    print(
+        f"  full garbage collections during the passes: {full_collections.count}, "
+        f"{full_collections.seconds:.2f}s in all (thresholds {gc.get_threshold()})"
+    )
     print(f"  peak RSS {_rss_mb():.0f} MB")
