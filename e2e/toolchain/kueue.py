@@ -9,7 +9,6 @@ place with its own go.mod. Its CRDs come from the same module (``config/componen
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from e2e.toolchain import pins
 from e2e.toolchain.build import ToolchainError, _go_env, _run, _say, cache_root, check_go
+from e2e.toolchain.stamped import build_once
 
 MODULE = "sigs.k8s.io/kueue"
 
@@ -52,12 +52,9 @@ def _make_writable(root: Path) -> None:
 def ensure_kueue() -> tuple[Path, Path]:
     """(the kueue binary, its CRD directory), building them once per pinned version (under a lock)."""
     root = kueue_dir()
-    root.mkdir(parents=True, exist_ok=True)
     binary, crds, stamp = root / "bin" / "kueue", root / "crds", root / ".built"
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.exists() and binary.exists() and crds.is_dir():
-            return binary, crds
+
+    def build() -> None:
         go = check_go()
         started = time.monotonic()
         _say(f"building stock Kueue {pins.KUEUE} (for the compare bench and the interop tests; 7-20 min)")
@@ -79,9 +76,10 @@ def ensure_kueue() -> tuple[Path, Path]:
         shutil.rmtree(crds, ignore_errors=True)
         shutil.copytree(src / "config" / "components" / "crd" / "bases", crds)
         shutil.rmtree(staging, ignore_errors=True)
-        stamp.write_text(pins.KUEUE + "\n")
         _say(f"built kueue in {time.monotonic() - started:.0f}s: {binary}")
-        return binary, crds
+
+    build_once(root, stamp=stamp, outputs=(binary, crds), stamp_text=pins.KUEUE + "\n", build=build)
+    return binary, crds
 
 
 REMOTE_CLIENT_FILE = "pkg/controller/admissionchecks/multikueue/multikueuecluster.go"
@@ -107,10 +105,8 @@ def ensure_kueue_remote_qps(qps: float, burst: int) -> Path:
     _stock, _crds = ensure_kueue()
     root = kueue_dir()
     binary, stamp = root / "bin" / f"kueue-remote-qps-{qps:g}-{burst}", root / f".built-remote-qps-{qps:g}-{burst}"
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.exists() and binary.exists():
-            return binary
+
+    def build() -> None:
         go = check_go()
         started = time.monotonic()
         _say(f"building Kueue {pins.KUEUE} with its worker clients at {qps:g} QPS / burst {burst} (compare bench)")
@@ -133,9 +129,10 @@ def ensure_kueue_remote_qps(qps: float, burst: int) -> Path:
         os.replace(staging / "kueue", binary)
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(src, ignore_errors=True)
-        stamp.write_text(f"{pins.KUEUE} {qps:g} {burst}\n")
         _say(f"built it in {time.monotonic() - started:.0f}s: {binary}")
-        return binary
+
+    build_once(root, stamp=stamp, outputs=(binary,), stamp_text=f"{pins.KUEUE} {qps:g} {burst}\n", build=build)
+    return binary
 
 
 def kueue_module_file(relative: str) -> Path:

@@ -9,7 +9,6 @@ module proxy as usual. Cached per version: about 10 min cold on 2 busy cores, se
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from e2e.toolchain import pins
 from e2e.toolchain.build import ToolchainError, _run, _say, cache_root, check_go
+from e2e.toolchain.stamped import build_once
 
 DEFAULT_GIT = "https://github.com/kubernetes-sigs/kueue.git"
 BACKEND = "cmd/kueueviz/backend"
@@ -59,12 +59,9 @@ def _fetch_source(repository: str, into: Path) -> None:
 def ensure_kueueviz() -> Path:
     """The KueueViz backend binary, built once per pinned version (under a lock)."""
     root = kueueviz_dir()
-    root.mkdir(parents=True, exist_ok=True)
     binary, stamp = root / "bin" / "kueueviz-backend", root / ".built"
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.exists() and binary.exists():
-            return binary
+
+    def build() -> None:
         go = check_go()
         started = time.monotonic()
         repository = os.environ.get("KUEUE_GIT", DEFAULT_GIT)
@@ -84,9 +81,10 @@ def ensure_kueueviz() -> Path:
         (root / "bin").mkdir(exist_ok=True)
         os.replace(staging / "kueueviz-backend", binary)
         shutil.rmtree(staging, ignore_errors=True)
-        stamp.write_text(pins.KUEUE + "\n")
         _say(f"built KueueViz's backend in {time.monotonic() - started:.0f}s: {binary}")
-        return binary
+
+    build_once(root, stamp=stamp, outputs=(binary,), stamp_text=pins.KUEUE + "\n", build=build)
+    return binary
 
 
 if __name__ == "__main__":
