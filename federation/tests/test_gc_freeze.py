@@ -6,7 +6,7 @@ import gc
 import weakref
 from dataclasses import dataclass, field
 
-from federation.gc_freeze import CacheFreeze, should_freeze
+from federation.gc_freeze import GEN0_THRESHOLD, CacheFreeze, should_freeze
 
 
 @dataclass
@@ -23,6 +23,7 @@ class _Gc:
             collect=lambda: self.calls.append("collect"),
             freeze=lambda: self.calls.append("freeze"),
             unfreeze=lambda: self.calls.append("unfreeze"),
+            set_threshold=lambda *thresholds: self.calls.append(f"threshold {thresholds[0]}"),
         )
 
 
@@ -40,9 +41,10 @@ def test_after_the_first_sync_it_collects_then_freezes_once() -> None:
     assert fake.calls == []
     caches[1].synced = True
     assert freezer.after_first_sync("test", caches)
-    assert fake.calls == ["collect", "freeze"]  # garbage is collected first, or it would be frozen for good
+    frozen = ["collect", "freeze", f"threshold {GEN0_THRESHOLD}"]
+    assert fake.calls == frozen  # garbage is collected first, or it would be frozen for good
     assert not freezer.after_first_sync("test", caches)
-    assert fake.calls == ["collect", "freeze"]
+    assert fake.calls == frozen
 
 
 def test_the_end_of_a_term_unfreezes_and_the_next_term_freezes_again() -> None:
@@ -53,9 +55,10 @@ def test_the_end_of_a_term_unfreezes_and_the_next_term_freezes_again() -> None:
     assert freezer.after_first_sync("test", [_Cache(synced=True)])
     freezer.thaw("test")
     freezer.thaw("test")
-    assert fake.calls == ["collect", "freeze", "unfreeze"]
+    frozen = ["collect", "freeze", f"threshold {GEN0_THRESHOLD}"]
+    assert fake.calls == [*frozen, "unfreeze"]
     assert freezer.after_first_sync("test", [_Cache(synced=True)])
-    assert fake.calls == ["collect", "freeze", "unfreeze", "collect", "freeze"]
+    assert fake.calls == [*frozen, "unfreeze", *frozen]
 
 
 class _Node:
@@ -65,6 +68,7 @@ class _Node:
 
 def test_a_frozen_cycle_is_freed_only_after_the_term_thaws() -> None:
     """With the real collector: why the end of a term must unfreeze (a term's runtime is full of cycles)."""
+    thresholds = gc.get_threshold()
     freezer = CacheFreeze()
     first, second = _Node(), _Node()
     first.other, second.other = second, first
@@ -72,6 +76,7 @@ def test_a_frozen_cycle_is_freed_only_after_the_term_thaws() -> None:
     try:
         assert freezer.after_first_sync("test", [_Cache(synced=True)])
         assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (GEN0_THRESHOLD, *thresholds[1:])
         del first, second
         gc.collect()
         assert alive() is not None  # frozen: the collector never looks at it
@@ -81,3 +86,4 @@ def test_a_frozen_cycle_is_freed_only_after_the_term_thaws() -> None:
         assert alive() is None
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
