@@ -123,9 +123,12 @@ class ConditionWatch:
                 continue
             buffer = buffer.lstrip()[end:]
             now = time.time()
+            name = (obj.get("metadata") or {}).get("name") if isinstance(obj, dict) else None
+            if not name:  # e.g. a Status document after the watch expired: not a Job, and no reason to stop reading
+                continue
             conditions = (obj.get("status") or {}).get("conditions") or ()
             with self._lock:
-                seen = self.first_true.setdefault(obj["metadata"]["name"], {})
+                seen = self.first_true.setdefault(name, {})
                 for condition in conditions:
                     if condition.get("status") == "True":
                         seen.setdefault(condition["type"], now)
