@@ -143,9 +143,7 @@ class Agent:
                 for cache in (*world.caches(), *tas.caches(), *provisioning.caches()):
                     await cache.wait_synced()
                 tg.start_soon(tas.run_cluster_watches)  # knows from the flavors whether TAS needs them
-                if tas.wants_cluster_watches():
-                    await tas.nodes.wait_synced()
-                    await tas.bound_pods.wait_synced()
+                await tas.wait_cluster_watches()
                 tas.reconfigure()
                 log.info("agent.synced", cluster=self.cluster, workloads=len(world.workloads.store))
                 freeze_after_first_sync("kfed-agent", (*world.caches(), *tas.caches(), *provisioning.caches()))

@@ -145,7 +145,8 @@ class Tas:
         self.recheck_at: float | None = None
         self._log = log.bind(cluster=cluster)
         self._cluster_watching = False
-        self._config_changed = anyio.Event()
+        self._changed = anyio.Event()
+        """Set (and replaced) when the TAS configuration changes or the on-demand watches have listed."""
         self.nodes.add_handler(self._on_node)
         self.bound_pods.add_handler(self._on_bound_pod)
         self.tas_pods.add_handler(self.pod_writes.observe)
@@ -170,12 +171,21 @@ class Tas:
     def cluster_watches_synced(self) -> bool:
         return self._cluster_watching and self.nodes.synced and self.bound_pods.synced
 
+    async def wait_cluster_watches(self) -> None:
+        """Return once the on-demand watches are not wanted or have listed (the agent's start-up waits for this)."""
+        while self.wants_cluster_watches() and not self.cluster_watches_synced():
+            await self._changed.wait()
+
+    def _notify(self) -> None:
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
     async def run_cluster_watches(self) -> None:
         """Run the Node and bound-Pod watches while :meth:`wants_cluster_watches`; stop and forget them when the
         last TAS flavor goes. Start it once the flavors have synced."""
         while True:
             while not self.wants_cluster_watches():
-                await self._config_changed.wait()
+                await self._changed.wait()
             self._log.info("tas.cluster_watches_started", watches=[self.nodes.resource.label, "bound pods"])
             async with anyio.create_task_group() as tg:
                 self._cluster_watching = True
@@ -185,8 +195,9 @@ class Tas:
                 await self.bound_pods.wait_synced()
                 self.reconfigure()
                 self.wake()
+                self._notify()
                 while self.wants_cluster_watches():
-                    await self._config_changed.wait()
+                    await self._changed.wait()
                 tg.cancel_scope.cancel()
             self._cluster_watching = False
             self.nodes.reset()
@@ -207,8 +218,7 @@ class Tas:
             self.wake()
 
     def _on_config(self, *_: object) -> None:
-        changed, self._config_changed = self._config_changed, anyio.Event()
-        changed.set()
+        self._notify()
         self.reconfigure()
         self.wake()
 
