@@ -60,7 +60,7 @@ from manager.decisions.pods_ready import (
     pods_ready_step,
     waiting_for_start,
 )
-from manager.decisions.remote_copies import is_ours, owned_by, remote_job, remote_workload
+from manager.decisions.remote_copies import is_ours, owned_by, remote_job, remote_workload, started_remote_job
 from manager.decisions.reservation import topology_ready
 from manager.decisions.sync import Step, job_finish, mirrored_job_status, plan
 from manager.decisions.withdrawal import (
@@ -99,6 +99,8 @@ UNREACHABLE_RECHECK_SECONDS = 30.0
 """While a workload's worker is unreachable, look again at least this often (the timeout may change meanwhile)."""
 
 INVALID_RETRY_SECONDS = 60.0
+REPORT_WAIT_SECONDS = 1.0
+"""How soon to look again at a workload its worker admitted with a flavor the worker's last report does not list."""
 """How long to wait before repeating a write the apiserver rejected as invalid (it is reported each time)."""
 
 
@@ -264,14 +266,37 @@ class RemoteSync:
             if shown is not None:
                 workload = await self._patch_workload_status(workload, {"admissionChecks": shown})
                 log.info("waiting for the worker's admission checks", workload=key, cluster=worker, message=waiting)
+        flavors = conn.report.flavors if conn.report is not None else None
         steps = plan(
             manager_workload=workload,
             manager_job=manager_job,
             remote_workload=remote_wl,
             remote_job=remote_jb,
             checks_ready=gate.open,
+            job_after_admission=flavors is not None,
         )
         again: float | None = None
+        started_copy: Obj | None = None
+        if "create_started_job" in steps and manager_job is not None and remote_wl is not None and flavors is not None:
+            try:
+                started_copy = started_remote_job(
+                    manager_job,
+                    manager_workload=workload,
+                    origin=self._config.origin,
+                    admitted_copy=remote_wl,
+                    flavors=flavors,
+                )
+            except KeyError as missing:
+                # The worker admitted it with a flavor its last report does not list yet (created just before):
+                # wait for the next report; past the agent's job-copy timeout the worker evicts the copy, visibly.
+                log.warning(
+                    "waiting for the worker's report to list a flavor",
+                    workload=key,
+                    cluster=worker,
+                    flavor=str(missing.args[0]),
+                )
+                steps = [s for s in steps if s not in ("create_started_job", "mark_admitted", "unsuspend_manager_job")]
+                again = REPORT_WAIT_SECONDS
         if "mirror_job_status" in steps and job_finish(remote_jb) is None:
             # A running Job's status changes with every pod; mirror it at most once per MIRROR_INTERVAL (the final
             # status is always mirrored at once). A deferred mirror is made by the requeue below.
@@ -292,6 +317,7 @@ class RemoteSync:
                 manager_job=manager_job,
                 remote_wl=remote_wl,
                 remote_jb=remote_jb,
+                started_copy=started_copy,
             )
         except NotOurs as err:
             await self._exclude(workload, worker=worker, why=str(err))
@@ -314,10 +340,11 @@ class RemoteSync:
         manager_job: Obj | None,
         remote_wl: Obj | None,
         remote_jb: Obj | None,
+        started_copy: Obj | None = None,
     ) -> Obj:
         """Carry out a plan's steps; the ones that do not depend on each other at once (each call waits on a busy
         apiserver: one after the other, a 300-Job burst queued each workload's next step for seconds). Returns the
-        Workload as written last."""
+        Workload as written last. ``started_copy`` is the Job copy ``create_started_job`` creates."""
         worker = conn.name
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
@@ -333,7 +360,8 @@ class RemoteSync:
             return (await self._create(conn, JOBS, job_copy))[1]
 
         async def create_copies() -> None:
-            # The Job copy first: the Workload copy is owned by it, so the Job's deletion takes the Workload along.
+            # For a stock Kueue worker the Job copy first: the Workload copy is owned by it, so the Job's deletion
+            # takes the Workload along. A kfed-agent worker gets the Job copy only once it admitted the Workload.
             job_copy = await create_job_copy() if "create_remote_job" in steps else remote_jb
             await create_workload_copy(job_copy)
 
@@ -341,7 +369,13 @@ class RemoteSync:
             assert remote_wl is not None
             await self._update_remote_priority(conn, workload, remote_wl=remote_wl, remote_jb=remote_jb)
 
+        async def create_started_job() -> None:
+            assert started_copy is not None
+            await self._create(conn, JOBS, started_copy)
+
         first: list[Callable[[], Awaitable[Any]]] = []
+        if "create_started_job" in steps and started_copy is not None:
+            first.append(create_started_job)
         if "create_remote_workload" in steps:
             first.append(create_copies)
         elif "create_remote_job" in steps and manager_job is not None:
@@ -874,10 +908,12 @@ class RemoteSync:
     ) -> None:
         """Delete these objects of ours from the worker, each only if it is still the same object (uid
         precondition): a same-named object created since by someone else is never touched. Jobs go with their
-        pods first (foreground), so "gone from the cache" means nothing of it runs any more; a Workload copy owned by
-        a Job copy deleted here is deleted by the worker's garbage collector with it. The copies of a ``finished``
-        workload go in the background: its Job ended, no pod of it runs, and waiting for the garbage collector to
-        delete every pod first cost the worker's apiserver a finalizer write and several reads per Job."""
+        pods first (foreground), so "gone from the cache" means nothing of it runs any more; a copy owned by another
+        copy deleted here (a stock Kueue worker's Workload copy by its Job copy, a kfed-agent worker's Job copy by
+        its Workload copy once finished) is deleted by the worker's garbage collector with it. The copies of a
+        ``finished`` workload go in the background: its Job ended, no pod of it runs, and waiting for the garbage
+        collector to delete every pod first cost the worker's apiserver a finalizer write and several reads per
+        Job."""
 
         async def delete(copy: Obj) -> None:
             meta = copy["metadata"]
@@ -904,13 +940,17 @@ class RemoteSync:
                 self._deletes_sent[uid] = now
             log.info("deleted remote object", cluster=conn.name, kind=resource.kind, name=meta["name"], reason=why)
 
-        jobs = [copy for copy in copies if copy is not None and copy.get("kind") == "Job"]
+        present = [copy for copy in copies if copy is not None]
 
-        def goes_with_its_job(copy: Obj) -> bool:
-            """A Workload copy owned by a Job copy deleted here, or whose delete was sent lately (a background
-            deletion is gone from the cache before the garbage collector took its Workload): the collector deletes
-            it (after ``DELETE_RESEND_SECONDS`` kfed does, should it still be there)."""
-            if any(owned_by(copy, job) for job in jobs):
+        def goes_with_its_owner(copy: Obj) -> bool:
+            """A copy owned by another copy deleted here, or by one whose delete was sent lately (a background
+            deletion is gone from the cache before the garbage collector took its dependents): the collector deletes
+            it (after ``DELETE_RESEND_SECONDS`` kfed does, should it still be there). A Job copy is left to the
+            collector only when the workload finished: otherwise it goes in the foreground, so that "gone" means no
+            pod of it runs any more."""
+            if copy.get("kind") == "Job" and not finished:
+                return False
+            if any(owned_by(copy, owner) for owner in present if owner is not copy):
                 return True
             now = time.monotonic()
             owners = (copy["metadata"].get("ownerReferences")) or ()
@@ -921,8 +961,8 @@ class RemoteSync:
         await concurrently(
             *(
                 partial(delete, copy)
-                for copy in copies
-                if copy is not None and not copy["metadata"].get("deletionTimestamp") and not goes_with_its_job(copy)
+                for copy in present
+                if not copy["metadata"].get("deletionTimestamp") and not goes_with_its_owner(copy)
             )
         )
 

@@ -47,7 +47,13 @@ from worker_agent.decisions.jobs import (
     prebuilt_workload_name,
     start_decision,
 )
-from worker_agent.decisions.preemption import evicted_holding_quota, release_status, stopped, suspend_patch
+from worker_agent.decisions.preemption import (
+    evicted_holding_quota,
+    release_status,
+    running_without_reservation,
+    stopped,
+    suspend_patch,
+)
 from worker_agent.decisions.tas_admission import TasPlacer
 from worker_agent.provisioning import Provisioning
 from worker_agent.tas import Tas
@@ -365,6 +371,9 @@ class Reconciler:
                 if evicted_holding_quota(workload):
                     tg.start_soon(self._limited, limiter, self._stop_evicted, job, workload, now, bound)
                     continue
+                if running_without_reservation(job, workload):
+                    tg.start_soon(self._limited, limiter, self._suspend_unreserved, job, bound)
+                    continue
                 finish = finish_decision(job, workload, now=now)
                 if finish is not None and finish_deferred(workload):
                     self._finish_in_memory(workload, finish, bound)
@@ -417,6 +426,24 @@ class Reconciler:
         if released is not None:
             self.world.workload_writes.remember(released)
             bound.info("workload.quota_released", why="evicted")
+
+    async def _suspend_unreserved(self, job: Obj, bound: Any) -> None:
+        """Suspend a started Job whose Workload holds no quota here (``running_without_reservation``)."""
+        namespace, name = _name(job)
+        body = {"spec": {"suspend": True}, "metadata": {"uid": (job.get("metadata") or {}).get("uid")}}
+        try:
+            written = await self.api.patch(r.JOBS, name, body, namespace=namespace, field_manager="kfed-agent")
+        except (Conflict, NotFound):
+            self.trigger.pull()
+            return
+        except KubeError as exc:
+            bound.warning("job.suspend_failed", error=str(exc)[:300])
+            self.trigger.pull()
+            return
+        self.world.job_writes.remember(written)
+        message = "the Job runs but its Workload holds no quota in this cluster"
+        bound.warning("job.suspended", why=message)
+        self.events.emit(written, reason="Suspended", note=message, action="Suspend", event_type="Warning")
 
     def _finish_in_memory(self, workload: Obj, finish: FinishWorkload, bound: Any) -> None:
         """A kfed-manager copy whose Job ended: finished for the agent's passes and reports at once, written only if

@@ -40,6 +40,7 @@ from federation.kube.cache import WatchCache
 from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
 from federation.obs.metrics import Metrics
+from federation.pod_injection import PODSET_LABEL, TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 from federation.topology import summarize
 from federation.topology.model import HOSTNAME_LABEL, NODE_FAILURES_REASON
 from federation.topology.report import summary_entry
@@ -57,10 +58,6 @@ from worker_agent.decisions.tas_failures import (
 )
 from worker_agent.decisions.tas_objects import (
     COMPLETION_INDEX_LABEL,
-    PODSET_LABEL,
-    TAS_LABEL,
-    TOPOLOGY_GATE,
-    WORKLOAD_ANNOTATION,
     flavor_topology,
     pod_key,
     pod_terminal,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.conditions import parse_time
+from federation.pod_injection import FlavorInjection
 from federation.quantity import parse_quantity
 from federation.topology.report import summary_from_entry
 from manager.decisions.dispatch import FlavorRoom, WorkerCapacity
@@ -21,6 +22,11 @@ class ParsedReport:
     generation: int
     observed_at: dt.datetime
     capacity: WorkerCapacity
+    flavors: Mapping[str, FlavorInjection] | None = None
+    """What each of the worker's ResourceFlavors adds to a started Job's pods, from a report that lists them (a
+    kfed-agent that admits a Workload copy before its Job copy exists); None for a report without them (an older
+    agent) and for probed capacity (stock Kueue): the manager then sends the Job copy suspended with the Workload
+    copy, for the worker to start."""
 
 
 def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
@@ -51,7 +57,18 @@ def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
         generation=int(status.get("generation", 0)),
         observed_at=parse_time(status["observedTime"]),
         capacity=WorkerCapacity(local_queues=local_queues, cluster_queues=cluster_queues, topologies=topologies),
+        flavors=_flavor_injections(status["flavors"]) if "flavors" in status else None,
     )
+
+
+def _flavor_injections(entries: Iterable[Mapping[str, Any]] | None) -> dict[str, FlavorInjection]:
+    return {
+        str(entry["name"]): FlavorInjection(
+            node_labels={str(k): str(v) for k, v in (entry.get("nodeLabels") or {}).items()},
+            tolerations=tuple(entry.get("tolerations") or ()),
+        )
+        for entry in entries or ()
+    }
 
 
 def _active(queue: Mapping[str, Any]) -> bool:

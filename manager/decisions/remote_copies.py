@@ -1,5 +1,9 @@
 """The objects the manager creates in the chosen worker: the Workload copy and the Job copy (see protocol).
 
+A stock Kueue worker gets both at once, the Job suspended and owning the Workload (as a Kueue worker's Job owns its
+Workload); a kfed-agent worker gets the Workload copy first and, once it admitted it, the Job copy already started
+and owned by the Workload copy (``started_remote_job``).
+
 Copies keep the user's labels and annotations, carry the origin and manager-uid labels that make them ours, and
 drop everything the manager cluster's apiserver generated (uid, resourceVersion, owner references, the Job's
 selector and controller-uid labels, status), so the worker's apiserver accepts them as new objects. The Job copy
@@ -19,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL
+from federation.pod_injection import FlavorInjection, merged, start_patch
 from federation.protocol import JOB_GENERATED_LABELS, MANAGER_UID_LABEL
 from manager.decisions.workload_from_job import JOB_UID_LABEL, clean_template
 
@@ -107,3 +112,30 @@ def remote_job(manager_job: Mapping[str, Any], *, manager_workload: Mapping[str,
         "metadata": _copied_meta(manager_job["metadata"], extra_labels=labels),
         "spec": spec,
     }
+
+
+def started_remote_job(
+    manager_job: Mapping[str, Any],
+    *,
+    manager_workload: Mapping[str, Any],
+    origin: str,
+    admitted_copy: Mapping[str, Any],
+    flavors: Mapping[str, FlavorInjection],
+) -> dict[str, Any]:
+    """The Job copy for a kfed-agent worker that already admitted ``admitted_copy`` (the Workload copy as the
+    worker's apiserver shows it): created started, its pod template already carrying what the admission adds
+    (``federation.pod_injection``, the same patch the agent would apply), so the worker writes no start patch and
+    its Job controller no suspend and resume. Owned by the Workload copy: deleting that copy takes the Job (and its
+    pods) with it. Raises ``KeyError`` naming an assigned flavor ``flavors`` does not list."""
+    job = remote_job(manager_job, manager_workload=manager_workload, origin=origin)
+    job["spec"] = merged(job["spec"], start_patch(job["spec"], admitted_copy, flavors=flavors).patch["spec"])
+    copy_meta = admitted_copy["metadata"]
+    job["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": str(admitted_copy.get("apiVersion") or "kueue.x-k8s.io/v1beta2"),
+            "kind": "Workload",
+            "name": copy_meta["name"],
+            "uid": copy_meta["uid"],
+        }
+    ]
+    return job

@@ -18,6 +18,7 @@ Obj = Mapping[str, Any]
 Step = Literal[
     "create_remote_workload",
     "create_remote_job",
+    "create_started_job",
     "update_remote_priority",
     "mark_admitted",
     "unsuspend_manager_job",
@@ -99,11 +100,17 @@ def plan(
     remote_workload: Obj | None,
     remote_job: Obj | None,
     checks_ready: bool = True,
+    job_after_admission: bool = False,
 ) -> list[Step]:
     """The next steps for a workload whose quota is reserved on the manager and that names one worker.
 
     ``checks_ready`` is False while an admission check other than kfed's own is not Ready: no copy is created
-    then, so the Job cannot start on the worker (``manager.decisions.admission_checks``)."""
+    then, so the Job cannot start on the worker (``manager.decisions.admission_checks``).
+
+    ``job_after_admission`` (a kfed-agent worker that reports its flavors): the Workload copy goes first and the
+    Job copy only once the worker admitted it, created started (``create_started_job``), together with marking
+    the workload Admitted here. Otherwise (stock Kueue) both copies go at once, the Job suspended, and the
+    worker starts it."""
     if workload_finished(manager_workload):
         return ["delete_remote"] if remote_workload is not None or remote_job is not None else []
     finish = job_finish(remote_job)
@@ -122,9 +129,22 @@ def plan(
     if not admitted_here and checks_ready:
         if remote_workload is None and finish is None:
             steps.append("create_remote_workload")
-        if remote_job is None and manager_job is not None:
+        if remote_job is None and manager_job is not None and not job_after_admission:
             steps.append("create_remote_job")
-    if steps or remote_job is None:
+    if steps:
+        return resync + steps
+    if remote_job is None:
+        if (
+            job_after_admission
+            and not admitted_here
+            and checks_ready
+            and manager_job is not None
+            and remote_reserved(remote_workload)
+            and not workload_finished(remote_workload)
+        ):
+            steps = ["create_started_job", "mark_admitted"]
+            if (manager_job.get("spec") or {}).get("suspend", False):
+                steps.append("unsuspend_manager_job")
         return resync + steps
     if (remote_reserved(remote_workload) or finish is not None) and not admitted_here:
         steps.append("mark_admitted")

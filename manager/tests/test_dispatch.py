@@ -104,7 +104,28 @@ def test_reports_parse_into_rooms_and_routes() -> None:
     assert parsed.observed_at.microsecond == 250000
     assert parsed.capacity.local_queues == {("team-a", "lq"): "cq"}
     assert parsed.capacity.cluster_queues["cq"][0].free == {"cpu": 1500}
+    assert parsed.flavors is None, "an agent that does not list its flavors gets the Job copy suspended"
     assert parse_report({"status": {}}) is None
+
+
+def test_a_report_listing_its_flavors_gives_what_they_add_to_pods() -> None:
+    from federation.pod_injection import FlavorInjection
+    from manager.decisions.capacity_view import parse_report
+
+    toleration = {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
+    status = {
+        "observedTime": "2026-11-21T10:00:00Z",
+        "flavors": [{"name": "gpu", "nodeLabels": {"pool": "gpu"}, "tolerations": [toleration]}, {"name": "plain"}],
+    }
+    parsed = parse_report({"status": status})
+    assert parsed is not None
+    assert parsed.flavors == {
+        "gpu": FlavorInjection({"pool": "gpu"}, (toleration,)),
+        "plain": FlavorInjection({}, ()),
+    }
+    empty = parse_report({"status": {**status, "flavors": []}})
+    assert empty is not None
+    assert empty.flavors == {}
 
 
 def test_a_worker_the_workload_was_withdrawn_from_comes_last_but_is_still_used() -> None:

@@ -1,4 +1,4 @@
-from manager.decisions.remote_copies import owned_by, remote_job, remote_workload
+from manager.decisions.remote_copies import owned_by, remote_job, remote_workload, started_remote_job
 from manager.tests.builders import make_job
 
 MANAGER_WORKLOAD = {"metadata": {"name": "job-train-abc12", "namespace": "team-a", "uid": "wl-uid"}}
@@ -34,3 +34,39 @@ def test_the_workload_copy_is_owned_by_the_job_copy_so_deleting_the_job_takes_it
     assert not owned_by(copy, other_job), "a same-named Job created since does not own it"
     assert not owned_by(remote_workload(wl, origin="multikueue"), job_copy)
     assert not owned_by(copy, None)
+
+
+def test_the_started_job_copy_carries_the_admission_and_is_owned_by_the_workload_copy() -> None:
+    import pytest
+
+    from federation.pod_injection import FlavorInjection
+
+    job = make_job("train").obj()
+    job["spec"]["template"]["spec"]["nodeSelector"] = {"zone": "z1"}
+    admitted_copy = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "job-train-abc12", "namespace": "team-a", "uid": "copy-uid"},
+        "status": {
+            "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "flavors": {"cpu": "rf"}}]}
+        },
+    }
+    toleration = {"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}
+    flavors = {"rf": FlavorInjection({"pool": "a"}, (toleration,))}
+    copy = started_remote_job(
+        job, manager_workload=MANAGER_WORKLOAD, origin="multikueue", admitted_copy=admitted_copy, flavors=flavors
+    )
+    assert copy["spec"]["suspend"] is False
+    pod_spec = copy["spec"]["template"]["spec"]
+    assert pod_spec["nodeSelector"] == {"zone": "z1", "pool": "a"}
+    assert pod_spec["tolerations"] == [toleration]
+    assert copy["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] == "job-train-abc12"
+    assert copy["metadata"]["ownerReferences"] == [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "name": "job-train-abc12", "uid": "copy-uid"}
+    ]
+    assert owned_by(copy, admitted_copy)
+    assert "nodeSelector" not in make_job("train").obj()["spec"]["template"]["spec"]
+    with pytest.raises(KeyError, match="rf"):
+        started_remote_job(
+            job, manager_workload=MANAGER_WORKLOAD, origin="multikueue", admitted_copy=admitted_copy, flavors={}
+        )

@@ -139,3 +139,60 @@ def test_a_finished_copy_is_not_reprioritized() -> None:
     done = obj(cond("Complete"), status={"succeeded": 1})
     steps = plan(manager_workload=reserved, manager_job=obj(suspend=True), remote_workload=obj(), remote_job=done)
     assert "update_remote_priority" not in steps
+
+
+def test_a_kfed_agent_worker_gets_the_workload_copy_alone_first() -> None:
+    job = obj(suspend=True)
+    steps = plan(
+        manager_workload=RESERVED, manager_job=job, remote_workload=None, remote_job=None, job_after_admission=True
+    )
+    assert steps == ["create_remote_workload"]
+
+
+def test_a_kfed_agent_worker_waits_for_its_admission_before_the_job_copy() -> None:
+    job = obj(suspend=True)
+    steps = plan(
+        manager_workload=RESERVED, manager_job=job, remote_workload=obj(), remote_job=None, job_after_admission=True
+    )
+    assert steps == []
+
+
+def test_once_the_kfed_agent_admitted_the_copy_the_job_copy_is_created_started_and_admitted_here() -> None:
+    job = obj(suspend=True)
+    steps = plan(
+        manager_workload=RESERVED, manager_job=job, remote_workload=RESERVED, remote_job=None, job_after_admission=True
+    )
+    assert steps == ["create_started_job", "mark_admitted", "unsuspend_manager_job"]
+    blocked = plan(
+        manager_workload=RESERVED,
+        manager_job=job,
+        remote_workload=RESERVED,
+        remote_job=None,
+        checks_ready=False,
+        job_after_admission=True,
+    )
+    assert blocked == []
+
+
+def test_a_job_copy_missing_after_admission_here_is_not_created_again_for_a_kfed_agent_worker() -> None:
+    admitted = obj(cond("QuotaReserved"), cond("Admitted"))
+    steps = plan(
+        manager_workload=admitted,
+        manager_job=obj(suspend=False),
+        remote_workload=RESERVED,
+        remote_job=None,
+        job_after_admission=True,
+    )
+    assert steps == []  # the withdrawal path requeues it (``withdrawal_reason``): it could otherwise run twice
+
+
+def test_a_finished_copy_without_a_job_copy_gets_none() -> None:
+    finished = obj(cond("QuotaReserved"), cond("Finished"))
+    steps = plan(
+        manager_workload=RESERVED,
+        manager_job=obj(suspend=True),
+        remote_workload=finished,
+        remote_job=None,
+        job_after_admission=True,
+    )
+    assert steps == []

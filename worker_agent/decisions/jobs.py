@@ -1,12 +1,9 @@
 """The Job side of the protocol: start a prebuilt-workload Job once its Workload is admitted, finish the Workload
 once the Job ends.
 
-Starting is one Job write: the assigned flavors' ``nodeLabels`` are merged into each pod template's
-``nodeSelector`` and their ``tolerations`` appended (Kueue's "run with pod set info"), together with
-``spec.suspend: false``. A pod set with a ``topologyAssignment`` also gets Kueue's TAS pod markings in the same
-write: the scheduling gate ``kueue.x-k8s.io/topology`` (the ungater removes it once it pinned the pod to its
-domain), the ``kueue.x-k8s.io/tas`` and ``kueue.x-k8s.io/podset`` labels and the ``kueue.x-k8s.io/workload``
-annotation (how the agent finds the workload's pods).
+Starting is one Job write: ``spec.suspend: false`` with what the admission adds to the pod template (flavors'
+node labels and tolerations, TAS markings, admission checks' pod set updates; ``federation.pod_injection``, which
+kfed-manager also uses to create a Job copy already started once the agent admitted its Workload copy).
 
 Ending is one Workload status write: ``Finished=True`` with reason ``Succeeded`` or ``Failed`` and the Job
 condition's message, which releases the workload's quota.
@@ -24,8 +21,8 @@ from federation.admission.api_workloads import FINISHED_STATE, is_admitted, work
 from federation.api.labels import PREBUILT_WORKLOAD_ANNOTATION, PREBUILT_WORKLOAD_LABEL
 from federation.api.workload import FINISHED
 from federation.conditions import conditions_of, set_condition
+from federation.pod_injection import FlavorInjection, start_patch
 from federation.protocol import MANAGER_UID_LABEL, REASON_FAILED, REASON_SUCCEEDED
-from worker_agent.decisions.tas_objects import PODSET_LABEL, TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 
 Obj = dict[str, Any]
 
@@ -106,72 +103,24 @@ def finished_view(workload: Mapping[str, Any], finish: FinishWorkload) -> dict[s
     return {**workload, "status": {**(workload.get("status") or {}), **finish.status}}
 
 
-def _pod_set_updates(workload: Mapping[str, Any], pod_set: str) -> list[Mapping[str, Any]]:
-    checks = (workload.get("status") or {}).get("admissionChecks") or ()
-    return [
-        update
-        for check in checks
-        if check.get("state") == "Ready"
-        for update in check.get("podSetUpdates") or ()
-        if update.get("name") == pod_set
-    ]
-
-
 def start_decision(
     job: Mapping[str, Any], workload: Mapping[str, Any], *, flavors: Mapping[str, FlavorInfo]
 ) -> StartJob | None:
-    """Unsuspend a suspended Job whose workload is admitted, with its flavors' node labels and tolerations.
-
-    Pod sets map to pod templates by position: a batch/v1 Job has one pod template and its workload one pod set.
-    Raises ``KeyError`` naming a ResourceFlavor the assignment uses that does not exist (the caller reports it).
-    """
+    """Unsuspend a suspended Job whose workload is admitted, with what the admission adds to its pod template
+    (``federation.pod_injection``). Raises ``KeyError`` naming a ResourceFlavor the assignment uses that does not
+    exist (the caller reports it)."""
     spec = job.get("spec") or {}
     if spec.get("suspend") is not True or not is_admitted(workload) or job_finished(job) is not None:
         return None
     if workload_state(workload) == FINISHED_STATE:
         return None
-    assignments = ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
-    used = list(dict.fromkeys(str(f) for a in assignments[:1] for f in (a.get("flavors") or {}).values()))
-    node_selector: dict[str, str] = {}
-    tolerations: list[Obj] = []
-    for name in used:
-        flavor = flavors.get(name)
-        if flavor is None:
-            raise KeyError(name)
-        node_selector.update(flavor.spec.node_labels)
-        tolerations.extend(flavor.tolerations)
-    pod_spec = (spec.get("template") or {}).get("spec") or {}
-    template_patch: Obj = {}
-    if node_selector:
-        template_patch["nodeSelector"] = node_selector  # merge patch: keys are merged into the existing map
-    existing = list(pod_spec.get("tolerations") or [])
-    missing = [t for t in tolerations if t not in existing]
-    if missing:
-        template_patch["tolerations"] = existing + missing  # merge patch replaces lists: send the whole list
-    if assignments[:1] and assignments[0].get("topologyAssignment"):
-        gates = list(pod_spec.get("schedulingGates") or [])
-        if not any(gate.get("name") == TOPOLOGY_GATE for gate in gates):
-            template_patch["schedulingGates"] = [*gates, {"name": TOPOLOGY_GATE}]
-    template_meta: Obj = {}
-    if assignments[:1] and assignments[0].get("topologyAssignment"):
-        workload_name = str((workload.get("metadata") or {}).get("name", ""))
-        template_meta = {
-            "labels": {TAS_LABEL: "true", PODSET_LABEL: str(assignments[0].get("name") or "main")},
-            "annotations": {WORKLOAD_ANNOTATION: workload_name},
-        }
-    pod_set = str(assignments[0].get("name") or "main") if assignments[:1] else "main"
-    for update in _pod_set_updates(workload, pod_set):  # what Ready admission checks ask of the pods (Kueue's merge)
-        for field in ("labels", "annotations"):
-            if update.get(field):
-                template_meta[field] = {**(template_meta.get(field) or {}), **update[field]}
-        if update.get("nodeSelector"):
-            template_patch["nodeSelector"] = {**(template_patch.get("nodeSelector") or {}), **update["nodeSelector"]}
-    patch: Obj = {"spec": {"suspend": False}}
-    if template_meta:
-        patch["spec"]["template"] = {"metadata": template_meta}
-    if template_patch:
-        patch["spec"].setdefault("template", {})["spec"] = template_patch
-    return StartJob(patch, tuple(used))
+    start = start_patch(spec, workload, flavors=injections(flavors))
+    return StartJob(start.patch, start.flavors)
+
+
+def injections(flavors: Mapping[str, FlavorInfo]) -> dict[str, FlavorInjection]:
+    """What each flavor adds to the pods assigned to it."""
+    return {name: FlavorInjection(info.spec.node_labels, info.tolerations) for name, info in flavors.items()}
 
 
 __all__ = [
@@ -181,6 +130,7 @@ __all__ = [
     "finish_decision",
     "finish_deferred",
     "finished_view",
+    "injections",
     "job_finished",
     "prebuilt_workload_name",
     "start_decision",

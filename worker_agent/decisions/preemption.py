@@ -139,6 +139,19 @@ def suspend_patch(job: Mapping[str, Any]) -> Obj | None:
     return None if (job.get("spec") or {}).get("suspend") is True else {"spec": {"suspend": True}}
 
 
+def running_without_reservation(job: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:
+    """A started, unfinished Job whose Workload holds no quota here and has not finished (Kueue suspends such a
+    Job): e.g. a Job copy kfed-manager created started just as the agent evicted and released its Workload copy."""
+    if (job.get("spec") or {}).get("suspend") is True or is_true(workload, QUOTA_RESERVED):
+        return False
+    if is_true(workload, "Finished"):
+        return False
+    return not any(
+        c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+        for c in (job.get("status") or {}).get("conditions") or ()
+    )
+
+
 def stopped(job: Mapping[str, Any] | None) -> bool:
     """The Job is gone, or suspended with no active pod left: the evicted Workload's quota can be released."""
     if job is None:

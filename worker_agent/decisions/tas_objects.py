@@ -21,12 +21,6 @@ from federation.topology.report import amounts, canonical, tolerations_of
 
 Obj = Mapping[str, Any]
 
-TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
-"""Kueue's scheduling gate: a TAS pod waits behind it until the ungater pins it to its domain."""
-TAS_LABEL = "kueue.x-k8s.io/tas"
-"""Kueue's label on pods of a TAS pod set (the agent's pod watches select on it)."""
-PODSET_LABEL = "kueue.x-k8s.io/podset"
-WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 NODE_CONTROLLER_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
 """Taints the node lifecycle controller adds for NotReady / unreachable nodes: judged by readiness and its delay,

@@ -155,3 +155,20 @@ def test_an_evicted_workload_stops_its_job_then_releases_its_quota() -> None:
     assert (by_type["Requeued"]["status"], by_type["Requeued"]["reason"]) == ("True", "Preempted")
     assert by_type["Admitted"]["status"] == "False"
     assert not evicted_holding_quota({**evicted, "status": {**evicted["status"], **released}})
+
+
+def test_a_started_job_whose_workload_holds_no_quota_is_suspended() -> None:
+    from worker_agent.decisions.preemption import running_without_reservation
+
+    def job(*, suspend: bool, finished: bool = False) -> dict[str, Any]:
+        conditions = [{"type": "Complete", "status": "True"}] if finished else []
+        return {"spec": {"suspend": suspend}, "status": {"conditions": conditions}}
+
+    pending = workload("w")
+    reserved = workload("w", status=admitted_status("cq", "rf", "1"))
+    finished_wl = workload("w", status={"conditions": [{"type": "Finished", "status": "True"}]})
+    assert running_without_reservation(job(suspend=False), pending)
+    assert not running_without_reservation(job(suspend=True), pending)
+    assert not running_without_reservation(job(suspend=False), reserved)
+    assert not running_without_reservation(job(suspend=False, finished=True), pending)
+    assert not running_without_reservation(job(suspend=False), finished_wl)

@@ -1,0 +1,127 @@
+"""What an admission adds to a Job's pod template when the Job starts (pure), shared by the agent and the manager.
+
+The agent starts a suspended Job whose Workload it admitted with one merge patch; kfed-manager, once a kfed-agent
+admitted its Workload copy, creates the Job copy already started with the same patch applied. Both must produce
+the same pod template, so the rule lives here once:
+
+- the assigned flavors' ``nodeLabels`` are merged into the template's ``nodeSelector`` and their ``tolerations``
+  appended (Kueue's "run with pod set info");
+- a pod set with a ``topologyAssignment`` gets Kueue's TAS markings: the scheduling gate
+  ``kueue.x-k8s.io/topology`` (the agent's ungater removes it once it pinned the pod to its domain), the
+  ``kueue.x-k8s.io/tas`` and ``kueue.x-k8s.io/podset`` labels and the ``kueue.x-k8s.io/workload`` annotation;
+- what Ready admission checks ask of the pods (``podSetUpdates``: labels, annotations, nodeSelector) is merged in.
+
+Pod sets map to pod templates by position: a batch/v1 Job has one pod template and its Workload one pod set.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Obj = dict[str, Any]
+
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
+"""Kueue's scheduling gate: a TAS pod waits behind it until the ungater pins it to its domain."""
+TAS_LABEL = "kueue.x-k8s.io/tas"
+"""Kueue's label on pods of a TAS pod set (the agent's pod watches select on it)."""
+PODSET_LABEL = "kueue.x-k8s.io/podset"
+WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorInjection:
+    """What one ResourceFlavor adds to the pods of a pod set assigned to it."""
+
+    node_labels: Mapping[str, str]
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StartPatch:
+    """Merge-patch ``patch`` into the Job to start it; ``flavors`` are the assigned flavors it used."""
+
+    patch: Obj
+    flavors: tuple[str, ...]
+
+
+def _pod_set_updates(workload: Mapping[str, Any], pod_set: str) -> list[Mapping[str, Any]]:
+    checks = (workload.get("status") or {}).get("admissionChecks") or ()
+    return [
+        update
+        for check in checks
+        if check.get("state") == "Ready"
+        for update in check.get("podSetUpdates") or ()
+        if update.get("name") == pod_set
+    ]
+
+
+def start_patch(
+    job_spec: Mapping[str, Any], workload: Mapping[str, Any], *, flavors: Mapping[str, FlavorInjection]
+) -> StartPatch:
+    """The merge patch that starts a Job of spec ``job_spec`` for its admitted ``workload``.
+
+    Raises ``KeyError`` naming a ResourceFlavor the assignment uses that ``flavors`` does not hold (the caller
+    reports it)."""
+    assignments: Sequence[Mapping[str, Any]] = ((workload.get("status") or {}).get("admission") or {}).get(
+        "podSetAssignments"
+    ) or []
+    first = assignments[0] if assignments else None
+    used = list(dict.fromkeys(str(f) for f in ((first or {}).get("flavors") or {}).values()))
+    node_selector: dict[str, str] = {}
+    tolerations: list[Mapping[str, Any]] = []
+    for name in used:
+        flavor = flavors.get(name)
+        if flavor is None:
+            raise KeyError(name)
+        node_selector.update(flavor.node_labels)
+        tolerations.extend(flavor.tolerations)
+    pod_spec = (job_spec.get("template") or {}).get("spec") or {}
+    template_patch: Obj = {}
+    if node_selector:
+        template_patch["nodeSelector"] = node_selector  # merge patch: keys are merged into the existing map
+    existing = list(pod_spec.get("tolerations") or [])
+    missing = [t for t in tolerations if t not in existing]
+    if missing:
+        template_patch["tolerations"] = existing + missing  # merge patch replaces lists: send the whole list
+    template_meta: Obj = {}
+    if first is not None and first.get("topologyAssignment"):
+        gates = list(pod_spec.get("schedulingGates") or [])
+        if not any(gate.get("name") == TOPOLOGY_GATE for gate in gates):
+            template_patch["schedulingGates"] = [*gates, {"name": TOPOLOGY_GATE}]
+        workload_name = str((workload.get("metadata") or {}).get("name", ""))
+        template_meta = {
+            "labels": {TAS_LABEL: "true", PODSET_LABEL: str(first.get("name") or "main")},
+            "annotations": {WORKLOAD_ANNOTATION: workload_name},
+        }
+    pod_set = str(first.get("name") or "main") if first is not None else "main"
+    for update in _pod_set_updates(workload, pod_set):  # what Ready admission checks ask of the pods (Kueue's merge)
+        for field in ("labels", "annotations"):
+            if update.get(field):
+                template_meta[field] = {**(template_meta.get(field) or {}), **update[field]}
+        if update.get("nodeSelector"):
+            template_patch["nodeSelector"] = {**(template_patch.get("nodeSelector") or {}), **update["nodeSelector"]}
+    spec_patch: Obj = {"suspend": False}
+    if template_meta:
+        spec_patch["template"] = {"metadata": template_meta}
+    if template_patch:
+        spec_patch.setdefault("template", {})["spec"] = template_patch
+    return StartPatch({"spec": spec_patch}, tuple(used))
+
+
+def merged(target: Mapping[str, Any], patch: Mapping[str, Any]) -> Obj:
+    """``target`` with the JSON merge patch ``patch`` applied (RFC 7386: maps merge, ``None`` removes a key, any
+    other value, lists included, replaces), as the apiserver applies a merge patch. Neither input is changed."""
+    result: Obj = copy.deepcopy(dict(target))
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(result.get(key), Mapping):
+            result[key] = merged(result[key], value)
+        elif isinstance(value, Mapping):
+            result[key] = merged({}, value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from federation.pod_injection import FlavorInjection, merged, start_patch
+
+
+def test_a_merge_patch_merges_maps_replaces_lists_and_removes_nulls() -> None:
+    target: dict[str, Any] = {"a": {"x": 1, "y": 2}, "l": [1, 2], "gone": 1, "kept": "k"}
+    patch = {"a": {"y": 3, "z": {"deep": True}}, "l": [3], "gone": None, "new": {"n": 1}}
+    assert merged(target, patch) == {"a": {"x": 1, "y": 3, "z": {"deep": True}}, "l": [3], "kept": "k", "new": {"n": 1}}
+    assert target == {"a": {"x": 1, "y": 2}, "l": [1, 2], "gone": 1, "kept": "k"}, "the input is not changed"
+
+
+def _admitted(**assignment: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "wl"},
+        "status": {"admission": {"podSetAssignments": [{"name": "main", "flavors": {"cpu": "rf"}, **assignment}]}},
+    }
+
+
+def test_starting_a_spec_by_the_patch_gives_what_the_agent_would_start() -> None:
+    existing = {"key": "a", "operator": "Exists"}
+    added = {"key": "b", "operator": "Exists", "effect": "NoSchedule"}
+    spec = {"suspend": True, "template": {"spec": {"nodeSelector": {"zone": "z"}, "tolerations": [existing]}}}
+    flavors = {"rf": FlavorInjection({"pool": "p"}, (existing, added))}
+    start = start_patch(spec, _admitted(), flavors=flavors)
+    assert start.flavors == ("rf",)
+    started = merged(spec, start.patch["spec"])
+    assert started["suspend"] is False
+    assert started["template"]["spec"] == {"nodeSelector": {"zone": "z", "pool": "p"}, "tolerations": [existing, added]}
+
+
+def test_a_topology_assignment_gates_and_marks_the_pods() -> None:
+    spec: dict[str, Any] = {"template": {"spec": {"containers": []}}}
+    start = start_patch(spec, _admitted(topologyAssignment={"levels": ["h"]}), flavors={"rf": FlavorInjection({})})
+    started = merged(spec, start.patch["spec"])
+    assert started["template"]["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/topology"}]
+    assert started["template"]["metadata"] == {
+        "labels": {"kueue.x-k8s.io/tas": "true", "kueue.x-k8s.io/podset": "main"},
+        "annotations": {"kueue.x-k8s.io/workload": "wl"},
+    }
+
+
+def test_an_unknown_flavor_is_named() -> None:
+    with pytest.raises(KeyError, match="rf"):
+        start_patch({}, _admitted(), flavors={})
