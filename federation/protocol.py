@@ -9,8 +9,12 @@ Dispatch (manager → worker W, after reserving global quota and recording W in
      priority, priorityClassRef); labels ``kueue.x-k8s.io/multikueue-origin: <origin>`` and
      ``kfed.io/manager-workload-uid: <uid of the manager Workload>``; no status.
   2. Job copy: same namespace and name as the manager Job; ``spec.managedBy`` cleared, ``spec.selector`` and the
-     Job controller's generated labels dropped, ``spec.suspend: true``; labels as above plus
-     ``kueue.x-k8s.io/prebuilt-workload-name: <workload name>``.
+     Job controller's generated labels dropped; labels as above plus
+     ``kueue.x-k8s.io/prebuilt-workload-name: <workload name>``. When W's kfed-agent lists its ResourceFlavors in
+     its capacity report (``status.flavors``: name, nodeLabels, tolerations), the Job copy is created only once
+     the agent admitted the Workload copy (step 3), already started: ``spec.suspend: false`` and the admission's
+     pod-template injection applied (``federation.pod_injection``), and owned by the Workload copy. Otherwise
+     (stock Kueue on W) it is created with the Workload copy, ``spec.suspend: true``, and owns the Workload copy.
   Creates are idempotent: AlreadyExists is adopted only when the object carries our origin label and the same
   manager uid; anything else is never touched (SCENARIOS S7).
 
@@ -18,8 +22,11 @@ Local admission (agent on W):
   3. The agent admits the Workload copy against its own ClusterQueue (the one its LocalQueue ``spec.queueName``
      points to): one status write sets ``status.admission`` and the ``QuotaReserved`` and ``Admitted``
      conditions (the worker has no admission checks).
-  4. It then injects the assigned flavors' nodeLabels into the Job's pod template and sets
-     ``spec.suspend: false`` (one write), so the worker's Job controller creates pods.
+  4. A suspended Job copy (stock Kueue manager, or no flavors in the report) is started by the agent: it injects
+     the assigned flavors' nodeLabels and tolerations into the Job's pod template and sets ``spec.suspend: false``
+     (one write), so the worker's Job controller creates pods. A started Job whose Workload holds no quota is
+     suspended. An admitted copy of kfed-manager's that no Job names within the agent's ``--job-copy-timeout``
+     is evicted, which releases its quota and tells the manager to requeue it.
   5. When the Job has a ``Complete`` or ``Failed`` condition, the agent sets the Workload's ``Finished``
      condition (reason ``Succeeded`` or ``Failed``), which releases its quota.
 
