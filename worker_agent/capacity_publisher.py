@@ -156,12 +156,13 @@ class CapacityPublisher:
         """
         async with self.lock:
             state = self.world.local_state()
+            flavors = self.world.flavor_infos()
             topologies = self.topologies()
             observed = float(math.floor(self.clock()))
             admissions_seen = self._last_admission
         self.last_state = state
         pending = pending_by_cluster_queue(state, set())
-        status = capacity_status(state, pending_counts=pending, topologies=topologies)
+        status = capacity_status(state, pending_counts=pending, flavors=flavors, topologies=topologies)
         if not force and self._reported == (status, admissions_seen):
             if self.update_queue_status:  # e.g. a ClusterQueue being deleted: its finalizer and Active condition
                 await self._write_queue_status(state, pending)

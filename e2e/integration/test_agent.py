@@ -332,6 +332,38 @@ def test_dispatched_workload_is_admitted_run_and_finished(rig: Federation, agent
     assert (condition(queue, "Active") or {}).get("status") == "True"
 
 
+def reported_flavor(rig: Federation, flavor: str) -> dict[str, Any] | None:
+    status = (get_json(rig, "clustercapacities.kfed.io", "local") or {}).get("status") or {}
+    return next((dict(entry) for entry in status.get("flavors") or () if entry["name"] == flavor), None)
+
+
+def test_capacity_report_carries_the_flavors_node_labels_and_tolerations(
+    rig: Federation, agent: RunningAgent, queues: Queues
+) -> None:
+    """What the agent injects into a started Job's pod template, per flavor of a local ClusterQueue, is in the
+    report (the manager creates Job copies already placed from it), and follows an edit of the ResourceFlavor."""
+    first = wait_for("the flavor in the capacity report", lambda: reported_flavor(rig, queues.flavor))
+    assert first == {"name": queues.flavor, "nodeLabels": {NODE_LABEL[0]: NODE_LABEL[1]}}
+    toleration = {"key": "kfed.io/spot", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}
+    edited = {"spec": {"nodeLabels": {NODE_LABEL[0]: NODE_LABEL[1], "kfed.io/pool": "b"}, "tolerations": [toleration]}}
+    rig.kubectl(
+        WORKER, "patch", "resourceflavors.kueue.x-k8s.io", queues.flavor, "--type=merge", "-p", json.dumps(edited)
+    )
+    expected = {"name": queues.flavor, **edited["spec"]}
+    after = wait_for(
+        "the edited flavor in the capacity report",
+        lambda: (found := reported_flavor(rig, queues.flavor)) == expected and found,
+        timeout=10,
+    )
+    assert after == expected
+    unused = f"unused-{uuid.uuid4().hex[:6]}"
+    apply(rig, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": unused}})
+    try:
+        holds_for("a flavor no ClusterQueue names stays out", lambda: reported_flavor(rig, unused) is None, seconds=2)
+    finally:
+        rig.kubectl(WORKER, "delete", "resourceflavors.kueue.x-k8s.io", unused, "--wait=false", check=False)
+
+
 def test_workload_too_big_for_the_quota_stays_pending_with_a_reason(
     rig: Federation, agent: RunningAgent, queues: Queues
 ) -> None:

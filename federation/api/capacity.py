@@ -9,6 +9,9 @@ Two views of capacity:
   much more could be borrowed from the cohort right now;
 - topology: per TAS flavor, a summary of free capacity per topology domain above the host level (e.g. per block
   and per rack), so the manager can tell whether a workload that needs one rack fits anywhere.
+
+Plus, per ResourceFlavor the local ClusterQueues use, the node labels and tolerations the agent injects into a
+Job's pod template when it starts it, so the manager can create a Job copy already unsuspended and placed.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from federation.api.common import (
     Time,
     TopologyReference,
 )
-from federation.api.core import Conditions
+from federation.api.core import Conditions, Toleration
 from federation.api.schema import Crd
 
 CLUSTER_CAPACITY_NAME = "local"
@@ -127,6 +130,17 @@ class TopologyCapacity(KubeModel):
     ) = None
 
 
+class FlavorPlacement(KubeModel):
+    """What a Job admitted to one ResourceFlavor gets in its pod template: the flavor's ``nodeLabels`` as node
+    selector and its ``tolerations`` (Kueue's Job start), exactly as the agent injects them."""
+
+    name: ResourceFlavorReference
+    node_labels: Annotated[dict[str, StrictStr], Field(max_length=8), Crd(map_type="atomic")] | None = None
+    """Unset when the flavor has none."""
+    tolerations: Annotated[list[Toleration], Field(max_length=8), Crd(list_type="atomic")] | None = None
+    """The ResourceFlavor's ``spec.tolerations``; unset when it has none."""
+
+
 class ClusterCapacityStatus(KubeModel):
     generation: Annotated[Int64, Field(ge=0)]
     """Increases by one with every report the agent publishes."""
@@ -143,6 +157,10 @@ class ClusterCapacityStatus(KubeModel):
     topologies: (
         Annotated[list[TopologyCapacity], Field(max_length=64), Crd(list_type="map", map_keys=("name",))] | None
     ) = None
+    flavors: (
+        Annotated[list[FlavorPlacement], Field(max_length=1000), Crd(list_type="map", map_keys=("name",))] | None
+    ) = None
+    """One entry per existing ResourceFlavor that a reported ClusterQueue names."""
     conditions: Conditions | None = None
 
     def cluster_queue(self, name: str) -> ClusterQueueCapacity | None:
@@ -153,6 +171,9 @@ class ClusterCapacityStatus(KubeModel):
 
     def topology(self, flavor: str) -> TopologyCapacity | None:
         return next((t for t in self.topologies or () if t.name == flavor), None)
+
+    def flavor(self, name: str) -> FlavorPlacement | None:
+        return next((f for f in self.flavors or () if f.name == name), None)
 
 
 class ClusterCapacity(ApiObject):

@@ -5,7 +5,10 @@ free capacity of every topology domain above the node level (blocks, racks).
 Computed from the same snapshot local admission uses, after the pass's admissions, so the report never disagrees
 with what the agent just admitted. ``free`` is ``nominal - usage`` (never negative); ``borrowingHeadroom`` (only
 for ClusterQueues in a cohort) is what the queue could take now beyond its free nominal quota, i.e. the core's
-``available`` minus ``free``. Generation and time are the publisher's business; this module is pure.
+``available`` minus ``free``. ``flavors`` lists, for each existing ResourceFlavor a reported ClusterQueue names,
+the node labels and tolerations the agent injects into a Job's pod template when it starts it
+(``decisions.jobs.start_decision``), so that the manager can create a Job copy already placed. Generation and time
+are the publisher's business; this module is pure.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_state import QuotaState
 from federation.admission.flavors import format_amount
 from federation.admission.snapshot import ClusterQueueNode
@@ -45,9 +49,38 @@ def _flavor_entries(state: QuotaState, node: ClusterQueueNode) -> list[Obj]:
     return entries
 
 
-def capacity_status(state: QuotaState, *, pending_counts: Mapping[str, int], topologies: Sequence[Obj] = ()) -> Obj:
+def _placement_entries(state: QuotaState, flavors: Mapping[str, FlavorInfo]) -> list[Obj]:
+    """Per ResourceFlavor a reported ClusterQueue names (and that exists), what a Job admitted to it gets."""
+    used = {
+        flavor.name
+        for node in state.snapshot.cluster_queues.values()
+        for group in node.spec.resource_groups
+        for flavor in group.flavors
+    }
+    entries: list[Obj] = []
+    for name in sorted(used):
+        info = flavors.get(name)
+        if info is None:
+            continue
+        entry: Obj = {"name": name}
+        if info.spec.node_labels:
+            entry["nodeLabels"] = dict(info.spec.node_labels)
+        if info.tolerations:
+            entry["tolerations"] = [dict(toleration) for toleration in info.tolerations]
+        entries.append(entry)
+    return entries
+
+
+def capacity_status(
+    state: QuotaState,
+    *,
+    pending_counts: Mapping[str, int],
+    flavors: Mapping[str, FlavorInfo],
+    topologies: Sequence[Obj] = (),
+) -> Obj:
     """``status`` of ClusterCapacity without ``generation`` and ``observedTime`` (the publisher adds them);
-    ``topologies`` are the TAS flavors' capacity summaries (``federation.topology.report.summary_entry``)."""
+    ``flavors`` are the worker's ResourceFlavors (``World.flavor_infos``); ``topologies`` are the TAS flavors'
+    capacity summaries (``federation.topology.report.summary_entry``)."""
     queues: list[Obj] = []
     for name in sorted(state.snapshot.cluster_queues):
         node = state.snapshot.cluster_queues[name]
@@ -63,7 +96,7 @@ def capacity_status(state: QuotaState, *, pending_counts: Mapping[str, int], top
         for lq in sorted(state.local_queues.values(), key=lambda q: (q.namespace, q.name))
         if lq.cluster_queue
     ]
-    status: Obj = {"clusterQueues": queues, "localQueues": routes}
+    status: Obj = {"clusterQueues": queues, "localQueues": routes, "flavors": _placement_entries(state, flavors)}
     if topologies:
         status["topologies"] = list(topologies)
     return status

@@ -6,6 +6,7 @@ from federation.admission.api_queue_status import pending_by_cluster_queue, queu
 from federation.admission.api_state import QuotaState
 from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, state, workload
 from worker_agent.decisions.capacity import capacity_status
+from worker_agent.decisions.jobs import start_decision
 from worker_agent.overlay import WriteOverlay
 
 NOW = dt.datetime(2026, 1, 1, 0, 3, tzinfo=dt.UTC)
@@ -30,7 +31,7 @@ def worker_state() -> QuotaState:
 
 def test_report_has_nominal_usage_free_and_borrowing_headroom_per_queue_and_flavor() -> None:
     local = worker_state()
-    status = capacity_status(local, pending_counts=pending_by_cluster_queue(local, set()))
+    status = capacity_status(local, pending_counts=pending_by_cluster_queue(local, set()), flavors={})
     by_name = {q["name"]: q for q in status["clusterQueues"]}
     assert by_name["cq"] == {
         "name": "cq",
@@ -96,7 +97,7 @@ def test_report_carries_the_tas_summary_that_the_capacity_schema_accepts_and_the
     summary = summarize(snapshot_of(milli_memory))
     entry = summary_entry("tas", "default", summary)
     local = worker_state()
-    status = capacity_status(local, pending_counts={}, topologies=[entry])
+    status = capacity_status(local, pending_counts={}, flavors={}, topologies=[entry])
     assert status["topologies"] == [entry]
     rack = next(d for d in entry["topologySummary"] if d["levelValues"] == ["b0", "b0-r1"])
     assert rack == {
@@ -107,3 +108,69 @@ def test_report_carries_the_tas_summary_that_the_capacity_schema_accepts_and_the
     }
     ClusterCapacityStatus.model_validate({"generation": 1, "observedTime": "2026-01-01T00:00:00Z", **status})
     assert summary_from_entry(entry) == summary
+
+
+def test_report_lists_the_node_labels_and_tolerations_of_each_flavor_a_reported_queue_uses() -> None:
+    from federation.admission.api_quotas import flavor_info
+    from federation.api.capacity import ClusterCapacityStatus
+
+    toleration = {"key": "gpu", "operator": "Equal", "value": "a100", "effect": "NoSchedule"}
+    raw = [
+        flavor("rf", nodeLabels={"pool": "a", "zone": "z1"}, tolerations=[toleration]),
+        flavor("plain"),
+        flavor("unused", nodeLabels={"pool": "u"}),
+    ]
+    infos = {f["metadata"]["name"]: flavor_info(f) for f in raw}
+    local = state(
+        flavors=raw,
+        queues=[
+            cluster_queue("cq", {"rf": {"cpu": 4}, "plain": {"cpu": 2}}),
+            cluster_queue("ghost", {"missing": {"cpu": 1}, "rf": {"cpu": 1}}),
+        ],
+        local_queues=[],
+        workloads=[],
+    )
+    status = capacity_status(local, pending_counts={}, flavors=infos)
+    # the tolerations are what the agent injects at Job start: the ResourceFlavor's, as Kubernetes writes them
+    assert status["flavors"] == [
+        {"name": "plain"},
+        {"name": "rf", "nodeLabels": {"pool": "a", "zone": "z1"}, "tolerations": [toleration]},
+    ]
+    parsed = ClusterCapacityStatus.model_validate({"generation": 1, "observedTime": "2026-01-01T00:00:00Z", **status})
+    assert parsed.flavor("rf") is not None
+    assert parsed.flavor("missing") is None
+    # exactly what the agent injects when it starts a Job admitted to that flavor
+    job = {"metadata": {"name": "j"}, "spec": {"suspend": True, "template": {"spec": {}}}}
+    admitted = workload("j", cpu="1", status=admitted_status("cq", "rf", "1"))
+    start = start_decision(job, admitted, flavors=infos)
+    assert start is not None
+    injected = start.patch["spec"]["template"]["spec"]
+    assert (injected["nodeSelector"], injected["tolerations"]) == (
+        status["flavors"][1]["nodeLabels"],
+        status["flavors"][1]["tolerations"],
+    )
+
+
+def test_report_flavors_follow_the_resource_flavor_objects() -> None:
+    from federation.admission.api_quotas import flavor_info
+
+    queues = [cluster_queue("cq", {"rf": {"cpu": 4}})]
+    before = capacity_status(
+        state(flavors=[flavor("rf")], queues=queues, local_queues=[], workloads=[]),
+        pending_counts={},
+        flavors={"rf": flavor_info(flavor("rf"))},
+    )
+    edited = flavor("rf", nodeLabels={"pool": "b"}, tolerations=[{"key": "spot", "operator": "Exists"}])
+    after = capacity_status(
+        state(flavors=[edited], queues=queues, local_queues=[], workloads=[]),
+        pending_counts={},
+        flavors={"rf": flavor_info(edited)},
+    )
+    assert before["flavors"] == [{"name": "rf"}]
+    assert after["flavors"] == [
+        {"name": "rf", "nodeLabels": {"pool": "b"}, "tolerations": [{"key": "spot", "operator": "Exists"}]}
+    ]
+    gone = capacity_status(
+        state(flavors=[], queues=queues, local_queues=[], workloads=[]), pending_counts={}, flavors={}
+    )
+    assert gone["flavors"] == []
