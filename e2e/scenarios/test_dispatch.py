@@ -61,6 +61,55 @@ def test_s1_job_runs_on_one_worker_and_its_final_status_comes_back(federation: F
     )
 
 
+def test_the_job_copy_comes_started_once_the_agent_admitted_its_workload_copy(federation: Federation) -> None:
+    """kfed-agent workers list their flavors in their report, so the manager sends the Workload copy alone and the
+    Job copy only after the agent admitted it: already started (never suspended, so the worker's Job controller
+    writes no Suspended condition) and owned by the Workload copy, which takes it along when deleted."""
+    submit(federation, "started", cpu="1", seconds=4)
+    wait_for(lambda: worker_of(federation, "started"), until=bool, timeout=60, what="started admitted on a worker")
+    worker = worker_of(federation, "started")
+    assert worker is not None
+    wl = workload_of(federation, "started")
+    assert wl is not None
+    name = wl["metadata"]["name"]
+    copy = wait_for(
+        lambda: get(federation, worker, "workloads.kueue.x-k8s.io", name),
+        until=lambda c: c is not None and is_true(c, "QuotaReserved"),
+        timeout=30,
+        what="the Workload copy admitted by the agent",
+    )
+    job = wait_for(
+        lambda: get(federation, worker, "job", "started"),
+        until=lambda j: j is not None and bool((j.get("status") or {}).get("startTime")),
+        timeout=30,
+        what="the Job copy running",
+    )
+    assert copy is not None
+    assert job is not None
+    reserved = condition(copy, "QuotaReserved")
+    assert reserved is not None
+    assert job["metadata"]["creationTimestamp"] >= reserved["lastTransitionTime"], "created before the admission"
+    assert job["spec"]["suspend"] is False
+    assert [c["type"] for c in job["status"].get("conditions") or () if c["type"] == "Suspended"] == [], (
+        "the Job copy was suspended at some point"
+    )
+    assert job["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "name": name,
+            "uid": copy["metadata"]["uid"],
+        }
+    ]
+    wait_complete(federation, "started")
+    wait_for(
+        lambda: remote_copies(federation, "started"),
+        until=lambda c: c == {},
+        timeout=30,
+        what="both copies deleted after the final sync (the Job by the garbage collector, with its Workload copy)",
+    )
+
+
 def test_s3_workloads_go_where_they_fit_and_a_full_worker_gets_none(federation: Federation) -> None:
     # 40 cpu only fits worker-2 (64 cpu); then worker-2 has 24 free, so 32 cpu only fits worker-1 (32 cpu).
     submit(federation, "s3-big", cpu="8", parallelism=5, seconds=40)
