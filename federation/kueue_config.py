@@ -47,6 +47,13 @@ def go_duration(value: Any, where: str) -> float:
     return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
 
 
+def _positive_duration(value: Any, where: str) -> float:
+    seconds = go_duration(value, where)
+    if seconds <= 0:
+        raise ConfigError(f"{where}: {value!r} must be longer than 0s")
+    return seconds
+
+
 def _port_of(address: Any, where: str) -> tuple[str, int]:
     """``":8081"`` / ``"0.0.0.0:8081"`` -> (host or "0.0.0.0", port)."""
     text = str(address)
@@ -89,6 +96,7 @@ _FIELDS: dict[str, tuple[str, Callable[[Any, str], Any], tuple[Component, ...]]]
     "multiKueue.gcInterval": ("gc_interval", go_duration, ("manager",)),
     "multiKueue.origin": ("origin", _string, ("manager",)),
     "multiKueue.workerLostTimeout": ("worker_lost_timeout", go_duration, ("manager",)),
+    "multiKueue.jobCopyTimeout": ("job_copy_timeout", _positive_duration, ("agent",)),  # kfed's own: the agent's flag
     "objectRetentionPolicies.workloads.afterFinished": (
         "workload_retention_after_finished",
         go_duration,

@@ -20,6 +20,7 @@ from federation.kube.trigger import Trigger, spec_changed
 from federation.obs.metrics import Metrics
 from worker_agent.capacity_publisher import CapacityPublisher
 from worker_agent.decisions.checks import autoscaled_flavors
+from worker_agent.decisions.job_copies import DEFAULT_JOB_COPY_TIMEOUT_SECONDS
 from worker_agent.provisioning import NOT_SERVED, Provisioning
 from worker_agent.reconciler import Reconciler
 from worker_agent.tas import DEFAULT_NODE_FAILURE_DELAY, Tas
@@ -42,6 +43,7 @@ class Agent:
         heartbeat: float | None = None,
         node_failure_delay: float = DEFAULT_NODE_FAILURE_DELAY,
         resource_rules: ResourceRules = ALL_RESOURCES,
+        job_copy_timeout: float = DEFAULT_JOB_COPY_TIMEOUT_SECONDS,
     ) -> None:
         self.api = api
         self.cluster = cluster
@@ -51,6 +53,7 @@ class Agent:
         self.heartbeat = heartbeat
         self.node_failure_delay = node_failure_delay
         self.resource_rules = resource_rules
+        self.job_copy_timeout = job_copy_timeout
         self.tas: Tas | None = None
         self.provisioning: Provisioning | None = None
         self.world: World | None = None
@@ -120,6 +123,7 @@ class Agent:
             trigger=trigger,
             tas=tas,
             provisioning=provisioning,
+            job_copy_timeout=self.job_copy_timeout,
         )
 
         def wake_on_spec(event_type: str, obj: Obj, old: Obj | None) -> None:

@@ -33,10 +33,18 @@ from federation.obs.metrics import ROLE_FOLLOWER, ROLE_LEADER, Metrics
 from federation.obs.serving import cancel_on_signal, start_listeners
 from federation.version import package_version
 from worker_agent.agent import Agent
+from worker_agent.decisions.job_copies import DEFAULT_JOB_COPY_TIMEOUT_SECONDS
 
 log = structlog.get_logger("worker_agent")
 
 LEASE_NAME = "kfed-agent"
+
+
+def _positive_seconds(text: str) -> float:
+    seconds = float(text)
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return seconds
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -75,6 +83,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=float,
         default=30.0,
         help="seconds a node must stay NotReady before TAS workloads' pods on it are replaced (Kueue: 30)",
+    )
+    parser.add_argument(
+        "--job-copy-timeout",
+        type=_positive_seconds,
+        default=DEFAULT_JOB_COPY_TIMEOUT_SECONDS,
+        help="seconds an admitted kfed-manager Workload copy may wait for its Job copy before it is "
+        "deactivated and evicted (reason JobCopyMissing) and its quota released",
     )
     add_resources_arguments(parser)
     parser.add_argument("--qps", type=float, default=300.0, help="client-side rate limit to the apiserver")
@@ -119,6 +134,7 @@ async def run(args: argparse.Namespace) -> int:
         update_queue_status=args.cluster_queue_status,
         node_failure_delay=args.node_failure_delay,
         resource_rules=args.resource_rules,
+        job_copy_timeout=args.job_copy_timeout,
     )
     health = HealthEndpoints(metrics=metrics.exposition)
     health.add_readiness_check("caches", agent.ready)

@@ -38,6 +38,13 @@ from worker_agent.decisions.checks import (
     second_pass_failed,
     second_pass_problem,
 )
+from worker_agent.decisions.job_copies import (
+    DEFAULT_JOB_COPY_TIMEOUT_SECONDS,
+    REASON_JOB_COPY_MISSING,
+    JobCopyMissing,
+    eviction_status,
+    job_copy_timeouts,
+)
 from worker_agent.decisions.jobs import (
     FINISH_GRACE_SECONDS,
     FinishWorkload,
@@ -102,6 +109,7 @@ class Reconciler:
         trigger: Trigger | None = None,
         tas: Tas | None = None,
         provisioning: Provisioning | None = None,
+        job_copy_timeout: float = DEFAULT_JOB_COPY_TIMEOUT_SECONDS,
     ) -> None:
         self.world = world
         self.api = world.api
@@ -117,6 +125,9 @@ class Reconciler:
         self.tas = tas
         self.provisioning = provisioning
         self.next_requeue_at: float | None = None
+        self.job_copy_timeout = job_copy_timeout
+        self.next_job_copy_due: float | None = None
+        """When the next admitted kfed-manager copy without a Job copy reaches its timeout (epoch seconds)."""
         self.finish_grace = FINISH_GRACE_SECONDS
         self._finish_owed: dict[tuple[str, str], tuple[float, FinishWorkload]] = {}
         """kfed-manager copies finished in memory only: key → (monotonic time the write is due, the finish)."""
@@ -129,6 +140,9 @@ class Reconciler:
             recheck = self.tas.seconds_until_recheck() if self.tas is not None else None
             if self.next_requeue_at is not None:  # a requeue backoff ends: admit it then
                 left = max(0.0, self.next_requeue_at - self.clock().timestamp()) + COALESCE_SECONDS
+                recheck = left if recheck is None else min(recheck, left)
+            if self.next_job_copy_due is not None:  # an admitted copy's wait for its Job copy ends: evict it then
+                left = max(0.0, self.next_job_copy_due - self.clock().timestamp()) + COALESCE_SECONDS
                 recheck = left if recheck is None else min(recheck, left)
             if self._finish_owed:  # a deferred Finished write falls due
                 left = max(0.0, min(due for due, _ in self._finish_owed.values()) - time.monotonic())
@@ -146,6 +160,7 @@ class Reconciler:
                             remember=self.world.workload_writes.remember,
                             now=self.clock(),
                         )
+                    await self.job_copy_pass()  # before the job pass, which releases what it evicts
                     await self.job_pass()
                     if self.tas is not None:  # repair first: no pod is pinned by an assignment being repaired
                         await self.tas.repair_pass(
@@ -401,6 +416,61 @@ class Reconciler:
                 if evicted is not None:
                     bound = self._log.bind(workload=f"{namespace}/{name}")
                     tg.start_soon(self._limited, limiter, self._stop_evicted, None, evicted, now, bound)
+
+    async def job_copy_pass(self) -> None:
+        """Evict the admitted kfed-manager copies whose Job copy has not come within ``job_copy_timeout``
+        (``decisions.job_copies``) and note when the next one falls due, for the loop to wake then."""
+        named: set[str] = set()
+        for job in self.world.all_jobs():
+            name = prebuilt_workload_name(job)
+            if name is not None:
+                named.add(f"{_name(job)[0]}/{name}")
+        now = self.clock()
+        timeouts = job_copy_timeouts(
+            self.world.all_workloads(), named_by_jobs=named, now=now, timeout=self.job_copy_timeout
+        )
+        self.next_job_copy_due = timeouts.next_due
+        for eviction in timeouts.evictions:
+            await self._evict_job_copy_missing(eviction, now)
+
+    async def _evict_job_copy_missing(self, eviction: JobCopyMissing, now: dt.datetime) -> None:
+        """Deactivate the copy (so it is not admitted again at once), then evict it; the job pass releases it."""
+        bound = self._log.bind(workload=eviction.key)
+        workload, status = eviction.raw, eviction.status
+        if (workload.get("spec") or {}).get("active", True) is not False:
+            namespace, name = _name(workload)
+            try:
+                workload = await self.api.patch(
+                    r.WORKLOADS,
+                    name,
+                    _versioned(workload, {"spec": {"active": False}}),
+                    namespace=namespace,
+                    field_manager="kfed-agent",
+                )
+            except (Conflict, NotFound):
+                self.trigger.pull()
+                return
+            except KubeError as exc:
+                bound.warning("agent.write_failed", resource=r.WORKLOADS.label, error=str(exc)[:300])
+                self.trigger.pull()
+                return
+            status = eviction_status(workload, eviction.message, now=now)  # at the new generation
+        written = await self._patch_status(r.WORKLOADS, workload, {"status": status}, bound)
+        if written is None:
+            return
+        self.world.workload_writes.remember(written)
+        namespace, local_queue, priority_class = workload_labels(written)
+        self.metrics.evicted(
+            cluster_queue=_queue_of(written),
+            namespace=namespace,
+            local_queue=local_queue,
+            priority_class=priority_class,
+            reason=REASON_JOB_COPY_MISSING,
+        )
+        bound.warning("workload.evicted", reason=REASON_JOB_COPY_MISSING, message=eviction.message)
+        self.events.emit(
+            written, reason=REASON_JOB_COPY_MISSING, note=eviction.message, action="Evict", event_type="Warning"
+        )
 
     async def _stop_evicted(self, job: Obj | None, workload: Obj, now: dt.datetime, bound: Any) -> None:
         """An evicted Workload's Job is suspended first; once no pod of it is active, its quota is released."""

@@ -7,6 +7,7 @@ create (``federation.protocol``), and waits — with deadlines, never bare sleep
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -86,8 +87,14 @@ def _listening_port(log_path: Path) -> int | None:
 @pytest.fixture(scope="module")
 def agent(rig: Federation, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningAgent]:
     """The real kfed-agent on worker-1, stopped with SIGTERM (killed if it will not stop) whatever happens."""
+    with running_agent(rig, tmp_path_factory.mktemp("agent") / "agent.log") as running:
+        yield running
+
+
+@contextlib.contextmanager
+def running_agent(rig: Federation, log_path: Path, *flags: str) -> Iterator[RunningAgent]:
+    """kfed-agent on worker-1 with ``flags`` added, ready; stopped with SIGTERM (killed if it will not stop)."""
     rig.kubectl(WORKER, "create", "namespace", "kfed-system", check=False)
-    log_path = tmp_path_factory.mktemp("agent") / "agent.log"
     command = [
         str(REPO_ROOT / ".venv" / "bin" / "kfed-agent"),
         f"--kubeconfig={rig.kubeconfig(WORKER)}",
@@ -96,6 +103,7 @@ def agent(rig: Federation, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         "--metrics-port=-1",
         "--bind-address=127.0.0.1",
         "--log-level=debug",
+        *flags,
     ]
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO_ROOT)

@@ -120,3 +120,22 @@ def test_jobs_without_queue_name_settings_from_the_file_reach_the_manager(tmp_pa
     assert args.manage_jobs_without_queue_name is True
     assert args.managed_jobs_namespace_selector == {"matchLabels": {"a": "b"}, "matchExpressions": []}
     assert manager_args([]).managed_jobs_namespace_selector is None
+
+
+def test_the_job_copy_timeout_comes_from_the_flag_or_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG + "  jobCopyTimeout: 2m\n")
+    assert agent_args(["--cluster-name=w1"]).job_copy_timeout == 60.0
+    assert agent_args(["--cluster-name=w1", "--job-copy-timeout=3"]).job_copy_timeout == 3.0
+    assert agent_args([f"--config={path}", "--cluster-name=w1"]).job_copy_timeout == 120.0
+    assert agent_args([f"--config={path}", "--cluster-name=w1", "--job-copy-timeout=5"]).job_copy_timeout == 5.0
+    assert (
+        "multiKueue.jobCopyTimeout: not used by kfed-manager, ignored"
+        in manager_args([f"--config={path}"]).config_warnings
+    )
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon"])
+def test_a_job_copy_timeout_that_is_not_positive_stops_the_agent(value: str) -> None:
+    with pytest.raises(SystemExit):
+        agent_args(["--cluster-name=w1", f"--job-copy-timeout={value}"])

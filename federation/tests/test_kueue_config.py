@@ -125,6 +125,14 @@ def test_an_invalid_value_names_the_field_and_the_value(text: str, says: str) ->
         read_configuration(text, component="manager")
 
 
+def test_the_job_copy_timeout_is_the_agents_and_must_be_positive() -> None:
+    assert read_configuration(HEAD + "multiKueue: {jobCopyTimeout: 90s}", component="agent").defaults == {
+        "job_copy_timeout": 90.0
+    }
+    with pytest.raises(ConfigError, match=r"multiKueue\.jobCopyTimeout: '0s' must be longer than 0s"):
+        read_configuration(HEAD + "multiKueue: {jobCopyTimeout: 0s}", component="agent")
+
+
 @pytest.mark.parametrize(("text", "seconds"), [("1m0s", 60), ("300ms", 0.3), ("1h2m3.5s", 3723.5), ("0", 0)])
 def test_go_durations(text: str, seconds: float) -> None:
     assert go_duration(text, "x") == pytest.approx(seconds)

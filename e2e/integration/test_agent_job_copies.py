@@ -1,0 +1,174 @@
+"""kfed-agent against a real worker apiserver: a Workload copy kfed-manager sent and the agent admitted, whose Job
+copy never comes, is deactivated and evicted after ``--job-copy-timeout`` and its quota released; a copy whose Job
+exists is left alone. The manager is played by kubectl; the agent runs with a 3 s timeout (its own process, so
+the module-scoped agent of ``test_agent`` keeps the default)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from e2e.integration.test_agent import (
+    MANAGER_UID_LABEL,
+    ORIGIN_LABEL,
+    PREBUILT_LABEL,
+    WORKER,
+    RunningAgent,
+    capacity_of,
+    condition,
+    cpu_of,
+    get_json,
+    holds_for,
+    is_true,
+    make_queues,
+    running_agent,
+)
+from e2e.rig.federation import Federation
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT = 3
+
+
+@pytest.fixture(scope="module")
+def short_agent(rig: Federation, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningAgent]:
+    log_path = tmp_path_factory.mktemp("agent-job-copies") / "agent.log"
+    with running_agent(rig, log_path, f"--job-copy-timeout={TIMEOUT}") as running:
+        yield running
+
+
+def workload_copy(namespace: str, name: str, *, queue: str, cpu: str) -> dict[str, Any]:
+    """The Workload copy as kfed-manager creates it for a kfed-agent worker: alone, the Job copy comes later."""
+    pod_spec = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
+    }
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {ORIGIN_LABEL: "multikueue", MANAGER_UID_LABEL: str(uuid.uuid4())},
+        },
+        "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 1, "template": {"spec": pod_spec}}]},
+    }
+
+
+def job_copy(workload: dict[str, Any]) -> dict[str, Any]:
+    meta = workload["metadata"]
+    pod_spec = workload["spec"]["podSets"][0]["template"]["spec"]
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "labels": {**meta["labels"], PREBUILT_LABEL: meta["name"]},
+        },
+        "spec": {
+            "suspend": True,
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": "600s"}},
+                "spec": pod_spec,
+            },
+        },
+    }
+
+
+def logged_at(agent: RunningAgent, event: str, workload: str) -> dt.datetime | None:
+    for line in agent.log_lines():
+        if line.get("event") == event and line.get("workload") == workload:
+            return dt.datetime.fromisoformat(str(line["ts"]).replace("Z", "+00:00"))
+    return None
+
+
+def test_an_admitted_copy_whose_job_copy_never_comes_is_evicted_and_its_quota_released(
+    rig: Federation, short_agent: RunningAgent
+) -> None:
+    q = make_queues(rig)
+    ns = q.namespace
+    try:
+        wait_for(
+            lambda: capacity_of(rig, q.cluster_queue),
+            until=bool,
+            timeout=30,
+            what="the capacity report to list the new ClusterQueue",
+        )
+        orphan = workload_copy(ns, "orphan", queue=q.local_queue, cpu="2")
+        claimed = workload_copy(ns, "claimed", queue=q.local_queue, cpu="1")
+        rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(claimed))
+        rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(job_copy(claimed)))
+
+        def workload(name: str) -> dict[str, Any]:
+            return get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns) or {}
+
+        # the claimed copy's Job runs and settles first: after the orphan's admission nothing the agent watches
+        # changes, so only the agent's own deadline can wake it for the eviction
+        wait_for(
+            lambda: (get_json(rig, "job", "claimed", "-n", ns) or {}).get("status") or {},
+            until=lambda status: status.get("ready") == 1,
+            timeout=60,
+            what="the claimed copy's Job started and its pod ready",
+        )
+        rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(orphan))
+
+        evicted = wait_for(
+            lambda: condition(workload("orphan"), "Evicted"),
+            until=lambda c: c is not None,
+            timeout=30,
+            what="the copy without a Job evicted",
+        )
+        assert evicted is not None
+        message = f"no Job copy was created for the admitted workload within {TIMEOUT}s"
+        assert (evicted["status"], evicted["reason"], evicted["message"]) == ("True", "JobCopyMissing", message)
+        admitted_at = logged_at(short_agent, "workload.admitted", f"{ns}/orphan")
+        evicted_at = logged_at(short_agent, "workload.evicted", f"{ns}/orphan")
+        assert admitted_at is not None, "the copy was admitted first"
+        assert evicted_at is not None, "the eviction is logged"
+        assert (evicted_at - admitted_at).total_seconds() >= TIMEOUT - 1  # condition times are whole seconds
+
+        def released(wl: dict[str, Any]) -> bool:
+            reserved = condition(wl, "QuotaReserved") or {}
+            return reserved.get("status") == "False" and not (wl.get("status") or {}).get("admission")
+
+        after = wait_for(lambda: workload("orphan"), until=released, timeout=15, what="the evicted copy released")
+        assert after["spec"]["active"] is False, "deactivated, so it is not admitted again at once"
+        assert (condition(after, "Admitted") or {}).get("status") == "False"
+        wait_for(
+            lambda: cpu_of(capacity_of(rig, q.cluster_queue)),
+            until=lambda cpu: cpu is not None and cpu["usage"] == "1",
+            timeout=15,
+            what="the report to show only the claimed copy's usage",
+        )
+
+        def warnings() -> list[tuple[str, str]]:
+            events = (get_json(rig, "events.events.k8s.io", "-n", ns) or {}).get("items") or []
+            return [
+                (str(e["type"]), str(e.get("note")))
+                for e in events
+                if e.get("regarding", {}).get("name") == "orphan" and e["reason"] == "JobCopyMissing"
+            ]
+
+        found = wait_for(warnings, until=bool, timeout=15, what="the JobCopyMissing Event on the copy")
+        assert found == [("Warning", message)]
+
+        # the copy whose Job exists keeps its quota long past the timeout; the released one stays released
+        holds_for(
+            "the claimed copy admitted, not evicted, and the orphan released",
+            lambda: (
+                is_true(workload("claimed"), "Admitted")
+                and not is_true(workload("claimed"), "Evicted")
+                and released(workload("orphan"))
+            ),
+            seconds=TIMEOUT,
+        )
+    finally:
+        rig.kubectl(WORKER, "delete", "namespace", ns, "--wait=false", check=False)

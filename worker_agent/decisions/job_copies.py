@@ -1,0 +1,121 @@
+"""When a kfed-manager Workload copy was admitted here but its Job copy never came: evict it, release its quota.
+
+kfed-manager creates the Workload copy first and the Job copy only once the agent has admitted it (the Job then
+arrives already started). If the manager dies between the two, or its Job creation keeps failing, the admitted copy
+would hold the worker's quota forever with nothing to run. So an admitted copy that carries
+``federation.protocol.MANAGER_UID_LABEL`` and that no Job names (``decisions.jobs.prebuilt_workload_name``) for
+longer than the timeout after its admission is deactivated (``spec.active: false``, else the next pass would admit
+it again at once and hold the quota for another timeout, over and over while the manager is away) and gets
+``Evicted=True`` reason ``JobCopyMissing``; the eviction's usual end (``decisions.preemption``: no Job to stop, so
+the quota is released) follows. The manager sees the eviction on its copy and takes the Workload back.
+
+Copies without the label (a stock Kueue MultiKueue manager creates the Job first), finished copies and copies
+already evicted are left alone. Pure: plain dicts in, status patches and the next deadline out.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from federation.admission.api_drain import workload_generation
+from federation.admission.api_workloads import workload_key
+from federation.api.workload import ADMITTED, QUOTA_RESERVED
+from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
+from federation.protocol import MANAGER_UID_LABEL
+
+Obj = dict[str, Any]
+
+DEFAULT_JOB_COPY_TIMEOUT_SECONDS = 60.0
+REASON_JOB_COPY_MISSING = "JobCopyMissing"
+
+
+@dataclass(frozen=True, slots=True)
+class JobCopyMissing:
+    """Deactivate ``raw`` (key ``namespace/name``) and evict it with ``status`` (a status merge patch)."""
+
+    key: str
+    raw: Obj
+    status: Obj
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobCopyTimeouts:
+    evictions: tuple[JobCopyMissing, ...]
+    next_due: float | None
+    """Epoch seconds when the next admitted copy without a Job reaches its timeout (None: none is waiting)."""
+
+
+def admitted_since(workload: Mapping[str, Any]) -> float | None:
+    """When the copy became admitted (the later of its QuotaReserved and Admitted transitions), or None when it is
+    not admitted: with admission checks the manager waits for Admitted before it creates the Job."""
+    if not (is_true(workload, QUOTA_RESERVED) and is_true(workload, ADMITTED)):
+        return None
+    times = [
+        parse_time(str(found["lastTransitionTime"])).timestamp()
+        for found in (find_condition(workload, QUOTA_RESERVED), find_condition(workload, ADMITTED))
+        if found is not None and found.get("lastTransitionTime")
+    ]
+    return max(times) if times else None
+
+
+def waits_for_job_copy(workload: Mapping[str, Any]) -> bool:
+    """A kfed-manager copy that holds quota, is neither finished nor evicted: it should get a Job copy."""
+    labels = (workload.get("metadata") or {}).get("labels") or {}
+    if MANAGER_UID_LABEL not in labels:
+        return False
+    return not is_true(workload, "Finished") and not is_true(workload, "Evicted")
+
+
+def job_copy_timeouts(
+    workloads: Iterable[Obj], *, named_by_jobs: Collection[str], now: dt.datetime, timeout: float
+) -> JobCopyTimeouts:
+    """The admitted kfed-manager copies that no Job (``named_by_jobs``: ``namespace/name`` keys of the Workloads
+    the Jobs name) has claimed for ``timeout`` seconds since their admission, and when the next one falls due."""
+    evictions: list[JobCopyMissing] = []
+    next_due: float | None = None
+    for workload in workloads:
+        if not waits_for_job_copy(workload):
+            continue
+        key = workload_key(workload)
+        if key in named_by_jobs:
+            continue
+        since = admitted_since(workload)
+        if since is None:
+            continue
+        due = since + timeout
+        if now.timestamp() < due:
+            next_due = due if next_due is None else min(next_due, due)
+            continue
+        message = f"no Job copy was created for the admitted workload within {timeout:g}s"
+        evictions.append(JobCopyMissing(key, workload, eviction_status(workload, message, now=now), message))
+    return JobCopyTimeouts(tuple(evictions), next_due)
+
+
+def eviction_status(workload: Obj, message: str, *, now: dt.datetime) -> Obj:
+    """``Evicted=True`` reason ``JobCopyMissing`` (the status merge patch)."""
+    conditions, _ = set_condition(
+        conditions_of(workload),
+        condition_type="Evicted",
+        status=True,
+        reason=REASON_JOB_COPY_MISSING,
+        message=message,
+        now=now,
+        observed_generation=workload_generation(workload),
+    )
+    return {"conditions": conditions}
+
+
+__all__ = [
+    "DEFAULT_JOB_COPY_TIMEOUT_SECONDS",
+    "REASON_JOB_COPY_MISSING",
+    "JobCopyMissing",
+    "JobCopyTimeouts",
+    "admitted_since",
+    "eviction_status",
+    "job_copy_timeouts",
+    "waits_for_job_copy",
+]
