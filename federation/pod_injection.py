@@ -16,7 +16,6 @@ Pod sets map to pod templates by position: a batch/v1 Job has one pod template a
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -109,19 +108,3 @@ def start_patch(
     if template_patch:
         spec_patch.setdefault("template", {})["spec"] = template_patch
     return StartPatch({"spec": spec_patch}, tuple(used))
-
-
-def merged(target: Mapping[str, Any], patch: Mapping[str, Any]) -> Obj:
-    """``target`` with the JSON merge patch ``patch`` applied (RFC 7386: maps merge, ``None`` removes a key, any
-    other value, lists included, replaces), as the apiserver applies a merge patch. Neither input is changed."""
-    result: Obj = copy.deepcopy(dict(target))
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        elif isinstance(value, Mapping) and isinstance(result.get(key), Mapping):
-            result[key] = merged(result[key], value)
-        elif isinstance(value, Mapping):
-            result[key] = merged({}, value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result

@@ -41,10 +41,10 @@ from federation.admission.queue_metrics import (
 )
 from federation.conditions import is_true, parse_time
 from federation.kube.errors import Conflict, KubeError
-from federation.kube.overlay import apply_merge_patch
 from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from federation.kube.status_writes import write_finalizers, write_status_patches
 from federation.kube.trigger import Trigger
+from federation.merge_patch import apply_merge_patch
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from federation.topology.report import topology_requests
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker

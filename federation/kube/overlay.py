@@ -117,18 +117,3 @@ class WriteOverlay:
         if not self._written:
             return iter(self._store)
         return (obj for obj in (self._current(_key(o), o) for o in self._store) if obj is not None)
-
-
-def apply_merge_patch(target: Obj, patch: Obj) -> Obj:
-    """``target`` as a JSON merge patch (RFC 7386) leaves it: ``None`` removes a key, objects merge key by key,
-    anything else (lists too) replaces. Shows a write in flight as the apiserver will make it."""
-    out = dict(target)
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        elif isinstance(value, dict):
-            before = out.get(key)
-            out[key] = apply_merge_patch(before if isinstance(before, dict) else {}, value)
-        else:
-            out[key] = value
-    return out

@@ -4,7 +4,8 @@ from typing import Any
 
 import pytest
 
-from federation.pod_injection import FlavorInjection, merged, start_patch
+from federation.merge_patch import apply_merge_patch as merged
+from federation.pod_injection import FlavorInjection, start_patch
 
 
 def test_a_merge_patch_merges_maps_replaces_lists_and_removes_nulls() -> None:

@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL
-from federation.pod_injection import FlavorInjection, merged, start_patch
+from federation.merge_patch import apply_merge_patch
+from federation.pod_injection import FlavorInjection, start_patch
 from federation.protocol import JOB_GENERATED_LABELS, MANAGER_UID_LABEL
 from manager.decisions.workload_from_job import JOB_UID_LABEL, clean_template
 
@@ -128,7 +129,7 @@ def started_remote_job(
     its Job controller no suspend and resume. Owned by the Workload copy: deleting that copy takes the Job (and its
     pods) with it. Raises ``KeyError`` naming an assigned flavor ``flavors`` does not list."""
     job = remote_job(manager_job, manager_workload=manager_workload, origin=origin)
-    job["spec"] = merged(job["spec"], start_patch(job["spec"], admitted_copy, flavors=flavors).patch["spec"])
+    job["spec"] = apply_merge_patch(job["spec"], start_patch(job["spec"], admitted_copy, flavors=flavors).patch["spec"])
     copy_meta = admitted_copy["metadata"]
     job["metadata"]["ownerReferences"] = [
         {
