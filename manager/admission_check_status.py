@@ -14,6 +14,7 @@ import structlog
 
 from federation.conditions import set_condition
 from federation.kube.errors import KubeError
+from federation.kube.overlay import WriteOverlay
 from federation.kube.resources import ADMISSION_CHECKS
 from federation.kube.trigger import Trigger
 from manager.decisions.admission_checks import multikueue_check_verdict
@@ -30,6 +31,10 @@ class AdmissionCheckStatus:
     def __init__(self, runtime: ManagerRuntime) -> None:
         self._rt = runtime
         self.trigger = Trigger()
+        self._checks = WriteOverlay(runtime.admission_checks.store)
+        """The checks with this controller's writes the cache does not show yet: a trigger right after a write (ten
+        workers connecting at once) must not patch again at the old resourceVersion (a 409 Conflict)."""
+        runtime.admission_checks.add_handler(self._checks.observe)
 
     async def run(self) -> None:
         while True:
@@ -46,7 +51,7 @@ class AdmissionCheckStatus:
         configs = {c["metadata"]["name"]: c for c in rt.multikueue_configs.store}
         names = {n for c in configs.values() for n in (c.get("spec") or {}).get("clusters") or ()}
         problems = {name: reason for name in names if (reason := rt.pool.unusable_reason(name, now))}
-        for check in rt.admission_checks.store:
+        for check in list(self._checks):
             verdict = multikueue_check_verdict(check, configs=configs, cluster_problems=problems)
             if verdict is None:
                 continue
@@ -60,7 +65,7 @@ class AdmissionCheckStatus:
                 observed_generation=check["metadata"].get("generation"),
             )
             if changed:
-                await rt.api.patch_status(
+                written = await rt.api.patch_status(
                     ADMISSION_CHECKS,
                     check["metadata"]["name"],
                     {
@@ -69,3 +74,4 @@ class AdmissionCheckStatus:
                     },
                     field_manager=rt.config.field_manager,
                 )
+                self._checks.wrote(check, written)
