@@ -259,6 +259,8 @@ class Tas:
         return TasPlacer(self.index.flavors, self.index.snapshots, raw, book=self.index.assume_now, waiting=waiting)
 
     def _admitted_pod_sets(self, workloads: Iterable[Obj]) -> list[TasPodSet]:
+        if not self.index.flavors:
+            return []  # a pass over every workload for nothing (a few % of the agent's CPU in a burst)
         found: list[TasPodSet] = []
         for workload in workloads:
             if workload_state(workload) != RESERVED:
@@ -352,6 +354,8 @@ class Tas:
         return None if self.recheck_at is None else max(0.0, self.recheck_at - time.time())
 
     async def repair_pass(self, workloads: Iterable[Obj], *, remember: Callable[[Obj], None]) -> None:
+        if not self.index.flavors:
+            return  # no TAS flavor: no workload holds a topology assignment to repair
         now = self.clock()
         pods = self._pods_by_key()
         recheck: dt.datetime | None = None

@@ -64,6 +64,8 @@ class TasPodSet:
 def admitted_tas_pod_sets(workload: Obj, tas: Mapping[str, FlavorTopology]) -> list[TasPodSet]:
     """The pod sets of a quota-holding workload that have a topologyAssignment on a TAS flavor."""
     admission = (workload.get("status") or {}).get("admission") or {}
+    if not any(item.get("topologyAssignment") is not None for item in admission.get("podSetAssignments") or ()):
+        return []
     specs = pod_sets_by_name(workload)
     found: list[TasPodSet] = []
     key = workload_key(workload)
