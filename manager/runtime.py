@@ -44,7 +44,12 @@ from manager.decisions.dashboard_view import WorkerInput, dashboard_state
 from manager.decisions.federation_gauges import WorkerView, multikueue_cluster_samples, worker_samples
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.local_routing import default_managed_namespace_selector
-from manager.decisions.scheduling_inputs import copy_admitted_first, needs_scheduling, newly_reserved
+from manager.decisions.scheduling_inputs import (
+    copy_admitted_first,
+    job_copy_finished_first,
+    needs_scheduling,
+    newly_reserved,
+)
 from manager.decisions.workload_from_job import workload_name_for_job
 from manager.job_controller import JobController
 from manager.local_queues_config import KEY as LOCAL_QUEUES_KEY
@@ -270,7 +275,8 @@ class ManagerRuntime:
         else:
             name = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL)
             if name:
-                self.sync_queue.add(f"{meta['namespace']}/{name}")
+                key = f"{meta['namespace']}/{name}"
+                self.sync_queue.add(key, urgent=job_copy_finished_first(obj, self.workload_view.get(key)))
 
     def gauges(self) -> list[Sample]:
         """Every gauge of this term, computed from its caches when Prometheus scrapes."""

@@ -1,6 +1,11 @@
 from typing import Any
 
-from manager.decisions.scheduling_inputs import copy_admitted_first, needs_scheduling, newly_reserved
+from manager.decisions.scheduling_inputs import (
+    copy_admitted_first,
+    job_copy_finished_first,
+    needs_scheduling,
+    newly_reserved,
+)
 
 
 def wl(**status: Any) -> dict[str, Any]:
@@ -66,3 +71,16 @@ def test_critical_path_steps_are_told_apart_from_bookkeeping() -> None:
     assert not copy_admitted_first(copy_reserved, admitted)  # marked already: mirrors and clean-ups can wait
     assert not copy_admitted_first(wl(), reserved)
     assert not copy_admitted_first(copy_reserved, None)
+
+
+def test_a_finished_job_copy_is_on_the_critical_path_until_the_workload_is_finished() -> None:
+    admitted = wl(**{**RESERVED, "conditions": [cond("QuotaReserved"), cond("Admitted")]})
+    finished = wl(conditions=[cond("QuotaReserved"), cond("Admitted"), cond("Finished")])
+    complete = {"status": {"conditions": [cond("Complete")]}}
+    failed = {"status": {"conditions": [cond("Failed")]}}
+    running = {"status": {"active": 1, "conditions": [cond("Complete", "False")]}}
+    assert job_copy_finished_first(complete, admitted)
+    assert job_copy_finished_first(failed, admitted)
+    assert not job_copy_finished_first(running, admitted)  # a running mirror can wait
+    assert not job_copy_finished_first(complete, finished)  # only the clean-up is left
+    assert not job_copy_finished_first(complete, None)
