@@ -250,19 +250,11 @@ class Reconciler:
                 else:
                     status = admitted_status(workload, now=now, topology=placed)
                     reason, message = "Admitted", "The workload is admitted"
-            if step.kind == "deactivate" and (workload.get("spec") or {}).get("active", True) is not False:
-                namespace, name = _name(workload)
-                try:
-                    workload = await self.api.patch(
-                        r.WORKLOADS,
-                        name,
-                        _versioned(workload, {"spec": {"active": False}}),
-                        namespace=namespace,
-                        field_manager="kfed-agent",
-                    )
-                except (Conflict, NotFound):
-                    self.trigger.pull()
+            if step.kind == "deactivate":
+                deactivated = await self._deactivate(workload, bound)
+                if deactivated is None:
                     continue
+                workload = deactivated
             written = await self._patch_status(r.WORKLOADS, workload, {"status": status}, bound)
             if written is None:
                 continue
@@ -417,6 +409,28 @@ class Reconciler:
                     bound = self._log.bind(workload=f"{namespace}/{name}")
                     tg.start_soon(self._limited, limiter, self._stop_evicted, None, evicted, now, bound)
 
+    async def _deactivate(self, workload: Obj, bound: Any) -> Obj | None:
+        """``spec.active: false`` at the resourceVersion it was decided on; the workload as written (as it is when
+        already inactive), or None when the write failed (the trigger is pulled to decide again)."""
+        if (workload.get("spec") or {}).get("active", True) is False:
+            return workload
+        namespace, name = _name(workload)
+        try:
+            return await self.api.patch(
+                r.WORKLOADS,
+                name,
+                _versioned(workload, {"spec": {"active": False}}),
+                namespace=namespace,
+                field_manager="kfed-agent",
+            )
+        except (Conflict, NotFound):
+            self.trigger.pull()
+            return None
+        except KubeError as exc:
+            bound.warning("agent.write_failed", resource=r.WORKLOADS.label, error=str(exc)[:300])
+            self.trigger.pull()
+            return None
+
     async def job_copy_pass(self) -> None:
         """Evict the admitted kfed-manager copies whose Job copy has not come within ``job_copy_timeout``
         (``decisions.job_copies``) and note when the next one falls due, for the loop to wake then."""
@@ -438,22 +452,10 @@ class Reconciler:
         bound = self._log.bind(workload=eviction.key)
         workload, status = eviction.raw, eviction.status
         if (workload.get("spec") or {}).get("active", True) is not False:
-            namespace, name = _name(workload)
-            try:
-                workload = await self.api.patch(
-                    r.WORKLOADS,
-                    name,
-                    _versioned(workload, {"spec": {"active": False}}),
-                    namespace=namespace,
-                    field_manager="kfed-agent",
-                )
-            except (Conflict, NotFound):
-                self.trigger.pull()
+            deactivated = await self._deactivate(workload, bound)
+            if deactivated is None:
                 return
-            except KubeError as exc:
-                bound.warning("agent.write_failed", resource=r.WORKLOADS.label, error=str(exc)[:300])
-                self.trigger.pull()
-                return
+            workload = deactivated
             status = eviction_status(workload, eviction.message, now=now)  # at the new generation
         written = await self._patch_status(r.WORKLOADS, workload, {"status": status}, bound)
         if written is None:
@@ -475,42 +477,38 @@ class Reconciler:
     async def _stop_evicted(self, job: Obj | None, workload: Obj, now: dt.datetime, bound: Any) -> None:
         """An evicted Workload's Job is suspended first; once no pod of it is active, its quota is released."""
         if job is not None and not stopped(job):
-            patch = suspend_patch(job)
-            if patch is None:
+            if suspend_patch(job) is None:
                 return  # suspended, pods still terminating: the Job's next status change pulls the trigger
-            namespace, name = _name(job)
-            body = {**patch, "metadata": {"uid": (job.get("metadata") or {}).get("uid")}}
-            try:
-                written = await self.api.patch(r.JOBS, name, body, namespace=namespace, field_manager="kfed-agent")
-            except (Conflict, NotFound):
-                self.trigger.pull()
-                return
-            except KubeError as exc:
-                bound.warning("job.suspend_failed", error=str(exc)[:300])
-                self.trigger.pull()
-                return
-            self.world.job_writes.remember(written)
-            bound.info("job.suspended", why="workload evicted")
+            if await self._suspend(job, bound) is not None:
+                bound.info("job.suspended", why="workload evicted")
             return
         released = await self._patch_status(r.WORKLOADS, workload, {"status": release_status(workload, now=now)}, bound)
         if released is not None:
             self.world.workload_writes.remember(released)
             bound.info("workload.quota_released", why="evicted")
 
-    async def _suspend_unreserved(self, job: Obj, bound: Any) -> None:
-        """Suspend a started Job whose Workload holds no quota here (``running_without_reservation``)."""
+    async def _suspend(self, job: Obj, bound: Any) -> Obj | None:
+        """``spec.suspend: true`` guarded by the Job's uid; the Job as written, or None when the write failed (the
+        trigger is pulled to decide again)."""
         namespace, name = _name(job)
         body = {"spec": {"suspend": True}, "metadata": {"uid": (job.get("metadata") or {}).get("uid")}}
         try:
             written = await self.api.patch(r.JOBS, name, body, namespace=namespace, field_manager="kfed-agent")
         except (Conflict, NotFound):
             self.trigger.pull()
-            return
+            return None
         except KubeError as exc:
             bound.warning("job.suspend_failed", error=str(exc)[:300])
             self.trigger.pull()
-            return
+            return None
         self.world.job_writes.remember(written)
+        return written
+
+    async def _suspend_unreserved(self, job: Obj, bound: Any) -> None:
+        """Suspend a started Job whose Workload holds no quota here (``running_without_reservation``)."""
+        written = await self._suspend(job, bound)
+        if written is None:
+            return
         message = "the Job runs but its Workload holds no quota in this cluster"
         bound.warning("job.suspended", why=message)
         self.events.emit(written, reason="Suspended", note=message, action="Suspend", event_type="Warning")

@@ -20,6 +20,7 @@ from typing import Any
 from federation.admission.api_workloads import workload_state
 from federation.api.workload import EVICTED
 from federation.conditions import is_true
+from manager.decisions.sync import job_finish
 
 
 def scheduling_inputs(workload: Mapping[str, Any]) -> tuple[object, ...]:
@@ -63,8 +64,4 @@ def job_copy_finished_first(job_copy: Mapping[str, Any], workload: Mapping[str, 
     """The Job copy finished (Complete or Failed) and the manager Workload is not Finished yet: mirroring the final
     status is what the user waits for. As bookkeeping it waited behind a burst's dispatches: with ten workers, a
     median 20 s between the Job's end on its worker and Complete on the manager."""
-    finished = any(
-        c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-        for c in (job_copy.get("status") or {}).get("conditions") or ()
-    )
-    return finished and workload is not None and not is_true(workload, "Finished")
+    return job_finish(job_copy) is not None and workload is not None and not is_true(workload, "Finished")

@@ -33,6 +33,7 @@ from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Victim
 from federation.api.workload import ADMITTED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, format_time, is_true, set_condition
+from worker_agent.decisions.jobs import job_finished
 
 Obj = dict[str, Any]
 
@@ -144,12 +145,7 @@ def running_without_reservation(job: Mapping[str, Any], workload: Mapping[str, A
     Job): e.g. a Job copy kfed-manager created started just as the agent evicted and released its Workload copy."""
     if (job.get("spec") or {}).get("suspend") is True or is_true(workload, QUOTA_RESERVED):
         return False
-    if is_true(workload, "Finished"):
-        return False
-    return not any(
-        c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-        for c in (job.get("status") or {}).get("conditions") or ()
-    )
+    return not is_true(workload, "Finished") and job_finished(job) is None
 
 
 def stopped(job: Mapping[str, Any] | None) -> bool:
