@@ -142,6 +142,12 @@ def test_an_admitted_copy_whose_job_copy_never_comes_is_evicted_and_its_quota_re
         after = wait_for(lambda: workload("orphan"), until=released, timeout=15, what="the evicted copy released")
         assert after["spec"]["active"] is False, "deactivated, so it is not admitted again at once"
         assert (condition(after, "Admitted") or {}).get("status") == "False"
+        requeued = condition(after, "Requeued") or {}  # Kueue: a deactivated workload is released, not requeued
+        assert (requeued.get("status"), requeued.get("reason"), requeued.get("message")) == (
+            "False",
+            "JobCopyMissing",
+            message,
+        )
         wait_for(
             lambda: cpu_of(capacity_of(rig, q.cluster_queue)),
             until=lambda cpu: cpu is not None and cpu["usage"] == "1",

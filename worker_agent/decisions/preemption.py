@@ -11,9 +11,9 @@ acts like a worker's Kueue:
 - **Evict.** Otherwise each victim gets ``Evicted=True`` reason ``Preempted`` and ``Preempted=True`` with Kueue's
   preemption reason (``InClusterQueue``...); its own blocked condition is unset and its gates closed.
 - **Release.** An evicted Workload that still holds quota has its Job suspended; once the Job is suspended with no
-  active pod, the quota is released (``QuotaReserved=False``, ``Admitted=False``, ``Requeued=True``, no
-  ``status.admission``), so the preemptor fits at the next pass. A MultiKueue manager (kfed's or Kueue's) sees the
-  eviction on its copy and takes the Workload back.
+  active pod, the quota is released (``QuotaReserved=False``, ``Admitted=False``, no ``status.admission``;
+  ``Requeued=True``, or ``False`` for a deactivated Workload as in Kueue), so the preemptor fits at the next pass.
+  A MultiKueue manager (kfed's or Kueue's) sees the eviction on its copy and takes the Workload back.
 
 kfed-manager itself never sets gates on its copies: it preempts globally, before it dispatches, and sends each
 Workload to exactly one worker, so no two workers can preempt for the same Workload and there is nothing to
@@ -156,15 +156,20 @@ def stopped(job: Mapping[str, Any] | None) -> bool:
 
 
 def release_status(workload: Obj, *, now: dt.datetime) -> Obj:
-    """Release an evicted Workload's quota and queue it again (Kueue's end of an eviction on a worker)."""
+    """Release an evicted Workload's quota and queue it again (Kueue's end of an eviction on a worker).
+
+    ``Requeued`` takes the ``Evicted`` reason and message, as Kueue's job reconciler does; it is ``False`` for a
+    deactivated Workload (``spec.active: false``: the agent's own ``JobCopyMissing`` eviction, a Rejected check, or
+    a user), which is not queued again until it is reactivated."""
     evicted = find_condition(workload, "Evicted") or {}
     reason = str(evicted.get("reason") or REASON_PREEMPTED)
     message = str(evicted.get("message") or "")
     generation = workload_generation(workload)
     conditions: list[Obj] = [dict(c) for c in conditions_of(workload)]
+    requeued = (workload.get("spec") or {}).get("active", True) is not False
     changes = [
         (QUOTA_RESERVED, False, "Pending", message),
-        ("Requeued", True, reason, message),
+        ("Requeued", requeued, reason, message),
     ]
     if find_condition(workload, ADMITTED) is not None:
         changes.append((ADMITTED, False, "NoReservation", "The workload has no reservation"))

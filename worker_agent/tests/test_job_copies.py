@@ -38,14 +38,20 @@ def test_an_admitted_manager_copy_without_a_job_is_evicted_once_the_timeout_has_
     assert eviction.message == message
     evicted = find_condition({"status": eviction.status}, "Evicted") or {}
     assert (evicted["status"], evicted["reason"], evicted["message"]) == ("True", REASON_JOB_COPY_MISSING, message)
-    # the eviction's usual end follows: no Job to stop, the quota is released and the copy queued again
-    written = {**wl, "status": {**wl["status"], **eviction.status}}
+    # the eviction's usual end follows: no Job to stop, the quota is released; the copy was deactivated first, so
+    # it is not queued again (Kueue's Requeued=False, with the eviction's reason and message)
+    written = {**wl, "spec": {**wl["spec"], "active": False}, "status": {**wl["status"], **eviction.status}}
     assert evicted_holding_quota(written)
     released = release_status(written, now=after(61))
     reserved = find_condition({"status": released}, "QuotaReserved") or {}
     assert reserved["status"] == "False"
     assert released["admission"] is None
-    assert (find_condition({"status": released}, "Requeued") or {}).get("reason") == REASON_JOB_COPY_MISSING
+    requeued = find_condition({"status": released}, "Requeued") or {}
+    assert (requeued.get("status"), requeued.get("reason"), requeued.get("message")) == (
+        "False",
+        REASON_JOB_COPY_MISSING,
+        message,
+    )
 
 
 def test_a_copy_a_job_names_is_left_alone() -> None:

@@ -157,6 +157,39 @@ def test_an_evicted_workload_stops_its_job_then_releases_its_quota() -> None:
     assert not evicted_holding_quota({**evicted, "status": {**evicted["status"], **released}})
 
 
+@pytest.mark.parametrize(
+    ("reason", "message"),
+    [
+        ("Deactivated", "The workload is deactivated"),  # a user set spec.active: false
+        ("DeactivatedDueToAdmissionCheck", "The workload is deactivated due to check rejected it"),
+    ],
+)
+def test_a_deactivated_workload_releases_its_quota_without_being_requeued(reason: str, message: str) -> None:
+    # Kueue's job reconciler: Requeued takes the Evicted reason and message, and is False unless the workload goes
+    # back to its queue; a deactivated one waits for reactivation (Kueue then writes Requeued=True Reactivated).
+    held = workload("w", cpu="1", status=admitted_status("cq", "rf", "1"))
+    evicted_condition = {
+        "type": "Evicted",
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": "2026-01-01T00:00:02Z",
+    }
+    evicted = {
+        **held,
+        "spec": {**held["spec"], "active": False},
+        "status": {**held["status"], "conditions": [*held["status"]["conditions"], evicted_condition]},
+    }
+    assert evicted_holding_quota(evicted)
+    released = release_status(evicted, now=NOW)
+    by_type = conditions(released)
+    requeued = by_type["Requeued"]
+    assert (requeued["status"], requeued["reason"], requeued["message"]) == ("False", reason, message)
+    assert (by_type["QuotaReserved"]["status"], by_type["Admitted"]["status"]) == ("False", "False")
+    assert by_type["Evicted"]["status"] == "True"
+    assert released["admission"] is None
+
+
 def test_a_started_job_whose_workload_holds_no_quota_is_suspended() -> None:
     from worker_agent.decisions.preemption import running_without_reservation
 
