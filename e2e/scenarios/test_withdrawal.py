@@ -321,7 +321,9 @@ def test_deactivating_a_running_workload_withdraws_it_and_reactivating_runs_it_a
     evicted = condition(off, "Evicted")
     assert evicted is not None
     assert evicted["reason"] == "Deactivated"
-    assert condition(off, "Requeued") is None
+    requeued = condition(off, "Requeued")  # Kueue: released, not queued again until reactivated
+    assert requeued is not None
+    assert (requeued["status"], requeued["reason"], requeued["message"]) == ("False", "Deactivated", evicted["message"])
     assert remote_copies(federation, "deact", live_only=True) == {}
     job = get(federation, MANAGER, "job", "deact")
     assert job is not None

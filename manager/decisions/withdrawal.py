@@ -234,12 +234,15 @@ def eviction_of(workload: Obj) -> tuple[str, str]:
 
 def requeue_status(workload: Obj, *, reason: str, message: str, now: dt.datetime) -> dict[str, Any]:
     """The status patch that releases the reservation and queues the workload again (Kueue's eviction); a
-    deactivated workload releases it without being queued again."""
+    deactivated workload releases it without being queued again (``Requeued=False`` with the eviction's reason and
+    message, as Kueue writes it, until it is reactivated)."""
     generation = (workload.get("metadata") or {}).get("generation")
     conditions: Sequence[Mapping[str, Any]] = list(conditions_of(workload))
-    changes: list[tuple[str, bool, str]] = [("Evicted", True, reason), ("QuotaReserved", False, "Pending")]
-    if not deactivated(workload):  # a deactivated workload is not queued again until it is reactivated
-        changes.append(("Requeued", True, reason))
+    changes: list[tuple[str, bool, str]] = [
+        ("Evicted", True, reason),
+        ("QuotaReserved", False, "Pending"),
+        ("Requeued", not deactivated(workload), reason),
+    ]
     for condition_type, status, why in changes:
         conditions, _ = set_condition(
             conditions,

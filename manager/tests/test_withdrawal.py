@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from manager.decisions.lifecycle import Phase, phase_of
 from manager.decisions.sync import mirrored_job_status, status_mirrored
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
@@ -139,10 +140,37 @@ def test_a_workload_kfed_deactivated_says_why_and_its_requeue_leaves_a_clean_sla
     patch = requeue_status(wl, reason="DeactivatedDueToRequeuingLimitExceeded", message="m", now=NOW)
     assert patch["requeueState"] is None
     assert "DeactivationTarget" not in {c["type"] for c in patch["conditions"]}
-    assert "Requeued" not in {c["type"] for c in patch["conditions"]}
+    requeued = next(c for c in patch["conditions"] if c["type"] == "Requeued")
+    assert (requeued["status"], requeued["reason"], requeued["message"]) == (
+        "False",
+        "DeactivatedDueToRequeuingLimitExceeded",
+        "m",
+    )
     user = workload(cond("QuotaReserved"))
     user["spec"] = {"active": False}
     assert deactivation_of(user)[0] == "Deactivated"
+
+
+def test_a_deactivation_after_an_earlier_requeue_turns_requeued_false() -> None:
+    # Kueue: a deactivated workload's quota release writes Requeued=False with the eviction's reason and message;
+    # an earlier eviction's Requeued=True must not stay behind, or the workload reads as queued again.
+    earlier = {
+        "type": "Requeued",
+        "status": "True",
+        "reason": "Preempted",
+        "message": "preempted earlier",
+        "lastTransitionTime": "2026-11-22T11:00:00Z",
+    }
+    wl = workload(cond("QuotaReserved"), cond("Admitted"), earlier)
+    wl["spec"] = {"active": False}
+    patch = requeue_status(wl, reason="Deactivated", message="The workload is deactivated", now=NOW)
+    requeued = next(c for c in patch["conditions"] if c["type"] == "Requeued")
+    assert (requeued["status"], requeued["reason"], requeued["message"]) == (
+        "False",
+        "Deactivated",
+        "The workload is deactivated",
+    )
+    assert phase_of({**wl, "status": {**wl["status"], **patch}}) is Phase.DEACTIVATED
 
 
 def test_a_copy_a_kueue_worker_finished_as_orphaned_is_withdrawn_and_dispatched_again() -> None:
