@@ -100,7 +100,9 @@ def _run(cmd: list[str], *, cwd: Path, label: str) -> None:
         raise ToolchainError(f"{label} failed (exit {code}): {' '.join(cmd)}\n{tail}")
 
 
-def _module_gomod(go: str, module: str, version: str, *, cwd: Path) -> str:
+def go_mod_download(go: str, module: str, version: str, *, cwd: Path) -> dict[str, str]:
+    """``go mod download -json module@version``: the module's ``Dir``, ``GoMod``... in the module cache (one exact
+    version, which the module proxy serves even where its version-list endpoint is refused)."""
     out = subprocess.run(
         [go, "mod", "download", "-json", f"{module}@{version}"],
         cwd=cwd,
@@ -111,7 +113,12 @@ def _module_gomod(go: str, module: str, version: str, *, cwd: Path) -> str:
     )
     if out.returncode != 0:
         raise ToolchainError(f"cannot download {module}@{version}: {out.stderr or out.stdout}")
-    return Path(json.loads(out.stdout)["GoMod"]).read_text()
+    info: dict[str, str] = json.loads(out.stdout)
+    return info
+
+
+def _module_gomod(go: str, module: str, version: str, *, cwd: Path) -> str:
+    return Path(go_mod_download(go, module, version, cwd=cwd)["GoMod"]).read_text()
 
 
 def staging_replacements(gomod: str, kube_version: str) -> list[tuple[str, str]]:

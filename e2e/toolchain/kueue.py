@@ -9,17 +9,15 @@ place with its own go.mod. Its CRDs come from the same module (``config/componen
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from e2e.toolchain import pins
-from e2e.toolchain.build import ToolchainError, _go_env, _run, _say, cache_root, check_go
+from e2e.toolchain.build import ToolchainError, _run, _say, cache_root, check_go, go_mod_download
 from e2e.toolchain.stamped import build_once
 
 MODULE = "sigs.k8s.io/kueue"
@@ -30,17 +28,8 @@ def kueue_dir() -> Path:
 
 
 def _download(go: str, cwd: Path) -> Path:
-    out = subprocess.run(
-        [go, "mod", "download", "-json", f"{MODULE}@{pins.KUEUE}"],
-        cwd=cwd,
-        env=_go_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if out.returncode != 0:
-        raise ToolchainError(f"cannot download {MODULE}@{pins.KUEUE}: {out.stderr or out.stdout}")
-    return Path(json.loads(out.stdout)["Dir"])
+    """The pinned Kueue module's directory in Go's module cache (read-only there)."""
+    return Path(go_mod_download(go, MODULE, pins.KUEUE, cwd=cwd)["Dir"])
 
 
 def _make_writable(root: Path) -> None:
