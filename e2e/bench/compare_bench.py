@@ -20,7 +20,9 @@ are what to compare: the machine is shared.
 
 Environment: ``KFED_COMPARE_SIZES`` (default ``300``; e.g. ``300,1000``), ``KFED_COMPARE_SYSTEMS`` (default
 ``direct,kfed``, add ``kueue,kueue-qps,kueue-equal-qps``), ``KFED_COMPARE_WORKERS`` (default 2),
-``KFED_BENCH_PROFILE`` (py-spy profiles of kfed's processes), ``KFED_COMPARE_MANAGER_ARGS`` /
+``KFED_BENCH_PROFILE`` (py-spy profiles of kfed's processes, and a Go CPU profile of every apiserver over the first
+``KFED_BENCH_PROFILE_SECONDS`` (default 60) of the run, ``apiserver-SYSTEM-CLUSTER.pprof``: read it with
+``go tool pprof -top``), ``KFED_COMPARE_MANAGER_ARGS`` /
 ``KFED_COMPARE_AGENT_ARGS`` (extra flags for kfed-manager / kfed-agent), ``KFED_BENCH_KEEP_LOGS`` (logs and audit logs
 to the output dir), ``KFED_BENCH_OUT`` (default ``.bench/compare`` under the repository), ``KFED_COMPARE_PACE``
 (seconds; default 0, a burst): one Job per kubectl call with this pause between them instead of a burst, for latency
@@ -291,6 +293,27 @@ def _profile(fed: Federation, system: str) -> list[subprocess.Popen[bytes]]:
     ]
 
 
+def _profile_apiservers(fed: Federation, system: str) -> list[threading.Thread]:
+    """``KFED_BENCH_PROFILE=1``: each apiserver's own CPU profile (``/debug/pprof/profile``) over the first
+    ``KFED_BENCH_PROFILE_SECONDS`` of the run, fetched in the background while the Jobs are submitted."""
+    out = Path(os.environ.get("KFED_BENCH_OUT", str(REPO_ROOT / ".bench" / "compare")))
+    seconds = int(os.environ.get("KFED_BENCH_PROFILE_SECONDS", "60"))
+
+    def fetch(cluster: str) -> None:
+        path = f"/debug/pprof/profile?seconds={seconds}"
+        cmd = [str(fed.bin_dir / "kubectl"), f"--kubeconfig={fed.kubeconfig(cluster)}", "get", "--raw", path]
+        result = subprocess.run(cmd, capture_output=True, timeout=seconds + 60, check=False)
+        if result.returncode == 0:
+            (out / f"apiserver-{system}-{cluster}.pprof").write_bytes(result.stdout)
+        else:
+            print(f"apiserver profile of {cluster} failed: {result.stderr.decode(errors='replace')}", flush=True)
+
+    threads = [threading.Thread(target=fetch, args=(name,), daemon=True) for name in fed.clusters]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
 def _keep_logs(fed: Federation, label: str) -> None:
     """``KFED_BENCH_KEEP_LOGS=1``: the controllers' logs (kfed's, stock Kueue's) and each cluster's audit log go to
     the output dir."""
@@ -345,6 +368,7 @@ def run_system(system: System, jobs: int, bins: Path) -> Result:
         node_shapes=shapes(system.workers),
         job_seconds=JOB_SECONDS,
         shared_etcd=system.workers > 2,
+        apiserver_profiling=bool(os.environ.get("KFED_BENCH_PROFILE")),
     )
     spec.controllers = system.controllers
     if system.name == "kfed":  # e.g. KFED_COMPARE_MANAGER_ARGS="--concurrent-reconciles 32" to try a setting
@@ -363,7 +387,9 @@ def run_system(system: System, jobs: int, bins: Path) -> Result:
             workload_watch = (
                 ConditionWatch(fed, MANAGER, "workloads.kueue.x-k8s.io") if system.name != "direct" else None
             )
-            profilers = _profile(fed, system.name) if os.environ.get("KFED_BENCH_PROFILE") else []
+            profiling = bool(os.environ.get("KFED_BENCH_PROFILE"))
+            profilers = _profile(fed, system.name) if profiling else []
+            apiserver_profiles = _profile_apiservers(fed, system.name) if profiling else []
             try:
                 cpu_before = _cpu(fed, system)
                 requests_before = _apiserver_counts(fed)
@@ -398,6 +424,8 @@ def run_system(system: System, jobs: int, bins: Path) -> Result:
                 for profiler in profilers:
                     profiler.send_signal(signal.SIGINT)
                     profiler.wait(timeout=60)
+                for thread in apiserver_profiles:
+                    thread.join(timeout=120)
             cpu = {name: seconds - cpu_before.get(name, 0.0) for name, seconds in _cpu(fed, system).items()}
             requests = {
                 cluster: dict((counts - requests_before.get(cluster, Counter())).most_common(12))

@@ -61,6 +61,8 @@ class ClusterOptions:
     shared_etcd: str | None = None
     """Client URL of another cluster's etcd to keep this cluster's objects in (under its own key prefix) instead
     of starting an etcd of its own: light clusters for rigs with many workers."""
+    profiling: bool = False
+    """Serve the apiserver's /debug/pprof (benchmarks that profile where the control plane's CPU goes)."""
 
 
 @dataclass
@@ -183,7 +185,7 @@ class LocalCluster:
             "--authorization-mode=RBAC",
             "--allow-privileged=true",
             "--endpoint-reconciler-type=none",
-            "--profiling=false",
+            f"--profiling={'true' if self.options.profiling else 'false'}",
             f"--audit-policy-file={policy}",
             f"--audit-log-path={self.audit_log}",
             "--audit-log-maxsize=200",

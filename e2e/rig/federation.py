@@ -74,6 +74,8 @@ class FederationSpec:
     from_charts: bool = False
     """With ``controllers``: install both charts with helm and run kfed as their Deployments say, with only their
     ServiceAccounts' tokens, the workers joined by `kubectl kfed add-worker` (see e2e/rig/from_charts.py)."""
+    apiserver_profiling: bool = False
+    """Every apiserver serves /debug/pprof (benchmarks: where the control plane's CPU goes)."""
 
     def shape(self, worker: str) -> NodeShape:
         return self.node_shapes.get(worker, self.default_shape)
@@ -110,6 +112,7 @@ class Federation:
                     job_seconds=spec.job_seconds,
                     node_monitor_grace_seconds=spec.node_monitor_grace_seconds,
                     shared_etcd=shared,
+                    profiling=spec.apiserver_profiling,
                 ),
                 directory=self.directory / "clusters" / name,
                 bin_dir=bin_dir,
