@@ -263,6 +263,11 @@ class Result:
     submit_to_running: list[float] = field(default_factory=list)
     submit_to_complete: list[float] = field(default_factory=list)
     workers_used: dict[str, int] = field(default_factory=dict)
+    create_latency: dict[str, float | None] = field(default_factory=dict)
+    """p50/p99 seconds the apiserver took to serve the user's Job creates (audit log): the load the submitter felt.
+    Creates are sequential per kubectl, so a loaded apiserver paces the whole burst."""
+    after_last_create: float | None = None
+    """Seconds from the last create to the last Complete: how far the system lags behind its submitters."""
     apiserver_requests: dict[str, dict[str, int]] = field(default_factory=dict)
     """cluster → the 12 most served ``verb resource`` and ``watch-event kind`` during the run (all clients)."""
 
@@ -503,6 +508,10 @@ def _collect(
     )
     if len(completions) >= jobs:
         result.jobs_per_second = round(jobs / completions[-1], 2) if completions[-1] > 0 else None
+    served = sorted(times.create_seconds.values())
+    result.create_latency = {"p50": percentile(served, 50), "p99": percentile(served, 99)}
+    if start and len(completions) >= jobs:
+        result.after_last_create = round(max(completed_at.values()) - max(start.values()), 2)
     result.latency = {
         "submit_to_running": {"p50": percentile(running_lat, 50), "p99": percentile(running_lat, 99)},
         "submit_to_complete": {"p50": percentile(complete_lat, 50), "p99": percentile(complete_lat, 99)},
@@ -514,11 +523,15 @@ def _fmt(value: float | None, spec: str = "6.1f") -> str:
     return "     -" if value is None else format(value, spec)
 
 
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{1000 * seconds:.0f}"
+
+
 def table(results: list[Result]) -> str:
     lines = [
         f"{'system':10} {'jobs':>5} {'reserved':>8} {'admitted':>8} {'complete':>8} {'jobs/s':>6} "
         f"{'run p50':>7} {'run p99':>7} {'done p50':>8} {'done p99':>8} {'writes/J':>8} {'events/J':>8} "
-        f"{'409s':>5} {'ctl CPU ms/J':>12}  workers"
+        f"{'409s':>5} {'ctl CPU ms/J':>12} {'create p50/p99 ms':>17} {'tail s':>6}  workers"
     ]
     for r in results:
         conflicts = sum(v for k, v in r.conflicts.items() if k.startswith(CONTROLLERS))
@@ -530,8 +543,9 @@ def table(results: list[Result]) -> str:
             f"{_fmt(r.latency['submit_to_running']['p99'], '7.1f')} "
             f"{_fmt(r.latency['submit_to_complete']['p50'], '8.1f')} "
             f"{_fmt(r.latency['submit_to_complete']['p99'], '8.1f')} {r.controller_writes_per_job:8.2f} "
-            f"{r.controller_events_per_job:8.2f} {conflicts:5} {1000 * ctl_cpu / r.jobs:12.1f}  "
-            + ",".join(f"{k}={v}" for k, v in sorted(r.workers_used.items()))
+            f"{r.controller_events_per_job:8.2f} {conflicts:5} {1000 * ctl_cpu / r.jobs:12.1f} "
+            f"{_ms(r.create_latency.get('p50')):>8}/{_ms(r.create_latency.get('p99')):<8} "
+            f"{_fmt(r.after_last_create)}  " + ",".join(f"{k}={v}" for k, v in sorted(r.workers_used.items()))
         )
     by_size: dict[int, dict[str, Result]] = {}
     for r in results:

@@ -79,6 +79,14 @@ def _stamp(event: dict[str, object]) -> float | None:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+def _served_seconds(event: dict[str, object]) -> float | None:
+    received, done = event.get("requestReceivedTimestamp"), event.get("stageTimestamp")
+    if not isinstance(received, str) or not isinstance(done, str):
+        return None
+    parse = dt.datetime.fromisoformat
+    return (parse(done.replace("Z", "+00:00")) - parse(received.replace("Z", "+00:00"))).total_seconds()
+
+
 def job_of_pod(pod: str) -> str:
     """A Job's pods are named ``<job>-<5 random characters>``."""
     return pod.rsplit("-", 1)[0]
@@ -89,16 +97,20 @@ class JobTimes:
     """Per ``namespace/name`` of a Job, the wall-clock seconds at which the audit log saw each step (None: not seen).
 
     submitted: the first successful create of the Job by the submitting client (kubectl);
+    create_seconds: how long the apiserver took to serve that create (received → response complete): how loaded
+    the cluster the user submits to was, as the user felt it;
     running: the first write of its pod's status by the node agent (kwok plays kubelet: Running is its first write);
     finished: the last write of the Job's status on the cluster it was submitted to (the Complete one).
     """
 
     submitted: dict[str, float] = field(default_factory=dict)
+    create_seconds: dict[str, float] = field(default_factory=dict)
     running: dict[str, float] = field(default_factory=dict)
     finished: dict[str, float] = field(default_factory=dict)
 
     def merge(self, other: JobTimes) -> None:
         self.submitted.update(other.submitted)
+        self.create_seconds.update(other.create_seconds)
         for key, value in other.running.items():
             self.running[key] = min(value, self.running.get(key, value))
         for key, value in other.finished.items():
@@ -129,7 +141,11 @@ def job_times(
         if at is None:
             continue
         if resource == "jobs" and not sub and event["verb"] == "create" and client == submitter:
-            times.submitted.setdefault(key, at)
+            if key not in times.submitted:
+                times.submitted[key] = at
+                served = _served_seconds(event)
+                if served is not None:
+                    times.create_seconds[key] = served
         elif resource == "pods" and sub == "status" and client == node_agent:
             job = f"{ref.get('namespace', '')}/{job_of_pod(ref.get('name', ''))}"
             times.running.setdefault(job, at)

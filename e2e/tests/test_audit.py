@@ -65,3 +65,12 @@ def test_job_steps_come_from_the_submit_the_first_pod_status_and_the_last_job_st
     elsewhere = job_times(lines, finish_here=False)
     assert elsewhere.finished == {}
     assert job_of_pod("b-0001-x7k2p") == "b-0001"
+
+
+def test_the_time_the_apiserver_took_to_serve_each_submit_is_kept() -> None:
+    served = json.loads(_timed("create", "jobs", "b-0001", "kubectl/v1.36.3", "00.500000"))
+    served["stageTimestamp"] = "2026-11-23T02:00:00.569000Z"
+    later = json.loads(_timed("create", "jobs", "b-0001", "kubectl/v1.36.3", "09.000000"))
+    later["stageTimestamp"] = "2026-11-23T02:00:10.000000Z"  # a second create of the same name is not the submit
+    times = job_times([json.dumps(served), json.dumps(later)])
+    assert round(times.create_seconds["default/b-0001"], 3) == 0.069
