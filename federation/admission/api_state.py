@@ -160,12 +160,15 @@ def _ignoring_undeclared(
 
 @dataclass(frozen=True, slots=True)
 class _Outcome:
-    """How a Workload object was classified: pending in ``queue`` as ``workload``, ``blocked``, or ignored."""
+    """How a Workload object was classified: pending in ``queue`` as ``workload``, ``blocked``, holding quota in
+    ``queue`` (``charge``), or ignored."""
 
     queue: str
     item: tuple[core.Workload, Obj] | None
     """The pending entry itself, appended again as is (no new objects per pass for the collector to scan)."""
     blocked: Blocked | None
+    charge: tuple[core.AdmittedWorkload, Obj] | None = None
+    """A quota holder's snapshot entry and the object listed in ``QuotaState.reserving``, charged again as is."""
 
 
 _IGNORED = _Outcome("", None, None)
@@ -177,12 +180,13 @@ def _block(state: QuotaState, blocked: Blocked) -> _Outcome:
 
 
 class ClassificationMemo:
-    """The classification of every pending, blocked or finished Workload object, reused for the same object (same
-    identity and resourceVersion: a watch cache replaces an object, never changes it) while the ClusterQueues,
-    LocalQueues, namespaces and resource rules it was classified against are equal. At 100,000 pending Workloads,
-    classifying each of them again was most of a scheduling pass in which nothing changed. Quota holders are charged
-    anew each time (their snapshot entries are memoized by the builder), and a Workload in its requeue backoff is
-    looked at again each time (it is timed)."""
+    """The classification of every pending, blocked, quota-holding or finished Workload object, reused for the same
+    object (same identity and resourceVersion: a watch cache replaces an object, never changes it) while the
+    ClusterQueues, LocalQueues, namespaces and resource rules it was classified against are equal. At 100,000
+    pending Workloads, classifying each of them again was most of a scheduling pass in which nothing changed. A quota
+    holder's remembered entry is charged into each new snapshot (reading its conditions, ClusterQueue and usage again
+    each time was most of a worker agent's pass); a Workload in its requeue backoff is looked at again each time (it
+    is timed)."""
 
     def __init__(self) -> None:
         self._context: object = None
@@ -215,6 +219,8 @@ class ClassificationMemo:
                     pending.setdefault(outcome.queue, []).append(outcome.item)
                 elif outcome.blocked is not None:
                     blocked.append(outcome.blocked)
+                elif outcome.charge is not None:
+                    _charge_entry(state, outcome.queue, *outcome.charge)
                 seen[id(raw)] = found
                 hits += 1
                 continue
@@ -257,13 +263,13 @@ def _classify(
     parse_reserved: Callable[[Obj, str], core.AdmittedWorkload | None],
 ) -> _Outcome | None:
     """Add the workload to the state; returns what was decided when it holds for the same object next time
-    (None for a quota holder, charged anew each time, and for a workload in its requeue backoff, timed)."""
+    (None for a workload in its requeue backoff, timed, and for a quota holder not charged: its ClusterQueue is
+    gone or its usage cannot be read)."""
     kind = workload_state(raw)
     if kind == FINISHED_STATE:
         return _IGNORED
     if kind == RESERVED:
-        _charge(state, raw, parse_reserved)
-        return None
+        return _charge(state, raw, parse_reserved)
     if kind != PENDING:
         return _IGNORED
     meta, spec = raw.get("metadata") or {}, raw.get("spec") or {}
@@ -338,12 +344,19 @@ def reserved_workload(raw: Obj, queue_name: str) -> core.AdmittedWorkload | None
 
 def _charge(
     state: QuotaState, raw: Obj, parse: Callable[[Obj, str], core.AdmittedWorkload | None] = reserved_workload
-) -> None:
+) -> _Outcome | None:
     queue_name = reserved_cluster_queue(raw)
     if queue_name is None or queue_name not in state.snapshot.cluster_queues:
-        return  # its ClusterQueue is gone: nothing left to charge
+        return None  # its ClusterQueue is gone: nothing left to charge
     admitted = parse(raw, queue_name)
-    if admitted is None or state.snapshot.admitted(admitted.workload.key) is not None:
+    if admitted is None:
+        return None
+    _charge_entry(state, queue_name, admitted, raw)
+    return _Outcome(queue_name, None, None, (admitted, raw))
+
+
+def _charge_entry(state: QuotaState, queue_name: str, admitted: core.AdmittedWorkload, raw: Obj) -> None:
+    if queue_name not in state.snapshot.cluster_queues or state.snapshot.admitted(admitted.workload.key) is not None:
         return
     state.snapshot.add_workload(admitted)
     state.reserving.setdefault(queue_name, []).append(raw)

@@ -1,7 +1,7 @@
 from typing import Any
 
 from federation.admission.api_state import IgnoredObject, QuotaStateBuilder
-from federation.tests.api_builders import cluster_queue, flavor, local_queue, workload
+from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, workload
 
 
 def _inputs(bad_flavor_version: str) -> dict[str, Any]:
@@ -134,3 +134,32 @@ def test_queue_order_is_kept_for_the_same_workloads_and_redone_when_one_arrives(
     assert [w.key for w, _ in builder.build(**inputs).pending["cq"]] == ["ns/old", "ns/young"]
     inputs["workloads"].append(workload("urgent", priority=9, created="2026-01-01T00:00:10Z"))
     assert [w.key for w, _ in builder.build(**inputs).pending["cq"]] == ["ns/urgent", "ns/old", "ns/young"]
+
+
+def _holder(name: str, cpu: str, rv: str, *, finished: bool = False) -> dict[str, Any]:
+    raw = workload(name, cpu=cpu, status=admitted_status("cq", "default", cpu, finished=finished))
+    raw["metadata"].update(uid=f"u-{name}", resourceVersion=rv)
+    return raw
+
+
+def test_a_quota_holder_is_charged_from_its_remembered_entry_and_classified_again_once_replaced() -> None:
+    builder = QuotaStateBuilder()
+    inputs = _inputs("5")
+    inputs["workloads"] = [_holder("a", "1", "10"), _holder("b", "2", "11")]
+    first = builder.build(**inputs)
+    used = dict(first.snapshot.cluster_queues["cq"].usage)
+    assert sum(used.values()) > 0
+    again = builder.build(**inputs)
+    assert builder._classified.hits == 2, "the same quota holders are not read again"
+    assert again.snapshot is not first.snapshot
+    assert again.snapshot.cluster_queues["cq"].usage == used, "each new snapshot is charged all the same"
+    assert {w.key for w in again.snapshot.admitted_workloads()} == {"ns/a", "ns/b"}
+    assert [r["metadata"]["name"] for r in again.reserving["cq"]] == ["a", "b"]
+    finished = _holder("a", "1", "12", finished=True)  # the watch cache replaces the object
+    third = builder.build(**{**inputs, "workloads": [finished, inputs["workloads"][1]]})
+    assert builder._classified.hits == 1
+    assert {w.key for w in third.snapshot.admitted_workloads()} == {"ns/b"}, "a finished holder holds nothing"
+    assert [r["metadata"]["name"] for r in third.reserving["cq"]] == ["b"]
+    assert sum(third.snapshot.cluster_queues["cq"].usage.values()) == 2 * sum(used.values()) // 3
+    gone = builder.build(**{**inputs, "cluster_queues": [cluster_queue("other", {"default": {"cpu": "4"}})]})
+    assert list(gone.snapshot.admitted_workloads()) == [], "nothing is charged to a ClusterQueue that is gone"
