@@ -7,10 +7,12 @@ forgets it as soon as the cache delivers that resourceVersion (or a later one, o
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
 Obj = dict[str, Any]
+_VERSIONS = itertools.count(1)
 
 
 def _key(obj: Mapping[str, Any]) -> str:
@@ -36,12 +38,15 @@ class WriteOverlay:
 
     def __init__(self) -> None:
         self._written: dict[str, Obj] = {}
+        self.version = next(_VERSIONS)
+        """Changes whenever what the overlay shows changes (like ``federation.kube.store.Store.version``)."""
 
     def __len__(self) -> int:
         return len(self._written)
 
     def remember(self, written: Obj) -> None:
         self._written[_key(written)] = written
+        self.version = next(_VERSIONS)
 
     def observe(self, event_type: str, obj: Obj, _old: Obj | None = None) -> None:
         """Watch-cache handler: drop the entry once the cache has our version (or the object is gone)."""
@@ -51,6 +56,7 @@ class WriteOverlay:
             return
         if event_type == "DELETED" or _not_older(_version(obj), _version(written)):
             del self._written[key]
+            self.version = next(_VERSIONS)
 
     def view(self, cached: Obj) -> Obj:
         """The freshest known copy of ``cached``."""

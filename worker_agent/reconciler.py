@@ -1,7 +1,9 @@
 """The agent's main loop: local admission of pending Workloads, then starting and finishing prebuilt Jobs.
 
 Level-triggered: any change in a watched kind pulls the trigger; one pass recomputes everything from the caches
-(plus the overlay of the agent's own fresh writes) and writes only what differs. Writes carry the resourceVersion
+(plus the overlay of the agent's own fresh writes) and writes only what differs; its admission part is skipped while
+nothing it reads changed since it last had nothing to do (``decisions.idle``: most changes in a burst are Jobs'
+status updates, which admission does not read). Writes carry the resourceVersion
 they were decided on, so a concurrent change makes them fail with Conflict instead of overwriting it; the change
 that caused the conflict pulls the trigger again. A pass holds ``lock`` so the capacity publisher never reports
 a snapshot taken in the middle of admissions (see ``capacity_publisher``).
@@ -38,6 +40,8 @@ from worker_agent.decisions.checks import (
     second_pass_failed,
     second_pass_problem,
 )
+from worker_agent.decisions.facts import WorkloadFacts, job_target, workload_facts
+from worker_agent.decisions.idle import IdleInputs
 from worker_agent.decisions.job_copies import (
     DEFAULT_JOB_COPY_TIMEOUT_SECONDS,
     REASON_JOB_COPY_MISSING,
@@ -51,7 +55,6 @@ from worker_agent.decisions.jobs import (
     finish_decision,
     finish_deferred,
     finished_view,
-    prebuilt_workload_name,
     start_decision,
 )
 from worker_agent.decisions.preemption import (
@@ -62,6 +65,7 @@ from worker_agent.decisions.preemption import (
     suspend_patch,
 )
 from worker_agent.decisions.tas_admission import TasPlacer
+from worker_agent.memo import IdlePairs, PerObject
 from worker_agent.provisioning import Provisioning
 from worker_agent.tas import Tas
 from worker_agent.world import World
@@ -132,6 +136,12 @@ class Reconciler:
         self._finish_owed: dict[tuple[str, str], tuple[float, FinishWorkload]] = {}
         """kfed-manager copies finished in memory only: key → (monotonic time the write is due, the finish)."""
         self.passes = 0
+        self.admission_idle = IdleInputs()
+        """The admission pass is skipped while nothing it reads changed since it last had nothing to do."""
+        self.facts: PerObject[WorkloadFacts] = PerObject(workload_facts)
+        self.job_targets: PerObject[tuple[str, str] | None] = PerObject(job_target)
+        self.idle_jobs = IdlePairs()
+        """Job key → the Job and its Workload (the very objects) for which the job pass last had nothing to do."""
         self._log = log.bind(cluster=cluster)
 
     async def run(self) -> None:
@@ -151,6 +161,8 @@ class Reconciler:
                 await self.trigger.wait()
             await anyio.sleep(COALESCE_SECONDS)
             async with self.lock:
+                self.facts.rotate()
+                self.job_targets.rotate()
                 try:
                     await self.admission_pass()
                     if self.provisioning is not None:
@@ -177,14 +189,28 @@ class Reconciler:
         namespace, _, name = key.partition("/")
         return self.world.workload(namespace, name)
 
+    def _admission_stamp(self) -> tuple[int, ...] | None:
+        """The versions of everything the admission pass reads (None: it reads more than the stamp can tell)."""
+        if self.tas is not None and self.tas.index.flavors:
+            return None  # TAS placement reads the nodes and pods through the topology index: always decide afresh
+        stamp = self.world.admission_stamp()
+        if self.tas is not None:
+            stamp += (*(cache.store.version for cache in self.tas.caches()), self.tas.pod_writes.version)
+        if self.provisioning is not None:  # which checks a ClusterQueue's admission lists
+            stamp += tuple(cache.store.version for cache in self.provisioning.caches())
+        return stamp
+
     async def admission_pass(self) -> None:
         now = self.clock()
+        stamp = self._admission_stamp()  # before anything is read: a change during the pass makes the next one run
+        if self.admission_idle.unchanged(stamp, now=now.timestamp(), due=self.next_requeue_at):
+            return
         state = self.world.local_state(now_seconds=now.timestamp())
         self.next_requeue_at = state.next_requeue_at
         if self.tas is not None:
             placer = self.tas.placer(state, self.world.all_workloads())
             placer.delay = self._delays_topology
-            await self._checks_pass(now, placer)  # second passes first: they hold quota already
+            acted = await self._checks_pass(now, placer)  # second passes first: they hold quota already
             started = time.perf_counter()
             updates = plan_admissions(
                 state,
@@ -196,12 +222,13 @@ class Reconciler:
                 workload_of=self._workload_by_key,
             )
         else:
-            await self._checks_pass(now, None)
+            acted = await self._checks_pass(now, None)
             started = time.perf_counter()
             updates = plan_admissions(state, now=now, checks=self._checks_of, workload_of=self._workload_by_key)
         if state.pending:  # Kueue counts an attempt per cycle that had heads to try
             admitted = any(update.outcome in ("admitted", "reserved") for update in updates)
             self.metrics.admission_attempt(admitted=admitted, seconds=time.perf_counter() - started)
+        self.admission_idle.ran(stamp, acted=acted or bool(updates))
         if not updates:
             return
         limiter = anyio.CapacityLimiter(WRITE_CONCURRENCY)
@@ -225,13 +252,17 @@ class Reconciler:
         queues = {str(q["metadata"]["name"]) for q in self.world.cluster_queues.store}
         return second_pass_problem(workload, cluster_queues=queues, tas_flavors=tas)
 
-    async def _checks_pass(self, now: dt.datetime, placer: TasPlacer | None) -> None:
-        """Act on the check states of quota-holding workloads (``worker_agent.decisions.checks``)."""
-        for current in list(self.world.all_workloads()):
+    async def _checks_pass(self, now: dt.datetime, placer: TasPlacer | None) -> bool:
+        """Act on the check states of quota-holding workloads (``worker_agent.decisions.checks``); returns whether
+        any workload had a step to take."""
+        acted = False
+        facts = self.facts
+        for current in [workload for workload in self.world.all_workloads() if facts(workload).may_take_checks_step]:
             workload = current
             step = checks_step(workload, now=now)
             if step is None:
                 continue
+            acted = True
             bound = self._log.bind(workload=workload_key(workload))
             status = step.status
             reason, message, event_type = step.event_reason, step.message, step.event_type
@@ -265,6 +296,7 @@ class Reconciler:
             bound.info("workload.checks_step", step=step.kind, reason=reason, message=message[:500])
             if reason not in _ROUTINE_ADMISSION_EVENTS or not _copy_of_manager(written):
                 self.events.emit(written, reason=reason, note=message[:1024], action="Admission", event_type=event_type)
+        return acted
 
     def _count_admitted(self, written: Obj, now: dt.datetime) -> None:
         """Kueue's admission counters for a workload whose last admission check became Ready."""
@@ -356,25 +388,32 @@ class Reconciler:
     async def job_pass(self) -> None:
         """Finish the workloads of ended Jobs and start the Jobs of admitted workloads, up to WRITE_CONCURRENCY
         writes at once (one after the other, a burst of 150 admitted copies took seconds to start). An evicted
-        Workload's Job is stopped and its quota released (``decisions.preemption``), also when it has no Job."""
+        Workload's Job is stopped and its quota released (``decisions.preemption``), also when it has no Job. A Job
+        that, with its Workload, is the very same objects as in a pass that had nothing to do for it is passed over
+        (``memo.IdlePairs``: every decision below reads only the two objects, and the flavors only to start)."""
         flavors = None
         now = self.clock()
         limiter = anyio.CapacityLimiter(WRITE_CONCURRENCY)
         # Evicted Workloads still holding quota; those matched to a Job below are stopped there, the others (no Job
         # yet) are released at the end.
-        jobless = {_name(wl) for wl in self.world.all_workloads() if evicted_holding_quota(wl)}
+        facts = self.facts
+        jobless = {_name(wl) for wl in self.world.all_workloads() if facts(wl).evicted_holding_quota}
+        idle = self.idle_jobs
+        idle.begin()
         async with anyio.create_task_group() as tg:
             self._write_owed_finishes(tg, limiter)
-            for job in list(self.world.all_jobs()):
-                name = prebuilt_workload_name(job)
-                namespace, job_name = _name(job)
-                if name is None:
+            for key, job in list(self.world.job_items()):
+                target = self.job_targets(job)
+                if target is None:
                     continue
-                jobless.discard((namespace, name))
+                namespace, name = target
+                jobless.discard(target)
                 workload = self.world.workload(namespace, name)
                 if workload is None:
                     continue
-                bound = self._log.bind(job=f"{namespace}/{job_name}", workload=f"{namespace}/{name}")
+                if idle.unchanged(key, job, workload):  # neither changed since a pass that had nothing to do
+                    continue
+                bound = self._log.bind(job=key, workload=f"{namespace}/{name}")
                 if evicted_holding_quota(workload):
                     tg.start_soon(self._limited, limiter, self._stop_evicted, job, workload, now, bound)
                     continue
@@ -398,6 +437,7 @@ class Reconciler:
                     self.events.emit(job, reason="FlavorNotFound", note=message, action="Start", event_type="Warning")
                     continue
                 if start is None:
+                    idle.idle(key, job, workload)
                     continue
                 queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
                 tg.start_soon(
@@ -434,15 +474,16 @@ class Reconciler:
     async def job_copy_pass(self) -> None:
         """Evict the admitted kfed-manager copies whose Job copy has not come within ``job_copy_timeout``
         (``decisions.job_copies``) and note when the next one falls due, for the loop to wake then."""
-        named: set[str] = set()
-        for job in self.world.all_jobs():
-            name = prebuilt_workload_name(job)
-            if name is not None:
-                named.add(f"{_name(job)[0]}/{name}")
+        targets = self.job_targets
+        named = {f"{target[0]}/{target[1]}" for target in map(targets, self.world.all_jobs()) if target is not None}
+        facts = self.facts
+        waiting = [  # only these can time out (job_copy_timeouts would pass over the others)
+            workload
+            for key, workload in self.world.workload_items()
+            if facts(workload).job_copy_admitted_since is not None and key not in named
+        ]
         now = self.clock()
-        timeouts = job_copy_timeouts(
-            self.world.all_workloads(), named_by_jobs=named, now=now, timeout=self.job_copy_timeout
-        )
+        timeouts = job_copy_timeouts(waiting, named_by_jobs=named, now=now, timeout=self.job_copy_timeout)
         self.next_job_copy_due = timeouts.next_due
         for eviction in timeouts.evictions:
             await self._evict_job_copy_missing(eviction, now)

@@ -81,6 +81,32 @@ class World:
         for key, obj in self.jobs.store.items():
             yield writes.view_keyed(key, obj)
 
+    def workload_items(self) -> Iterator[tuple[str, Obj]]:
+        """``(namespace/name, freshest copy)`` of every Workload."""
+        writes = self.workload_writes
+        for key, obj in self.workloads.store.items():
+            yield key, writes.view_keyed(key, obj)
+
+    def job_items(self) -> Iterator[tuple[str, Obj]]:
+        """``(namespace/name, freshest copy)`` of every Job."""
+        writes = self.job_writes
+        for key, obj in self.jobs.store.items():
+            yield key, writes.view_keyed(key, obj)
+
+    def admission_stamp(self) -> tuple[int, ...]:
+        """Changes whenever something local admission reads changes: every cache but the Jobs', and the agent's own
+        Workload writes (``Store.version``): the reconciler skips an admission pass whose inputs are as they were
+        when the last one found nothing to do (most passes in a burst follow a Job's status change)."""
+        return (
+            self.workloads.store.version,
+            self.workload_writes.version,
+            self.cluster_queues.store.version,
+            self.local_queues.store.version,
+            self.flavors.store.version,
+            self.cohorts.store.version,
+            self.namespaces.store.version,
+        )
+
     def flavor_infos(self) -> dict[str, FlavorInfo]:
         return self._state_builder.flavor_infos(self.flavors.store)
 

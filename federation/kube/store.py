@@ -9,6 +9,7 @@ so controllers stay level-triggered without special re-list logic. Pure: no I/O.
 from __future__ import annotations
 
 import builtins
+import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,12 +56,18 @@ def diff_relist(old: Mapping[str, Obj], new: Mapping[str, Obj]) -> list[Change]:
     return changes
 
 
+_VERSIONS = itertools.count(1)
+
+
 class Store:
     """Objects by key, with a per-namespace index. Returned dicts are shared: do not mutate them."""
 
     def __init__(self) -> None:
         self._objects: dict[str, Obj] = {}
         self._by_namespace: dict[str, set[str]] = {}
+        self.version = next(_VERSIONS)
+        """Changes with every change of the content, and is never the same for two stores (a reset cache's new store
+        does not repeat an old value): a controller compares it to skip work whose inputs did not change."""
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -101,6 +108,7 @@ class Store:
         key = object_key(obj)
         old = self._objects.get(key)
         self._objects[key] = obj
+        self.version = next(_VERSIONS)
         if old is None:
             namespace = _meta(obj).get("namespace")
             if namespace:
@@ -112,6 +120,7 @@ class Store:
         key = obj_or_key if isinstance(obj_or_key, str) else object_key(obj_or_key)
         old = self._objects.pop(key, None)
         if old is not None:
+            self.version = next(_VERSIONS)
             namespace = _meta(old).get("namespace")
             if namespace:
                 keys = self._by_namespace.get(str(namespace))
@@ -126,6 +135,7 @@ class Store:
         new = {object_key(obj): obj for obj in objects}
         changes = diff_relist(self._objects, new)
         self._objects = new
+        self.version = next(_VERSIONS)
         self._by_namespace = {}
         for key, obj in new.items():
             namespace = _meta(obj).get("namespace")

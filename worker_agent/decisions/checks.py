@@ -189,14 +189,20 @@ def retry_at(checks: Sequence[Mapping[str, Any]]) -> dt.datetime | None:
     return latest
 
 
+def may_take_checks_step(workload: Mapping[str, Any]) -> bool:
+    """Whether :func:`checks_step` can have a step for the workload at all: it holds quota, is neither finished nor
+    evicted, and lists admission checks (what the agent's passes ask of every workload, once per object)."""
+    if not (workload.get("status") or {}).get("admissionChecks"):
+        return False
+    return is_true(workload, QUOTA_RESERVED) and not is_true(workload, "Finished") and not is_true(workload, EVICTED)
+
+
 def checks_step(workload: Mapping[str, Any], *, now: dt.datetime) -> ChecksStep | None:
     """The next step for a quota-holding, unfinished workload with admission checks; None while a check is
     Pending (its controller acts) or when it is admitted already."""
-    if not is_true(workload, QUOTA_RESERVED) or is_true(workload, "Finished") or is_true(workload, EVICTED):
+    if not may_take_checks_step(workload):
         return None
     checks = check_states(workload)
-    if not checks:
-        return None
     rejected = [c for c in checks if c.get("state") == REJECTED]
     retry = [c for c in checks if c.get("state") == RETRY]
     if rejected:

@@ -102,3 +102,29 @@ def test_replaying_the_diff_reproduces_the_new_state(
             assert (name in replayed) == (change.type == MODIFIED)
             replayed[name] = change.obj
     assert replayed == new
+
+
+def test_version_changes_with_every_change_of_the_content_and_only_then() -> None:
+    store = Store()
+    seen = [store.version]
+    store.upsert(obj("a"))
+    seen.append(store.version)
+    store.upsert(obj("a", "2"))  # replaced
+    seen.append(store.version)
+    assert store.delete("ns/missing") is None  # nothing removed: same content, same version
+    assert store.version == seen[-1]
+    store.delete("ns/a")
+    seen.append(store.version)
+    store.replace_all([obj("b")])
+    seen.append(store.version)
+    assert len(set(seen)) == len(seen)
+    unchanged = store.version
+    _ = store.get("ns/b"), store.items(), list(store)
+    assert store.version == unchanged
+
+
+def test_a_new_store_never_repeats_the_version_of_another() -> None:
+    first = Store()
+    first.upsert(obj("a"))
+    second = Store()  # e.g. a cache reset after its watch stopped
+    assert second.version not in (first.version, Store().version)

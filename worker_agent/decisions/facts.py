@@ -1,0 +1,50 @@
+"""What the agent's passes ask of every Workload and Job on every pass, read once per object.
+
+Why this module exists: the reconciler's passes each walk all Workloads and Jobs (which Workloads are evicted but
+still hold quota, which have an admission-check step to take, which kfed-manager copies wait for their Job copy,
+which Workload each Job names), and most of a pass's cost in a burst was these condition scans over objects that
+had not changed since the pass before. The answers depend on the object alone, so the reconciler keeps them per
+object (``worker_agent.memo.PerObject``) and asks the full decisions only where an answer says there may be
+something to do. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from worker_agent.decisions.checks import may_take_checks_step
+from worker_agent.decisions.job_copies import admitted_since, waits_for_job_copy
+from worker_agent.decisions.jobs import prebuilt_workload_name
+from worker_agent.decisions.preemption import evicted_holding_quota
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadFacts:
+    evicted_holding_quota: bool
+    """``decisions.preemption.evicted_holding_quota``: its Job must stop and its quota be released."""
+    may_take_checks_step: bool
+    """``decisions.checks.may_take_checks_step``: ``checks_step`` may have a step for it."""
+    job_copy_admitted_since: float | None
+    """For a kfed-manager copy waiting for its Job copy (``decisions.job_copies.waits_for_job_copy``), when it was
+    admitted (``admitted_since``); None for every other Workload."""
+
+
+def workload_facts(workload: Mapping[str, Any]) -> WorkloadFacts:
+    return WorkloadFacts(
+        evicted_holding_quota=evicted_holding_quota(workload),
+        may_take_checks_step=may_take_checks_step(workload),
+        job_copy_admitted_since=admitted_since(workload) if waits_for_job_copy(workload) else None,
+    )
+
+
+def job_target(job: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(namespace, name)`` of the prebuilt Workload the Job names (``decisions.jobs.prebuilt_workload_name``)."""
+    name = prebuilt_workload_name(job)
+    if name is None:
+        return None
+    return str((job.get("metadata") or {}).get("namespace", "")), name
+
+
+__all__ = ["WorkloadFacts", "job_target", "workload_facts"]

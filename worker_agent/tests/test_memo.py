@@ -1,0 +1,131 @@
+"""Per-object memos of the agent's passes (``worker_agent.memo``) and what they remember (``decisions.facts``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from federation.tests.api_builders import admitted_status, workload
+from worker_agent.decisions.checks import checks_step, may_take_checks_step
+from worker_agent.decisions.facts import job_target, workload_facts
+from worker_agent.decisions.job_copies import admitted_since, waits_for_job_copy
+from worker_agent.decisions.preemption import evicted_holding_quota
+from worker_agent.memo import IdlePairs, PerObject
+
+NOW = dt.datetime(2026, 1, 1, 0, 5, tzinfo=dt.UTC)
+
+
+def with_conditions(base: dict[str, Any], *extra: tuple[str, str], checks: list[Any] | None = None) -> dict[str, Any]:
+    status = dict(base.get("status") or {})
+    conditions = [c for c in status.get("conditions") or () if c["type"] not in {t for t, _ in extra}]
+    conditions += [
+        {"type": t, "status": s, "reason": "R", "message": "", "lastTransitionTime": "2026-01-01T00:00:03Z"}
+        for t, s in extra
+    ]
+    status["conditions"] = conditions
+    if checks is not None:
+        status["admissionChecks"] = checks
+    return {**base, "status": status}
+
+
+ADMITTED = workload("a", status=admitted_status("cq", "rf", "1"))
+COPY = {**ADMITTED, "metadata": {**ADMITTED["metadata"], "labels": {"kfed.io/manager-workload-uid": "m-1"}}}
+CHECK = {"name": "prov", "state": "Pending", "lastTransitionTime": "2026-01-01T00:00:02Z", "message": ""}
+WORKLOADS = {
+    "pending": workload("p"),
+    "admitted": ADMITTED,
+    "manager copy": COPY,
+    "finished copy": with_conditions(COPY, ("Finished", "True")),
+    "evicted copy": with_conditions(COPY, ("Evicted", "True")),
+    "evicted, released": with_conditions(COPY, ("Evicted", "True"), ("QuotaReserved", "False")),
+    "checks pending": with_conditions(ADMITTED, ("Admitted", "False"), checks=[CHECK]),
+    "checks ready": with_conditions(ADMITTED, ("Admitted", "False"), checks=[{**CHECK, "state": "Ready"}]),
+    "checks retry": with_conditions(ADMITTED, ("Admitted", "False"), checks=[{**CHECK, "state": "Retry"}]),
+    "checks rejected": with_conditions(ADMITTED, checks=[{**CHECK, "state": "Rejected"}]),
+    "checks, finished": with_conditions(ADMITTED, ("Finished", "True"), checks=[{**CHECK, "state": "Retry"}]),
+    "checks, evicted": with_conditions(ADMITTED, ("Evicted", "True"), checks=[{**CHECK, "state": "Rejected"}]),
+    "checks, no quota": with_conditions(workload("q"), checks=[{**CHECK, "state": "Retry"}]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_the_facts_are_what_the_decisions_say(name: str) -> None:
+    raw = WORKLOADS[name]
+    facts = workload_facts(raw)
+    assert facts.evicted_holding_quota == evicted_holding_quota(raw)
+    assert facts.job_copy_admitted_since == (admitted_since(raw) if waits_for_job_copy(raw) else None)
+    if not facts.may_take_checks_step:
+        assert checks_step(raw, now=NOW) is None, "passed over, yet it had a step to take"
+    assert may_take_checks_step(raw) == (name in {"checks pending", "checks ready", "checks retry", "checks rejected"})
+
+
+def test_some_facts_are_true() -> None:
+    assert workload_facts(WORKLOADS["evicted copy"]).evicted_holding_quota
+    assert workload_facts(WORKLOADS["manager copy"]).job_copy_admitted_since is not None
+    assert checks_step(WORKLOADS["checks ready"], now=NOW) is not None
+
+
+def test_a_job_names_its_workload_by_annotation_or_label() -> None:
+    meta: dict[str, Any] = {"namespace": "ns", "name": "j"}
+    assert job_target({"metadata": meta}) is None
+    labelled = {"metadata": {**meta, "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "w"}}}
+    assert job_target(labelled) == ("ns", "w")
+    annotated = {
+        **labelled,
+        "metadata": {**labelled["metadata"], "annotations": {"kueue.x-k8s.io/prebuilt-workload-name": "x"}},
+    }
+    assert job_target(annotated) == ("ns", "x")
+
+
+def test_a_value_is_derived_once_per_object_and_again_for_a_replaced_object() -> None:
+    memo = PerObject(workload_facts)
+    first = memo(COPY)
+    assert memo(COPY) is first
+    assert memo.derived == 1
+    evicted = WORKLOADS["evicted copy"]  # the watch cache's new object after the change
+    assert memo(evicted).evicted_holding_quota, "a changed workload is looked at again"
+    assert not first.evicted_holding_quota
+    same_content = {**COPY}
+    assert memo(same_content) == first
+    assert memo.derived == 3, "a new object is derived again, whatever its content"
+
+
+def test_rotation_forgets_what_no_pass_asked_for() -> None:
+    calls: list[str] = []
+
+    def name(obj: dict[str, Any]) -> str:
+        calls.append(obj["metadata"]["name"])
+        return str(obj["metadata"]["name"])
+
+    memo = PerObject(name)
+    kept, dropped = workload("kept"), workload("dropped")
+    memo(kept)
+    memo(dropped)
+    memo.rotate()
+    memo(kept)  # asked in this pass
+    memo.rotate()
+    assert len(memo) == 1
+    memo(kept)
+    memo(dropped)
+    assert calls == ["kept", "dropped", "dropped"]
+
+
+def test_an_idle_pair_stays_idle_only_while_both_objects_are_the_same() -> None:
+    job, wl = {"metadata": {"name": "j"}}, workload("w")
+    pairs = IdlePairs()
+    pairs.begin()
+    assert not pairs.unchanged("ns/j", job, wl)
+    pairs.idle("ns/j", job, wl)
+    pairs.begin()
+    assert pairs.unchanged("ns/j", job, wl)
+    pairs.begin()
+    assert pairs.unchanged("ns/j", job, wl), "still idle in the pass after"
+    pairs.begin()
+    assert not pairs.unchanged("ns/j", job, {**wl}), "its workload changed: decide again"
+    pairs.begin()
+    assert not pairs.unchanged("ns/j", job, wl), "not recorded idle in the pass before"
+    pairs.idle("ns/j", job, wl)
+    pairs.begin()
+    assert not pairs.unchanged("ns/j", {**job}, wl), "its Job changed: decide again"
