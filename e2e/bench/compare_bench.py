@@ -23,10 +23,11 @@ Environment: ``KFED_COMPARE_SIZES`` (default ``300``; e.g. ``300,1000``), ``KFED
 ``KFED_BENCH_PROFILE`` (py-spy profiles of kfed's processes, and a Go CPU profile of every apiserver over the first
 ``KFED_BENCH_PROFILE_SECONDS`` (default 60) of the run, ``apiserver-SYSTEM-CLUSTER.pprof``: read it with
 ``go tool pprof -top``), ``KFED_COMPARE_MANAGER_ARGS`` /
-``KFED_COMPARE_AGENT_ARGS`` (extra flags for kfed-manager / kfed-agent), ``KFED_BENCH_KEEP_LOGS`` (logs and audit logs
-to the output dir), ``KFED_BENCH_OUT`` (default ``.bench/compare`` under the repository), ``KFED_COMPARE_PACE``
-(seconds; default 0, a burst): one Job per kubectl call with this pause between them instead of a burst, for latency
-on an otherwise idle rig.
+``KFED_COMPARE_AGENT_ARGS`` (extra flags for kfed-manager / kfed-agent), ``KFED_BENCH_KEEP_LOGS`` (logs and audit
+logs to the output dir), ``KFED_BENCH_OUT`` (default ``.bench/compare`` under the repository),
+``KFED_COMPARE_STREAMS`` (kubectl processes creating the burst at once, default one per worker; direct gives each
+worker an equal share of them), ``KFED_COMPARE_PACE`` (seconds; default 0, a burst): one Job per kubectl call with
+this pause between them instead of a burst, for latency on an otherwise idle rig.
 """
 
 from __future__ import annotations
@@ -188,6 +189,12 @@ def _create(fed: Federation, cluster: str, manifests: list[dict[str, Any]]) -> s
     return proc
 
 
+def _streams(fed: Federation) -> int:
+    """kubectl processes creating Jobs at once: ``KFED_COMPARE_STREAMS``, by default one per worker. Each creates
+    its Jobs one after the other, so on a loaded apiserver the number of streams paces the burst."""
+    return int(os.environ.get("KFED_COMPARE_STREAMS", "0") or 0) or len(fed.workers)
+
+
 def _pace() -> float:
     return float(os.environ.get("KFED_COMPARE_PACE", "0") or 0)
 
@@ -218,13 +225,16 @@ def submit_direct(fed: Federation, manifests: list[dict[str, Any]]) -> None:
     if _pace() > 0:
         _create_paced(fed, targets, _pace())
         return
-    _wait_created([_create(fed, worker, items) for worker, items in per_worker.items()])
+    per_stream = max(1, _streams(fed) // len(fed.workers))
+    _wait_created(
+        [_create(fed, worker, items[i::per_stream]) for worker, items in per_worker.items() for i in range(per_stream)]
+    )
 
 
 def submit_manager(fed: Federation, manifests: list[dict[str, Any]]) -> None:
     """As many kubectl processes at once as ``submit_direct`` uses (one per worker), each with its share: one
     kubectl creates one Job after the other, so the number of clients alone would otherwise set the pace."""
-    streams = len(fed.workers)
+    streams = _streams(fed)
     if _pace() > 0:
         _create_paced(fed, [(MANAGER, m) for m in manifests], _pace())
         return
