@@ -541,7 +541,7 @@ def table(results: list[Result]) -> str:
     lines = [
         f"{'system':10} {'jobs':>5} {'reserved':>8} {'admitted':>8} {'complete':>8} {'jobs/s':>6} "
         f"{'run p50':>7} {'run p99':>7} {'done p50':>8} {'done p99':>8} {'writes/J':>8} {'events/J':>8} "
-        f"{'409s':>5} {'ctl CPU ms/J':>12} {'create p50/p99 ms':>17} {'tail s':>6}  workers"
+        f"{'409s':>5} {'ctl CPU ms/J':>12} {'all CPU ms/J':>12} {'create p50/p99 ms':>17} {'tail s':>6}  workers"
     ]
     for r in results:
         conflicts = sum(v for k, v in r.conflicts.items() if k.startswith(CONTROLLERS))
@@ -554,6 +554,7 @@ def table(results: list[Result]) -> str:
             f"{_fmt(r.latency['submit_to_complete']['p50'], '8.1f')} "
             f"{_fmt(r.latency['submit_to_complete']['p99'], '8.1f')} {r.controller_writes_per_job:8.2f} "
             f"{r.controller_events_per_job:8.2f} {conflicts:5} {1000 * ctl_cpu / r.jobs:12.1f} "
+            f"{1000 * sum(r.cpu_seconds.values()) / r.jobs:12.1f} "
             f"{_ms(r.create_latency.get('p50')):>8}/{_ms(r.create_latency.get('p99')):<8} "
             f"{_fmt(r.after_last_create)}  " + ",".join(f"{k}={v}" for k, v in sorted(r.workers_used.items()))
         )
