@@ -2,7 +2,8 @@
 
 ``Agent.run`` is what the leader runs; cancelling it (shutdown or lost leadership) stops every task it started.
 Our own status writes to ClusterQueues and LocalQueues do not wake anything: only their spec changes (a new
-``metadata.generation``), additions and deletions matter to admission and capacity.
+``metadata.generation``), additions and deletions matter to admission and capacity; nor do the Job status updates
+that leave what the passes read of a Job as it was (``decisions.facts.job_change_matters``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from federation.kube.trigger import Trigger, spec_changed
 from federation.obs.metrics import Metrics
 from worker_agent.capacity_publisher import CapacityPublisher
 from worker_agent.decisions.checks import autoscaled_flavors
+from worker_agent.decisions.facts import job_change_matters
 from worker_agent.decisions.job_copies import DEFAULT_JOB_COPY_TIMEOUT_SECONDS
 from worker_agent.provisioning import NOT_SERVED, Provisioning
 from worker_agent.reconciler import Reconciler
@@ -137,7 +139,12 @@ class Agent:
 
         world.on_change(wake_on_spec, world.cluster_queues, world.local_queues)
         world.on_change(wake_all, world.workloads, world.flavors, world.cohorts, world.namespaces)
-        world.on_change(reconciler.trigger.pull, world.jobs)
+
+        def wake_on_job(event_type: str, obj: Obj, old: Obj | None) -> None:
+            if job_change_matters(event_type, obj, old):
+                reconciler.trigger.pull()
+
+        world.on_change(wake_on_job, world.jobs)
         self.metrics.add_source(publisher.queue_gauges)
         try:
             async with anyio.create_task_group() as tg:

@@ -16,7 +16,7 @@ from typing import Any
 
 from worker_agent.decisions.checks import may_take_checks_step
 from worker_agent.decisions.job_copies import admitted_since, waits_for_job_copy
-from worker_agent.decisions.jobs import prebuilt_workload_name
+from worker_agent.decisions.jobs import job_finished, prebuilt_workload_name
 from worker_agent.decisions.preemption import evicted_holding_quota
 
 
@@ -39,6 +39,27 @@ def workload_facts(workload: Mapping[str, Any]) -> WorkloadFacts:
     )
 
 
+def job_change_matters(event_type: str, job: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """Whether a watch event of a Job can change what the agent decides about it: everything but a status update
+    that leaves what the passes read as it was (the Job controller writes a Job's status several times in its life,
+    e.g. ``ready`` or ``uncountedTerminatedPods``, and each woke a whole pass). The passes read the Job's uid and
+    spec, the Workload it names, ``status.active`` (a stopped Job of an evicted Workload) and its true ``Complete`` or
+    ``Failed`` condition (``decisions.jobs.job_finished``)."""
+    if old is None or event_type != "MODIFIED":
+        return True
+    return _read_of(job) != _read_of(old)
+
+
+def _read_of(job: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (
+        (job.get("metadata") or {}).get("uid"),
+        prebuilt_workload_name(job),
+        job.get("spec"),
+        (job.get("status") or {}).get("active"),
+        job_finished(job),
+    )
+
+
 def job_target(job: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(namespace, name)`` of the prebuilt Workload the Job names (``decisions.jobs.prebuilt_workload_name``)."""
     name = prebuilt_workload_name(job)
@@ -47,4 +68,4 @@ def job_target(job: Mapping[str, Any]) -> tuple[str, str] | None:
     return str((job.get("metadata") or {}).get("namespace", "")), name
 
 
-__all__ = ["WorkloadFacts", "job_target", "workload_facts"]
+__all__ = ["WorkloadFacts", "job_change_matters", "job_target", "workload_facts"]

@@ -9,12 +9,13 @@ import pytest
 
 from federation.tests.api_builders import admitted_status, workload
 from worker_agent.decisions.checks import checks_step, may_take_checks_step
-from worker_agent.decisions.facts import job_target, workload_facts
+from worker_agent.decisions.facts import job_change_matters, job_target, workload_facts
 from worker_agent.decisions.job_copies import admitted_since, waits_for_job_copy
 from worker_agent.decisions.preemption import evicted_holding_quota
 from worker_agent.memo import IdlePairs, PerObject
 
 NOW = dt.datetime(2026, 1, 1, 0, 5, tzinfo=dt.UTC)
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
 
 
 def with_conditions(base: dict[str, Any], *extra: tuple[str, str], checks: list[Any] | None = None) -> dict[str, Any]:
@@ -129,3 +130,55 @@ def test_an_idle_pair_stays_idle_only_while_both_objects_are_the_same() -> None:
     pairs.idle("ns/j", job, wl)
     pairs.begin()
     assert not pairs.unchanged("ns/j", {**job}, wl), "its Job changed: decide again"
+
+
+RUNNING_JOB: dict[str, Any] = {
+    "metadata": {
+        "namespace": "ns",
+        "name": "j",
+        "uid": "u-1",
+        "resourceVersion": "5",
+        "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "w"},
+    },
+    "spec": {"suspend": False, "template": {"spec": {"containers": [{"name": "c"}]}}},
+    "status": {"active": 1, "ready": 0, "startTime": "2026-01-01T00:00:02Z"},
+}
+
+
+def changed(job: dict[str, Any], **status: Any) -> dict[str, Any]:
+    meta = {**job["metadata"], "resourceVersion": str(int(job["metadata"]["resourceVersion"]) + 1)}
+    return {**job, "metadata": meta, "status": {**job["status"], **status}}
+
+
+def test_a_job_status_update_that_changes_nothing_the_passes_read_wakes_nothing() -> None:
+    ready = changed(RUNNING_JOB, ready=1)
+    assert not job_change_matters("MODIFIED", ready, RUNNING_JOB)
+    counted = changed(ready, uncountedTerminatedPods={"succeeded": ["p"]}, terminating=0)
+    assert not job_change_matters("MODIFIED", counted, ready)
+    pending = {"type": "SuccessCriteriaMet", "status": "False", "reason": "x", "message": ""}
+    assert not job_change_matters("MODIFIED", changed(ready, conditions=[pending]), ready)
+
+
+COMPLETE = {"type": "Complete", "status": "True", "reason": "", "message": "done"}
+FAILED = {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": ""}
+
+
+@pytest.mark.parametrize(
+    "what",
+    ["added", "deleted", "active", "complete", "failed", "suspended", "template", "renamed workload", "re-created"],
+)
+def test_a_job_change_the_passes_read_wakes_them(what: str) -> None:
+    old = RUNNING_JOB
+    new: dict[str, Any] = {
+        "added": old,
+        "deleted": old,
+        "active": changed(old, active=0, succeeded=1),
+        "complete": changed(old, conditions=[COMPLETE]),
+        "failed": changed(old, conditions=[FAILED]),
+        "suspended": {**old, "spec": {**old["spec"], "suspend": True}},
+        "template": {**old, "spec": {**old["spec"], "template": {"spec": {"containers": [{"name": "d"}]}}}},
+        "renamed workload": {**old, "metadata": {**old["metadata"], "labels": {PREBUILT: "other"}}},
+        "re-created": {**old, "metadata": {**old["metadata"], "uid": "u-2"}},
+    }[what]
+    event_type = {"added": "ADDED", "deleted": "DELETED"}.get(what, "MODIFIED")
+    assert job_change_matters(event_type, new, None if what == "added" else old)
