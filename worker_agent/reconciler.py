@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -21,7 +21,8 @@ import anyio.abc
 import structlog
 
 from federation.admission.api_drain import WorkloadUpdate
-from federation.admission.api_workloads import FINISHED_STATE, workload_key, workload_state
+from federation.admission.api_quotas import FlavorInfo
+from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_key, workload_state
 from federation.admission.decisions import Admit
 from federation.admission.queue_metrics import queued_since, workload_labels
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
@@ -44,10 +45,10 @@ from worker_agent.decisions.facts import WorkloadFacts, job_target, workload_fac
 from worker_agent.decisions.idle import IdleInputs
 from worker_agent.decisions.job_copies import (
     DEFAULT_JOB_COPY_TIMEOUT_SECONDS,
-    REASON_JOB_COPY_MISSING,
     JobCopyMissing,
     eviction_status,
     job_copy_timeouts,
+    out_of_sync,
 )
 from worker_agent.decisions.jobs import (
     FINISH_GRACE_SECONDS,
@@ -55,6 +56,7 @@ from worker_agent.decisions.jobs import (
     finish_decision,
     finish_deferred,
     finished_view,
+    injections,
     start_decision,
 )
 from worker_agent.decisions.preemption import (
@@ -142,6 +144,8 @@ class Reconciler:
         self.job_targets: PerObject[tuple[str, str] | None] = PerObject(job_target)
         self.idle_jobs = IdlePairs()
         """Job key → the Job and its Workload (the very objects) for which the job pass last had nothing to do."""
+        self._placement_checked: set[str] = set()
+        """uids of started kfed-manager Job copies whose placement matched their flavors when first seen."""
         self._log = log.bind(cluster=cluster)
 
     async def run(self) -> None:
@@ -390,7 +394,8 @@ class Reconciler:
         writes at once (one after the other, a burst of 150 admitted copies took seconds to start). An evicted
         Workload's Job is stopped and its quota released (``decisions.preemption``), also when it has no Job. A Job
         that, with its Workload, is the very same objects as in a pass that had nothing to do for it is passed over
-        (``memo.IdlePairs``: every decision below reads only the two objects, and the flavors only to start)."""
+        (``memo.IdlePairs``: every decision below reads only the two objects, and the flavors only to start a Job or to
+        check a started Job copy's placement the first time it is seen)."""
         flavors = None
         now = self.clock()
         limiter = anyio.CapacityLimiter(WRITE_CONCURRENCY)
@@ -429,6 +434,10 @@ class Reconciler:
                     continue
                 if flavors is None:
                     flavors = self.world.flavor_infos()
+                stale = self._placement_eviction(job, workload, flavors, now)
+                if stale is not None:
+                    tg.start_soon(self._limited, limiter, self._evict_job_copy_missing, stale, now)
+                    continue
                 try:
                     start = start_decision(job, workload, flavors=flavors)
                 except KeyError as missing:
@@ -448,6 +457,25 @@ class Reconciler:
                 if evicted is not None:
                     bound = self._log.bind(workload=f"{namespace}/{name}")
                     tg.start_soon(self._limited, limiter, self._stop_evicted, None, evicted, now, bound)
+
+    def _placement_eviction(
+        self, job: Obj, workload: Obj, flavors: Mapping[str, FlavorInfo], now: dt.datetime
+    ) -> JobCopyMissing | None:
+        """The first time a started Job copy of an admitted kfed-manager copy is seen, check that it carries its
+        flavors' placement as this cluster has them (``decisions.job_copies.out_of_sync``); the copy's eviction
+        when it does not. Checked once per Job: a ResourceFlavor edited while the Job runs does not stop it."""
+        uid = str((job.get("metadata") or {}).get("uid") or "")
+        if not uid or uid in self._placement_checked or (job.get("spec") or {}).get("suspend") is not False:
+            return None
+        try:
+            eviction = out_of_sync(job, workload, flavors=injections(flavors), now=now)
+        except KeyError:
+            return None  # a flavor of its admission is gone: nothing to compare with
+        if eviction is None and is_admitted(workload):
+            if len(self._placement_checked) > 2 * len(self.world.jobs.store) + 64:  # forget deleted Jobs
+                self._placement_checked &= {str(j["metadata"].get("uid")) for j in self.world.all_jobs()}
+            self._placement_checked.add(uid)
+        return eviction
 
     async def _deactivate(self, workload: Obj, bound: Any) -> Obj | None:
         """``spec.active: false`` at the resourceVersion it was decided on; the workload as written (as it is when
@@ -489,7 +517,8 @@ class Reconciler:
             await self._evict_job_copy_missing(eviction, now)
 
     async def _evict_job_copy_missing(self, eviction: JobCopyMissing, now: dt.datetime) -> None:
-        """Deactivate the copy (so it is not admitted again at once), then evict it; the job pass releases it."""
+        """Deactivate the copy (so it is not admitted again at once), then evict it with the eviction's reason
+        (``JobCopyMissing`` or ``OutOfSync``); the job pass releases it."""
         bound = self._log.bind(workload=eviction.key)
         workload, status = eviction.raw, eviction.status
         if (workload.get("spec") or {}).get("active", True) is not False:
@@ -497,7 +526,7 @@ class Reconciler:
             if deactivated is None:
                 return
             workload = deactivated
-            status = eviction_status(workload, eviction.message, now=now)  # at the new generation
+            status = eviction_status(workload, eviction.message, now=now, reason=eviction.reason)  # new generation
         written = await self._patch_status(r.WORKLOADS, workload, {"status": status}, bound)
         if written is None:
             return
@@ -508,12 +537,10 @@ class Reconciler:
             namespace=namespace,
             local_queue=local_queue,
             priority_class=priority_class,
-            reason=REASON_JOB_COPY_MISSING,
+            reason=eviction.reason,
         )
-        bound.warning("workload.evicted", reason=REASON_JOB_COPY_MISSING, message=eviction.message)
-        self.events.emit(
-            written, reason=REASON_JOB_COPY_MISSING, note=eviction.message, action="Evict", event_type="Warning"
-        )
+        bound.warning("workload.evicted", reason=eviction.reason, message=eviction.message)
+        self.events.emit(written, reason=eviction.reason, note=eviction.message, action="Evict", event_type="Warning")
 
     async def _stop_evicted(self, job: Obj | None, workload: Obj, now: dt.datetime, bound: Any) -> None:
         """An evicted Workload's Job is suspended first; once no pod of it is active, its quota is released."""

@@ -83,6 +83,22 @@ def job_copy(workload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def released(wl: dict[str, Any]) -> bool:
+    """The copy's quota is released: QuotaReserved=False and no admission."""
+    reserved = condition(wl, "QuotaReserved") or {}
+    return reserved.get("status") == "False" and not (wl.get("status") or {}).get("admission")
+
+
+def events_of(rig: Federation, namespace: str, name: str, reason: str) -> list[tuple[str, str]]:
+    """(type, note) of the Events with ``reason`` about the object ``name`` in ``namespace``."""
+    events = (get_json(rig, "events.events.k8s.io", "-n", namespace) or {}).get("items") or []
+    return [
+        (str(e["type"]), str(e.get("note")))
+        for e in events
+        if e.get("regarding", {}).get("name") == name and e["reason"] == reason
+    ]
+
+
 def logged_at(agent: RunningAgent, event: str, workload: str) -> dt.datetime | None:
     for line in agent.log_lines():
         if line.get("event") == event and line.get("workload") == workload:
@@ -135,10 +151,6 @@ def test_an_admitted_copy_whose_job_copy_never_comes_is_evicted_and_its_quota_re
         assert evicted_at is not None, "the eviction is logged"
         assert (evicted_at - admitted_at).total_seconds() >= TIMEOUT - 1  # condition times are whole seconds
 
-        def released(wl: dict[str, Any]) -> bool:
-            reserved = condition(wl, "QuotaReserved") or {}
-            return reserved.get("status") == "False" and not (wl.get("status") or {}).get("admission")
-
         after = wait_for(lambda: workload("orphan"), until=released, timeout=15, what="the evicted copy released")
         assert after["spec"]["active"] is False, "deactivated, so it is not admitted again at once"
         assert (condition(after, "Admitted") or {}).get("status") == "False"
@@ -155,15 +167,12 @@ def test_an_admitted_copy_whose_job_copy_never_comes_is_evicted_and_its_quota_re
             what="the report to show only the claimed copy's usage",
         )
 
-        def warnings() -> list[tuple[str, str]]:
-            events = (get_json(rig, "events.events.k8s.io", "-n", ns) or {}).get("items") or []
-            return [
-                (str(e["type"]), str(e.get("note")))
-                for e in events
-                if e.get("regarding", {}).get("name") == "orphan" and e["reason"] == "JobCopyMissing"
-            ]
-
-        found = wait_for(warnings, until=bool, timeout=15, what="the JobCopyMissing Event on the copy")
+        found = wait_for(
+            lambda: events_of(rig, ns, "orphan", "JobCopyMissing"),
+            until=bool,
+            timeout=15,
+            what="the JobCopyMissing Event on the copy",
+        )
         assert found == [("Warning", message)]
 
         # the copy whose Job exists keeps its quota long past the timeout; the released one stays released

@@ -182,3 +182,13 @@ def test_a_copy_a_kueue_worker_finished_as_orphaned_is_withdrawn_and_dispatched_
     why = reason(reserved, remote_workload=orphaned, remote_job=None)
     assert why == 'the Workload copy in worker cluster "worker-1" was finished as orphaned (OwnerNotFound)'
     assert reason(ADMITTED, remote_workload=orphaned, remote_job=RUNNING) == why
+
+
+def test_a_copy_the_agent_evicted_out_of_sync_is_taken_back_while_its_job_copy_runs() -> None:
+    # kfed-agent deactivates and evicts a copy whose Job copy came with stale flavor labels (reason OutOfSync); the
+    # manager withdraws it and dispatches it again, even though the Job copy is not finished
+    evicted = {**cond("Evicted"), "reason": "OutOfSync", "message": "its pod template lacks nodeSelector pool=b"}
+    copy_ = workload(cond("QuotaReserved", status=False), evicted)
+    copy_["spec"] = {"active": False}
+    why = reason(ADMITTED, remote_workload=copy_, remote_job=RUNNING)
+    assert why == 'evicted in worker cluster "worker-1" (OutOfSync: its pod template lacks nodeSelector pool=b)'

@@ -10,26 +10,39 @@ it again at once and hold the quota for another timeout, over and over while the
 the quota is released) follows. The manager sees the eviction on its copy and takes the Workload back.
 
 Copies without the label (a stock Kueue MultiKueue manager creates the Job first), finished copies and copies
-already evicted are left alone. Pure: plain dicts in, status patches and the next deadline out.
+already evicted are left alone.
+
+**Out of sync.** The manager creates the Job copy started, its pod template already carrying the assigned
+flavors' ``nodeLabels`` and ``tolerations`` as the agent's last capacity report listed them (published about 1 s
+after a change). A ResourceFlavor edited in that second gives a Job copy with stale placement (pods on the old
+nodes, or never scheduled). So the first time the agent sees a started Job copy of an admitted kfed-manager copy,
+it checks the template against the flavors as it knows them (``federation.pod_injection``, the same rule); on a
+disagreement the copy is deactivated and evicted the same way, reason ``OutOfSync`` (Kueue's word for a prebuilt
+Workload that no longer matches its Job), and the manager takes it back and dispatches it again with the flavors
+of the new report. Pure: plain dicts in, status patches and the next deadline out.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from federation.admission.api_drain import workload_generation
-from federation.admission.api_workloads import workload_key
+from federation.admission.api_workloads import is_admitted, workload_key
 from federation.api.workload import ADMITTED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
+from federation.pod_injection import FlavorInjection, start_patch
 from federation.protocol import MANAGER_UID_LABEL
+from worker_agent.decisions.jobs import job_finished
 
 Obj = dict[str, Any]
 
 DEFAULT_JOB_COPY_TIMEOUT_SECONDS = 60.0
 REASON_JOB_COPY_MISSING = "JobCopyMissing"
+REASON_OUT_OF_SYNC = "OutOfSync"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +53,7 @@ class JobCopyMissing:
     raw: Obj
     status: Obj
     message: str
+    reason: str = REASON_JOB_COPY_MISSING
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,13 +109,62 @@ def job_copy_timeouts(
     return JobCopyTimeouts(tuple(evictions), next_due)
 
 
-def eviction_status(workload: Obj, message: str, *, now: dt.datetime) -> Obj:
-    """``Evicted=True`` reason ``JobCopyMissing`` (the status merge patch)."""
+def placement_mismatch(
+    job: Mapping[str, Any], workload: Mapping[str, Any], *, flavors: Mapping[str, FlavorInjection]
+) -> str | None:
+    """What a started Job copy's pod template lacks of the placement its admitted ``workload`` gives it (the
+    assigned flavors' ``nodeLabels`` and ``tolerations`` as ``flavors`` has them, with what Ready admission checks
+    add), or None when it carries all of it. Raises ``KeyError`` naming an assigned flavor ``flavors`` lacks."""
+    spec = job.get("spec") or {}
+    pod_spec = (spec.get("template") or {}).get("spec") or {}
+    start = start_patch(spec, workload, flavors=flavors)
+    wanted = ((start.patch["spec"].get("template") or {}).get("spec")) or {}
+    selector = pod_spec.get("nodeSelector") or {}
+    problems = [
+        f"nodeSelector {key}={value} (it has {key}={selector[key]})"
+        if key in selector
+        else f"nodeSelector {key}={value}"
+        for key, value in sorted((wanted.get("nodeSelector") or {}).items())
+        if selector.get(key) != value
+    ]
+    existing = list(pod_spec.get("tolerations") or ())
+    problems += [
+        f"toleration {json.dumps(t, sort_keys=True)}" for t in wanted.get("tolerations") or () if t not in existing
+    ]
+    if not problems:
+        return None
+    return (
+        f"the Job copy's pod template does not match the assigned ResourceFlavors ({', '.join(start.flavors)}) as "
+        f"they are in this cluster: it lacks {', '.join(problems)}"
+    )
+
+
+def out_of_sync(
+    job: Mapping[str, Any], workload: Obj, *, flavors: Mapping[str, FlavorInjection], now: dt.datetime
+) -> JobCopyMissing | None:
+    """The eviction of ``workload``, an admitted kfed-manager copy, when its started, unfinished Job copy ``job``
+    does not carry its flavors' placement (:func:`placement_mismatch`); None when it does, or when this is not such
+    a pair (the agent starts suspended Jobs itself, with the flavors it has)."""
+    if (job.get("spec") or {}).get("suspend") is not False or job_finished(job) is not None:
+        return None
+    if not waits_for_job_copy(workload):
+        return None
+    if not is_admitted(workload):
+        return None
+    message = placement_mismatch(job, workload, flavors=flavors)
+    if message is None:
+        return None
+    status = eviction_status(workload, message, now=now, reason=REASON_OUT_OF_SYNC)
+    return JobCopyMissing(workload_key(workload), workload, status, message, REASON_OUT_OF_SYNC)
+
+
+def eviction_status(workload: Obj, message: str, *, now: dt.datetime, reason: str = REASON_JOB_COPY_MISSING) -> Obj:
+    """``Evicted=True`` reason ``JobCopyMissing`` or ``OutOfSync`` (the status merge patch)."""
     conditions, _ = set_condition(
         conditions_of(workload),
         condition_type="Evicted",
         status=True,
-        reason=REASON_JOB_COPY_MISSING,
+        reason=reason,
         message=message,
         now=now,
         observed_generation=workload_generation(workload),
@@ -112,10 +175,13 @@ def eviction_status(workload: Obj, message: str, *, now: dt.datetime) -> Obj:
 __all__ = [
     "DEFAULT_JOB_COPY_TIMEOUT_SECONDS",
     "REASON_JOB_COPY_MISSING",
+    "REASON_OUT_OF_SYNC",
     "JobCopyMissing",
     "JobCopyTimeouts",
     "admitted_since",
     "eviction_status",
     "job_copy_timeouts",
+    "out_of_sync",
+    "placement_mismatch",
     "waits_for_job_copy",
 ]

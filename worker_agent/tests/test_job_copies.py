@@ -4,9 +4,16 @@ import datetime as dt
 from typing import Any
 
 from federation.conditions import find_condition
+from federation.pod_injection import FlavorInjection
 from federation.protocol import MANAGER_UID_LABEL
 from federation.tests.api_builders import admitted_status, workload
-from worker_agent.decisions.job_copies import REASON_JOB_COPY_MISSING, job_copy_timeouts
+from worker_agent.decisions.job_copies import (
+    REASON_JOB_COPY_MISSING,
+    REASON_OUT_OF_SYNC,
+    job_copy_timeouts,
+    out_of_sync,
+    placement_mismatch,
+)
 from worker_agent.decisions.preemption import evicted_holding_quota, release_status
 
 ADMITTED_AT = dt.datetime(2026, 1, 1, 0, 0, 1, tzinfo=dt.UTC)  # admitted_status's transition time
@@ -85,3 +92,56 @@ def test_the_timeout_counts_from_the_admission_and_the_earliest_deadline_is_next
     result = job_copy_timeouts([late, early], named_by_jobs=set(), now=after(61), timeout=60)
     assert [e.key for e in result.evictions] == ["ns/early"]
     assert result.next_due == ADMITTED_AT.timestamp() + 90
+
+
+FLAVORS = {
+    "rf": FlavorInjection({"pool": "b", "zone": "z1"}, ({"key": "gpu", "operator": "Exists", "effect": "NoSchedule"},))
+}
+
+
+def started_job(*, node_selector: dict[str, str], tolerations: list[Obj], suspend: bool = False) -> Obj:
+    pod_spec = {"nodeSelector": node_selector, "tolerations": tolerations, "containers": [{"name": "c"}]}
+    return {"metadata": {"uid": "j1"}, "spec": {"suspend": suspend, "template": {"spec": pod_spec}}}
+
+
+def test_a_started_job_copy_with_stale_flavor_placement_evicts_its_copy_out_of_sync() -> None:
+    wl = copy("w")
+    # created from a report that still listed pool=a and no toleration
+    stale = started_job(node_selector={"pool": "a", "zone": "z1", "user": "x"}, tolerations=[])
+    eviction = out_of_sync(stale, wl, flavors=FLAVORS, now=after(2))
+    assert eviction is not None
+    assert (eviction.key, eviction.reason) == ("ns/w", REASON_OUT_OF_SYNC)
+    assert "nodeSelector pool=b (it has pool=a)" in eviction.message
+    assert "toleration" in eviction.message
+    assert "gpu" in eviction.message
+    assert "zone" not in eviction.message
+    assert "user" not in eviction.message
+    evicted = find_condition({"status": eviction.status}, "Evicted") or {}
+    assert (evicted["status"], evicted["reason"], evicted["message"]) == ("True", REASON_OUT_OF_SYNC, eviction.message)
+    # a label the flavor added since is missing too
+    missing = started_job(node_selector={"zone": "z1"}, tolerations=[dict(FLAVORS["rf"].tolerations[0])])
+    found = placement_mismatch(missing, wl, flavors=FLAVORS)
+    assert found is not None
+    assert found.endswith("lacks nodeSelector pool=b")
+
+
+def test_a_job_copy_that_carries_its_flavors_placement_or_is_not_ours_to_check_is_left_alone() -> None:
+    wl = copy("w")
+    toleration = dict(FLAVORS["rf"].tolerations[0])
+    good = started_job(node_selector={"pool": "b", "zone": "z1", "user": "x"}, tolerations=[toleration])
+    assert placement_mismatch(good, wl, flavors=FLAVORS) is None
+    assert out_of_sync(good, wl, flavors=FLAVORS, now=after(2)) is None
+    stale = started_job(node_selector={"pool": "a"}, tolerations=[])
+    suspended = started_job(node_selector={"pool": "a"}, tolerations=[], suspend=True)  # the agent starts it itself
+    finished_job = {**stale, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    evicted = copy("w")
+    evicted["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted"})
+    pending = copy("w", conditions=[{"type": "QuotaReserved", "status": "False", "reason": "Pending"}])
+    for job, workload_ in (
+        (suspended, wl),
+        (finished_job, wl),
+        (stale, copy("w", manager=False)),  # a stock Kueue manager's copy: the agent started its Job
+        (stale, evicted),
+        (stale, pending),
+    ):
+        assert out_of_sync(job, workload_, flavors=FLAVORS, now=after(2)) is None
