@@ -146,6 +146,8 @@ class Reconciler:
         """Job key → the Job and its Workload (the very objects) for which the job pass last had nothing to do."""
         self._placement_checked: set[str] = set()
         """uids of started kfed-manager Job copies whose placement matched their flavors when first seen."""
+        self._term_started = clock()
+        """Job copies created well before this leadership term are not checked again (``out_of_sync``)."""
         self._log = log.bind(cluster=cluster)
 
     async def run(self) -> None:
@@ -463,12 +465,13 @@ class Reconciler:
     ) -> JobCopyMissing | None:
         """The first time a started Job copy of an admitted kfed-manager copy is seen, check that it carries its
         flavors' placement as this cluster has them (``decisions.job_copies.out_of_sync``); the copy's eviction
-        when it does not. Checked once per Job: a ResourceFlavor edited while the Job runs does not stop it."""
+        when it does not. Checked once per Job, and only for Jobs created in this term: a ResourceFlavor edited while
+        the Job runs does not stop it, also across an agent restart."""
         uid = str((job.get("metadata") or {}).get("uid") or "")
         if not uid or uid in self._placement_checked or (job.get("spec") or {}).get("suspend") is not False:
             return None
         try:
-            eviction = out_of_sync(job, workload, flavors=injections(flavors), now=now)
+            eviction = out_of_sync(job, workload, flavors=injections(flavors), now=now, term_started=self._term_started)
         except KeyError:
             return None  # a flavor of its admission is gone: nothing to compare with
         if eviction is None and is_admitted(workload):

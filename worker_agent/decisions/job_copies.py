@@ -139,13 +139,36 @@ def placement_mismatch(
     )
 
 
+CHECK_CREATED_SINCE_MARGIN = dt.timedelta(seconds=10)
+"""A Job copy created up to this long before the agent's term began is still checked (it may have been built from
+a report published just before)."""
+
+
+def created_before(job: Mapping[str, Any], moment: dt.datetime) -> bool:
+    """The Job was created before ``moment`` (less :data:`CHECK_CREATED_SINCE_MARGIN`)."""
+    text = (job.get("metadata") or {}).get("creationTimestamp")
+    if not isinstance(text, str):
+        return False
+    created = parse_time(text)
+    return created is not None and created < moment - CHECK_CREATED_SINCE_MARGIN
+
+
 def out_of_sync(
-    job: Mapping[str, Any], workload: Obj, *, flavors: Mapping[str, FlavorInjection], now: dt.datetime
+    job: Mapping[str, Any],
+    workload: Obj,
+    *,
+    flavors: Mapping[str, FlavorInjection],
+    now: dt.datetime,
+    term_started: dt.datetime | None = None,
 ) -> JobCopyMissing | None:
     """The eviction of ``workload``, an admitted kfed-manager copy, when its started, unfinished Job copy ``job``
     does not carry its flavors' placement (:func:`placement_mismatch`); None when it does, or when this is not such
-    a pair (the agent starts suspended Jobs itself, with the flavors it has)."""
+    a pair (the agent starts suspended Jobs itself, with the flavors it has). A Job copy created well before the
+    agent's term began (``term_started``: a restart, a new leader) is not checked: it was checked by the term that
+    saw it created, and a ResourceFlavor edited since must not stop a running Job (Kueue does not either)."""
     if (job.get("spec") or {}).get("suspend") is not False or job_finished(job) is not None:
+        return None
+    if term_started is not None and created_before(job, term_started):
         return None
     if not waits_for_job_copy(workload):
         return None

@@ -145,3 +145,17 @@ def test_a_job_copy_that_carries_its_flavors_placement_or_is_not_ours_to_check_i
         (stale, pending),
     ):
         assert out_of_sync(job, workload_, flavors=FLAVORS, now=after(2)) is None
+
+
+def test_a_job_copy_created_before_the_agents_term_is_not_checked_again() -> None:
+    """After an agent restart, a running Job copy whose ResourceFlavor was edited since it started is not stopped
+    (Kueue does not stop it either); one created in the term, or just before it began, still is."""
+    wl = copy("w")
+    stale = started_job(node_selector={"pool": "a"}, tolerations=[])
+    term_started = after(600)
+    old = {**stale, "metadata": {**stale["metadata"], "creationTimestamp": "2026-01-01T00:00:05Z"}}
+    assert out_of_sync(old, wl, flavors=FLAVORS, now=after(601), term_started=term_started) is None
+    just_before = {**stale, "metadata": {**stale["metadata"], "creationTimestamp": "2026-01-01T00:09:56Z"}}
+    assert out_of_sync(just_before, wl, flavors=FLAVORS, now=after(601), term_started=term_started) is not None
+    new = {**stale, "metadata": {**stale["metadata"], "creationTimestamp": "2026-01-01T00:10:03Z"}}
+    assert out_of_sync(new, wl, flavors=FLAVORS, now=after(605), term_started=term_started) is not None
