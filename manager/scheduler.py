@@ -41,6 +41,7 @@ from federation.admission.queue_metrics import (
 )
 from federation.conditions import is_true, parse_time
 from federation.kube.errors import Conflict, KubeError
+from federation.kube.overlay import WriteOverlay
 from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from federation.kube.status_writes import write_finalizers, write_status_patches
 from federation.kube.trigger import Trigger
@@ -86,6 +87,12 @@ class GlobalScheduler:
         self.passes = 0
         self._state_builder = QuotaStateBuilder(rules=runtime.config.resource_rules)
         self._queue_status_written_at = -QUEUE_STATUS_INTERVAL
+        self._cluster_queue_view = WriteOverlay(runtime.cluster_queues.store)
+        self._local_queue_view = WriteOverlay(runtime.local_queues.store)
+        """The queues with this scheduler's status writes the caches do not show yet: on a busy apiserver the watch
+        can lag more than the status interval, and a write at the old resourceVersion is a 409 Conflict."""
+        runtime.cluster_queues.add_handler(self._cluster_queue_view.observe)
+        runtime.local_queues.add_handler(self._local_queue_view.observe)
         self._queue_status_deferred = False
         self._requeue_wake_at: float | None = None
         """The epoch second a pass is already scheduled for, when a requeued workload's backoff ends."""
@@ -275,7 +282,7 @@ class GlobalScheduler:
                 raws.update((wl.key, raw) for wl, raw in state.pending.get(workload.cluster_queue, ()))
             return raws[workload.key]
 
-        queues = _by_name(rt.cluster_queues.store)
+        queues = _by_name(self._cluster_queue_view)
         checks = _by_name(rt.admission_checks.store)
         configs = _by_name(rt.multikueue_configs.store)
         chosen: dict[str, tuple[Dispatch, list[str], list[str], frozenset[str]]] = {}
@@ -422,6 +429,7 @@ class GlobalScheduler:
             finalizer_changes(state, queues),
             current=queues,
             field_manager=rt.config.field_manager,
+            overlay=self._cluster_queue_view,
         )
         queues = {**queues, **updated}  # the status below is written at the resourceVersion the finalizers made
         written = await write_status_patches(
@@ -430,9 +438,10 @@ class GlobalScheduler:
             queue_status_patches(state, queues, pending=pending, now=now, fair_sharing=rt.config.cycle.fair_sharing),
             current=queues,
             field_manager=rt.config.field_manager,
+            overlay=self._cluster_queue_view,
         )
         written &= finalized
-        local_queues = {f"{q['metadata']['namespace']}/{q['metadata']['name']}": q for q in rt.local_queues.store}
+        local_queues = {f"{q['metadata']['namespace']}/{q['metadata']['name']}": q for q in self._local_queue_view}
         lq_patches = local_queue_status_patches(
             state,
             local_queues,
@@ -440,7 +449,12 @@ class GlobalScheduler:
             now=now,
         )
         written &= await write_status_patches(
-            rt.api, LOCAL_QUEUES, lq_patches, current=local_queues, field_manager=rt.config.field_manager
+            rt.api,
+            LOCAL_QUEUES,
+            lq_patches,
+            current=local_queues,
+            field_manager=rt.config.field_manager,
+            overlay=self._local_queue_view,
         )
         if not written:
             self.trigger()

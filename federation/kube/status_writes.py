@@ -2,7 +2,9 @@
 
 Status that kfed derives (queue counts, conditions) is computed from cached objects; writing it with their
 resourceVersion means a stale computation is refused (Conflict) instead of overwriting newer state. The caller
-recomputes and tries again on its next pass.
+recomputes and tries again on its next pass. Given the caller's :class:`~federation.kube.overlay.WriteOverlay` of
+those objects, each write's answer is laid over the cache, so that a computation made before the watch shows the
+write starts from the written resourceVersion instead of being refused.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import structlog
 
 from federation.kube.api import KubeApi
 from federation.kube.errors import Conflict, KubeError, NotFound
+from federation.kube.overlay import WriteOverlay
 from federation.kube.resources import Resource
 
 log = structlog.get_logger(__name__)
@@ -26,6 +29,7 @@ async def write_status_patches(
     *,
     current: Mapping[str, Mapping[str, Any]],
     field_manager: str,
+    overlay: WriteOverlay | None = None,
 ) -> bool:
     """Merge ``patches[key]`` into the status of ``current[key]``; False if any write must be recomputed."""
     all_written = True
@@ -33,7 +37,7 @@ async def write_status_patches(
         meta = current[key]["metadata"]
         body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": dict(status)}
         try:
-            await api.patch_status(
+            written = await api.patch_status(
                 resource, meta["name"], body, namespace=meta.get("namespace"), field_manager=field_manager
             )
         except (Conflict, NotFound):
@@ -41,6 +45,9 @@ async def write_status_patches(
         except KubeError as err:
             all_written = False
             log.warning("status write failed", resource=resource.label, key=key, error=str(err)[:300])
+        else:
+            if overlay is not None:
+                overlay.wrote(dict(current[key]), written)
     return all_written
 
 
@@ -51,6 +58,7 @@ async def write_finalizers(
     *,
     current: Mapping[str, Mapping[str, Any]],
     field_manager: str,
+    overlay: WriteOverlay | None = None,
 ) -> tuple[bool, dict[str, dict[str, Any]]]:
     """Set ``metadata.finalizers`` of ``current[key]`` to ``finalizers[key]`` at the resourceVersion it was decided
     from (a finalizer list is replaced whole, so a stale decision must be refused).
@@ -74,5 +82,7 @@ async def write_finalizers(
             all_written = False
             log.warning("finalizer write failed", resource=resource.label, key=key, error=str(err)[:300])
             continue
+        if overlay is not None:
+            overlay.wrote(dict(current[key]), written[key])
         log.info("finalizers updated", resource=resource.label, key=key, finalizers=value)
     return all_written, written
