@@ -108,7 +108,8 @@ def _cache(objects: list[dict[str, Any]]) -> SimpleNamespace:
     store = Store()
     for obj in objects:
         store.upsert(obj)
-    return SimpleNamespace(store=store, synced=True)  # filled: what a watch cache holds once it has synced
+    # filled: what a watch cache holds once it has synced; no watch, so no events for handlers
+    return SimpleNamespace(store=store, synced=True, add_handler=lambda _handler: None)
 
 
 def _report(worker: str, *, nodes: int, queues: int, now: dt.datetime) -> Any:
