@@ -108,6 +108,16 @@ class JobTimes:
     running: dict[str, float] = field(default_factory=dict)
     finished: dict[str, float] = field(default_factory=dict)
 
+    def only(self, keys: set[str]) -> JobTimes:
+        """These times for the Jobs named by ``keys`` alone (a benchmark's own burst, not the Jobs its rig created
+        while it came up, e.g. an admission-policy probe: those would start the clock early)."""
+        return JobTimes(
+            {k: v for k, v in self.submitted.items() if k in keys},
+            {k: v for k, v in self.create_seconds.items() if k in keys},
+            {k: v for k, v in self.running.items() if k in keys},
+            {k: v for k, v in self.finished.items() if k in keys},
+        )
+
     def merge(self, other: JobTimes) -> None:
         self.submitted.update(other.submitted)
         self.create_seconds.update(other.create_seconds)

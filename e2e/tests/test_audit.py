@@ -74,3 +74,16 @@ def test_the_time_the_apiserver_took_to_serve_each_submit_is_kept() -> None:
     later["stageTimestamp"] = "2026-11-23T02:00:10.000000Z"  # a second create of the same name is not the submit
     times = job_times([json.dumps(served), json.dumps(later)])
     assert round(times.create_seconds["default/b-0001"], 3) == 0.069
+
+
+def test_a_benchmark_times_its_own_burst_only() -> None:
+    """The rig's admission-policy probe Job, created while the rig came up, must not start the burst's clock."""
+    lines = [
+        _timed("create", "jobs", "kfed-rig-policy-probe", "kubectl/v1.36.3", "00.500000"),
+        _timed("create", "jobs", "b-0000", "kubectl/v1.36.3", "20.000000"),
+        _timed("patch", "pods", "b-0000-x7k2p", "kwok/v0.8.0", "21.000000", sub="status"),
+    ]
+    burst = job_times(lines).only({"default/b-0000"})
+    assert set(burst.submitted) == {"default/b-0000"}
+    assert min(burst.submitted.values()) == burst.submitted["default/b-0000"]
+    assert burst.running["default/b-0000"] - burst.submitted["default/b-0000"] == 1.0
