@@ -57,34 +57,42 @@ def _env(name: str, default: int) -> int:
 
 
 class _Api:
-    """Answers every write at once; a Workload's status write lands in the store, as its watch event would."""
+    """Answers every write at once with the whole written object, as the apiserver does; the write lands in the
+    store of its kind, as its watch event would (the scheduler lays its own writes over its caches)."""
 
-    def __init__(self, workloads: Store) -> None:
+    def __init__(self, stores: dict[str, Store]) -> None:
         self.writes = 0
-        self.workloads = workloads
+        self.stores = stores
+        """Store per resource plural (workloads, clusterqueues, localqueues)."""
 
     async def patch_status(self, resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
-        namespace = kw.get("namespace")
-        current = self.workloads.get(f"{namespace}/{name}") if namespace else None
-        if current is not None and "status" in body:
-            status = {**(current.get("status") or {})}
-            for field, value in body["status"].items():
-                if value is None:
-                    status.pop(field, None)
-                else:
-                    status[field] = value
-            meta = {**current["metadata"], "resourceVersion": str(int(current["metadata"]["resourceVersion"]) + 1)}
-            self.workloads.upsert({**current, "metadata": meta, "status": status})
         return await self.patch(resource, name, body, **kw)
 
     async def patch(
         self, resource: Any, name: str, body: dict[str, Any], *, namespace: str | None = None, **_: Any
     ) -> dict[str, Any]:
         self.writes += 1
-        meta = {**body.get("metadata", {}), "name": name, "resourceVersion": "2"}
-        if namespace:
-            meta["namespace"] = namespace
-        return {**body, "metadata": meta}
+        store = self.stores.get(resource.plural)
+        current = store.get(f"{namespace}/{name}" if namespace else name) if store is not None else None
+        if store is None or current is None:
+            meta = {**body.get("metadata", {}), "name": name, "resourceVersion": "2"}
+            if namespace:
+                meta["namespace"] = namespace
+            return {**body, "metadata": meta}
+        status = {**(current.get("status") or {})}
+        for field, value in (body.get("status") or {}).items():
+            if value is None:
+                status.pop(field, None)
+            else:
+                status[field] = value
+        meta = {
+            **current["metadata"],
+            **{k: v for k, v in (body.get("metadata") or {}).items() if k != "resourceVersion"},
+            "resourceVersion": str(int(current["metadata"].get("resourceVersion") or 1) + 1),
+        }
+        written = {**current, "metadata": meta, "status": status}
+        store.upsert(written)
+        return written
 
     async def replace_status(self, resource: Any, body: dict[str, Any], **_: Any) -> dict[str, Any]:
         self.writes += 1
@@ -193,14 +201,21 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
         if (report := _report(name, nodes=nodes, queues=queues, now=now))
     }
     workload_cache = _cache(workloads)
-    api = _Api(workload_cache.store)
+    cluster_queue_cache, local_queue_cache = _cache(cluster_queues), _cache(local_queues)
+    api = _Api(
+        {
+            "workloads": workload_cache.store,
+            "clusterqueues": cluster_queue_cache.store,
+            "localqueues": local_queue_cache.store,
+        }
+    )
     runtime = SimpleNamespace(
         flavors=_cache(
             [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}}]
         ),
-        cluster_queues=_cache(cluster_queues),
+        cluster_queues=cluster_queue_cache,
         cohorts=_cache([]),
-        local_queues=_cache(local_queues),
+        local_queues=local_queue_cache,
         namespaces=_cache([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]),
         workloads=workload_cache,
         workload_view=WriteOverlay(workload_cache.store),
@@ -392,3 +407,9 @@ def main() -> None:
         f"{full_collections.seconds:.2f}s in all (thresholds {gc.get_threshold()})"
     )
     print(f"  peak RSS {_rss_mb():.0f} MB")
+    if admitted_after_finish < len(after_finish):
+        # each finish frees the quota of exactly one Workload of a queue with a backlog: a pass that dispatched
+        # nothing timed a scheduler that did not see the finish (or did not see its queues), not the steady state
+        raise SystemExit(
+            f"schedpass: {len(after_finish)} Workloads finished but only {admitted_after_finish} were dispatched after"
+        )
