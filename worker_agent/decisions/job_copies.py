@@ -16,10 +16,13 @@ already evicted are left alone.
 flavors' ``nodeLabels`` and ``tolerations`` as the agent's last capacity report listed them (published about 1 s
 after a change). A ResourceFlavor edited in that second gives a Job copy with stale placement (pods on the old
 nodes, or never scheduled). So the first time the agent sees a started Job copy of an admitted kfed-manager copy,
-it checks the template against the flavors as it knows them (``federation.pod_injection``, the same rule); on a
-disagreement the copy is deactivated and evicted the same way, reason ``OutOfSync`` (Kueue's word for a prebuilt
-Workload that no longer matches its Job), and the manager takes it back and dispatches it again with the flavors
-of the new report. Pure: plain dicts in, status patches and the next deadline out.
+it checks the template against the Workload's pod set template plus the flavors as it knows them
+(``federation.pod_injection``, the same rule), exactly, as Kueue compares a running Job with its Workload: a label
+or toleration the template lacks or has with another value counts, and so does one it still carries that the flavor
+no longer gives (removed from the ResourceFlavor). On a disagreement the copy is deactivated and evicted the same
+way, reason ``OutOfSync`` (Kueue's word for a prebuilt Workload that no longer matches its Job), and the manager
+takes it back and dispatches it again with the flavors of the new report. Pure: plain dicts in, status patches
+and the next deadline out.
 """
 
 from __future__ import annotations
@@ -112,30 +115,41 @@ def job_copy_timeouts(
 def placement_mismatch(
     job: Mapping[str, Any], workload: Mapping[str, Any], *, flavors: Mapping[str, FlavorInjection]
 ) -> str | None:
-    """What a started Job copy's pod template lacks of the placement its admitted ``workload`` gives it (the
-    assigned flavors' ``nodeLabels`` and ``tolerations`` as ``flavors`` has them, with what Ready admission checks
-    add), or None when it carries all of it. Raises ``KeyError`` naming an assigned flavor ``flavors`` lacks."""
+    """How a started Job copy's pod template differs from the placement its admitted ``workload`` gives it, or None
+    when it matches. The expected placement is the Workload's own pod set template (the user's ``nodeSelector`` and
+    ``tolerations``) with the assigned flavors' ``nodeLabels`` and ``tolerations`` as ``flavors`` has them, and what
+    Ready admission checks add (the rule the manager built the copy with), compared exactly, as Kueue compares a
+    running Job with its Workload: a label or a toleration the template lacks or has with another value, and also
+    one it carries that nothing gives any more (a ``nodeLabel`` or toleration since REMOVED from the flavor).
+    Raises ``KeyError`` naming an assigned flavor ``flavors`` lacks."""
     spec = job.get("spec") or {}
     pod_spec = (spec.get("template") or {}).get("spec") or {}
-    start = start_patch(spec, workload, flavors=flavors)
-    wanted = ((start.patch["spec"].get("template") or {}).get("spec")) or {}
+    pod_sets = (workload.get("spec") or {}).get("podSets") or ()
+    own = ((pod_sets[0].get("template") or {}).get("spec") or {}) if pod_sets else {}
+    start = start_patch({"template": {"spec": own}}, workload, flavors=flavors)
+    wanted_patch = ((start.patch["spec"].get("template") or {}).get("spec")) or {}
+    wanted_selector = {**(own.get("nodeSelector") or {}), **(wanted_patch.get("nodeSelector") or {})}
+    wanted_tolerations = list(wanted_patch.get("tolerations") or own.get("tolerations") or ())
     selector = pod_spec.get("nodeSelector") or {}
-    problems = [
+    lacks = [
         f"nodeSelector {key}={value} (it has {key}={selector[key]})"
         if key in selector
         else f"nodeSelector {key}={value}"
-        for key, value in sorted((wanted.get("nodeSelector") or {}).items())
+        for key, value in sorted(wanted_selector.items())
         if selector.get(key) != value
     ]
     existing = list(pod_spec.get("tolerations") or ())
-    problems += [
-        f"toleration {json.dumps(t, sort_keys=True)}" for t in wanted.get("tolerations") or () if t not in existing
-    ]
-    if not problems:
+    lacks += [f"toleration {json.dumps(t, sort_keys=True)}" for t in wanted_tolerations if t not in existing]
+    extra = [f"nodeSelector {key}={value}" for key, value in sorted(selector.items()) if key not in wanted_selector]
+    extra += [f"toleration {json.dumps(t, sort_keys=True)}" for t in existing if t not in wanted_tolerations]
+    if not lacks and not extra:
         return None
+    parts = ([f"it lacks {', '.join(lacks)}"] if lacks else []) + (
+        [f"it carries {', '.join(extra)} that neither they nor the workload's pod template give"] if extra else []
+    )
     return (
         f"the Job copy's pod template does not match the assigned ResourceFlavors ({', '.join(start.flavors)}) as "
-        f"they are in this cluster: it lacks {', '.join(problems)}"
+        f"they are in this cluster: {'; '.join(parts)}"
     )
 
 

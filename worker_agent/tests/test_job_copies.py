@@ -20,8 +20,8 @@ ADMITTED_AT = dt.datetime(2026, 1, 1, 0, 0, 1, tzinfo=dt.UTC)  # admitted_status
 Obj = dict[str, Any]
 
 
-def copy(name: str, *, manager: bool = True, **status: Any) -> Obj:
-    wl = workload(name, status=status or admitted_status("cq", "rf", "1"))
+def copy(name: str, *, manager: bool = True, pod_spec: Obj | None = None, **status: Any) -> Obj:
+    wl = workload(name, status=status or admitted_status("cq", "rf", "1"), **(pod_spec or {}))
     if manager:
         wl["metadata"]["labels"] = {MANAGER_UID_LABEL: f"uid-{name}", "kueue.x-k8s.io/multikueue-origin": "m"}
     return wl
@@ -105,7 +105,7 @@ def started_job(*, node_selector: dict[str, str], tolerations: list[Obj], suspen
 
 
 def test_a_started_job_copy_with_stale_flavor_placement_evicts_its_copy_out_of_sync() -> None:
-    wl = copy("w")
+    wl = copy("w", pod_spec={"nodeSelector": {"user": "x"}})
     # created from a report that still listed pool=a and no toleration
     stale = started_job(node_selector={"pool": "a", "zone": "z1", "user": "x"}, tolerations=[])
     eviction = out_of_sync(stale, wl, flavors=FLAVORS, now=after(2))
@@ -120,13 +120,13 @@ def test_a_started_job_copy_with_stale_flavor_placement_evicts_its_copy_out_of_s
     assert (evicted["status"], evicted["reason"], evicted["message"]) == ("True", REASON_OUT_OF_SYNC, eviction.message)
     # a label the flavor added since is missing too
     missing = started_job(node_selector={"zone": "z1"}, tolerations=[dict(FLAVORS["rf"].tolerations[0])])
-    found = placement_mismatch(missing, wl, flavors=FLAVORS)
+    found = placement_mismatch(missing, copy("w"), flavors=FLAVORS)
     assert found is not None
     assert found.endswith("lacks nodeSelector pool=b")
 
 
 def test_a_job_copy_that_carries_its_flavors_placement_or_is_not_ours_to_check_is_left_alone() -> None:
-    wl = copy("w")
+    wl = copy("w", pod_spec={"nodeSelector": {"user": "x"}})
     toleration = dict(FLAVORS["rf"].tolerations[0])
     good = started_job(node_selector={"pool": "b", "zone": "z1", "user": "x"}, tolerations=[toleration])
     assert placement_mismatch(good, wl, flavors=FLAVORS) is None
@@ -145,6 +145,52 @@ def test_a_job_copy_that_carries_its_flavors_placement_or_is_not_ours_to_check_i
         (stale, pending),
     ):
         assert out_of_sync(job, workload_, flavors=FLAVORS, now=after(2)) is None
+
+
+def test_a_label_or_a_toleration_removed_from_the_flavor_since_counts_as_out_of_sync() -> None:
+    """The copy was built from a report whose flavor still had ``old=1`` and a second toleration: the template carries
+    them, the flavor no longer gives them, so it is out of sync (Kueue compares a running Job with its Workload's
+    template plus the flavors' placement exactly)."""
+    own_toleration = {"key": "mine", "operator": "Exists"}
+    wl = copy("w", pod_spec={"nodeSelector": {"user": "x"}, "tolerations": [own_toleration]})
+    gpu = dict(FLAVORS["rf"].tolerations[0])
+    gone = {"key": "old", "operator": "Exists", "effect": "NoSchedule"}
+    label_removed = started_job(
+        node_selector={"pool": "b", "zone": "z1", "user": "x", "old": "1"}, tolerations=[own_toleration, gpu]
+    )
+    found = placement_mismatch(label_removed, wl, flavors=FLAVORS)
+    assert found is not None
+    assert "carries nodeSelector old=1" in found
+    assert "lacks" not in found
+    assert "user" not in found
+    eviction = out_of_sync(label_removed, wl, flavors=FLAVORS, now=after(2))
+    assert eviction is not None
+    assert eviction.reason == REASON_OUT_OF_SYNC
+    toleration_removed = started_job(
+        node_selector={"pool": "b", "zone": "z1", "user": "x"}, tolerations=[own_toleration, gpu, gone]
+    )
+    found = placement_mismatch(toleration_removed, wl, flavors=FLAVORS)
+    assert found is not None
+    assert '"key": "old"' in found
+    assert "mine" not in found
+    assert "gpu" not in found
+    # the user's own nodeSelector and toleration (the Workload's pod set template) are not stale
+    good = started_job(node_selector={"pool": "b", "zone": "z1", "user": "x"}, tolerations=[own_toleration, gpu])
+    assert placement_mismatch(good, wl, flavors=FLAVORS) is None
+    # a flavor with no tolerations left: the user's own toleration alone is expected
+    bare = {"rf": FlavorInjection({"pool": "b"})}
+    assert (
+        placement_mismatch(
+            started_job(node_selector={"pool": "b", "user": "x"}, tolerations=[own_toleration]), wl, flavors=bare
+        )
+        is None
+    )
+    assert (
+        placement_mismatch(
+            started_job(node_selector={"pool": "b", "user": "x"}, tolerations=[own_toleration, gpu]), wl, flavors=bare
+        )
+        is not None
+    )
 
 
 def test_a_job_copy_created_before_the_agents_term_is_not_checked_again() -> None:
