@@ -36,6 +36,7 @@ from federation.api.capacity import CLUSTER_CAPACITY_NAME
 from federation.conditions import format_time
 from federation.kube import resources as r
 from federation.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
+from federation.kube.overlay import WriteOverlay
 from federation.kube.status_writes import write_finalizers, write_status_patches
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
@@ -95,6 +96,13 @@ class CapacityPublisher:
         """The quota state of the newest report: the queue gauges are computed from it at scrape time."""
         """Content of the last report and the newest admission it covered."""
         self._log = log.bind(cluster=cluster)
+        self._cluster_queue_view = WriteOverlay(world.cluster_queues.store)
+        self._local_queue_view = WriteOverlay(world.local_queues.store)
+        """The queues with this publisher's own status and finalizer writes the caches do not show yet: on a busy
+        apiserver the watch can lag more than the status interval, and a write at the old resourceVersion is a 409
+        Conflict (the same as kfed-manager's scheduler)."""
+        world.cluster_queues.add_handler(self._cluster_queue_view.observe)
+        world.local_queues.add_handler(self._local_queue_view.observe)
 
     def admitted_at(self, when: float) -> None:
         """Called by the reconciler after each admission (``when`` is its QuotaReserved transition time)."""
@@ -210,12 +218,15 @@ class CapacityPublisher:
     async def _write_queue_status(self, state: QuotaState, pending: dict[str, int]) -> None:
         """Finalizers at once; the status patches only when the interval since the last ones has passed."""
         now = dt.datetime.now(dt.UTC)
-        queues = {str(q["metadata"]["name"]): q for q in self.world.cluster_queues.store}
-        local_queues = {
-            f"{q['metadata']['namespace']}/{q['metadata']['name']}": q for q in self.world.local_queues.store
-        }
+        queues = {str(q["metadata"]["name"]): q for q in self._cluster_queue_view}
+        local_queues = {f"{q['metadata']['namespace']}/{q['metadata']['name']}": q for q in self._local_queue_view}
         written, updated = await write_finalizers(
-            self.api, r.CLUSTER_QUEUES, finalizer_changes(state, queues), current=queues, field_manager="kfed-agent"
+            self.api,
+            r.CLUSTER_QUEUES,
+            finalizer_changes(state, queues),
+            current=queues,
+            field_manager="kfed-agent",
+            overlay=self._cluster_queue_view,
         )
         queues.update(updated)  # the status below is written at the resourceVersion the finalizers made
         if time.monotonic() < self._queue_status_written + self.queue_status_interval:
@@ -231,12 +242,18 @@ class CapacityPublisher:
             queue_status_patches(state, queues, pending=pending, now=now),
             current=queues,
             field_manager="kfed-agent",
+            overlay=self._cluster_queue_view,
         )
         lq_patches = local_queue_status_patches(
             state, local_queues, pending=pending_by_local_queue(state, set()), now=now
         )
         written &= await write_status_patches(
-            self.api, r.LOCAL_QUEUES, lq_patches, current=local_queues, field_manager="kfed-agent"
+            self.api,
+            r.LOCAL_QUEUES,
+            lq_patches,
+            current=local_queues,
+            field_manager="kfed-agent",
+            overlay=self._local_queue_view,
         )
         if not written:
             self.trigger.pull()

@@ -1,13 +1,20 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
+
+import anyio
 
 from federation.admission.api_queue_status import pending_by_cluster_queue, queue_status_patches
 from federation.admission.api_state import QuotaState
+from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES
+from federation.obs.metrics import Metrics
 from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, state, workload
+from worker_agent.capacity_publisher import CapacityPublisher
 from worker_agent.decisions.capacity import capacity_status
 from worker_agent.decisions.jobs import start_decision
 from worker_agent.overlay import WriteOverlay
+from worker_agent.world import World
 
 NOW = dt.datetime(2026, 1, 1, 0, 3, tzinfo=dt.UTC)
 
@@ -174,3 +181,59 @@ def test_report_flavors_follow_the_resource_flavor_objects() -> None:
         state(flavors=[], queues=queues, local_queues=[], workloads=[]), pending_counts={}, flavors={}
     )
     assert gone["flavors"] == []
+
+
+class _QueueApi:
+    """Answers each patch with the object at the next resourceVersion; records (kind, name, version sent)."""
+
+    cluster = "w"
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str, str]] = []
+        self._version = 100
+
+    async def _answer(self, resource: Any, name: str, body: dict[str, Any], namespace: str | None) -> dict[str, Any]:
+        self.sent.append((resource.label, name, str(body["metadata"]["resourceVersion"])))
+        self._version += 1
+        meta = {**body["metadata"], "name": name, "resourceVersion": str(self._version)}
+        if namespace:
+            meta["namespace"] = namespace
+        return {"metadata": meta, "status": body.get("status") or {}}
+
+    async def patch(self, resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        return await self._answer(resource, name, body, kw.get("namespace"))
+
+    async def patch_status(self, resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        return await self._answer(resource, name, body, kw.get("namespace"))
+
+
+def test_queue_status_written_again_before_the_watch_shows_the_last_write_goes_at_the_written_version() -> None:
+    """The watch lags more than the status interval: the next ClusterQueue and LocalQueue status writes start
+    from the resourceVersions the agent's own writes returned, not from the cache's older ones (a 409 Conflict)."""
+    api = _QueueApi()
+    world = World(api)  # type: ignore[arg-type]
+    world.flavors.store.upsert(flavor("rf"))
+    cq = cluster_queue("cq", {"rf": {"cpu": 4}})
+    cq["metadata"].update(resourceVersion="3")
+    world.cluster_queues.store.upsert(cq)
+    lq = local_queue("ns", "lq", "cq")
+    lq["metadata"].update(resourceVersion="4")
+    world.local_queues.store.upsert(lq)
+    publisher = CapacityPublisher(world, cluster="w", metrics=Metrics(), lock=anyio.Lock(), queue_status_interval=0.0)
+
+    async def twice() -> None:
+        await publisher._write_queue_status(world.local_state(), {"cq": 0})
+        world.workloads.store.upsert(workload("w1", queue="lq"))  # one more pending: both statuses change
+        await publisher._write_queue_status(world.local_state(), {"cq": 1})
+
+    anyio.run(twice)
+    by_kind: dict[str, list[str]] = {}
+    for kind, _name, version in api.sent:
+        by_kind.setdefault(kind, []).append(version)
+    cq_sent, lq_sent = by_kind[CLUSTER_QUEUES.label], by_kind[LOCAL_QUEUES.label]
+    assert cq_sent[0] == "3"
+    assert len(cq_sent) >= 2
+    assert "3" not in cq_sent[1:]  # each later write at the version the one before returned
+    assert lq_sent[0] == "4"
+    assert len(lq_sent) == 2
+    assert lq_sent[1] != "4"
