@@ -119,6 +119,19 @@ class GlobalScheduler:
         """Pending Workloads that did not fit, left out of later passes until something that could change the
         answer happens (``federation.admission.parking``)."""
         self._answered: anyio.Event | None = None
+        self._changed: set[str] = set()
+        """Workload keys whose object changed since the last pass's quota state (cache events, writes laid over the
+        cache, status writes sent or answered): only these are classified again (``ClassificationMemo``)."""
+        self._classified_from: tuple[object, int] | None = None
+        """The Workload store (identity, relists) the last quota state was built from: any other means a full look."""
+        runtime.workloads.add_handler(self._workload_event)
+        runtime.workload_view.add_listener(self._workload_changed)
+
+    def _workload_event(self, _event: str, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
+        self._changed.add(_key(obj))
+
+    def _workload_changed(self, key: str) -> None:
+        self._changed.add(key)  # not a bound ``set.add``: each pass takes the set and starts a new one
 
     @property
     def writing(self) -> int:
@@ -171,8 +184,21 @@ class GlobalScheduler:
                 await anyio.sleep(1)
                 self.trigger()
 
+    def _workload(self, key: str) -> dict[str, Any] | None:
+        """One Workload as :meth:`_workloads` shows it."""
+        cached = self._rt.workload_view.get_listed(key)
+        if cached is None:
+            return None
+        writing = self._writing.get(key)
+        return cached if writing is None else writing[1]
+
     def _state(self, now: dt.datetime) -> QuotaState:
         rt = self._rt
+        store = rt.workloads.store
+        if self._classified_from != (store, store.relists):
+            self._state_builder.look_at_all()  # a new term's store, or a relist whose events are still coming
+            self._classified_from = (store, store.relists)
+        changed, self._changed = self._changed, set()
         state = self._state_builder.build(
             flavors=rt.flavors.store,
             cluster_queues=rt.cluster_queues.store,
@@ -181,6 +207,8 @@ class GlobalScheduler:
             namespaces=rt.namespaces.store,
             workloads=self._workloads(),  # its own reservations count before the cache shows them
             now_seconds=now.timestamp(),
+            changed=changed,
+            lookup=self._workload,
         )
         for ignored in self._state_builder.ignored:
             log.warning("invalid quota object ignored", kind=ignored.kind, name=ignored.name, error=ignored.error)
@@ -391,6 +419,7 @@ class GlobalScheduler:
             if update.key in self._writing:
                 self.parking.unpark(update.key)
                 continue  # decided on the Workload as its write in flight makes it; looked at again once answered
+            self._changed.add(update.key)
             self._writing[update.key] = (
                 update,
                 {**update.raw, "status": apply_merge_patch(update.raw.get("status") or {}, update.status)},
@@ -494,6 +523,7 @@ class GlobalScheduler:
                 finally:
                     if self._writing.get(update.key, (None,))[0] is update:
                         del self._writing[update.key]
+                        self._changed.add(update.key)
                     if self._answered is not None:
                         self._answered.set()
         finally:

@@ -60,10 +60,10 @@ class _Api:
     """Answers every write at once with the whole written object, as the apiserver does; the write lands in the
     store of its kind, as its watch event would (the scheduler lays its own writes over its caches)."""
 
-    def __init__(self, stores: dict[str, Store]) -> None:
+    def __init__(self, caches: dict[str, _Cache]) -> None:
         self.writes = 0
-        self.stores = stores
-        """Store per resource plural (workloads, clusterqueues, localqueues)."""
+        self.caches = caches
+        """Cache per resource plural (workloads, clusterqueues, localqueues)."""
 
     async def patch_status(self, resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
         return await self.patch(resource, name, body, **kw)
@@ -72,9 +72,9 @@ class _Api:
         self, resource: Any, name: str, body: dict[str, Any], *, namespace: str | None = None, **_: Any
     ) -> dict[str, Any]:
         self.writes += 1
-        store = self.stores.get(resource.plural)
-        current = store.get(f"{namespace}/{name}" if namespace else name) if store is not None else None
-        if store is None or current is None:
+        cache = self.caches.get(resource.plural)
+        current = cache.store.get(f"{namespace}/{name}" if namespace else name) if cache is not None else None
+        if cache is None or current is None:
             meta = {**body.get("metadata", {}), "name": name, "resourceVersion": "2"}
             if namespace:
                 meta["namespace"] = namespace
@@ -91,7 +91,7 @@ class _Api:
             "resourceVersion": str(int(current["metadata"].get("resourceVersion") or 1) + 1),
         }
         written = {**current, "metadata": meta, "status": status}
-        store.upsert(written)
+        cache.upsert(written)
         return written
 
     async def replace_status(self, resource: Any, body: dict[str, Any], **_: Any) -> dict[str, Any]:
@@ -112,12 +112,28 @@ class _Events:
         pass
 
 
-def _cache(objects: list[dict[str, Any]]) -> SimpleNamespace:
-    store = Store()
-    for obj in objects:
-        store.upsert(obj)
-    # filled: what a watch cache holds once it has synced; no watch, so no events for handlers
-    return SimpleNamespace(store=store, synced=True, add_handler=lambda _handler: None)
+class _Cache:
+    """What a watch cache holds once it has synced, filled at once; :meth:`upsert` is a watch event (the handlers
+    see it)."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        self.store = Store()
+        for obj in objects:
+            self.store.upsert(obj)
+        self.synced = True
+        self._handlers: list[Any] = []
+
+    def add_handler(self, handler: Any) -> None:
+        self._handlers.append(handler)
+
+    def upsert(self, obj: dict[str, Any]) -> None:
+        old = self.store.upsert(obj)
+        for handler in self._handlers:
+            handler("MODIFIED" if old is not None else "ADDED", obj, old)
+
+
+def _cache(objects: list[dict[str, Any]]) -> _Cache:
+    return _Cache(objects)
 
 
 def _report(worker: str, *, nodes: int, queues: int, now: dt.datetime) -> Any:
@@ -201,12 +217,14 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
         if (report := _report(name, nodes=nodes, queues=queues, now=now))
     }
     workload_cache = _cache(workloads)
+    workload_view = WriteOverlay(workload_cache.store)
+    workload_cache.add_handler(workload_view.observe)  # as the manager's runtime does
     cluster_queue_cache, local_queue_cache = _cache(cluster_queues), _cache(local_queues)
     api = _Api(
         {
-            "workloads": workload_cache.store,
-            "clusterqueues": cluster_queue_cache.store,
-            "localqueues": local_queue_cache.store,
+            "workloads": workload_cache,
+            "clusterqueues": cluster_queue_cache,
+            "localqueues": local_queue_cache,
         }
     )
     runtime = SimpleNamespace(
@@ -218,7 +236,7 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
         local_queues=local_queue_cache,
         namespaces=_cache([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]),
         workloads=workload_cache,
-        workload_view=WriteOverlay(workload_cache.store),
+        workload_view=workload_view,
         admission_checks=_cache(
             [
                 {
@@ -257,9 +275,9 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
     return GlobalScheduler(runtime=runtime), api  # type: ignore[arg-type]
 
 
-def _finish(store: Store, key: str) -> None:
+def _finish(cache: _Cache, key: str) -> None:
     """The Workload ``key`` finished: ``Finished=True`` lands in the cache, as its watch event would."""
-    current = store.get(key)
+    current = cache.store.get(key)
     assert current is not None, key
     status = {**(current.get("status") or {})}
     conditions = [c for c in status.get("conditions") or () if c.get("type") != "Finished"]
@@ -268,7 +286,7 @@ def _finish(store: Store, key: str) -> None:
         {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "", "lastTransitionTime": stamp}
     )
     meta = {**current["metadata"], "resourceVersion": str(int(current["metadata"]["resourceVersion"]) + 1)}
-    store.upsert({**current, "metadata": meta, "status": {**status, "conditions": conditions}})
+    cache.upsert({**current, "metadata": meta, "status": {**status, "conditions": conditions}})
 
 
 class _FullCollections:
@@ -354,10 +372,10 @@ def main() -> None:
                 writes.append(api.writes)
                 dispatched.append(len(scheduler._rt.ledger))
             first_pass_decisions.extend(decision_times)
-            store = scheduler._rt.workloads.store
+            cache = scheduler._rt.workloads  # the _Cache build() made
             held = [key for key in scheduler._rt.ledger._entries]
             for index in range(finishes):
-                _finish(store, held[(index * 7919) % len(held)])
+                _finish(cache, held[(index * 7919) % len(held)])  # type: ignore[arg-type]
                 first_decision = len(decision_times)
                 in_flight = len(scheduler._rt.ledger)
                 after_finish.append(await timed_pass())

@@ -108,10 +108,14 @@ def build_quota_state(
     parse_reserved: Callable[[Obj, str], core.AdmittedWorkload | None] | None = None,
     rules: ResourceRules = ALL_RESOURCES,
     memo: ClassificationMemo | None = None,
+    changed: Iterable[str] | None = None,
+    lookup: Callable[[str], Mapping[str, Any] | None] | None = None,
 ) -> QuotaState:
     """``now_seconds`` (epoch) keeps workloads whose ``status.requeueState.requeueAt`` is ahead out of the queues;
     ``rules`` says which requested resources count (Kueue's ``resources`` configuration); ``memo`` (kept by the
-    caller across builds) reuses the verdict on every pending, blocked or finished Workload object seen before."""
+    caller across builds) reuses the verdict on every pending, blocked or finished Workload object seen before, and
+    with ``changed`` and ``lookup`` looks only at the Workloads changed since its last build
+    (:class:`ClassificationMemo`)."""
     usable = [info.spec for info in queues.values() if info.spec is not None]
     snapshot = Snapshot(cluster_queues=usable, cohorts=cohorts, flavors=[flavor.spec for flavor in flavors.values()])
     for info in queues.values():
@@ -132,7 +136,17 @@ def build_quota_state(
             _classify(state, dict(raw), namespace_labels, now_seconds, parse=parse, parse_reserved=charge)
     else:
         context = (dict(queues), by_key, dict(namespace_labels), rules)
-        memo.classify(state, workloads, context, namespace_labels, now_seconds, parse=parse, parse_reserved=charge)
+        memo.classify(
+            state,
+            workloads,
+            context,
+            namespace_labels,
+            now_seconds,
+            parse=parse,
+            parse_reserved=charge,
+            changed=changed,
+            lookup=lookup,
+        )
     if memo is not None:
         memo.order(state)
     else:
@@ -174,27 +188,40 @@ class _Outcome:
 _IGNORED = _Outcome("", None, None)
 
 
-def _block(state: QuotaState, blocked: Blocked) -> _Outcome:
-    state.blocked.append(blocked)
-    return _Outcome("", None, blocked)
+def _blocked(raw: Obj, reason: str, message: str) -> _Outcome:
+    return _Outcome("", None, Blocked(raw, reason, message))
 
 
 class ClassificationMemo:
-    """The classification of every pending, blocked, quota-holding or finished Workload object, reused for the same
+    """The classification of every pending, blocked, quota-holding or finished Workload, by key, reused for the same
     object (same identity and resourceVersion: a watch cache replaces an object, never changes it) while the
     ClusterQueues, LocalQueues, namespaces and resource rules it was classified against are equal. At 100,000
     pending Workloads, classifying each of them again was most of a scheduling pass in which nothing changed. A quota
     holder's remembered entry is charged into each new snapshot (reading its conditions, ClusterQueue and usage again
-    each time was most of a worker agent's pass); a Workload in its requeue backoff is looked at again each time (it
-    is timed)."""
+    each time was most of a worker agent's pass); a Workload in its requeue backoff, or a holder that could not be
+    charged, is looked at again each time (the first is timed).
+
+    Given the keys that ``changed`` since the last build (the caller's watch handler collects them), only those are
+    looked at: the per-ClusterQueue pending entries, the blocked ones and the quota holders are kept between builds
+    as they were, so a build after one change costs what the change costs, not what the backlog does. Without it
+    (or after the context changed) every Workload is looked at, the same objects reused."""
 
     def __init__(self) -> None:
         self._context: object = None
-        self._seen: dict[int, tuple[Mapping[str, Any], object, _Outcome]] = {}
+        self._known: dict[str, tuple[Mapping[str, Any], object, _Outcome]] = {}
+        """Key → (the object, its resourceVersion, how it was classified)."""
+        self._complete = False
+        """``_known`` describes every Workload of the source (a full look happened under this context)."""
+        self._pending: dict[str, dict[str, tuple[core.Workload, Obj]]] = {}
+        """ClusterQueue → key → its pending entry, as classified."""
+        self._blocked: dict[str, Blocked] = {}
+        self._holders: dict[str, tuple[str, core.AdmittedWorkload, Obj]] = {}
+        self._again: set[str] = set()
+        """Keys looked at in every build: in their requeue backoff, or holders that could not be charged."""
         self._ordered: dict[str, tuple[list[tuple[core.Workload, Obj]], list[tuple[core.Workload, Obj]]]] = {}
         """ClusterQueue → (its pending entries as classified, the same in queue order) from the last build."""
         self.hits = 0
-        """Objects whose classification the last build reused."""
+        """Objects whose classification the last build reused (looked at, or not looked at since unchanged)."""
 
     def classify(
         self,
@@ -206,30 +233,93 @@ class ClassificationMemo:
         *,
         parse: Callable[[Obj, str], core.Workload],
         parse_reserved: Callable[[Obj, str], core.AdmittedWorkload | None],
+        changed: Iterable[str] | None = None,
+        lookup: Callable[[str], Mapping[str, Any] | None] | None = None,
     ) -> None:
+        """Fill ``state`` from ``workloads``. With ``changed`` and ``lookup`` (the source's object by key, None when it
+        has none), only the changed keys are looked at, when an earlier build under the same context looked at all."""
         if context != self._context:
-            self._context, self._seen = context, {}
-        previous, seen, hits = self._seen, {}, 0
-        pending, blocked = state.pending, state.blocked
-        for raw in workloads:
-            found = previous.get(id(raw))
-            if found is not None and found[0] is raw and found[1] == (raw.get("metadata") or {}).get("resourceVersion"):
-                outcome = found[2]
-                if outcome.item is not None:
-                    pending.setdefault(outcome.queue, []).append(outcome.item)
-                elif outcome.blocked is not None:
-                    blocked.append(outcome.blocked)
-                elif outcome.charge is not None:
-                    _charge_entry(state, outcome.queue, *outcome.charge)
-                seen[id(raw)] = found
-                hits += 1
-                continue
-            classified = _classify(
+            self._context = context
+            self._forget_all()
+        timed: list[_Timed] = []
+
+        def look(key: str, raw: Mapping[str, Any] | None) -> None:
+            found = self._known.get(key)
+            version = (raw.get("metadata") or {}).get("resourceVersion") if raw is not None else None
+            if found is not None and found[0] is raw and found[1] == version:
+                self.hits += 1
+                return
+            if found is not None:
+                self._forget(key, found[2])
+            self._again.discard(key)
+            if raw is None:
+                return
+            verdict = _verdict(
                 state, dict(raw), namespace_labels, now_seconds, parse=parse, parse_reserved=parse_reserved
             )
-            if classified is not None:
-                seen[id(raw)] = (raw, (raw.get("metadata") or {}).get("resourceVersion"), classified)
-        self._seen, self.hits = seen, hits
+            if isinstance(verdict, _Outcome):
+                self._remember(key, raw, version, verdict)
+                return
+            self._again.add(key)
+            if verdict is not None:
+                timed.append(verdict)
+
+        self.hits = 0
+        if changed is None or lookup is None or not self._complete:
+            present: set[str] = set()
+            for raw in workloads:
+                key = workload_key(raw)
+                present.add(key)
+                look(key, raw)
+            for key in [key for key in (*self._known, *self._again) if key not in present]:
+                look(key, None)
+            self._complete = changed is not None and lookup is not None
+        else:
+            looked = {*changed, *self._again}
+            untouched = len(self._known) - sum(1 for key in looked if key in self._known)
+            for key in looked:
+                look(key, lookup(key))
+            self.hits += untouched
+        self._fill(state, timed)
+
+    def look_at_all(self) -> None:
+        """The next build looks at every Workload (the caller may have missed changes)."""
+        self._complete = False
+
+    def _forget_all(self) -> None:
+        self._known, self._complete, self._again = {}, False, set()
+        self._pending, self._blocked, self._holders = {}, {}, {}
+
+    def _remember(self, key: str, raw: Mapping[str, Any], version: object, outcome: _Outcome) -> None:
+        self._known[key] = (raw, version, outcome)
+        if outcome.item is not None:
+            self._pending.setdefault(outcome.queue, {})[key] = outcome.item
+        elif outcome.blocked is not None:
+            self._blocked[key] = outcome.blocked
+        elif outcome.charge is not None:
+            self._holders[key] = (outcome.queue, *outcome.charge)
+
+    def _forget(self, key: str, outcome: _Outcome) -> None:
+        del self._known[key]
+        if outcome.item is not None:
+            entries = self._pending[outcome.queue]
+            del entries[key]
+            if not entries:
+                del self._pending[outcome.queue]
+        elif outcome.blocked is not None:
+            del self._blocked[key]
+        elif outcome.charge is not None:
+            del self._holders[key]
+
+    def _fill(self, state: QuotaState, timed: list[_Timed]) -> None:
+        for queue, entries in self._pending.items():
+            state.pending[queue] = list(entries.values())
+        state.blocked.extend(self._blocked.values())
+        for queue, admitted, raw in self._holders.values():
+            _charge_entry(state, queue, admitted, raw)
+        for waiting in timed:
+            state.blocked.append(waiting.blocked)
+            state.next_requeue_at = min(waiting.until, state.next_requeue_at or waiting.until)
 
     def order(self, state: QuotaState) -> None:
         """Sort each ClusterQueue's pending entries into queue order, reusing the last order when the entries are the
@@ -253,6 +343,15 @@ def requeue_at(raw: Obj) -> float | None:
     return parse_time(str(at)).timestamp() if at else None
 
 
+@dataclass(frozen=True, slots=True)
+class _Timed:
+    """A pending Workload in its requeue backoff until ``until`` (epoch seconds): blocked, and looked at again each
+    time."""
+
+    blocked: Blocked
+    until: float
+
+
 def _classify(
     state: QuotaState,
     raw: Obj,
@@ -261,52 +360,72 @@ def _classify(
     *,
     parse: Callable[[Obj, str], core.Workload],
     parse_reserved: Callable[[Obj, str], core.AdmittedWorkload | None],
-) -> _Outcome | None:
-    """Add the workload to the state; returns what was decided when it holds for the same object next time
-    (None for a workload in its requeue backoff, timed, and for a quota holder not charged: its ClusterQueue is
-    gone or its usage cannot be read)."""
+) -> None:
+    """Add the workload to the state as :func:`_verdict` classifies it."""
+    verdict = _verdict(state, raw, namespace_labels, now_seconds, parse=parse, parse_reserved=parse_reserved)
+    if isinstance(verdict, _Timed):
+        state.blocked.append(verdict.blocked)
+        state.next_requeue_at = min(verdict.until, state.next_requeue_at or verdict.until)
+    elif verdict is not None:
+        if verdict.item is not None:
+            state.pending.setdefault(verdict.queue, []).append(verdict.item)
+        elif verdict.blocked is not None:
+            state.blocked.append(verdict.blocked)
+        elif verdict.charge is not None:
+            _charge_entry(state, verdict.queue, *verdict.charge)
+
+
+def _verdict(
+    state: QuotaState,
+    raw: Obj,
+    namespace_labels: Mapping[str, Mapping[str, str]],
+    now_seconds: float | None,
+    *,
+    parse: Callable[[Obj, str], core.Workload],
+    parse_reserved: Callable[[Obj, str], core.AdmittedWorkload | None],
+) -> _Outcome | _Timed | None:
+    """What the workload is against the state's queues (the state is only read): an outcome that holds for the
+    same object next time; a requeue backoff (timed); None for a quota holder that cannot be charged (its
+    ClusterQueue is gone or its usage cannot be read)."""
     kind = workload_state(raw)
     if kind == FINISHED_STATE:
         return _IGNORED
     if kind == RESERVED:
-        return _charge(state, raw, parse_reserved)
+        queue_name = reserved_cluster_queue(raw)
+        if queue_name is None or queue_name not in state.snapshot.cluster_queues:
+            return None  # its ClusterQueue is gone: nothing left to charge
+        admitted = parse_reserved(raw, queue_name)
+        return None if admitted is None else _Outcome(queue_name, None, None, (admitted, raw))
     if kind != PENDING:
         return _IGNORED
     meta, spec = raw.get("metadata") or {}, raw.get("spec") or {}
     namespace, queue_name = str(meta.get("namespace", "")), str(spec.get("queueName") or "")
     if not queue_name:
-        return _block(state, Blocked(raw, REASON_INADMISSIBLE, "Workload has no spec.queueName (LocalQueue)"))
+        return _blocked(raw, REASON_INADMISSIBLE, "Workload has no spec.queueName (LocalQueue)")
     local_queue = state.local_queues.get(f"{namespace}/{queue_name}")
     if local_queue is None:
-        return _block(state, Blocked(raw, REASON_INADMISSIBLE, f"LocalQueue {queue_name} doesn't exist"))
+        return _blocked(raw, REASON_INADMISSIBLE, f"LocalQueue {queue_name} doesn't exist")
     if local_queue.stopped:
-        return _block(state, Blocked(raw, REASON_INADMISSIBLE, f"LocalQueue {queue_name} is inactive"))
+        return _blocked(raw, REASON_INADMISSIBLE, f"LocalQueue {queue_name} is inactive")
     queue = state.queues.get(local_queue.cluster_queue)
     if queue is None:
-        message = f"ClusterQueue {local_queue.cluster_queue} doesn't exist"
-        return _block(state, Blocked(raw, REASON_INADMISSIBLE, message))
+        return _blocked(raw, REASON_INADMISSIBLE, f"ClusterQueue {local_queue.cluster_queue} doesn't exist")
     if queue.spec is None:
-        message = f"ClusterQueue {queue.name} is inactive: {queue.problem}"
-        return _block(state, Blocked(raw, REASON_INADMISSIBLE, message))
+        return _blocked(raw, REASON_INADMISSIBLE, f"ClusterQueue {queue.name} is inactive: {queue.problem}")
     if not selector_matches(queue.namespace_selector, namespace_labels.get(namespace, {})):
-        message = "Workload namespace doesn't match ClusterQueue selector"
-        return _block(state, Blocked(raw, REASON_INADMISSIBLE, message))
+        return _blocked(raw, REASON_INADMISSIBLE, "Workload namespace doesn't match ClusterQueue selector")
     backoff_until = requeue_at(raw) if now_seconds is not None else None
     if backoff_until is not None and now_seconds is not None and backoff_until > now_seconds:
         at = (raw.get("status") or {}).get("requeueState", {}).get("requeueAt")
-        state.blocked.append(Blocked(raw, REASON_PENDING, f"Waiting for the requeuing backoff until {at}"))
-        state.next_requeue_at = min(backoff_until, state.next_requeue_at or backoff_until)
-        return None
+        return _Timed(Blocked(raw, REASON_PENDING, f"Waiting for the requeuing backoff until {at}"), backoff_until)
     refused = unsupported_topology_request(raw)
     if refused:
-        return _block(state, Blocked(raw, REASON_INADMISSIBLE, refused))
+        return _blocked(raw, REASON_INADMISSIBLE, refused)
     try:
         workload = parse(raw, queue.name)
     except (ValueError, TypeError) as exc:
-        return _block(state, Blocked(raw, REASON_INADMISSIBLE, f"Workload pod sets cannot be read: {exc}"))
-    item = (workload, raw)
-    state.pending.setdefault(queue.name, []).append(item)
-    return _Outcome(queue.name, item, None)
+        return _blocked(raw, REASON_INADMISSIBLE, f"Workload pod sets cannot be read: {exc}")
+    return _Outcome(queue.name, (workload, raw), None)
 
 
 def unsupported_topology_request(raw: Obj) -> str:
@@ -340,19 +459,6 @@ def reserved_workload(raw: Obj, queue_name: str) -> core.AdmittedWorkload | None
         creation_time=epoch_seconds((raw.get("metadata") or {}).get("creationTimestamp")) or 0.0,
     )
     return core.AdmittedWorkload(workload, usage, reserved_at(raw), evicted=is_true(raw, EVICTED))
-
-
-def _charge(
-    state: QuotaState, raw: Obj, parse: Callable[[Obj, str], core.AdmittedWorkload | None] = reserved_workload
-) -> _Outcome | None:
-    queue_name = reserved_cluster_queue(raw)
-    if queue_name is None or queue_name not in state.snapshot.cluster_queues:
-        return None  # its ClusterQueue is gone: nothing left to charge
-    admitted = parse(raw, queue_name)
-    if admitted is None:
-        return None
-    _charge_entry(state, queue_name, admitted, raw)
-    return _Outcome(queue_name, None, None, (admitted, raw))
 
 
 def _charge_entry(state: QuotaState, queue_name: str, admitted: core.AdmittedWorkload, raw: Obj) -> None:
@@ -423,7 +529,11 @@ class QuotaStateBuilder:
         namespaces: Iterable[Mapping[str, Any]],
         workloads: Iterable[Mapping[str, Any]],
         now_seconds: float | None = None,
+        changed: Iterable[str] | None = None,
+        lookup: Callable[[str], Mapping[str, Any] | None] | None = None,
     ) -> QuotaState:
+        """``changed`` and ``lookup``: the Workload keys changed since the last build and the source's object by key,
+        when the caller tracks them (see :class:`ClassificationMemo`)."""
         self.ignored = []
         queue_infos = [self._parse("ClusterQueue", raw, queue_info) for raw in cluster_queues]
         cohort_specs = [self._parse("Cohort", raw, cohort_spec) for raw in cohorts]
@@ -441,9 +551,15 @@ class QuotaStateBuilder:
             parse_reserved=self._parse_reserved,
             rules=self._rules,
             memo=self._classified,
+            changed=changed,
+            lookup=lookup,
         )
         self._forget_gone(state)
         return state
+
+    def look_at_all(self) -> None:
+        """The next build looks at every Workload, whatever ``changed`` says (the caller may have missed some)."""
+        self._classified.look_at_all()
 
     def _parse_reserved(self, raw: Obj, queue: str) -> core.AdmittedWorkload | None:
         meta = raw.get("metadata") or {}

@@ -18,7 +18,7 @@ foreground still has pods until then).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +58,16 @@ class WriteOverlay:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._written: dict[str, _Written] = {}
+        self._listeners: list[Callable[[str], None]] = []
+
+    def add_listener(self, listener: Callable[[str], None]) -> None:
+        """``listener(key)`` is called when a write or a create is laid over (or forgotten) under ``key``; an entry
+        dropped because the cache moved on is not reported (the cache's own event is)."""
+        self._listeners.append(listener)
+
+    def _laid(self, key: str) -> None:
+        for listener in self._listeners:
+            listener(key)
 
     def __len__(self) -> int:
         return len(self._store)
@@ -78,15 +88,19 @@ class WriteOverlay:
         previous = self._written.get(key)
         chain = previous.superseded if previous is not None and _version(previous.obj) == base else frozenset()
         self._written[key] = _Written(after, chain | {base})
+        self._laid(key)
 
     def created(self, obj: Obj) -> None:
         """``obj`` is what the apiserver answered to a create: shown by :meth:`get` while the cache has no object
         under its key."""
         if _version(obj) is not None:
-            self._written[_key(obj)] = _Written(obj, frozenset({_ABSENT}))
+            key = _key(obj)
+            self._written[key] = _Written(obj, frozenset({_ABSENT}))
+            self._laid(key)
 
     def forget(self, key: str) -> None:
-        self._written.pop(key, None)
+        if self._written.pop(key, None) is not None:
+            self._laid(key)
 
     def observe(self, event: str, obj: Obj, _old: Obj | None = None) -> None:
         """A cache event: once the cache holds a version our write did not supersede, the write has arrived (or was
@@ -112,6 +126,12 @@ class WriteOverlay:
 
     def get_by_name(self, name: str, *, namespace: str | None = None) -> Obj | None:
         return self.get(f"{namespace}/{name}" if namespace else name)
+
+    def get_listed(self, key: str) -> Obj | None:
+        """The object under ``key`` as iterating shows it: only one the cache holds (a created one the cache does
+        not list yet is not shown)."""
+        cached = self._store.get(key)
+        return None if cached is None else self._current(key, cached)
 
     def __iter__(self) -> Iterator[Obj]:
         if not self._written:

@@ -68,6 +68,9 @@ class Store:
         self.version = next(_VERSIONS)
         """Changes with every change of the content, and is never the same for two stores (a reset cache's new store
         does not repeat an old value): a controller compares it to skip work whose inputs did not change."""
+        self.relists = 0
+        """How often the whole content was replaced (:meth:`replace_all`): the handlers get the difference only after
+        it, so a controller that follows changes by key looks at everything again when this moved."""
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -136,6 +139,7 @@ class Store:
         changes = diff_relist(self._objects, new)
         self._objects = new
         self.version = next(_VERSIONS)
+        self.relists += 1
         self._by_namespace = {}
         for key, obj in new.items():
             namespace = _meta(obj).get("namespace")

@@ -163,3 +163,65 @@ def test_a_quota_holder_is_charged_from_its_remembered_entry_and_classified_agai
     assert sum(third.snapshot.cluster_queues["cq"].usage.values()) == 2 * sum(used.values()) // 3
     gone = builder.build(**{**inputs, "cluster_queues": [cluster_queue("other", {"default": {"cpu": "4"}})]})
     assert list(gone.snapshot.admitted_workloads()) == [], "nothing is charged to a ClusterQueue that is gone"
+
+
+def _summary(state: Any) -> tuple[object, ...]:
+    return (
+        {queue: [w.key for w, _ in items] for queue, items in state.pending.items()},
+        sorted((b.raw["metadata"]["name"], b.reason, b.message) for b in state.blocked),
+        sorted(w.key for w in state.snapshot.admitted_workloads()),
+        dict(state.snapshot.cluster_queues["cq"].usage),
+        {queue: sorted(r["metadata"]["name"] for r in raws) for queue, raws in state.reserving.items()},
+        state.next_requeue_at,
+    )
+
+
+def test_looking_only_at_the_changed_keys_builds_the_state_a_full_look_builds() -> None:
+    """Random replacements, deletions and additions of pending, blocked, backoff, holding and finished Workloads:
+    a builder told only the changed keys, and one that looks at every Workload each time, agree after every step
+    with a new builder (nothing remembered)."""
+    import random
+
+    rng = random.Random(7)
+    inputs = _inputs("5")
+    inputs["cluster_queues"] = [cluster_queue("cq", {"default": {"cpu": "40"}})]
+    now = 1795428030.0  # 2026-11-23T10:00:30Z
+
+    def make(name: str, version: int) -> dict[str, Any]:
+        kind = rng.choice(["pending", "pending", "missing-lq", "backoff", "holder", "finished"])
+        cpu = str(rng.randint(1, 3))
+        if kind == "missing-lq":
+            raw = workload(name, cpu=cpu, queue="missing")
+        elif kind == "backoff":
+            at = rng.choice(["2026-11-23T10:01:00Z", "2026-11-23T09:59:00Z"])
+            raw = workload(name, cpu=cpu, status={"requeueState": {"count": 1, "requeueAt": at}})
+        elif kind in ("holder", "finished"):
+            raw = workload(name, cpu=cpu, status=admitted_status("cq", "default", cpu, finished=kind == "finished"))
+        else:
+            raw = workload(
+                name, cpu=cpu, priority=rng.randint(0, 3), created=f"2026-01-01T00:00:{rng.randint(10, 59)}Z"
+            )
+        raw["metadata"].update(uid=f"u-{name}-{version}", resourceVersion=str(version), generation=version)
+        return raw
+
+    store = {f"ns/w{i}": make(f"w{i}", 1) for i in range(40)}
+    incremental, full = QuotaStateBuilder(), QuotaStateBuilder()
+    version = 1
+    for step in range(60):
+        changed: set[str] = set()
+        for _ in range(rng.randint(0, 4)):
+            version += 1
+            key = f"ns/w{rng.randint(0, 49)}"
+            if key in store and rng.random() < 0.25:
+                del store[key]
+            else:
+                store[key] = make(key.split("/")[1], version)
+            changed.add(key)
+        objects = list(store.values())
+        told = incremental.build(**{**inputs, "workloads": objects}, now_seconds=now, changed=changed, lookup=store.get)
+        looked = full.build(**{**inputs, "workloads": objects}, now_seconds=now)
+        fresh = QuotaStateBuilder().build(**{**inputs, "workloads": objects}, now_seconds=now)
+        assert _summary(told) == _summary(fresh), f"step {step}: told the changed keys"
+        assert _summary(looked) == _summary(fresh), f"step {step}: looked at all"
+        if step > 0:
+            assert incremental._classified.hits >= len(store) - len(changed) - 10

@@ -350,3 +350,39 @@ def test_a_parked_workload_is_tried_again_after_a_pass_admitted_into_its_cohort(
     world.admit(decided)
     assert "big" in world.run()
     assert world.run() == {}
+
+
+def test_the_same_entries_under_an_unchanged_lot_yield_the_same_and_a_newly_parked_one_is_left_out() -> None:
+    """The manager's classification hands out the very same entry objects while nothing changed: ``active`` then
+    reuses its last answer, and any change of the lot (a Workload parked or released) makes it look again."""
+    from federation.admission.parking import Verdict, tree_stamps
+
+    quota = state(
+        flavors=[flavor("default")],
+        queues=[cluster_queue("cq", {"default": {"cpu": "1"}})],
+        local_queues=[local_queue("ns", "lq", "cq")],
+        workloads=[workload("a", created="2026-01-01T00:00:01Z"), workload("b", created="2026-01-01T00:00:02Z")],
+    )
+    items = quota.pending["cq"]
+    (a, raw_a), (b, raw_b) = items
+    lot = ParkingLot()
+
+    def park(workload_: Any, raw: Obj) -> None:
+        wait = Wait(workload=workload_, reason="Pending", message="no room")
+        lot.settle(
+            pending={"cq": items},
+            verdicts=[Verdict(workload_, raw, wait, cycle=1, vetoed=False, blocks_queue=False)],
+            admitted_in_cycle={},
+            stamps=tree_stamps(quota.snapshot),
+            now=0.0,
+        )
+
+    park(a, raw_a)
+    assert list(lot.active("cq", items, strict=False)) == [b]
+    assert list(lot.active("cq", list(items), strict=False)) == [b], "the same entries again"
+    park(b, raw_b)
+    assert list(lot.active("cq", list(items), strict=False)) == [], "b was parked since"
+    lot.unpark(a.key)
+    assert list(lot.active("cq", list(items), strict=False)) == [a], "a was released since"
+    replaced = [(a, {**raw_a}), (b, raw_b)]
+    assert list(lot.active("cq", replaced, strict=False)) == [a], "another entry object is looked at"

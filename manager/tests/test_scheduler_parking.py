@@ -86,3 +86,50 @@ def test_a_pending_verdict_whose_write_failed_is_decided_again_on_the_next_pass(
     assert calls[before:] == refused, "the refused verdict is decided and written again, and only it"
     _passes(scheduler, 1)
     assert len(calls) == before + 1
+
+
+def _reserved(calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    return [
+        name
+        for name, body in calls
+        if any(
+            c.get("type") == "QuotaReserved" and c.get("status") == "True"
+            for c in (body.get("status") or {}).get("conditions") or ()
+        )
+    ]
+
+
+def _finished(raw: dict[str, Any]) -> dict[str, Any]:
+    conditions = [*raw["status"]["conditions"], {"type": "Finished", "status": "True", "reason": "Succeeded"}]
+    meta = {**raw["metadata"], "resourceVersion": str(int(raw["metadata"]["resourceVersion"]) + 1)}
+    return {**raw, "metadata": meta, "status": {**raw["status"], "conditions": conditions}}
+
+
+def test_a_finish_seen_by_the_cache_or_written_by_the_manager_frees_the_quota_for_the_next_pass() -> None:
+    """Passes classify only the Workloads changed since the last one: a watch event and a write the manager laid
+    over its cache (the remote sync's, before the watch shows it) both count as a change."""
+    scheduler, api = _scheduler(pending=3)
+    write = api.patch_status
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    async def recording(resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        if resource is WORKLOADS:
+            calls.append((name, body))
+        written: dict[str, Any] = await write(resource, name, body, **kw)
+        return written
+
+    api.patch_status = recording
+    _passes(scheduler, 2)
+    first = _reserved(calls)
+    assert len(first) == 1
+    cache: Any = scheduler._rt.workloads  # the bench's in-memory cache: its upsert is a watch event
+    cache.upsert(_finished(cache.store.get(f"team/{first[0]}")))  # the watch event of its Finished condition
+    _passes(scheduler, 1)
+    second = _reserved(calls)[1:]
+    assert len(second) == 1, "the quota the finished Workload released is used"
+    _passes(scheduler, 1)
+    assert len(_reserved(calls)) == 2, "nothing changed"
+    before = cache.store.get(f"team/{second[0]}")
+    scheduler._rt.workload_view.wrote(before, _finished(before))  # written by the manager, no watch event yet
+    _passes(scheduler, 1)
+    assert len(_reserved(calls)) == 3, "a write laid over the cache is a change too"
