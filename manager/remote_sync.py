@@ -34,7 +34,7 @@ from federation.kube.cache import WatchCache
 from federation.kube.errors import AlreadyExists, Conflict, Forbidden, Invalid
 from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
-from federation.kube.resources import JOBS, WORKLOADS
+from federation.kube.resources import JOBS, WORKLOADS, Resource
 from federation.obs.metrics import Metrics
 from federation.protocol import MANAGER_UID_LABEL, REASON_ADMITTED, REASON_FAILED, REASON_SUCCEEDED
 from manager.config import ManagerConfig
@@ -170,6 +170,9 @@ class RemoteSync:
         self._cohorts = cohorts
         """Cohorts, for the cohort chain of ``kueue_cohort_subtree_admitted_workloads_total`` (None: not counted)."""
         self._mirrored_at: dict[str, float] = {}
+        self._job_names: dict[str, str] = {}
+        """Workload key → its Job's name, for the Workloads sent to a worker: once the Workload is deleted, its Job copy
+        is found by name."""
         self._deletes_sent: dict[str, float] = {}
         """uid → when its delete was sent: a pass before the watch shows the deletion does not send it again."""
 
@@ -189,7 +192,7 @@ class RemoteSync:
         carry out the sync plan."""
         workload = self._workload_view.get(key)
         if workload is None:
-            await self.collect_garbage(only_key=key)
+            await self.collect_garbage(only_key=key, job_name=self._job_names.pop(key, None))
             self._ledger.forget(key)
             self._mirrored_at.pop(key, None)
             return None
@@ -209,6 +212,8 @@ class RemoteSync:
         namespace = workload["metadata"]["namespace"]
         uid = workload["metadata"]["uid"]
         job_name = owner_job_name(workload)
+        if job_name is not None:
+            self._job_names[key] = job_name
         # The worker's caches only hold objects with our origin label: one with another manager uid is a copy of
         # an earlier Workload of the same name (deleted and re-created), which must go before this one is sent.
         found_wl = conn.workload_view.get(key)
@@ -966,33 +971,52 @@ class RemoteSync:
             )
         )
 
-    async def collect_garbage(self, *, only_key: str | None = None) -> int:
-        """Delete our copies that no manager Workload holds on that worker (``copy_belongs``); returns how many."""
+    async def collect_garbage(self, *, only_key: str | None = None, job_name: str | None = None) -> int:
+        """Delete our copies that no manager Workload holds on that worker (``copy_belongs``); returns how many. With
+        ``only_key``, only that Workload's copies are looked at: its Workload copy by key, and its Job copy by
+        ``job_name`` when known, else among the Jobs of its namespace (a sweep over every copy per deleted Workload
+        made deleting many Workloads quadratic)."""
         deleted = 0
         for conn in list(self._pool.connections.values()):
             if not conn.connected:
                 continue
-            for resource, cache in ((JOBS, conn.jobs), (WORKLOADS, conn.workloads)):
-                for remote in list(cache.store):
-                    key = remote_workload_key(remote)
-                    if key is None or (only_key is not None and key != only_key):
-                        continue
-                    manager = self._workload_view.get(key)
-                    labels = remote["metadata"].get("labels") or {}
-                    if copy_belongs(manager, worker=conn.name, manager_uid=labels.get(MANAGER_UID_LABEL)):
-                        continue
-                    meta = remote["metadata"]
-                    await conn.api.delete(
-                        resource,
-                        meta["name"],
-                        namespace=meta["namespace"],
-                        uid=meta.get("uid"),
-                        propagation_policy=Propagation.BACKGROUND,
-                        missing_ok=True,
-                    )
-                    deleted += 1
-                    log.info("garbage-collected remote object", cluster=conn.name, kind=resource.kind, workload=key)
+            for resource, remote in garbage_candidates(conn, only_key=only_key, job_name=job_name):
+                key = remote_workload_key(remote)
+                if key is None or (only_key is not None and key != only_key):
+                    continue
+                manager = self._workload_view.get(key)
+                labels = remote["metadata"].get("labels") or {}
+                if copy_belongs(manager, worker=conn.name, manager_uid=labels.get(MANAGER_UID_LABEL)):
+                    continue
+                meta = remote["metadata"]
+                await conn.api.delete(
+                    resource,
+                    meta["name"],
+                    namespace=meta["namespace"],
+                    uid=meta.get("uid"),
+                    propagation_policy=Propagation.BACKGROUND,
+                    missing_ok=True,
+                )
+                deleted += 1
+                log.info("garbage-collected remote object", cluster=conn.name, kind=resource.kind, workload=key)
         return deleted
+
+
+def garbage_candidates(
+    conn: WorkerConnection, *, only_key: str | None, job_name: str | None
+) -> list[tuple[Resource, Obj]]:
+    """The copies in ``conn``'s worker that :meth:`RemoteSync.collect_garbage` looks at."""
+    if only_key is None:
+        return [(JOBS, job) for job in conn.jobs.store] + [(WORKLOADS, wl) for wl in conn.workloads.store]
+    namespace = only_key.split("/", 1)[0]
+    jobs = (
+        [conn.jobs.store.get_by_name(job_name, namespace=namespace)]
+        if job_name is not None
+        else conn.jobs.store.list(namespace=namespace)
+    )
+    found = [(JOBS, job) for job in jobs if job is not None]
+    workload = conn.workloads.store.get(only_key)
+    return [*found, (WORKLOADS, workload)] if workload is not None else found
 
 
 def remote_workload_key(remote: Obj) -> str | None:
