@@ -27,6 +27,7 @@ from federation.admission.queue_metrics import (
     ready_waits,
     workload_labels,
 )
+from federation.admission.requeued import may_take_requeued_step, requeued_step
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
 from federation.kube.api import KubeApi, Propagation
@@ -205,7 +206,7 @@ class RemoteSync:
             return None
         await self._delete_strays(key, workload, holder=worker)
         if worker is None or not is_true(workload, "QuotaReserved"):
-            return None
+            return await self._requeued(workload, key)
         conn = self._pool.connections.get(worker)
         if conn is None or not conn.connected:
             return await self._worker_unreachable(workload, worker=worker)
@@ -662,6 +663,22 @@ class RemoteSync:
             deactivated=eviction.deactivate,
             message=eviction.message,
         )
+
+    async def _requeued(self, workload: Obj, key: str) -> float | None:
+        """Kueue's second step of ``Requeued`` for a workload that holds no quota (``federation.admission.requeued``):
+        ``Reactivated`` once a deactivated one is active again, ``BackoffFinished`` once the backoff of a
+        ``PodsReadyTimeout`` or ``AdmissionCheck`` eviction has passed (returns the seconds until then)."""
+        if not may_take_requeued_step(workload):
+            return None
+        now = dt.datetime.now(dt.UTC)
+        step = requeued_step(workload, now=now)
+        if step is None:
+            return None
+        if step.status is None:
+            return (step.wait_until - now).total_seconds() if step.wait_until is not None else None
+        await self._patch_workload_status(workload, step.status)
+        log.info("workload requeued", workload=key, reason=step.reason, message=step.message)
+        return None
 
     async def _patch_workload_status(self, workload: Obj, status: Obj) -> Obj:
         meta = workload["metadata"]

@@ -25,6 +25,7 @@ from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_key, workload_state
 from federation.admission.decisions import Admit
 from federation.admission.queue_metrics import queued_since, workload_labels
+from federation.admission.requeued import requeued_step
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
 from federation.conditions import find_condition, parse_time
 from federation.kube import resources as r
@@ -211,8 +212,11 @@ class Reconciler:
         stamp = self._admission_stamp()  # before anything is read: a change during the pass makes the next one run
         if self.admission_idle.unchanged(stamp, now=now.timestamp(), due=self.next_requeue_at):
             return
+        backoff_ends = await self._requeued_pass(now)  # before the state: an admission then starts from its write
         state = self.world.local_state(now_seconds=now.timestamp())
         self.next_requeue_at = state.next_requeue_at
+        if backoff_ends is not None:
+            self.next_requeue_at = min(backoff_ends, self.next_requeue_at or backoff_ends)
         if self.tas is not None:
             placer = self.tas.placer(state, self.world.all_workloads())
             placer.delay = self._delays_topology
@@ -241,6 +245,29 @@ class Reconciler:
         async with anyio.create_task_group() as tg:
             for update in updates:
                 tg.start_soon(self._limited, limiter, self._write_admission, update, now)
+
+    async def _requeued_pass(self, now: dt.datetime) -> float | None:
+        """Kueue's second step of ``Requeued`` (``federation.admission.requeued``): a Workload released with
+        ``Requeued=False`` gets ``True`` reason ``Reactivated`` once it is active again, or ``BackoffFinished`` once
+        its requeue backoff has passed. Returns when the next backoff ends (epoch seconds), or None."""
+        next_end: float | None = None
+        facts = self.facts
+        for workload in [w for w in self.world.all_workloads() if facts(w).may_take_requeued_step]:
+            step = requeued_step(workload, now=now)
+            if step is None:
+                continue
+            if step.status is None:
+                end = step.wait_until.timestamp() if step.wait_until is not None else None
+                if end is not None:
+                    next_end = end if next_end is None else min(next_end, end)
+                continue
+            bound = self._log.bind(workload=workload_key(workload))
+            written = await self._patch_status(r.WORKLOADS, workload, {"status": step.status}, bound)
+            if written is None:
+                continue
+            self.world.workload_writes.remember(written)
+            bound.info("workload.requeued", reason=step.reason, message=step.message)
+        return next_end
 
     def _checks_of(self, admit: Admit) -> list[str]:
         queue = self.world.cluster_queues.store.get(admit.assignment.cluster_queue)

@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from federation.api.workload import ADMITTED, EVICTED, QUOTA_RESERVED
+from federation.api.workload import ADMITTED, EVICTED, QUOTA_RESERVED, REQUEUED
 from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
 from federation.protocol import REASON_ADMITTED
 
@@ -134,6 +134,15 @@ def _released(workload: Mapping[str, Any], *, reason: str, message: str, now: dt
     conditions, _ = set_condition(
         conditions,
         condition_type=QUOTA_RESERVED,
+        status=False,
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=generation,
+    )
+    conditions, _ = set_condition(  # Kueue: False for both (deactivated; a backoff), see federation.admission.requeued
+        conditions,
+        condition_type=REQUEUED,
         status=False,
         reason=reason,
         message=message,

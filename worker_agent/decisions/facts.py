@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from federation.admission.requeued import may_take_requeued_step
 from worker_agent.decisions.checks import may_take_checks_step
 from worker_agent.decisions.job_copies import admitted_since, waits_for_job_copy
 from worker_agent.decisions.jobs import job_finished, prebuilt_workload_name
@@ -26,6 +27,8 @@ class WorkloadFacts:
     """``decisions.preemption.evicted_holding_quota``: its Job must stop and its quota be released."""
     may_take_checks_step: bool
     """``decisions.checks.may_take_checks_step``: ``checks_step`` may have a step for it."""
+    may_take_requeued_step: bool
+    """``federation.admission.requeued.may_take_requeued_step``: ``Requeued=False`` may become True."""
     job_copy_admitted_since: float | None
     """For a kfed-manager copy waiting for its Job copy (``decisions.job_copies.waits_for_job_copy``), when it was
     admitted (``admitted_since``); None for every other Workload."""
@@ -35,6 +38,7 @@ def workload_facts(workload: Mapping[str, Any]) -> WorkloadFacts:
     return WorkloadFacts(
         evicted_holding_quota=evicted_holding_quota(workload),
         may_take_checks_step=may_take_checks_step(workload),
+        may_take_requeued_step=may_take_requeued_step(workload),
         job_copy_admitted_since=admitted_since(workload) if waits_for_job_copy(workload) else None,
     )
 

@@ -31,6 +31,7 @@ from typing import Any
 from federation.admission.api_drain import EventSpec, WorkloadUpdate, workload_generation
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Victim
+from federation.admission.requeued import requeued_on_release
 from federation.api.workload import ADMITTED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, format_time, is_true, set_condition
 from worker_agent.decisions.jobs import job_finished
@@ -160,13 +161,14 @@ def release_status(workload: Obj, *, now: dt.datetime) -> Obj:
 
     ``Requeued`` takes the ``Evicted`` reason and message, as Kueue's job reconciler does; it is ``False`` for a
     deactivated Workload (``spec.active: false``: the agent's own ``JobCopyMissing`` eviction, a Rejected check, or
-    a user), which is not queued again until it is reactivated."""
+    a user), which is not queued again until it is reactivated, and after the evictions that come with a backoff
+    (``federation.admission.requeued``)."""
     evicted = find_condition(workload, "Evicted") or {}
     reason = str(evicted.get("reason") or REASON_PREEMPTED)
     message = str(evicted.get("message") or "")
     generation = workload_generation(workload)
     conditions: list[Obj] = [dict(c) for c in conditions_of(workload)]
-    requeued = (workload.get("spec") or {}).get("active", True) is not False
+    requeued = requeued_on_release(workload, reason=reason)
     changes = [
         (QUOTA_RESERVED, False, "Pending", message),
         ("Requeued", requeued, reason, message),

@@ -190,6 +190,16 @@ def test_a_deactivated_workload_releases_its_quota_without_being_requeued(reason
     assert released["admission"] is None
 
 
+@pytest.mark.parametrize("reason", ["PodsReadyTimeout", "AdmissionCheck"])
+def test_a_workload_evicted_with_a_backoff_is_released_with_requeued_false(reason: str) -> None:
+    """Kueue: Requeued=False with the eviction's reason until the backoff ends (then BackoffFinished)."""
+    held = workload("w", cpu="1", status=admitted_status("cq", "rf", "1"))
+    evicted_condition = {"type": "Evicted", "status": "True", "reason": reason, "message": "m"}
+    evicted = {**held, "status": {**held["status"], "conditions": [*held["status"]["conditions"], evicted_condition]}}
+    requeued = conditions(release_status(evicted, now=NOW))["Requeued"]
+    assert (requeued["status"], requeued["reason"], requeued["message"]) == ("False", reason, "m")
+
+
 def test_a_started_job_whose_workload_holds_no_quota_is_suspended() -> None:
     from worker_agent.decisions.preemption import running_without_reservation
 

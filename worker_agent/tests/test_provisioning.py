@@ -256,6 +256,10 @@ def test_retry_releases_the_quota_and_requeues_after_the_backoff() -> None:
     assert step.status["admissionChecks"][0]["state"] == "Pending"
     assert step.status["admissionChecks"][0]["retryCount"] == 1
     assert step.status["requeueState"] == {"count": 1, "requeueAt": format_time(NOW + dt.timedelta(seconds=60))}
+    requeued = find_condition({"status": step.status}, "Requeued")  # Kueue: False until the backoff ends
+    assert requeued is not None
+    assert (requeued["status"], requeued["reason"]) == ("False", "AdmissionCheck")
+    assert requeued["message"] == evicted["message"]
 
 
 def test_rejected_deactivates_and_keeps_the_rejection_visible() -> None:
@@ -266,6 +270,9 @@ def test_rejected_deactivates_and_keeps_the_rejection_visible() -> None:
     assert evicted is not None
     assert evicted["reason"] == "DeactivatedDueToAdmissionCheck"
     assert 'AdmissionCheck in Rejected state: "prov" (no capacity)' in evicted["message"]
+    requeued = find_condition({"status": step.status}, "Requeued")  # Kueue: False, not queued until reactivated
+    assert requeued is not None
+    assert (requeued["status"], requeued["reason"]) == ("False", "DeactivatedDueToAdmissionCheck")
     assert "admissionChecks" not in step.status
 
 

@@ -1,0 +1,123 @@
+"""The ``Requeued`` condition of a Workload whose quota was released, as Kueue writes it (pure; manager and agent).
+
+Why this module exists: a user reads ``Requeued`` to know whether an evicted Workload is queued again and why, and
+Kueue's tooling (``kueuectl``, dashboards, the queued-wait-time metrics, which start at its transition) relies on
+Kueue's reasons. Kueue (v0.19/v0.20, its job reconciler and workload controller) writes it in two steps:
+
+- **On release** (the Job stopped, the reservation released): ``Requeued`` takes the ``Evicted`` reason and
+  message, ``True`` for a preemption and the other evictions that simply queue the Workload again, but ``False``
+  for a deactivated Workload and for the evictions that come with a requeue backoff: ``PodsReadyTimeout`` and
+  ``AdmissionCheck`` (a check in Retry, or MultiKueue taking the Workload back).
+- **Later** (the workload controller, on an active Workload that holds no quota): ``Requeued=False`` with reason
+  ``Deactivated`` (a user set ``spec.active: false``; not Kueue's own ``DeactivatedDueTo…`` deactivations) becomes
+  ``True`` reason ``Reactivated`` once ``spec.active`` is true again; ``Requeued=False`` with reason
+  ``PodsReadyTimeout`` or ``AdmissionCheck`` becomes ``True`` reason ``BackoffFinished`` once
+  ``status.requeueState.requeueAt`` has passed (at once when there is none), and ``requeueAt`` is cleared (the
+  count is kept).
+
+:func:`requeued_on_release` is the first step, :func:`requeued_step` the second; kfed-manager and kfed-agent both
+hold Workloads that go through it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from federation.api.workload import (
+    EVICTED_BY_ADMISSION_CHECK,
+    EVICTED_BY_DEACTIVATION,
+    EVICTED_BY_PODS_READY_TIMEOUT,
+    QUOTA_RESERVED,
+    REQUEUED,
+)
+from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
+
+Obj = dict[str, Any]
+
+BACKOFF_REASONS = frozenset({EVICTED_BY_PODS_READY_TIMEOUT, EVICTED_BY_ADMISSION_CHECK})
+"""Eviction reasons after which Kueue leaves ``Requeued=False`` until the requeue backoff has passed."""
+REASON_REACTIVATED = "Reactivated"
+MESSAGE_REACTIVATED = "The workload was reactivated"
+REASON_BACKOFF_FINISHED = "BackoffFinished"
+MESSAGE_BACKOFF_FINISHED = "The workload backoff was finished"
+
+
+def active(workload: Mapping[str, Any]) -> bool:
+    return (workload.get("spec") or {}).get("active", True) is not False
+
+
+def requeued_on_release(workload: Mapping[str, Any], *, reason: str) -> bool:
+    """The status of ``Requeued`` (its reason is the eviction's) when the quota of ``workload``, evicted with
+    ``reason``, is released: False for a deactivated workload and for the evictions with a backoff."""
+    return active(workload) and reason not in BACKOFF_REASONS
+
+
+def _requeue_at(workload: Mapping[str, Any]) -> dt.datetime | None:
+    at = ((workload.get("status") or {}).get("requeueState") or {}).get("requeueAt")
+    return parse_time(str(at)) if at else None
+
+
+@dataclass(frozen=True, slots=True)
+class RequeuedStep:
+    """``status`` (a status merge patch setting ``Requeued=True`` with ``reason``/``message``), or None while the
+    backoff runs until ``wait_until``."""
+
+    status: Obj | None
+    reason: str
+    message: str
+    wait_until: dt.datetime | None = None
+
+
+def may_take_requeued_step(workload: Mapping[str, Any]) -> bool:
+    """Whether :func:`requeued_step` can have a step for the workload (what the passes ask of every workload)."""
+    requeued = find_condition(workload, REQUEUED)
+    if requeued is None or requeued.get("status") != "False":
+        return False
+    if requeued.get("reason") != EVICTED_BY_DEACTIVATION and requeued.get("reason") not in BACKOFF_REASONS:
+        return False
+    return active(workload) and not is_true(workload, QUOTA_RESERVED) and not is_true(workload, "Finished")
+
+
+def requeued_step(workload: Mapping[str, Any], *, now: dt.datetime) -> RequeuedStep | None:
+    """Kueue's second step for an active, unfinished workload that holds no quota (see the module docstring):
+    ``Reactivated`` or ``BackoffFinished``, a wait for the backoff, or None."""
+    if not may_take_requeued_step(workload):
+        return None
+    reason = str((find_condition(workload, REQUEUED) or {}).get("reason"))
+    at = None
+    if reason == EVICTED_BY_DEACTIVATION:
+        new_reason, message = REASON_REACTIVATED, MESSAGE_REACTIVATED
+    else:
+        at = _requeue_at(workload)
+        if at is not None and at > now:
+            return RequeuedStep(None, REASON_BACKOFF_FINISHED, MESSAGE_BACKOFF_FINISHED, wait_until=at)
+        new_reason, message = REASON_BACKOFF_FINISHED, MESSAGE_BACKOFF_FINISHED
+    conditions, _ = set_condition(
+        conditions_of(workload),
+        condition_type=REQUEUED,
+        status=True,
+        reason=new_reason,
+        message=message,
+        now=now,
+        observed_generation=(workload.get("metadata") or {}).get("generation"),
+    )
+    status: Obj = {"conditions": conditions}
+    if at is not None:
+        status["requeueState"] = {"requeueAt": None}  # merge patch: the count stays
+    return RequeuedStep(status, new_reason, message)
+
+
+__all__ = [
+    "BACKOFF_REASONS",
+    "MESSAGE_BACKOFF_FINISHED",
+    "MESSAGE_REACTIVATED",
+    "REASON_BACKOFF_FINISHED",
+    "REASON_REACTIVATED",
+    "RequeuedStep",
+    "may_take_requeued_step",
+    "requeued_on_release",
+    "requeued_step",
+]
