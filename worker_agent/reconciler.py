@@ -27,7 +27,7 @@ from federation.admission.decisions import Admit
 from federation.admission.queue_metrics import queued_since, workload_labels
 from federation.admission.requeued import requeued_step
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
-from federation.conditions import find_condition, parse_time
+from federation.conditions import find_condition, is_true, parse_time
 from federation.kube import resources as r
 from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
@@ -42,6 +42,7 @@ from worker_agent.decisions.checks import (
     second_pass_failed,
     second_pass_problem,
 )
+from worker_agent.decisions.deactivation import deactivation_eviction
 from worker_agent.decisions.facts import WorkloadFacts, job_target, workload_facts
 from worker_agent.decisions.idle import IdleInputs
 from worker_agent.decisions.job_copies import (
@@ -179,6 +180,7 @@ class Reconciler:
                             remember=self.world.workload_writes.remember,
                             now=self.clock(),
                         )
+                    await self.deactivation_pass()  # before the job pass, which stops and releases what it evicts
                     await self.job_copy_pass()  # before the job pass, which releases what it evicts
                     await self.job_pass()
                     if self.tas is not None:  # repair first: no pod is pinned by an assignment being repaired
@@ -528,6 +530,33 @@ class Reconciler:
             bound.warning("agent.write_failed", resource=r.WORKLOADS.label, error=str(exc)[:300])
             self.trigger.pull()
             return None
+
+    async def deactivation_pass(self) -> None:
+        """Evict the Workloads someone deactivated here (``decisions.deactivation``, as Kueue does): the job pass
+        then stops their Jobs and releases their quota, and a MultiKueue manager takes its copy back."""
+        facts = self.facts
+        now = self.clock()
+        for workload in [w for w in self.world.all_workloads() if facts(w).needs_deactivation_eviction]:
+            eviction = deactivation_eviction(workload, now=now)
+            if eviction is None:
+                continue
+            bound = self._log.bind(workload=workload_key(workload))
+            written = await self._patch_status(r.WORKLOADS, workload, {"status": eviction.status}, bound)
+            if written is None:
+                continue
+            self.world.workload_writes.remember(written)
+            bound.warning("workload.evicted", reason=eviction.reason, message=eviction.message)
+            if not is_true(workload, "QuotaReserved"):
+                continue  # Kueue reports (Event, metric) only the eviction of a workload that held quota
+            namespace, local_queue, priority_class = workload_labels(written)
+            self.metrics.evicted(
+                cluster_queue=_queue_of(written),
+                namespace=namespace,
+                local_queue=local_queue,
+                priority_class=priority_class,
+                reason=eviction.reason,
+            )
+            self.events.emit(written, reason=f"EvictedDueTo{eviction.reason}", note=eviction.message, action="Evict")
 
     async def job_copy_pass(self) -> None:
         """Evict the admitted kfed-manager copies whose Job copy has not come within ``job_copy_timeout``

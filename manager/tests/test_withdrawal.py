@@ -192,3 +192,17 @@ def test_a_copy_the_agent_evicted_out_of_sync_is_taken_back_while_its_job_copy_r
     copy_["spec"] = {"active": False}
     why = reason(ADMITTED, remote_workload=copy_, remote_job=RUNNING)
     assert why == 'evicted in worker cluster "worker-1" (OutOfSync: its pod template lacks nodeSelector pool=b)'
+
+
+def test_a_copy_a_user_deactivated_on_the_worker_is_taken_back_like_multikueue_does() -> None:
+    """kfed-agent evicts a copy someone deactivated on the worker (Kueue's reason ``Deactivated``), first while it
+    still holds quota there, then released; the manager withdraws it and dispatches it again (MultiKueue: the
+    check goes to Retry on a remote eviction, the Workload is evicted and requeued)."""
+    evicted = {**cond("Evicted"), "reason": "Deactivated", "message": "The workload is deactivated"}
+    held = workload(cond("QuotaReserved"), cond("Admitted"), evicted)
+    held["spec"] = {"active": False}
+    expected = 'evicted in worker cluster "worker-1" (Deactivated: The workload is deactivated)'
+    assert reason(ADMITTED, remote_workload=held, remote_job=RUNNING) == expected
+    released = workload(cond("QuotaReserved", status=False), evicted)
+    released["spec"] = {"active": False}
+    assert reason(ADMITTED, remote_workload=released, remote_job=None) == expected

@@ -16,6 +16,7 @@ from typing import Any
 
 from federation.admission.requeued import may_take_requeued_step
 from worker_agent.decisions.checks import may_take_checks_step
+from worker_agent.decisions.deactivation import needs_deactivation_eviction
 from worker_agent.decisions.job_copies import admitted_since, waits_for_job_copy
 from worker_agent.decisions.jobs import job_finished, prebuilt_workload_name
 from worker_agent.decisions.preemption import evicted_holding_quota
@@ -29,6 +30,8 @@ class WorkloadFacts:
     """``decisions.checks.may_take_checks_step``: ``checks_step`` may have a step for it."""
     may_take_requeued_step: bool
     """``federation.admission.requeued.may_take_requeued_step``: ``Requeued=False`` may become True."""
+    needs_deactivation_eviction: bool
+    """``decisions.deactivation.needs_deactivation_eviction``: deactivated here, not evicted yet."""
     job_copy_admitted_since: float | None
     """For a kfed-manager copy waiting for its Job copy (``decisions.job_copies.waits_for_job_copy``), when it was
     admitted (``admitted_since``); None for every other Workload."""
@@ -39,6 +42,7 @@ def workload_facts(workload: Mapping[str, Any]) -> WorkloadFacts:
         evicted_holding_quota=evicted_holding_quota(workload),
         may_take_checks_step=may_take_checks_step(workload),
         may_take_requeued_step=may_take_requeued_step(workload),
+        needs_deactivation_eviction=needs_deactivation_eviction(workload),
         job_copy_admitted_since=admitted_since(workload) if waits_for_job_copy(workload) else None,
     )
 

@@ -1,0 +1,76 @@
+"""A Workload someone deactivated on the worker (``spec.active: false``) is evicted, as Kueue's workload controller
+does it there (pure).
+
+Why this module exists: a user or a script may set ``spec.active: false`` on any Workload of a worker, also on a
+copy kfed-manager dispatched there. Kueue then evicts it (``Evicted=True`` reason ``Deactivated``, message ``The
+workload is deactivated``; ``DeactivatedDueTo<cause>`` and ``… due to <message>`` when a ``DeactivationTarget``
+condition names why, which then goes), drops its ``requeueState``, and its Job reconciler stops the Job and
+releases the quota (``Requeued=False`` reason ``Deactivated``, until the Workload is reactivated:
+``federation.admission.requeued``). Without it the Job kept running and the quota stayed held, and the manager never
+learnt anything. With it, the end is the one the agent already gives every eviction (``decisions.preemption``), and
+a MultiKueue manager (kfed's or Kueue's) sees its copy evicted and takes the Workload back to dispatch it again.
+
+A Workload that is finished or already evicted is left alone (the agent's own deactivations, ``JobCopyMissing``,
+``OutOfSync`` and a Rejected admission check, evict in the same step).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from federation.admission.api_drain import workload_generation
+from federation.api.workload import DEACTIVATION_TARGET, EVICTED, EVICTED_BY_DEACTIVATION, FINISHED
+from federation.conditions import conditions_of, find_condition, is_true, set_condition
+
+Obj = dict[str, Any]
+
+DEACTIVATED_MESSAGE = "The workload is deactivated"
+
+
+@dataclass(frozen=True, slots=True)
+class DeactivationEviction:
+    """Merge ``status`` into the Workload's status: it is evicted with ``reason`` and ``message``."""
+
+    status: Obj
+    reason: str
+    message: str
+
+
+def needs_deactivation_eviction(workload: Mapping[str, Any]) -> bool:
+    """``spec.active: false``, neither finished nor evicted (what the passes ask of every workload)."""
+    if (workload.get("spec") or {}).get("active", True) is not False:
+        return False
+    return not is_true(workload, FINISHED) and not is_true(workload, EVICTED)
+
+
+def deactivation_eviction(workload: Mapping[str, Any], *, now: dt.datetime) -> DeactivationEviction | None:
+    """The eviction of a deactivated workload (see the module docstring), or None when it needs none."""
+    if not needs_deactivation_eviction(workload):
+        return None
+    target = find_condition(workload, DEACTIVATION_TARGET)
+    reason, message = EVICTED_BY_DEACTIVATION, DEACTIVATED_MESSAGE
+    kept: list[Mapping[str, Any]] = list(conditions_of(workload))
+    if target is not None and target.get("status") == "True" and target.get("reason"):
+        reason = f"{EVICTED_BY_DEACTIVATION}DueTo{target['reason']}"
+        message = f"{DEACTIVATED_MESSAGE} due to {target.get('message') or target['reason']}"
+    if target is not None:
+        kept = [c for c in kept if c.get("type") != DEACTIVATION_TARGET]
+    conditions, _ = set_condition(
+        kept,
+        condition_type=EVICTED,
+        status=True,
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=workload_generation(workload),
+    )
+    status: Obj = {"conditions": conditions}
+    if (workload.get("status") or {}).get("requeueState") is not None:
+        status["requeueState"] = None  # Kueue drops it: a reactivated workload starts its requeue count afresh
+    return DeactivationEviction(status, reason, message)
+
+
+__all__ = ["DEACTIVATED_MESSAGE", "DeactivationEviction", "deactivation_eviction", "needs_deactivation_eviction"]
