@@ -8,14 +8,11 @@ a worker that carry the same name but are not ours are never touched (DESIGN §7
 from __future__ import annotations
 
 import datetime as dt
-import math
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from functools import partial
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
 import structlog
 
 from federation.admission.queue_metrics import (
@@ -28,17 +25,19 @@ from federation.admission.queue_metrics import (
     workload_labels,
 )
 from federation.admission.requeued import may_take_requeued_step, requeued_step
-from federation.api.labels import PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL
+from federation.api.labels import PRIORITY_CLASS_LABEL
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
-from federation.kube.api import KubeApi, Propagation
+from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
-from federation.kube.errors import AlreadyExists, Conflict, Forbidden, Invalid
+from federation.kube.errors import AlreadyExists, Forbidden, Invalid
 from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
-from federation.kube.resources import JOBS, WORKLOADS, Resource
+from federation.kube.resources import JOBS, WORKLOADS
 from federation.obs.metrics import Metrics
 from federation.protocol import MANAGER_UID_LABEL, REASON_ADMITTED, REASON_FAILED, REASON_SUCCEEDED
+from manager.concurrently import concurrently
 from manager.config import ManagerConfig
+from manager.copy_cleanup import CopyCleaner
 from manager.decisions.admission_checks import (
     CheckEviction,
     CheckGate,
@@ -54,14 +53,14 @@ from manager.decisions.admission_checks import (
     worker_rejection,
 )
 from manager.decisions.ledger import InFlightLedger
-from manager.decisions.lifecycle import Phase, copy_belongs, held_worker, phase_of
+from manager.decisions.lifecycle import Phase, held_worker, phase_of
 from manager.decisions.pods_ready import (
     REASON_PODS_READY_TIMEOUT,
     deactivation_target,
     pods_ready_step,
     waiting_for_start,
 )
-from manager.decisions.remote_copies import is_ours, owned_by, remote_job, remote_workload, started_remote_job
+from manager.decisions.remote_copies import is_ours, remote_job, remote_workload, started_remote_job
 from manager.decisions.reservation import topology_ready
 from manager.decisions.sync import Step, job_finish, mirrored_job_status, plan
 from manager.decisions.withdrawal import (
@@ -112,28 +111,6 @@ def owner_job_name(workload: Obj) -> str | None:
     return None
 
 
-async def concurrently(*calls: Callable[[], Awaitable[Any]]) -> None:
-    """Run the calls at once and wait for all; the first one's error (in call order) is raised as itself, not
-    inside an exception group, so callers catch what a single call raises."""
-    if len(calls) <= 1:
-        for call in calls:
-            await call()
-        return
-    errors: list[tuple[int, Exception]] = []
-
-    async def one(index: int, call: Callable[[], Awaitable[Any]]) -> None:
-        try:
-            await call()
-        except Exception as err:  # collected and raised below, unwrapped
-            errors.append((index, err))
-
-    async with anyio.create_task_group() as tg:
-        for index, call in enumerate(calls):
-            tg.start_soon(one, index, call)
-    if errors:
-        raise min(errors, key=lambda e: e[0])[1]
-
-
 class NotOurs(RuntimeError):
     """A same-named object in the worker was not created by this manager; it is left alone."""
 
@@ -153,6 +130,7 @@ class RemoteSync:
         ledger: InFlightLedger,
         events: EventRecorder,
         metrics: Metrics,
+        cleaner: CopyCleaner,
         cohorts: WatchCache | None = None,
     ) -> None:
         self._api = api
@@ -168,14 +146,13 @@ class RemoteSync:
         self._ledger = ledger
         self._events = events
         self._metrics = metrics
+        self._cleaner = cleaner
         self._cohorts = cohorts
         """Cohorts, for the cohort chain of ``kueue_cohort_subtree_admitted_workloads_total`` (None: not counted)."""
         self._mirrored_at: dict[str, float] = {}
         self._job_names: dict[str, str] = {}
         """Workload key → its Job's name, for the Workloads sent to a worker: once the Workload is deleted, its Job copy
         is found by name."""
-        self._deletes_sent: dict[str, float] = {}
-        """uid → when its delete was sent: a pass before the watch shows the deletion does not send it again."""
 
     def _manager_job(self, workload: Obj) -> Obj | None:
         name = owner_job_name(workload)
@@ -193,7 +170,7 @@ class RemoteSync:
         carry out the sync plan."""
         workload = self._workload_view.get(key)
         if workload is None:
-            await self.collect_garbage(only_key=key, job_name=self._job_names.pop(key, None))
+            await self._cleaner.collect_garbage(only_key=key, job_name=self._job_names.pop(key, None))
             self._ledger.forget(key)
             self._mirrored_at.pop(key, None)
             return None
@@ -204,7 +181,7 @@ class RemoteSync:
             # or its worker became unreachable right after): that result stands; never requeue a finished Job.
             await self._finish(workload, remote_job=manager_job, worker=worker or "")
             return None
-        await self._delete_strays(key, workload, holder=worker)
+        await self._cleaner.delete_strays(key, job_name=owner_job_name(workload), holder=worker)
         if worker is None or not is_true(workload, "QuotaReserved"):
             return await self._requeued(workload, key)
         conn = self._pool.connections.get(worker)
@@ -221,7 +198,7 @@ class RemoteSync:
         found_jb = conn.job_view.get_by_name(job_name, namespace=namespace) if job_name else None
         stale = [obj for obj in (found_jb, found_wl) if obj is not None and not self._ours(obj, uid)]
         if stale:
-            await self._delete_copies(conn, stale, why="copy of an earlier workload with the same name")
+            await self._cleaner.delete_copies(conn, stale, why="copy of an earlier workload with the same name")
             return 1.0
         remote_wl, remote_jb = found_wl, found_jb
         phase = phase_of(workload, manager_job=manager_job, remote_workload=remote_wl, copies_known=True)
@@ -426,29 +403,13 @@ class RemoteSync:
             await self._finish(workload, remote_job=remote_jb, worker=worker)
             self._mirrored_at.pop(key, None)
         if "delete_remote" in steps:
-            await self._delete_copies(conn, [remote_jb, remote_wl], why="the workload finished", finished=True)
+            await self._cleaner.delete_copies(conn, [remote_jb, remote_wl], why="the workload finished", finished=True)
         return workload
-
-    async def _delete_strays(self, key: str, workload: Obj, *, holder: str | None) -> None:
-        """Delete copies of this workload on reachable workers other than the one holding it (e.g. left on a worker
-        that was unreachable when the workload was requeued): they are found the moment that worker's caches list
-        them again, so nothing stale keeps running there."""
-        namespace, name = key.split("/", 1)
-        job_name = owner_job_name(workload)
-        for conn in list(self._pool.connections.values()):
-            if conn.name == holder or not conn.connected:
-                continue
-            found = [conn.workloads.store.get_by_name(name, namespace=namespace)]
-            if job_name is not None:
-                found.append(conn.jobs.store.get_by_name(job_name, namespace=namespace))
-            strays = [copy for copy in found if copy is not None]
-            if strays:
-                await self._delete_copies(conn, strays, why="stale copy: the workload is not held by this worker")
 
     async def _worker_unreachable(self, workload: Obj, *, worker: str) -> float | None:
         """The holding worker cannot be reached: wait (a blip evicts nothing) until the worker-lost timeout, counted
         from when the connection was lost, then requeue deliberately and visibly without confirming the copies are
-        gone; they are deleted when the worker answers again (see ``_delete_strays``)."""
+        gone; they are deleted when the worker answers again (see ``CopyCleaner.delete_strays``)."""
         since = self._pool.unreachable_since(worker)
         now = dt.datetime.now(dt.UTC)
         left = worker_lost_time_left(since, now=now, timeout=self._config.worker_lost_timeout)
@@ -584,7 +545,7 @@ class RemoteSync:
         key = f"{meta['namespace']}/{meta['name']}"
         reason, message = eviction_of(workload)
         if any(copy is not None for copy in copies):
-            await self._delete_copies(conn, copies, why=message)
+            await self._cleaner.delete_copies(conn, copies, why=message)
             return 1.0  # their DELETED events bring this key back; the delay is a safety net
         await self._requeue(workload, manager_job, reason=reason, message=message)
         log.info("workload requeued", workload=key, cluster=conn.name, reason=reason, message=message)
@@ -924,122 +885,3 @@ class RemoteSync:
             cluster_queue=queue, namespace=namespace, local_queue=local_queue, priority_class=priority_class
         )
         log.info("workload finished", workload=key, cluster=worker, succeeded=finish.succeeded)
-
-    async def _delete_copies(
-        self, conn: WorkerConnection, copies: Sequence[Obj | None], *, why: str, finished: bool = False
-    ) -> None:
-        """Delete these objects of ours from the worker, each only if it is still the same object (uid
-        precondition): a same-named object created since by someone else is never touched. Jobs go with their
-        pods first (foreground), so "gone from the cache" means nothing of it runs any more; a copy owned by another
-        copy deleted here (a stock Kueue worker's Workload copy by its Job copy, a kfed-agent worker's Job copy by
-        its Workload copy once finished) is deleted by the worker's garbage collector with it. The copies of a
-        ``finished`` workload go in the background: its Job ended, no pod of it runs, and waiting for the garbage
-        collector to delete every pod first cost the worker's apiserver a finalizer write and several reads per
-        Job."""
-
-        async def delete(copy: Obj) -> None:
-            meta = copy["metadata"]
-            resource = JOBS if copy.get("kind") == "Job" else WORKLOADS
-            uid = str(meta.get("uid") or "")
-            now = time.monotonic()
-            if uid and now - self._deletes_sent.get(uid, -math.inf) < DELETE_RESEND_SECONDS:
-                return
-            self._deletes_sent = {u: t for u, t in self._deletes_sent.items() if now - t < DELETE_RESEND_SECONDS}
-            try:
-                await conn.api.delete(
-                    resource,
-                    meta["name"],
-                    namespace=meta["namespace"],
-                    uid=meta.get("uid"),
-                    propagation_policy=Propagation.FOREGROUND
-                    if resource is JOBS and not finished
-                    else Propagation.BACKGROUND,
-                    missing_ok=True,
-                )
-            except Conflict:
-                return  # replaced by another object meanwhile: not ours to delete
-            if uid:
-                self._deletes_sent[uid] = now
-            log.info("deleted remote object", cluster=conn.name, kind=resource.kind, name=meta["name"], reason=why)
-
-        present = [copy for copy in copies if copy is not None]
-
-        def goes_with_its_owner(copy: Obj) -> bool:
-            """A copy owned by another copy deleted here, or by one whose delete was sent lately (a background
-            deletion is gone from the cache before the garbage collector took its dependents): the collector deletes
-            it (after ``DELETE_RESEND_SECONDS`` kfed does, should it still be there). A Job copy is left to the
-            collector only when the workload finished: otherwise it goes in the foreground, so that "gone" means no
-            pod of it runs any more."""
-            if copy.get("kind") == "Job" and not finished:
-                return False
-            if any(owned_by(copy, owner) for owner in present if owner is not copy):
-                return True
-            now = time.monotonic()
-            owners = (copy["metadata"].get("ownerReferences")) or ()
-            return any(
-                now - self._deletes_sent.get(str(ref.get("uid")), -math.inf) < DELETE_RESEND_SECONDS for ref in owners
-            )
-
-        await concurrently(
-            *(
-                partial(delete, copy)
-                for copy in present
-                if not copy["metadata"].get("deletionTimestamp") and not goes_with_its_owner(copy)
-            )
-        )
-
-    async def collect_garbage(self, *, only_key: str | None = None, job_name: str | None = None) -> int:
-        """Delete our copies that no manager Workload holds on that worker (``copy_belongs``); returns how many. With
-        ``only_key``, only that Workload's copies are looked at: its Workload copy by key, and its Job copy by
-        ``job_name`` when known, else among the Jobs of its namespace (a sweep over every copy per deleted Workload
-        made deleting many Workloads quadratic)."""
-        deleted = 0
-        for conn in list(self._pool.connections.values()):
-            if not conn.connected:
-                continue
-            for resource, remote in garbage_candidates(conn, only_key=only_key, job_name=job_name):
-                key = remote_workload_key(remote)
-                if key is None or (only_key is not None and key != only_key):
-                    continue
-                manager = self._workload_view.get(key)
-                labels = remote["metadata"].get("labels") or {}
-                if copy_belongs(manager, worker=conn.name, manager_uid=labels.get(MANAGER_UID_LABEL)):
-                    continue
-                meta = remote["metadata"]
-                await conn.api.delete(
-                    resource,
-                    meta["name"],
-                    namespace=meta["namespace"],
-                    uid=meta.get("uid"),
-                    propagation_policy=Propagation.BACKGROUND,
-                    missing_ok=True,
-                )
-                deleted += 1
-                log.info("garbage-collected remote object", cluster=conn.name, kind=resource.kind, workload=key)
-        return deleted
-
-
-def garbage_candidates(
-    conn: WorkerConnection, *, only_key: str | None, job_name: str | None
-) -> list[tuple[Resource, Obj]]:
-    """The copies in ``conn``'s worker that :meth:`RemoteSync.collect_garbage` looks at."""
-    if only_key is None:
-        return [(JOBS, job) for job in conn.jobs.store] + [(WORKLOADS, wl) for wl in conn.workloads.store]
-    namespace = only_key.split("/", 1)[0]
-    jobs = (
-        [conn.jobs.store.get_by_name(job_name, namespace=namespace)]
-        if job_name is not None
-        else conn.jobs.store.list(namespace=namespace)
-    )
-    found = [(JOBS, job) for job in jobs if job is not None]
-    workload = conn.workloads.store.get(only_key)
-    return [*found, (WORKLOADS, workload)] if workload is not None else found
-
-
-def remote_workload_key(remote: Obj) -> str | None:
-    """The manager Workload key a remote Workload or Job copy belongs to."""
-    meta = remote["metadata"]
-    if remote.get("kind") == "Workload":
-        return f"{meta['namespace']}/{meta['name']}"
-    name = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL)
-    return f"{meta['namespace']}/{name}" if name else None

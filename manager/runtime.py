@@ -40,6 +40,7 @@ from federation.kube.workqueue import WorkQueue
 from federation.obs.metrics import Metrics
 from manager.admission_check_status import AdmissionCheckStatus
 from manager.config import ManagerConfig
+from manager.copy_cleanup import CopyCleaner
 from manager.decisions.dashboard_view import WorkerInput, dashboard_state
 from manager.decisions.federation_gauges import WorkerView, multikueue_cluster_samples, worker_samples
 from manager.decisions.ledger import InFlightLedger
@@ -133,6 +134,7 @@ class ManagerRuntime:
             runs_locally=self.local_queues_config.is_local,
             metrics=self.metrics,
         )
+        self.copy_cleaner = CopyCleaner(pool=self.pool, workloads=self.workload_view)
         self.remote_sync = RemoteSync(
             api=api,
             config=config,
@@ -143,6 +145,7 @@ class ManagerRuntime:
             local_queues=self.local_queues,
             pool=self.pool,
             ledger=self.ledger,
+            cleaner=self.copy_cleaner,
             events=self.events,
             metrics=metrics,
             cohorts=self.cohorts,
@@ -372,7 +375,7 @@ class ManagerRuntime:
         while True:
             await anyio.sleep(self.config.gc_interval)
             try:
-                deleted = await self.remote_sync.collect_garbage()
+                deleted = await self.copy_cleaner.collect_garbage()
             except Exception as err:  # one failed sweep is retried at the next interval
                 log.warning("garbage collection failed", error=str(err))
                 continue

@@ -8,7 +8,7 @@ from typing import Any
 
 from federation.kube.resources import JOBS, WORKLOADS
 from federation.kube.store import Store
-from manager.remote_sync import garbage_candidates
+from manager.copy_cleanup import garbage_candidates
 
 
 def _obj(kind: str, namespace: str, name: str) -> dict[str, Any]:

@@ -1,0 +1,179 @@
+"""Delete kfed-manager's copies in the workers: of a finished or withdrawn Workload, strays on workers that do not
+hold it, and garbage (copies no manager Workload holds, swept periodically and after a Workload's deletion).
+
+A copy is deleted only while it is still the same object (uid precondition), so a same-named object someone else
+created since is never touched; the manager's Workload cache decides what belongs where
+(:func:`manager.decisions.lifecycle.copy_belongs`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import structlog
+
+from federation.api.labels import PREBUILT_WORKLOAD_LABEL
+from federation.kube.api import Propagation
+from federation.kube.errors import Conflict
+from federation.kube.overlay import WriteOverlay
+from federation.kube.resources import JOBS, WORKLOADS, Resource
+from federation.protocol import MANAGER_UID_LABEL
+from manager.concurrently import concurrently
+from manager.decisions.lifecycle import copy_belongs
+from manager.decisions.remote_copies import owned_by
+from manager.workers import WorkerConnection, WorkerPool
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+
+DELETE_RESEND_SECONDS = 10.0
+"""A copy whose delete was accepted is not sent another delete for this long (its foreground deletion is under way
+while the watch catches up); after that a copy still there gets one again."""
+
+
+class CopyCleaner:
+    def __init__(self, *, pool: WorkerPool, workloads: WriteOverlay) -> None:
+        self._pool = pool
+        self._workload_view = workloads
+        """The manager Workloads (with this process's writes laid over): what holds a copy."""
+        self._deletes_sent: dict[str, float] = {}
+        """uid → when its delete was sent: a pass before the watch shows the deletion does not send it again."""
+
+    async def delete_strays(self, key: str, *, job_name: str | None, holder: str | None) -> None:
+        """Delete copies of this workload on reachable workers other than the one holding it (e.g. left on a worker
+        that was unreachable when the workload was requeued): they are found the moment that worker's caches list
+        them again, so nothing stale keeps running there."""
+        namespace, name = key.split("/", 1)
+        for conn in list(self._pool.connections.values()):
+            if conn.name == holder or not conn.connected:
+                continue
+            found = [conn.workloads.store.get_by_name(name, namespace=namespace)]
+            if job_name is not None:
+                found.append(conn.jobs.store.get_by_name(job_name, namespace=namespace))
+            strays = [copy for copy in found if copy is not None]
+            if strays:
+                await self.delete_copies(conn, strays, why="stale copy: the workload is not held by this worker")
+
+    async def delete_copies(
+        self, conn: WorkerConnection, copies: Sequence[Obj | None], *, why: str, finished: bool = False
+    ) -> None:
+        """Delete these objects of ours from the worker, each only if it is still the same object (uid
+        precondition): a same-named object created since by someone else is never touched. Jobs go with their
+        pods first (foreground), so "gone from the cache" means nothing of it runs any more; a copy owned by another
+        copy deleted here (a stock Kueue worker's Workload copy by its Job copy, a kfed-agent worker's Job copy by
+        its Workload copy once finished) is deleted by the worker's garbage collector with it. The copies of a
+        ``finished`` workload go in the background: its Job ended, no pod of it runs, and waiting for the garbage
+        collector to delete every pod first cost the worker's apiserver a finalizer write and several reads per
+        Job."""
+
+        async def delete(copy: Obj) -> None:
+            meta = copy["metadata"]
+            resource = JOBS if copy.get("kind") == "Job" else WORKLOADS
+            uid = str(meta.get("uid") or "")
+            now = time.monotonic()
+            if uid and now - self._deletes_sent.get(uid, -math.inf) < DELETE_RESEND_SECONDS:
+                return
+            self._deletes_sent = {u: t for u, t in self._deletes_sent.items() if now - t < DELETE_RESEND_SECONDS}
+            try:
+                await conn.api.delete(
+                    resource,
+                    meta["name"],
+                    namespace=meta["namespace"],
+                    uid=meta.get("uid"),
+                    propagation_policy=Propagation.FOREGROUND
+                    if resource is JOBS and not finished
+                    else Propagation.BACKGROUND,
+                    missing_ok=True,
+                )
+            except Conflict:
+                return  # replaced by another object meanwhile: not ours to delete
+            if uid:
+                self._deletes_sent[uid] = now
+            log.info("deleted remote object", cluster=conn.name, kind=resource.kind, name=meta["name"], reason=why)
+
+        present = [copy for copy in copies if copy is not None]
+
+        def goes_with_its_owner(copy: Obj) -> bool:
+            """A copy owned by another copy deleted here, or by one whose delete was sent lately (a background
+            deletion is gone from the cache before the garbage collector took its dependents): the collector deletes
+            it (after ``DELETE_RESEND_SECONDS`` kfed does, should it still be there). A Job copy is left to the
+            collector only when the workload finished: otherwise it goes in the foreground, so that "gone" means no
+            pod of it runs any more."""
+            if copy.get("kind") == "Job" and not finished:
+                return False
+            if any(owned_by(copy, owner) for owner in present if owner is not copy):
+                return True
+            now = time.monotonic()
+            owners = (copy["metadata"].get("ownerReferences")) or ()
+            return any(
+                now - self._deletes_sent.get(str(ref.get("uid")), -math.inf) < DELETE_RESEND_SECONDS for ref in owners
+            )
+
+        await concurrently(
+            *(
+                partial(delete, copy)
+                for copy in present
+                if not copy["metadata"].get("deletionTimestamp") and not goes_with_its_owner(copy)
+            )
+        )
+
+    async def collect_garbage(self, *, only_key: str | None = None, job_name: str | None = None) -> int:
+        """Delete our copies that no manager Workload holds on that worker (``copy_belongs``); returns how many. With
+        ``only_key``, only that Workload's copies are looked at: its Workload copy by key, and its Job copy by
+        ``job_name`` when known, else among the Jobs of its namespace (a sweep over every copy per deleted Workload
+        made deleting many Workloads quadratic)."""
+        deleted = 0
+        for conn in list(self._pool.connections.values()):
+            if not conn.connected:
+                continue
+            for resource, remote in garbage_candidates(conn, only_key=only_key, job_name=job_name):
+                key = remote_workload_key(remote)
+                if key is None or (only_key is not None and key != only_key):
+                    continue
+                manager = self._workload_view.get(key)
+                labels = remote["metadata"].get("labels") or {}
+                if copy_belongs(manager, worker=conn.name, manager_uid=labels.get(MANAGER_UID_LABEL)):
+                    continue
+                meta = remote["metadata"]
+                await conn.api.delete(
+                    resource,
+                    meta["name"],
+                    namespace=meta["namespace"],
+                    uid=meta.get("uid"),
+                    propagation_policy=Propagation.BACKGROUND,
+                    missing_ok=True,
+                )
+                deleted += 1
+                log.info("garbage-collected remote object", cluster=conn.name, kind=resource.kind, workload=key)
+        return deleted
+
+
+def garbage_candidates(
+    conn: WorkerConnection, *, only_key: str | None, job_name: str | None
+) -> list[tuple[Resource, Obj]]:
+    """The copies in ``conn``'s worker that :meth:`CopyCleaner.collect_garbage` looks at."""
+    if only_key is None:
+        return [(JOBS, job) for job in conn.jobs.store] + [(WORKLOADS, wl) for wl in conn.workloads.store]
+    namespace = only_key.split("/", 1)[0]
+    jobs = (
+        [conn.jobs.store.get_by_name(job_name, namespace=namespace)]
+        if job_name is not None
+        else conn.jobs.store.list(namespace=namespace)
+    )
+    found = [(JOBS, job) for job in jobs if job is not None]
+    workload = conn.workloads.store.get(only_key)
+    return [*found, (WORKLOADS, workload)] if workload is not None else found
+
+
+def remote_workload_key(remote: Obj) -> str | None:
+    """The manager Workload key a remote Workload or Job copy belongs to."""
+    meta = remote["metadata"]
+    if remote.get("kind") == "Workload":
+        return f"{meta['namespace']}/{meta['name']}"
+    name = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL)
+    return f"{meta['namespace']}/{name}" if name else None
