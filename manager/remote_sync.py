@@ -182,8 +182,11 @@ class RemoteSync:
             await self._finish(workload, remote_job=manager_job, worker=worker or "")
             return None
         await self._cleaner.delete_strays(key, job_name=owner_job_name(workload), holder=worker)
+        wrote, backoff_left = await self._requeued(workload, key)
+        if wrote:
+            return None  # the Workload's watch event brings it back
         if worker is None or not is_true(workload, "QuotaReserved"):
-            return await self._requeued(workload, key)
+            return backoff_left
         conn = self._pool.connections.get(worker)
         if conn is None or not conn.connected:
             return await self._worker_unreachable(workload, worker=worker)
@@ -625,21 +628,22 @@ class RemoteSync:
             message=eviction.message,
         )
 
-    async def _requeued(self, workload: Obj, key: str) -> float | None:
-        """Kueue's second step of ``Requeued`` for a workload that holds no quota (``federation.admission.requeued``):
-        ``Reactivated`` once a deactivated one is active again, ``BackoffFinished`` once the backoff of a
-        ``PodsReadyTimeout`` or ``AdmissionCheck`` eviction has passed (returns the seconds until then)."""
+    async def _requeued(self, workload: Obj, key: str) -> tuple[bool, float | None]:
+        """Kueue's second step of ``Requeued`` (``federation.admission.requeued``): ``Reactivated`` once a
+        deactivated workload is active again, ``BackoffFinished`` once the backoff of a ``PodsReadyTimeout`` or
+        ``AdmissionCheck`` eviction has passed (also when the workload got its reservation again first). Returns
+        whether it wrote, and the seconds until the backoff ends while it runs."""
         if not may_take_requeued_step(workload):
-            return None
+            return False, None
         now = dt.datetime.now(dt.UTC)
         step = requeued_step(workload, now=now)
         if step is None:
-            return None
+            return False, None
         if step.status is None:
-            return (step.wait_until - now).total_seconds() if step.wait_until is not None else None
+            return False, (step.wait_until - now).total_seconds() if step.wait_until is not None else None
         await self._patch_workload_status(workload, step.status)
         log.info("workload requeued", workload=key, reason=step.reason, message=step.message)
-        return None
+        return True, None
 
     async def _patch_workload_status(self, workload: Obj, status: Obj) -> Obj:
         meta = workload["metadata"]

@@ -215,7 +215,7 @@ def test_a_retry_check_releases_the_reservation_and_the_workload_is_queued_again
     workload = wait_for(
         lambda: workload_of(federation, "ac-retry"),
         until=lambda w: (
-            (condition(w, "Requeued") or {}).get("reason") == "AdmissionCheck"
+            (condition(w, "Requeued") or {}).get("reason") == "BackoffFinished"
             and is_true(w, "QuotaReserved")
             and _checks(w).get(GATE, {}).get("state") == "Pending"
         ),
@@ -270,7 +270,7 @@ def test_a_check_that_asks_to_retry_after_dispatch_withdraws_the_running_job_and
         lambda: (get(federation, worker, "job", "ac-late"), workload_of(federation, "ac-late")),
         until=lambda seen: (
             seen[0] is None
-            and (condition(seen[1], "Requeued") or {}).get("reason") == "AdmissionCheck"
+            and (condition(seen[1], "Requeued") or {}).get("reason") == "BackoffFinished"
             and _checks(seen[1]).get(GATE, {}).get("state") == "Pending"
         ),
         timeout=60,

@@ -18,6 +18,7 @@ from e2e.scenarios.helpers import (
     WORKER_LOST_TIMEOUT,
     condition,
     get,
+    items,
     remote_copies,
     submit,
     worker_of,
@@ -70,7 +71,13 @@ def test_a_manager_restarted_during_an_outage_keeps_counting_from_the_loss(feder
             what="restart-outage requeued after the worker-lost timeout",
         )
         assert requeued is not None
-        assert "worker-lost timeout" in requeued["message"]
+        notes = [  # Requeued says BackoffFinished by then (Kueue); the eviction's Event says why
+            str(e.get("note"))
+            for e in items(federation, MANAGER, "events.events.k8s.io")
+            if e.get("reason") == "EvictedDueToAdmissionCheck"
+            and "restart-outage" in (e.get("regarding") or {}).get("name", "")
+        ]
+        assert any("worker-lost timeout" in note for note in notes), notes
         requeued_at = _time(requeued["lastTransitionTime"])
         assert requeued_at >= lost_at + dt.timedelta(seconds=WORKER_LOST_TIMEOUT - 1), "evicted before the timeout"
         assert requeued_at < restarted_at + dt.timedelta(seconds=WORKER_LOST_TIMEOUT - 2), (

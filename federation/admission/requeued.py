@@ -8,7 +8,8 @@ Kueue's reasons. Kueue (v0.19/v0.20, its job reconciler and workload controller)
   message, ``True`` for a preemption and the other evictions that simply queue the Workload again, but ``False``
   for a deactivated Workload and for the evictions that come with a requeue backoff: ``PodsReadyTimeout`` and
   ``AdmissionCheck`` (a check in Retry, or MultiKueue taking the Workload back).
-- **Later** (the workload controller, on an active Workload that holds no quota): ``Requeued=False`` with reason
+- **Later** (the workload controller, on an active, unfinished Workload, also one that already holds quota again):
+  ``Requeued=False`` with reason
   ``Deactivated`` (a user set ``spec.active: false``; not Kueue's own ``DeactivatedDueTo…`` deactivations) becomes
   ``True`` reason ``Reactivated`` once ``spec.active`` is true again; ``Requeued=False`` with reason
   ``PodsReadyTimeout`` or ``AdmissionCheck`` becomes ``True`` reason ``BackoffFinished`` once
@@ -30,7 +31,6 @@ from federation.api.workload import (
     EVICTED_BY_ADMISSION_CHECK,
     EVICTED_BY_DEACTIVATION,
     EVICTED_BY_PODS_READY_TIMEOUT,
-    QUOTA_RESERVED,
     REQUEUED,
 )
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
@@ -78,11 +78,11 @@ def may_take_requeued_step(workload: Mapping[str, Any]) -> bool:
         return False
     if requeued.get("reason") != EVICTED_BY_DEACTIVATION and requeued.get("reason") not in BACKOFF_REASONS:
         return False
-    return active(workload) and not is_true(workload, QUOTA_RESERVED) and not is_true(workload, "Finished")
+    return active(workload) and not is_true(workload, "Finished")
 
 
 def requeued_step(workload: Mapping[str, Any], *, now: dt.datetime) -> RequeuedStep | None:
-    """Kueue's second step for an active, unfinished workload that holds no quota (see the module docstring):
+    """Kueue's second step for an active, unfinished workload (see the module docstring):
     ``Reactivated`` or ``BackoffFinished``, a wait for the backoff, or None."""
     if not may_take_requeued_step(workload):
         return None

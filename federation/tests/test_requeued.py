@@ -76,10 +76,13 @@ def test_a_backoff_eviction_is_requeued_backoff_finished_once_the_backoff_has_pa
     assert "requeueState" not in no_backoff.status
 
 
-def test_no_step_for_other_reasons_a_true_requeued_a_reserved_or_finished_workload() -> None:
+def test_no_step_for_other_reasons_a_true_requeued_or_a_finished_workload() -> None:
     assert requeued_step(released("Preempted"), now=NOW) is None
     assert requeued_step(released("AdmissionCheck", active=False), now=NOW) is None
-    assert requeued_step(released("AdmissionCheck", reserved=True), now=NOW) is None
+    reserved_first = requeued_step(released("AdmissionCheck", reserved=True), now=NOW)  # Kueue flips it all the same
+    assert reserved_first is not None
+    assert reserved_first.status is not None
+    assert requeued_of(reserved_first.status)[1] == "BackoffFinished"
     finished = released("AdmissionCheck")
     finished["status"]["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded"})
     assert requeued_step(finished, now=NOW) is None

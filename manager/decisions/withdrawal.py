@@ -16,6 +16,7 @@ import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from federation.admission.requeued import requeued_on_release
 from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
 from manager.decisions.sync import job_finish
 
@@ -235,13 +236,14 @@ def eviction_of(workload: Obj) -> tuple[str, str]:
 def requeue_status(workload: Obj, *, reason: str, message: str, now: dt.datetime) -> dict[str, Any]:
     """The status patch that releases the reservation and queues the workload again (Kueue's eviction); a
     deactivated workload releases it without being queued again (``Requeued=False`` with the eviction's reason and
-    message, as Kueue writes it, until it is reactivated)."""
+    message, as Kueue writes it, until it is reactivated). ``Requeued`` is also False after an ``AdmissionCheck`` or
+    ``PodsReadyTimeout`` eviction until the backoff ends (``federation.admission.requeued``)."""
     generation = (workload.get("metadata") or {}).get("generation")
     conditions: Sequence[Mapping[str, Any]] = list(conditions_of(workload))
     changes: list[tuple[str, bool, str]] = [
         ("Evicted", True, reason),
         ("QuotaReserved", False, "Pending"),
-        ("Requeued", not deactivated(workload), reason),
+        ("Requeued", requeued_on_release(workload, reason=reason), reason),
     ]
     for condition_type, status, why in changes:
         conditions, _ = set_condition(

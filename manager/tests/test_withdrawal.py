@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import pytest
+
 from manager.decisions.lifecycle import Phase, phase_of
 from manager.decisions.sync import mirrored_job_status, status_mirrored
 from manager.decisions.withdrawal import (
@@ -99,7 +101,9 @@ def test_requeue_status_releases_the_reservation_and_says_why() -> None:
     assert by_type["Evicted"]["status"] == "True"
     assert by_type["Evicted"]["reason"] == "AdmissionCheck"
     assert by_type["Evicted"]["message"] == "copy deleted"
-    assert by_type["Requeued"]["status"] == "True"
+    # Kueue: an AdmissionCheck eviction leaves Requeued=False (the eviction's reason) until its backoff ends
+    requeued = by_type["Requeued"]
+    assert (requeued["status"], requeued["reason"], requeued["message"]) == ("False", "AdmissionCheck", "copy deleted")
     assert status["admission"] is None
     assert status["clusterName"] is None
     assert status["nominatedClusterNames"] is None
@@ -206,3 +210,15 @@ def test_a_copy_a_user_deactivated_on_the_worker_is_taken_back_like_multikueue_d
     released = workload(cond("QuotaReserved", status=False), evicted)
     released["spec"] = {"active": False}
     assert reason(ADMITTED, remote_workload=released, remote_job=None) == expected
+
+
+@pytest.mark.parametrize(
+    ("reason", "requeued"),
+    [("Preempted", "True"), ("NodeFailures", "True"), ("PodsReadyTimeout", "False"), ("AdmissionCheck", "False")],
+)
+def test_requeued_after_release_is_false_for_the_evictions_with_a_backoff(reason: str, requeued: str) -> None:
+    """Kueue's job reconciler: Requeued takes the eviction's reason; the workload controller makes it True
+    (BackoffFinished) only once the backoff of a PodsReadyTimeout or AdmissionCheck eviction has passed."""
+    status = requeue_status(ADMITTED, reason=reason, message="why", now=NOW)
+    found = {c["type"]: c for c in status["conditions"]}["Requeued"]
+    assert (found["status"], found["reason"], found["message"]) == (requeued, reason, "why")
