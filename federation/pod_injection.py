@@ -30,6 +30,12 @@ PODSET_LABEL = "kueue.x-k8s.io/podset"
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 
 
+INJECTED_ANNOTATION = "kfed.io/injected-placement"
+"""On a Job copy kfed-manager creates started: the ``nodeSelector`` entries and ``tolerations`` the start patch added
+(JSON, :func:`injected_placement`), so that kfed-agent can tell a flavor's label or toleration removed since then
+from the Job's own (which a user may have edited on the suspended manager Job)."""
+
+
 @dataclass(frozen=True, slots=True)
 class FlavorInjection:
     """What one ResourceFlavor adds to the pods of a pod set assigned to it."""
@@ -108,3 +114,14 @@ def start_patch(
     if template_patch:
         spec_patch.setdefault("template", {})["spec"] = template_patch
     return StartPatch({"spec": spec_patch}, tuple(used))
+
+
+def injected_placement(job_spec: Mapping[str, Any], start: StartPatch) -> Obj:
+    """What ``start`` (the start patch of a Job of spec ``job_spec``) adds to its pod template's ``nodeSelector`` and
+    ``tolerations`` (the value of :data:`INJECTED_ANNOTATION`, as a dict)."""
+    patched = ((start.patch["spec"].get("template") or {}).get("spec")) or {}
+    existing = list(((job_spec.get("template") or {}).get("spec") or {}).get("tolerations") or ())
+    return {
+        "nodeSelector": dict(patched.get("nodeSelector") or {}),
+        "tolerations": [t for t in patched.get("tolerations") or () if t not in existing],
+    }

@@ -19,12 +19,13 @@ and sends each Workload to exactly one worker, so there is nothing for a gate to
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL
 from federation.merge_patch import apply_merge_patch
-from federation.pod_injection import FlavorInjection, start_patch
+from federation.pod_injection import INJECTED_ANNOTATION, FlavorInjection, injected_placement, start_patch
 from federation.protocol import JOB_GENERATED_LABELS, MANAGER_UID_LABEL
 from manager.decisions.workload_from_job import JOB_UID_LABEL, clean_template
 
@@ -129,7 +130,11 @@ def started_remote_job(
     its Job controller no suspend and resume. Owned by the Workload copy: deleting that copy takes the Job (and its
     pods) with it. Raises ``KeyError`` naming an assigned flavor ``flavors`` does not list."""
     job = remote_job(manager_job, manager_workload=manager_workload, origin=origin)
-    job["spec"] = apply_merge_patch(job["spec"], start_patch(job["spec"], admitted_copy, flavors=flavors).patch["spec"])
+    start = start_patch(job["spec"], admitted_copy, flavors=flavors)
+    injected = injected_placement(job["spec"], start)
+    job["spec"] = apply_merge_patch(job["spec"], start.patch["spec"])
+    # what the flavors added, for the agent's OutOfSync check (a label since removed from a flavor still counts)
+    job["metadata"].setdefault("annotations", {})[INJECTED_ANNOTATION] = json.dumps(injected, sort_keys=True)
     copy_meta = admitted_copy["metadata"]
     job["metadata"]["ownerReferences"] = [
         {

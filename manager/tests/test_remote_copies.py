@@ -1,3 +1,6 @@
+import json
+
+from federation.pod_injection import INJECTED_ANNOTATION
 from manager.decisions.remote_copies import owned_by, remote_job, remote_workload, started_remote_job
 from manager.tests.builders import make_job
 
@@ -60,6 +63,8 @@ def test_the_started_job_copy_carries_the_admission_and_is_owned_by_the_workload
     pod_spec = copy["spec"]["template"]["spec"]
     assert pod_spec["nodeSelector"] == {"zone": "z1", "pool": "a"}
     assert pod_spec["tolerations"] == [toleration]
+    injected = json.loads(copy["metadata"]["annotations"][INJECTED_ANNOTATION])  # for the agent's OutOfSync check
+    assert injected == {"nodeSelector": {"pool": "a"}, "tolerations": [toleration]}
     assert copy["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] == "job-train-abc12"
     assert copy["metadata"]["ownerReferences"] == [
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "name": "job-train-abc12", "uid": "copy-uid"}

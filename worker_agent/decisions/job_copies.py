@@ -16,10 +16,11 @@ already evicted are left alone.
 flavors' ``nodeLabels`` and ``tolerations`` as the agent's last capacity report listed them (published about 1 s
 after a change). A ResourceFlavor edited in that second gives a Job copy with stale placement (pods on the old
 nodes, or never scheduled). So the first time the agent sees a started Job copy of an admitted kfed-manager copy,
-it checks the template against the Workload's pod set template plus the flavors as it knows them
-(``federation.pod_injection``, the same rule), exactly, as Kueue compares a running Job with its Workload: a label
-or toleration the template lacks or has with another value counts, and so does one it still carries that the flavor
-no longer gives (removed from the ResourceFlavor). On a disagreement the copy is deactivated and evicted the same
+it checks the template against the flavors as it knows them (``federation.pod_injection``, the same rule): a
+label or toleration the template lacks or has with another value counts, and so does one the manager's start patch
+added (it says which in ``INJECTED_ANNOTATION``) that the flavor no longer gives (removed from the ResourceFlavor).
+The Job's own ``nodeSelector`` and tolerations are not judged (a user may edit a suspended manager Job; kfed-manager
+keeps its Workload). On a disagreement the copy is deactivated and evicted the same
 way, reason ``OutOfSync`` (Kueue's word for a prebuilt Workload that no longer matches its Job), and the manager
 takes it back and dispatches it again with the flavors of the new report. Pure: plain dicts in, status patches
 and the next deadline out.
@@ -37,7 +38,7 @@ from federation.admission.api_drain import workload_generation
 from federation.admission.api_workloads import is_admitted, workload_key
 from federation.api.workload import ADMITTED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
-from federation.pod_injection import FlavorInjection, start_patch
+from federation.pod_injection import INJECTED_ANNOTATION, FlavorInjection, start_patch
 from federation.protocol import MANAGER_UID_LABEL
 from worker_agent.decisions.jobs import job_finished
 
@@ -112,24 +113,30 @@ def job_copy_timeouts(
     return JobCopyTimeouts(tuple(evictions), next_due)
 
 
+def _injected(job: Mapping[str, Any]) -> Obj:
+    """The placement kfed-manager's start patch added to the Job copy (``INJECTED_ANNOTATION``; empty when absent)."""
+    text = ((job.get("metadata") or {}).get("annotations") or {}).get(INJECTED_ANNOTATION)
+    try:
+        found = json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 def placement_mismatch(
     job: Mapping[str, Any], workload: Mapping[str, Any], *, flavors: Mapping[str, FlavorInjection]
 ) -> str | None:
     """How a started Job copy's pod template differs from the placement its admitted ``workload`` gives it, or None
-    when it matches. The expected placement is the Workload's own pod set template (the user's ``nodeSelector`` and
-    ``tolerations``) with the assigned flavors' ``nodeLabels`` and ``tolerations`` as ``flavors`` has them, and what
-    Ready admission checks add (the rule the manager built the copy with), compared exactly, as Kueue compares a
-    running Job with its Workload: a label or a toleration the template lacks or has with another value, and also
-    one it carries that nothing gives any more (a ``nodeLabel`` or toleration since REMOVED from the flavor).
+    when it matches: a ``nodeLabel`` or toleration of the assigned flavors (as ``flavors`` has them, with what Ready
+    admission checks add) that the template lacks or has with another value, and one that kfed-manager's start patch
+    added (``INJECTED_ANNOTATION``) that the flavors no longer give (REMOVED from the ResourceFlavor since). The
+    Job's own ``nodeSelector`` and tolerations are not judged: a user may have edited the suspended manager Job.
     Raises ``KeyError`` naming an assigned flavor ``flavors`` lacks."""
     spec = job.get("spec") or {}
     pod_spec = (spec.get("template") or {}).get("spec") or {}
-    pod_sets = (workload.get("spec") or {}).get("podSets") or ()
-    own = ((pod_sets[0].get("template") or {}).get("spec") or {}) if pod_sets else {}
-    start = start_patch({"template": {"spec": own}}, workload, flavors=flavors)
-    wanted_patch = ((start.patch["spec"].get("template") or {}).get("spec")) or {}
-    wanted_selector = {**(own.get("nodeSelector") or {}), **(wanted_patch.get("nodeSelector") or {})}
-    wanted_tolerations = list(wanted_patch.get("tolerations") or own.get("tolerations") or ())
+    start = start_patch(spec, workload, flavors=flavors)
+    wanted = ((start.patch["spec"].get("template") or {}).get("spec")) or {}
+    wanted_selector = wanted.get("nodeSelector") or {}
     selector = pod_spec.get("nodeSelector") or {}
     lacks = [
         f"nodeSelector {key}={value} (it has {key}={selector[key]})"
@@ -139,13 +146,25 @@ def placement_mismatch(
         if selector.get(key) != value
     ]
     existing = list(pod_spec.get("tolerations") or ())
-    lacks += [f"toleration {json.dumps(t, sort_keys=True)}" for t in wanted_tolerations if t not in existing]
-    extra = [f"nodeSelector {key}={value}" for key, value in sorted(selector.items()) if key not in wanted_selector]
-    extra += [f"toleration {json.dumps(t, sort_keys=True)}" for t in existing if t not in wanted_tolerations]
+    lacks += [
+        f"toleration {json.dumps(t, sort_keys=True)}" for t in wanted.get("tolerations") or () if t not in existing
+    ]
+    injected = _injected(job)
+    given = [t for name in start.flavors for t in flavors[name].tolerations]
+    extra = [
+        f"nodeSelector {key}={value}"
+        for key, value in sorted(selector.items())
+        if key in (injected.get("nodeSelector") or {}) and key not in wanted_selector
+    ]
+    extra += [
+        f"toleration {json.dumps(t, sort_keys=True)}"
+        for t in existing
+        if t in (injected.get("tolerations") or ()) and t not in given
+    ]
     if not lacks and not extra:
         return None
     parts = ([f"it lacks {', '.join(lacks)}"] if lacks else []) + (
-        [f"it carries {', '.join(extra)} that neither they nor the workload's pod template give"] if extra else []
+        [f"it carries {', '.join(extra)} that they no longer give"] if extra else []
     )
     return (
         f"the Job copy's pod template does not match the assigned ResourceFlavors ({', '.join(start.flavors)}) as "

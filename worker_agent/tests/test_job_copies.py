@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Any
 
 from federation.conditions import find_condition
-from federation.pod_injection import FlavorInjection
+from federation.pod_injection import INJECTED_ANNOTATION, FlavorInjection
 from federation.protocol import MANAGER_UID_LABEL
 from federation.tests.api_builders import admitted_status, workload
 from worker_agent.decisions.job_copies import (
@@ -147,16 +148,26 @@ def test_a_job_copy_that_carries_its_flavors_placement_or_is_not_ours_to_check_i
         assert out_of_sync(job, workload_, flavors=FLAVORS, now=after(2)) is None
 
 
+def built_with(job: Obj, *, node_selector: dict[str, str], tolerations: list[Obj]) -> Obj:
+    """``job`` as kfed-manager creates it: the annotation says what its start patch added."""
+    injected = {"nodeSelector": node_selector, "tolerations": tolerations}
+    job["metadata"]["annotations"] = {INJECTED_ANNOTATION: json.dumps(injected)}
+    return job
+
+
 def test_a_label_or_a_toleration_removed_from_the_flavor_since_counts_as_out_of_sync() -> None:
     """The copy was built from a report whose flavor still had ``old=1`` and a second toleration: the template carries
-    them, the flavor no longer gives them, so it is out of sync (Kueue compares a running Job with its Workload's
-    template plus the flavors' placement exactly)."""
+    them as the manager added them, the flavor no longer gives them, so it is out of sync."""
     own_toleration = {"key": "mine", "operator": "Exists"}
     wl = copy("w", pod_spec={"nodeSelector": {"user": "x"}, "tolerations": [own_toleration]})
     gpu = dict(FLAVORS["rf"].tolerations[0])
     gone = {"key": "old", "operator": "Exists", "effect": "NoSchedule"}
-    label_removed = started_job(
-        node_selector={"pool": "b", "zone": "z1", "user": "x", "old": "1"}, tolerations=[own_toleration, gpu]
+    label_removed = built_with(
+        started_job(
+            node_selector={"pool": "b", "zone": "z1", "user": "x", "old": "1"}, tolerations=[own_toleration, gpu]
+        ),
+        node_selector={"pool": "b", "zone": "z1", "old": "1"},
+        tolerations=[gpu],
     )
     found = placement_mismatch(label_removed, wl, flavors=FLAVORS)
     assert found is not None
@@ -166,31 +177,40 @@ def test_a_label_or_a_toleration_removed_from_the_flavor_since_counts_as_out_of_
     eviction = out_of_sync(label_removed, wl, flavors=FLAVORS, now=after(2))
     assert eviction is not None
     assert eviction.reason == REASON_OUT_OF_SYNC
-    toleration_removed = started_job(
-        node_selector={"pool": "b", "zone": "z1", "user": "x"}, tolerations=[own_toleration, gpu, gone]
+    toleration_removed = built_with(
+        started_job(node_selector={"pool": "b", "zone": "z1", "user": "x"}, tolerations=[own_toleration, gpu, gone]),
+        node_selector={"pool": "b", "zone": "z1"},
+        tolerations=[gpu, gone],
     )
     found = placement_mismatch(toleration_removed, wl, flavors=FLAVORS)
     assert found is not None
     assert '"key": "old"' in found
     assert "mine" not in found
     assert "gpu" not in found
-    # the user's own nodeSelector and toleration (the Workload's pod set template) are not stale
-    good = started_job(node_selector={"pool": "b", "zone": "z1", "user": "x"}, tolerations=[own_toleration, gpu])
+    # the Job's own nodeSelector and toleration are not judged, nor anything without the manager's annotation
+    good = built_with(
+        started_job(node_selector={"pool": "b", "zone": "z1", "user": "x"}, tolerations=[own_toleration, gpu]),
+        node_selector={"pool": "b", "zone": "z1"},
+        tolerations=[gpu],
+    )
     assert placement_mismatch(good, wl, flavors=FLAVORS) is None
-    # a flavor with no tolerations left: the user's own toleration alone is expected
-    bare = {"rf": FlavorInjection({"pool": "b"})}
-    assert (
-        placement_mismatch(
-            started_job(node_selector={"pool": "b", "user": "x"}, tolerations=[own_toleration]), wl, flavors=bare
-        )
-        is None
+    unannotated = started_job(node_selector={"pool": "b", "zone": "z1", "old": "1"}, tolerations=[gpu, gone])
+    assert placement_mismatch(unannotated, wl, flavors=FLAVORS) is None
+
+
+def test_a_nodeselector_or_toleration_the_user_edited_on_the_manager_job_is_not_out_of_sync() -> None:
+    """kfed-manager keeps a queued Job's Workload when the user edits the suspended Job's pod template, so the Job
+    copy may carry a nodeSelector or toleration the Workload's template lacks, or lack one it has: not OutOfSync
+    (else every new dispatch would be evicted again)."""
+    wl = copy("w", pod_spec={"nodeSelector": {"user": "x"}})
+    gpu = dict(FLAVORS["rf"].tolerations[0])
+    mine = {"key": "edited", "operator": "Exists"}
+    edited = built_with(
+        started_job(node_selector={"pool": "b", "zone": "z1", "team": "y"}, tolerations=[gpu, mine]),
+        node_selector={"pool": "b", "zone": "z1"},
+        tolerations=[gpu],
     )
-    assert (
-        placement_mismatch(
-            started_job(node_selector={"pool": "b", "user": "x"}, tolerations=[own_toleration, gpu]), wl, flavors=bare
-        )
-        is not None
-    )
+    assert placement_mismatch(edited, wl, flavors=FLAVORS) is None
 
 
 def test_a_job_copy_created_before_the_agents_term_is_not_checked_again() -> None:
