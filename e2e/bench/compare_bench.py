@@ -76,6 +76,20 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[index]
 
 
+def record_true_conditions(first_true: dict[str, dict[str, float]], document: object, now: float) -> None:
+    """Note when each object of one document kubectl printed first showed each True condition. The document is an
+    object, or the List kubectl prints first (the state when the watch started: after a restart, Jobs that
+    completed meanwhile are only in it)."""
+    items = document.get("items") if isinstance(document, dict) else None
+    for obj in items if isinstance(items, list) else [document]:
+        if not isinstance(obj, dict) or not (name := (obj.get("metadata") or {}).get("name")):
+            continue  # e.g. a Status document after the watch expired: not a Job, and no reason to stop reading
+        seen = first_true.setdefault(name, {})
+        for condition in (obj.get("status") or {}).get("conditions") or ():
+            if condition.get("status") == "True":
+                seen.setdefault(condition["type"], now)
+
+
 class ConditionWatch:
     """``kubectl get RESOURCE -w``: when each object first showed each True condition, as seen by the bench."""
 
@@ -125,16 +139,11 @@ class ConditionWatch:
             except ValueError:
                 continue
             buffer = buffer.lstrip()[end:]
-            now = time.time()
-            name = (obj.get("metadata") or {}).get("name") if isinstance(obj, dict) else None
-            if not name:  # e.g. a Status document after the watch expired: not a Job, and no reason to stop reading
-                continue
-            conditions = (obj.get("status") or {}).get("conditions") or ()
-            with self._lock:
-                seen = self.first_true.setdefault(name, {})
-                for condition in conditions:
-                    if condition.get("status") == "True":
-                        seen.setdefault(condition["type"], now)
+            self.observe(obj, time.time())
+
+    def observe(self, document: object, now: float) -> None:
+        with self._lock:
+            record_true_conditions(self.first_true, document, now)
 
     def alive(self) -> bool:
         return self._proc.poll() is None

@@ -1,0 +1,31 @@
+"""The compare bench's reading of ``kubectl get -w -o json``: each object's first True conditions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from e2e.bench.compare_bench import record_true_conditions
+
+
+def _job(name: str, *conditions: str) -> dict[str, Any]:
+    return {
+        "kind": "Job",
+        "metadata": {"name": name},
+        "status": {"conditions": [{"type": c, "status": "True"} for c in conditions]},
+    }
+
+
+def test_the_list_a_restarted_watch_prints_first_counts_its_items() -> None:
+    seen: dict[str, dict[str, float]] = {}
+    record_true_conditions(seen, _job("a"), 1.0)
+    # kubectl 1.36 prints the state at the (re)start of a watch as one List document
+    record_true_conditions(seen, {"kind": "List", "items": [_job("a", "Complete"), _job("b", "Complete")]}, 2.0)
+    assert seen == {"a": {"Complete": 2.0}, "b": {"Complete": 2.0}}
+
+
+def test_only_the_first_sighting_counts_and_other_documents_are_skipped() -> None:
+    seen: dict[str, dict[str, float]] = {}
+    record_true_conditions(seen, _job("a", "Complete"), 1.0)
+    record_true_conditions(seen, _job("a", "Complete"), 5.0)
+    record_true_conditions(seen, {"kind": "Status", "status": "Failure"}, 6.0)
+    assert seen == {"a": {"Complete": 1.0}}
