@@ -28,6 +28,7 @@ from e2e.integration.test_agent import (
 from e2e.integration.test_agent_job_copies import events_of, job_copy, released, workload_copy
 from e2e.rig.federation import Federation
 from e2e.waiting import wait_for
+from federation.pod_injection import INJECTED_ANNOTATION
 
 pytestmark = pytest.mark.integration
 
@@ -133,6 +134,64 @@ def test_a_job_copy_created_with_stale_flavor_labels_is_evicted_and_one_with_cur
                 and not is_true(workload("fresh"), "Evicted")
                 and (get_json(rig, "job", "fresh", "-n", ns) or {}).get("spec", {}).get("suspend") is False
             ),
+            seconds=3,
+        )
+    finally:
+        rig.kubectl(WORKER, "delete", "namespace", ns, "--wait=false", check=False)
+
+
+def test_a_job_copy_carrying_a_label_since_removed_from_its_flavor_is_evicted_and_the_jobs_own_label_is_not(
+    rig: Federation, agent: RunningAgent
+) -> None:
+    q = make_queues(rig)
+    ns = q.namespace
+    try:
+        both = dict([NODE_LABEL, NEW_LABEL])
+        flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": q.flavor}}
+        apply(rig, {**flavor, "spec": {"nodeLabels": both}})
+        removed = workload_copy(ns, "removed", queue=q.local_queue, cpu="1")
+        own = workload_copy(ns, "own", queue=q.local_queue, cpu="1")
+        for copy in (removed, own):
+            rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(copy))
+
+        def workload(name: str) -> dict[str, Any]:
+            return get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns) or {}
+
+        wait_for(
+            lambda: [workload("removed"), workload("own")],
+            until=lambda pair: all(is_true(w, "Admitted") for w in pair),
+            timeout=30,
+            what="both copies admitted",
+        )
+        only = {NODE_LABEL[0]: NODE_LABEL[1]}
+        apply(rig, {**flavor, "spec": {"nodeLabels": only}})  # NEW_LABEL removed from the flavor
+        wait_for(
+            lambda: reported_flavor(rig, q.flavor).get("nodeLabels"),
+            until=lambda labels: labels == only,
+            timeout=15,
+            what="the capacity report to list the flavor without the removed label",
+        )
+        # built by the manager from the report before the edit: it added both labels and says so
+        stale = started(job_copy(removed), both)
+        stale["metadata"]["annotations"] = {INJECTED_ANNOTATION: json.dumps({"nodeSelector": both, "tolerations": []})}
+        # built after it: the flavor's label, and a nodeSelector of the Job's own (a user's edit of the manager Job)
+        fresh = started(job_copy(own), {**only, "team": "y"})
+        fresh["metadata"]["annotations"] = {INJECTED_ANNOTATION: json.dumps({"nodeSelector": only, "tolerations": []})}
+        for job in (stale, fresh):
+            rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(job))
+
+        evicted = wait_for(
+            lambda: condition(workload("removed"), "Evicted"),
+            until=lambda c: c is not None,
+            timeout=30,
+            what="the copy whose Job copy carries the removed label evicted",
+        )
+        assert evicted is not None
+        assert (evicted["status"], evicted["reason"]) == ("True", "OutOfSync")
+        assert f"carries nodeSelector {NEW_LABEL[0]}={NEW_LABEL[1]}" in str(evicted["message"]), evicted["message"]
+        holds_for(
+            "the copy whose Job copy has the Job's own extra nodeSelector admitted and not evicted",
+            lambda: is_true(workload("own"), "Admitted") and not is_true(workload("own"), "Evicted"),
             seconds=3,
         )
     finally:
