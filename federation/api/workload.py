@@ -54,6 +54,8 @@ EVICTED_BY_LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
 EVICTED_DUE_TO_NODE_FAILURES = "NodeFailures"
 EVICTED_ON_MANAGER_CLUSTER = "EvictedOnManagerCluster"
 EVICTED_BY_DEACTIVATION = "Deactivated"
+DEACTIVATED_MESSAGE = "The workload is deactivated"
+"""Kueue's message for an eviction because the Workload is inactive (``spec.active: false``)."""
 
 DEFAULT_PODSET_NAME = "main"
 

@@ -17,6 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from federation.admission.requeued import requeued_on_release
+from federation.api.workload import DEACTIVATED_MESSAGE
 from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
 from manager.decisions.sync import job_finish
 
@@ -173,7 +174,6 @@ def eviction_status(
 
 REASON_PREEMPTED = "Preempted"
 REASON_DEACTIVATED = "Deactivated"
-DEACTIVATED_MESSAGE = "The workload is deactivated (spec.active is false)"
 
 
 REASON_CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"

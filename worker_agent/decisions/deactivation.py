@@ -22,12 +22,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.admission.api_drain import workload_generation
-from federation.api.workload import DEACTIVATION_TARGET, EVICTED, EVICTED_BY_DEACTIVATION, FINISHED
+from federation.api.workload import (
+    DEACTIVATED_MESSAGE,
+    DEACTIVATION_TARGET,
+    EVICTED,
+    EVICTED_BY_DEACTIVATION,
+    FINISHED,
+)
 from federation.conditions import conditions_of, find_condition, is_true, set_condition
 
 Obj = dict[str, Any]
-
-DEACTIVATED_MESSAGE = "The workload is deactivated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,4 +77,4 @@ def deactivation_eviction(workload: Mapping[str, Any], *, now: dt.datetime) -> D
     return DeactivationEviction(status, reason, message)
 
 
-__all__ = ["DEACTIVATED_MESSAGE", "DeactivationEviction", "deactivation_eviction", "needs_deactivation_eviction"]
+__all__ = ["DeactivationEviction", "deactivation_eviction", "needs_deactivation_eviction"]
