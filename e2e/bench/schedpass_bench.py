@@ -132,10 +132,6 @@ class _Cache:
             handler("MODIFIED" if old is not None else "ADDED", obj, old)
 
 
-def _cache(objects: list[dict[str, Any]]) -> _Cache:
-    return _Cache(objects)
-
-
 def _report(worker: str, *, nodes: int, queues: int, now: dt.datetime) -> Any:
     cpu = 16 * nodes
     return parse_report(
@@ -216,10 +212,10 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
         for name in names
         if (report := _report(name, nodes=nodes, queues=queues, now=now))
     }
-    workload_cache = _cache(workloads)
+    workload_cache = _Cache(workloads)
     workload_view = WriteOverlay(workload_cache.store)
     workload_cache.add_handler(workload_view.observe)  # as the manager's runtime does
-    cluster_queue_cache, local_queue_cache = _cache(cluster_queues), _cache(local_queues)
+    cluster_queue_cache, local_queue_cache = _Cache(cluster_queues), _Cache(local_queues)
     api = _Api(
         {
             "workloads": workload_cache,
@@ -228,16 +224,16 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
         }
     )
     runtime = SimpleNamespace(
-        flavors=_cache(
+        flavors=_Cache(
             [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}}]
         ),
         cluster_queues=cluster_queue_cache,
-        cohorts=_cache([]),
+        cohorts=_Cache([]),
         local_queues=local_queue_cache,
-        namespaces=_cache([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]),
+        namespaces=_Cache([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]),
         workloads=workload_cache,
         workload_view=workload_view,
-        admission_checks=_cache(
+        admission_checks=_Cache(
             [
                 {
                     "apiVersion": "kueue.x-k8s.io/v1beta2",
@@ -255,7 +251,7 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
                 }
             ]
         ),
-        multikueue_configs=_cache(
+        multikueue_configs=_Cache(
             [
                 {
                     "apiVersion": "kueue.x-k8s.io/v1beta2",

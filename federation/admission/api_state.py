@@ -131,27 +131,20 @@ def build_quota_state(
     if rules.ignore_undeclared:
         parse = _ignoring_undeclared(parse, queues)
     charge = parse_reserved or reserved_workload
-    if memo is None:
-        for raw in workloads:
-            _classify(state, dict(raw), namespace_labels, now_seconds, parse=parse, parse_reserved=charge)
-    else:
-        context = (dict(queues), by_key, dict(namespace_labels), rules)
-        memo.classify(
-            state,
-            workloads,
-            context,
-            namespace_labels,
-            now_seconds,
-            parse=parse,
-            parse_reserved=charge,
-            changed=changed,
-            lookup=lookup,
-        )
-    if memo is not None:
-        memo.order(state)
-    else:
-        for pending in state.pending.values():
-            pending.sort(key=_queue_order)
+    memo = memo if memo is not None else ClassificationMemo()  # one build: every Workload looked at once
+    context = (dict(queues), by_key, dict(namespace_labels), rules)
+    memo.classify(
+        state,
+        workloads,
+        context,
+        namespace_labels,
+        now_seconds,
+        parse=parse,
+        parse_reserved=charge,
+        changed=changed,
+        lookup=lookup,
+    )
+    memo.order(state)
     return state
 
 
@@ -350,29 +343,6 @@ class _Timed:
 
     blocked: Blocked
     until: float
-
-
-def _classify(
-    state: QuotaState,
-    raw: Obj,
-    namespace_labels: Mapping[str, Mapping[str, str]],
-    now_seconds: float | None,
-    *,
-    parse: Callable[[Obj, str], core.Workload],
-    parse_reserved: Callable[[Obj, str], core.AdmittedWorkload | None],
-) -> None:
-    """Add the workload to the state as :func:`_verdict` classifies it."""
-    verdict = _verdict(state, raw, namespace_labels, now_seconds, parse=parse, parse_reserved=parse_reserved)
-    if isinstance(verdict, _Timed):
-        state.blocked.append(verdict.blocked)
-        state.next_requeue_at = min(verdict.until, state.next_requeue_at or verdict.until)
-    elif verdict is not None:
-        if verdict.item is not None:
-            state.pending.setdefault(verdict.queue, []).append(verdict.item)
-        elif verdict.blocked is not None:
-            state.blocked.append(verdict.blocked)
-        elif verdict.charge is not None:
-            _charge_entry(state, verdict.queue, *verdict.charge)
 
 
 def _verdict(
