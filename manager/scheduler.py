@@ -199,17 +199,21 @@ class GlobalScheduler:
             self._state_builder.look_at_all()  # a new term's store, or a relist whose events are still coming
             self._classified_from = (store, store.relists)
         changed, self._changed = self._changed, set()
-        state = self._state_builder.build(
-            flavors=rt.flavors.store,
-            cluster_queues=rt.cluster_queues.store,
-            cohorts=rt.cohorts.store,
-            local_queues=rt.local_queues.store,
-            namespaces=rt.namespaces.store,
-            workloads=self._workloads(),  # its own reservations count before the cache shows them
-            now_seconds=now.timestamp(),
-            changed=changed,
-            lookup=self._workload,
-        )
+        try:
+            state = self._state_builder.build(
+                flavors=rt.flavors.store,
+                cluster_queues=rt.cluster_queues.store,
+                cohorts=rt.cohorts.store,
+                local_queues=rt.local_queues.store,
+                namespaces=rt.namespaces.store,
+                workloads=self._workloads(),  # its own reservations count before the cache shows them
+                now_seconds=now.timestamp(),
+                changed=changed,
+                lookup=self._workload,
+            )
+        except BaseException:
+            self._changed |= changed  # a pass that failed does not lose its changes: the next one looks at them
+            raise
         for ignored in self._state_builder.ignored:
             log.warning("invalid quota object ignored", kind=ignored.kind, name=ignored.name, error=ignored.error)
         return state

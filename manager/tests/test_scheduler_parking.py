@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import pytest
 
 from e2e.bench.schedpass_bench import build
 from federation.kube.errors import Conflict
@@ -133,3 +134,32 @@ def test_a_finish_seen_by_the_cache_or_written_by_the_manager_frees_the_quota_fo
     scheduler._rt.workload_view.wrote(before, _finished(before))  # written by the manager, no watch event yet
     _passes(scheduler, 1)
     assert len(_reserved(calls)) == 3, "a write laid over the cache is a change too"
+
+
+def test_a_pass_that_failed_while_building_its_state_leaves_the_changes_to_the_next_one() -> None:
+    scheduler, api = _scheduler(pending=2)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    write = api.patch_status
+
+    async def recording(resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        if resource is WORKLOADS:
+            calls.append((name, body))
+        written: dict[str, Any] = await write(resource, name, body, **kw)
+        return written
+
+    api.patch_status = recording
+    _passes(scheduler, 2)
+    (first,) = _reserved(calls)
+    cache: Any = scheduler._rt.workloads
+    cache.upsert(_finished(cache.store.get(f"team/{first}")))
+    build = scheduler._state_builder.build
+
+    def failing(**kw: Any) -> Any:
+        scheduler._state_builder.build = build  # type: ignore[method-assign]
+        raise RuntimeError("a bug in the quota state")
+
+    scheduler._state_builder.build = failing  # type: ignore[method-assign]
+    with pytest.raises(BaseException, match=r"a bug in the quota state|unhandled errors"):  # a task group may wrap it
+        _passes(scheduler, 1)
+    _passes(scheduler, 1)
+    assert len(_reserved(calls)) == 2, "the finish is seen by the pass after the failed one"
