@@ -37,7 +37,8 @@ def test_dashboard_shows_a_new_job_live(federation: Federation, tmp_path: Path) 
     with Browser(chromium, tmp_path / "profile") as browser:
         page = browser.open(url)
         wait_for(
-            lambda: page.eval("Number(document.body.dataset.updates || 0)"),
+            # the body is null until the page has parsed it: counted as no update yet
+            lambda: page.eval("Number(document.body?.dataset.updates || 0)"),
             until=lambda n: n >= 1,
             timeout=30,
             what="the dashboard's first update",

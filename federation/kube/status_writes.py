@@ -77,7 +77,8 @@ async def write_finalizers(
         except NotFound:
             continue
         except Conflict:
-            all_written = False
+            all_written = False  # decided from a stale object: decided again on the next pass
+            continue
         except KubeError as err:
             all_written = False
             log.warning("finalizer write failed", resource=resource.label, key=key, error=str(err)[:300])

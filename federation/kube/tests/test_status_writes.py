@@ -1,4 +1,5 @@
-"""Queue status written twice before the watch shows the first write: the second goes at the written version."""
+"""Queue status and finalizer writes: a second write before the watch shows the first goes at the written version;
+a finalizer write refused as stale is reported for a new decision, not taken as written."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from typing import Any
 
 import anyio
 
+from federation.kube.errors import Conflict
 from federation.kube.overlay import WriteOverlay
-from federation.kube.resources import LOCAL_QUEUES
-from federation.kube.status_writes import write_status_patches
+from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES
+from federation.kube.status_writes import write_finalizers, write_status_patches
 from federation.kube.store import Store
 
 
@@ -47,3 +49,30 @@ def test_a_second_status_write_before_the_watch_catches_up_uses_the_written_vers
 
     anyio.run(twice)
     assert api.sent == ["3", "11"]
+
+
+class ConflictingApi:
+    """Refuses every patch as made on a stale resourceVersion, as the apiserver does after another writer."""
+
+    async def patch(self, _resource: Any, name: str, _body: dict[str, Any], **_kw: Any) -> dict[str, Any]:
+        raise Conflict(f"the object {name} has been modified")
+
+
+def test_a_finalizer_write_refused_as_stale_asks_for_a_new_decision() -> None:
+    store = Store()
+    store.upsert({"metadata": {"name": "cq", "resourceVersion": "3", "finalizers": ["kueue.x-k8s.io/resource-in-use"]}})
+    view = WriteOverlay(store)
+
+    async def write() -> tuple[bool, dict[str, dict[str, Any]]]:
+        return await write_finalizers(
+            ConflictingApi(),  # type: ignore[arg-type]
+            CLUSTER_QUEUES,
+            {"cq": []},
+            current={"cq": next(iter(view))},
+            field_manager="kfed",
+            overlay=view,
+        )
+
+    all_written, written = anyio.run(write)
+    assert (all_written, written) == (False, {})
+    assert view.pending == 0
