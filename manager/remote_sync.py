@@ -62,7 +62,7 @@ from manager.decisions.pods_ready import (
 )
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload, started_remote_job
 from manager.decisions.reservation import topology_ready
-from manager.decisions.sync import Step, job_finish, mirrored_job_status, plan
+from manager.decisions.sync import Step, job_finish, mirror_wait, mirrored_job_status, plan
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
     REASON_EVICTED_BY_ADMISSION_CHECK,
@@ -89,10 +89,6 @@ log = structlog.get_logger(__name__)
 DELETE_RESEND_SECONDS = 10.0
 """A copy whose delete was accepted is not sent another delete for this long (its foreground deletion is under way
 while the watch catches up); after that a copy still there gets one again."""
-MIRROR_INTERVAL = 5.0
-"""Seconds between two mirrors of a running Job's status (each pod changes it). The first mirror (the Job
-started) and the final one (finished) are made at once; the counts in between follow at most this often."""
-
 Obj = dict[str, Any]
 
 UNREACHABLE_RECHECK_SECONDS = 30.0
@@ -283,11 +279,9 @@ class RemoteSync:
                 )
                 steps = [s for s in steps if s not in ("create_started_job", "mark_admitted", "unsuspend_manager_job")]
                 again = REPORT_WAIT_SECONDS
-        if "mirror_job_status" in steps and job_finish(remote_jb) is None:
-            # A running Job's status changes with every pod; mirror it at most once per MIRROR_INTERVAL (the final
-            # status is always mirrored at once). A deferred mirror is made by the requeue below.
-            wait = self._mirrored_at.get(key, -MIRROR_INTERVAL) + MIRROR_INTERVAL - time.monotonic()
-            if wait > 0:
+        if "mirror_job_status" in steps:
+            wait = mirror_wait(self._mirrored_at.get(key), now=time.monotonic(), finished=job_finish(remote_jb))
+            if wait > 0:  # made by the requeue below
                 steps = [step for step in steps if step != "mirror_job_status"]
                 again = wait
         if ready_recheck is not None:
@@ -389,6 +383,7 @@ class RemoteSync:
                         field_manager=self._config.field_manager,
                     ),
                 )
+                self._mirrored_at[key] = time.monotonic()  # its running status follows within MIRROR_INTERVAL
             if "mirror_job_status" in steps and remote_jb is not None:
                 manager_job = self._wrote_job(
                     manager_job,

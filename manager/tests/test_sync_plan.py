@@ -1,6 +1,6 @@
 from typing import Any
 
-from manager.decisions.sync import plan
+from manager.decisions.sync import MIRROR_INTERVAL, mirror_wait, plan
 
 
 def cond(kind: str, status: bool = True, message: str = "") -> dict[str, Any]:
@@ -196,3 +196,11 @@ def test_a_finished_copy_without_a_job_copy_gets_none() -> None:
         job_after_admission=True,
     )
     assert steps == []
+
+
+def test_a_running_status_waits_out_the_mirror_interval_and_a_final_one_does_not() -> None:
+    started = 100.0  # the manager Job was unsuspended then
+    assert mirror_wait(started, now=started + 1, finished=None) == MIRROR_INTERVAL - 1
+    assert mirror_wait(started, now=started + MIRROR_INTERVAL + 1, finished=None) == 0
+    assert mirror_wait(started, now=started + 1, finished="Complete") == 0  # a short Job: one write, the final one
+    assert mirror_wait(None, now=started, finished=None) == 0  # nothing recorded here (e.g. a new leader): at once
