@@ -20,6 +20,7 @@ from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
 from e2e.rig.nodes import BLOCK_LABEL, RACK_LABEL, NodeShape
 from e2e.scenarios.helpers import DISPATCH_TIMEOUT, get, items
 from e2e.toolchain import ensure_built
+from e2e.waiting import wait_for
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -134,7 +135,16 @@ def submit_tas(
 
 
 def delete_job(fed: Federation, name: str) -> None:
+    """Delete the Job and wait until its pods are gone from every worker: a pod still terminating holds its node's
+    room, and the next test's placement (or its node-failure repair, which then finds no room in the rack and
+    evicts the whole workload) must not depend on how fast the last test's pods went."""
     fed.kubectl(MANAGER, "delete", "job", name, "-n", "default", "--wait=false", "--ignore-not-found")
+    wait_for(
+        lambda: {worker: len(items(fed, worker, "pods", "-l", f"job-name={name}")) for worker in fed.workers},
+        until=lambda left: not any(left.values()),
+        timeout=60,
+        what=f"the pods of deleted Job {name} gone from the workers",
+    )
 
 
 def live_pods(fed: Federation, worker: str, job: str) -> list[Obj]:

@@ -163,13 +163,22 @@ def test_a_node_deleted_under_a_running_tas_job_moves_only_its_pods_inside_the_r
             what=f"the pods of deleted node {victim} replaced",
         )
         assert after is not None
-        assert {pod: node for pod, node in after.items() if pod in survivors} == survivors
+        assert {pod: node for pod, node in after.items() if pod in survivors} == survivors, _conditions(tas, job)
         assert domains(tas, W2, list(after.values()), RACK_LABEL) == rack
         assert victim in _unhealthy(tas, job)
     finally:
         delete_job(tas, job)
         if victim:
             node_faults.restore_node(tas, W2, victim)
+
+
+def _conditions(fed: Federation, job: str) -> list[tuple[str, str, str, str]]:
+    """The worker copy's conditions (type, status, reason, message): why pods were replaced, when they were."""
+    wl = remote_workload(fed, W2, job) or {}
+    return [
+        (c.get("type", ""), c.get("status", ""), c.get("reason", ""), c.get("message", ""))
+        for c in (wl.get("status") or {}).get("conditions") or ()
+    ]
 
 
 def test_a_node_not_ready_past_the_delay_moves_only_its_pods_and_leaves_unhealthy_nodes_when_it_recovers(
