@@ -24,7 +24,7 @@ from federation.admission.queue_metrics import (
     ready_waits,
     workload_labels,
 )
-from federation.admission.requeued import may_take_requeued_step, requeued_step
+from federation.admission.requeued import may_take_requeued_step, queues_of, requeued_step
 from federation.api.labels import PRIORITY_CLASS_LABEL
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
 from federation.kube.api import KubeApi
@@ -626,12 +626,18 @@ class RemoteSync:
     async def _requeued(self, workload: Obj, key: str) -> tuple[bool, float | None]:
         """Kueue's second step of ``Requeued`` (``federation.admission.requeued``): ``Reactivated`` once a
         deactivated workload is active again, ``BackoffFinished`` once the backoff of a ``PodsReadyTimeout`` or
-        ``AdmissionCheck`` eviction has passed (also when the workload got its reservation again first). Returns
+        ``AdmissionCheck`` eviction has passed (also when the workload got its reservation again first),
+        ``LocalQueueRestarted``/``ClusterQueueRestarted`` once the queue that drained it is started again. Returns
         whether it wrote, and the seconds until the backoff ends while it runs."""
         if not may_take_requeued_step(workload):
             return False, None
         now = dt.datetime.now(dt.UTC)
-        step = requeued_step(workload, now=now)
+        local_queue, cluster_queue = queues_of(
+            workload,
+            local_queue=lambda namespace, name: self._local_queues.store.get_by_name(name, namespace=namespace),
+            cluster_queue=self._cluster_queues.store.get_by_name,
+        )
+        step = requeued_step(workload, now=now, local_queue=local_queue, cluster_queue=cluster_queue)
         if step is None:
             return False, None
         if step.status is None:

@@ -15,7 +15,9 @@ import anyio
 import structlog
 
 from federation.admission.queue_metrics import Sample, finished_samples
+from federation.admission.requeued import requeued_reason_of
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
+from federation.api.workload import EVICTED_BY_CLUSTER_QUEUE_STOPPED
 from federation.gc_freeze import freeze_after_first_sync, thaw_after_term
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
@@ -209,11 +211,18 @@ class ManagerRuntime:
             if not spec_changed(event, queue, old):  # our own status writes there change nothing
                 return
             self.scheduler.trigger()
-            # e.g. stopPolicy HoldAndDrain: the workloads the queue holds are looked at again
+            # e.g. stopPolicy HoldAndDrain: the workloads the queue holds are looked at again, and so are those a
+            # stopped ClusterQueue drained (their admission is gone; Requeued says why), for ClusterQueueRestarted
             name, namespace = queue["metadata"]["name"], queue["metadata"].get("namespace")
             for workload in self.workloads.store:
                 admission = (workload.get("status") or {}).get("admission") or {}
-                if (namespace is None and admission.get("clusterQueue") == name) or (
+                if (
+                    namespace is None
+                    and (
+                        admission.get("clusterQueue") == name
+                        or requeued_reason_of(workload) == EVICTED_BY_CLUSTER_QUEUE_STOPPED
+                    )
+                ) or (
                     namespace == workload["metadata"]["namespace"]
                     and (workload.get("spec") or {}).get("queueName") == name
                 ):

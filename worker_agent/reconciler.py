@@ -25,7 +25,7 @@ from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_key, workload_state
 from federation.admission.decisions import Admit
 from federation.admission.queue_metrics import queued_since, workload_labels
-from federation.admission.requeued import requeued_step
+from federation.admission.requeued import queues_of, requeued_step
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
 from federation.conditions import find_condition, is_true, parse_time
 from federation.kube import resources as r
@@ -254,8 +254,14 @@ class Reconciler:
         its requeue backoff has passed. Returns when the next backoff ends (epoch seconds), or None."""
         next_end: float | None = None
         facts = self.facts
+        local_queues = self.world.local_queues.store
         for workload in [w for w in self.world.all_workloads() if facts(w).may_take_requeued_step]:
-            step = requeued_step(workload, now=now)
+            local_queue, cluster_queue = queues_of(
+                workload,
+                local_queue=lambda namespace, name: local_queues.get_by_name(name, namespace=namespace),
+                cluster_queue=self.world.cluster_queues.store.get_by_name,
+            )
+            step = requeued_step(workload, now=now, local_queue=local_queue, cluster_queue=cluster_queue)
             if step is None:
                 continue
             if step.status is None:

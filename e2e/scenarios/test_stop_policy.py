@@ -1,5 +1,7 @@
 """ClusterQueue ``stopPolicy: HoldAndDrain`` on the manager drains what it admitted from the workers, and the
-Jobs run again once the queue is started (issue: recovery, deliverable 4)."""
+Jobs run again once the queue is started (issue: recovery, deliverable 4). The Workload's conditions say so in
+Kueue's words: ``Evicted``/``Requeued=False`` reason ``ClusterQueueStopped`` while stopped, then ``Requeued=True``
+reason ``ClusterQueueRestarted``."""
 
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ def test_hold_and_drain_withdraws_running_jobs_and_starting_the_queue_runs_them_
         federation.kubectl(
             cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
         )
-    manifest = job_manifest("drain", namespace="default", cpu="1", seconds=6, queue=QUEUE)
+    # long enough to be seen running: the manager mirrors a running Job's status within 5 s of its start
+    manifest = job_manifest("drain", namespace="default", cpu="1", seconds=20, queue=QUEUE)
     federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
     wait_for(
         lambda: get(federation, MANAGER, "job", "drain"),
@@ -48,11 +51,21 @@ def test_hold_and_drain_withdraws_running_jobs_and_starting_the_queue_runs_them_
         )
         evicted = condition(drained, "Evicted")
         assert evicted is not None
-        assert evicted["reason"] == "ClusterQueueStopped"
+        assert (evicted["reason"], evicted["message"]) == ("ClusterQueueStopped", "The ClusterQueue is stopped")
+        requeued = condition(drained, "Requeued")
+        assert requeued is not None
+        assert (requeued["status"], requeued["reason"]) == ("False", "ClusterQueueStopped")
         assert remote_copies(federation, "drain", live_only=True) == {}
         job = get(federation, MANAGER, "job", "drain")
         assert job is not None
         assert job["spec"]["suspend"] is True
     finally:
         _stop_policy(federation, "None")
+    restarted = wait_for(
+        lambda: condition(workload_of(federation, "drain"), "Requeued") or {},
+        until=lambda c: (c.get("status"), c.get("reason")) == ("True", "ClusterQueueRestarted"),
+        timeout=30,
+        what="Requeued=True reason ClusterQueueRestarted once the queue is started",
+    )
+    assert restarted["message"] == "The ClusterQueue was restarted after being stopped"
     wait_complete(federation, "drain", timeout=90)

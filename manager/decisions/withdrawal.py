@@ -190,7 +190,7 @@ def drained_by_stop_policy(
         (local_queue, REASON_LOCAL_QUEUE_STOPPED, "LocalQueue"),
     ):
         if queue is not None and (queue.get("spec") or {}).get("stopPolicy") == "HoldAndDrain":
-            return reason, f"The {kind} is stopped (stopPolicy HoldAndDrain)"
+            return reason, f"The {kind} is stopped"  # Kueue's message
     return None
 
 
