@@ -383,7 +383,6 @@ class RemoteSync:
                         field_manager=self._config.field_manager,
                     ),
                 )
-                self._mirrored_at[key] = time.monotonic()  # its running status follows within MIRROR_INTERVAL
             if "mirror_job_status" in steps and remote_jb is not None:
                 manager_job = self._wrote_job(
                     manager_job,

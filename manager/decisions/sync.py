@@ -79,17 +79,17 @@ def mirrored_job_status(remote_job: Obj) -> dict[str, Any]:
 
 
 MIRROR_INTERVAL = 5.0
-"""Seconds a running Job's status on the manager may lag its copy's (each pod changes it)."""
+"""Seconds between two mirrors of a running Job's status (each pod changes it)."""
 
 
-def mirror_wait(last_sync: float | None, *, now: float, finished: object) -> float:
-    """Seconds until a remote Job's status may be mirrored onto the manager Job (0: now). A running Job's status is
-    mirrored at most once per :data:`MIRROR_INTERVAL`, counted from ``last_sync`` (its start on the manager, i.e.
-    its unsuspend, or its last mirror; None: neither in this process). A ``finished`` one (any truthy finish) is
-    mirrored at once, so a Job that ends within the interval costs one status write, not two."""
-    if finished or last_sync is None:
+def mirror_wait(last_mirror: float | None, *, now: float, finished: object) -> float:
+    """Seconds until a remote Job's status may be mirrored onto the manager Job (0: now). The first mirror (the Job
+    started; ``last_mirror`` None) and a ``finished`` one (any truthy finish) are made at once: users and their
+    scripts see a Job running as soon as its pods do. The counts in between follow at most once per
+    :data:`MIRROR_INTERVAL` after ``last_mirror``."""
+    if finished or last_mirror is None:
         return 0.0
-    return max(0.0, last_sync + MIRROR_INTERVAL - now)
+    return max(0.0, last_mirror + MIRROR_INTERVAL - now)
 
 
 def status_mirrored(manager_job: Obj, remote_job: Obj) -> bool:

@@ -198,9 +198,9 @@ def test_a_finished_copy_without_a_job_copy_gets_none() -> None:
     assert steps == []
 
 
-def test_a_running_status_waits_out_the_mirror_interval_and_a_final_one_does_not() -> None:
-    started = 100.0  # the manager Job was unsuspended then
-    assert mirror_wait(started, now=started + 1, finished=None) == MIRROR_INTERVAL - 1
-    assert mirror_wait(started, now=started + MIRROR_INTERVAL + 1, finished=None) == 0
-    assert mirror_wait(started, now=started + 1, finished="Complete") == 0  # a short Job: one write, the final one
-    assert mirror_wait(None, now=started, finished=None) == 0  # nothing recorded here (e.g. a new leader): at once
+def test_a_running_status_waits_out_the_mirror_interval_and_the_first_and_final_ones_do_not() -> None:
+    mirrored = 100.0  # the running status was mirrored then
+    assert mirror_wait(None, now=mirrored, finished=None) == 0  # the first: users see the Job running at once
+    assert mirror_wait(mirrored, now=mirrored + 1, finished=None) == MIRROR_INTERVAL - 1
+    assert mirror_wait(mirrored, now=mirrored + MIRROR_INTERVAL + 1, finished=None) == 0
+    assert mirror_wait(mirrored, now=mirrored + 1, finished="Complete") == 0  # the final status: at once
