@@ -167,9 +167,9 @@ def test_a_node_deleted_under_a_running_tas_job_moves_only_its_pods_inside_the_r
         assert domains(tas, W2, list(after.values()), RACK_LABEL) == rack
         assert victim in _unhealthy(tas, job)
     finally:
-        delete_job(tas, job)
-        if victim:
+        if victim:  # first: pods bound to a deleted node stay until it is back
             node_faults.restore_node(tas, W2, victim)
+        delete_job(tas, job)
 
 
 def _conditions(fed: Federation, job: str) -> list[tuple[str, str, str, str]]:
@@ -211,9 +211,9 @@ def test_a_node_not_ready_past_the_delay_moves_only_its_pods_and_leaves_unhealth
             what=f"{victim} to leave unhealthyNodes once Ready",
         )
     finally:
-        delete_job(tas, job)
         if victim:
             node_faults.make_ready(tas, W2, victim)
+        delete_job(tas, job)
 
 
 def test_a_node_that_recovers_before_the_delay_moves_nothing(tas: Federation) -> None:
@@ -232,9 +232,9 @@ def test_a_node_that_recovers_before_the_delay_moves_nothing(tas: Federation) ->
             what=f"no pod moved after {victim} recovered within the delay",
         )
     finally:
-        delete_job(tas, job)
         if victim:
             node_faults.make_ready(tas, W2, victim)
+        delete_job(tas, job)
 
 
 def test_three_nodes_fail_at_once_under_one_workload_and_all_their_pods_are_replaced(tas: Federation) -> None:
@@ -265,9 +265,9 @@ def test_three_nodes_fail_at_once_under_one_workload_and_all_their_pods_are_repl
         assert not status.get("failed"), status
         assert not [c for c in status.get("conditions") or () if c["type"] in ("Failed", "FailureTarget")], status
     finally:
-        delete_job(tas, job)
         for victim in victims:
             node_faults.restore_node(tas, W2, victim)
+        delete_job(tas, job)
 
 
 def _job_status(fed: Federation, job: str) -> dict[str, Any]:
@@ -302,9 +302,9 @@ def test_no_room_in_the_required_rack_evicts_with_node_failures_and_the_manager_
         assert len(domains(tas, W2, list(after.values()), RACK_LABEL)) == 1
         assert not set(after) & set(before)
     finally:
-        delete_job(tas, job)
-        if victim:
+        if victim:  # first: pods bound to a deleted node stay until it is back
             node_faults.restore_node(tas, W2, victim)
+        delete_job(tas, job)
 
 
 def test_an_untolerated_no_execute_taint_moves_pods_and_a_tolerated_one_does_not(tas: Federation) -> None:
@@ -331,10 +331,10 @@ def test_an_untolerated_no_execute_taint_moves_pods_and_a_tolerated_one_does_not
         assert all_running(tas, W2, "tas-tolerates", 2) == tolerating
         assert _unhealthy(tas, "tas-tolerates") == []
     finally:
-        delete_job(tas, "tas-tolerates")
-        delete_job(tas, "tas-intolerant")
         for node in tainted:
             node_faults.untaint(tas, W2, node, key)
+        delete_job(tas, "tas-tolerates")
+        delete_job(tas, "tas-intolerant")
 
 
 def test_a_recreated_topology_books_running_pods_again_no_double_booking(tas: Federation) -> None:
