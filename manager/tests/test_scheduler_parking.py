@@ -106,12 +106,10 @@ def _finished(raw: dict[str, Any]) -> dict[str, Any]:
     return {**raw, "metadata": meta, "status": {**raw["status"], "conditions": conditions}}
 
 
-def test_a_finish_seen_by_the_cache_or_written_by_the_manager_frees_the_quota_for_the_next_pass() -> None:
-    """Passes classify only the Workloads changed since the last one: a watch event and a write the manager laid
-    over its cache (the remote sync's, before the watch shows it) both count as a change."""
-    scheduler, api = _scheduler(pending=3)
-    write = api.patch_status
+def _recorded_workload_writes(api: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The Workload status writes ``api`` answers from now on, as (name, body), in order."""
     calls: list[tuple[str, dict[str, Any]]] = []
+    write = api.patch_status
 
     async def recording(resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
         if resource is WORKLOADS:
@@ -120,6 +118,14 @@ def test_a_finish_seen_by_the_cache_or_written_by_the_manager_frees_the_quota_fo
         return written
 
     api.patch_status = recording
+    return calls
+
+
+def test_a_finish_seen_by_the_cache_or_written_by_the_manager_frees_the_quota_for_the_next_pass() -> None:
+    """Passes classify only the Workloads changed since the last one: a watch event and a write the manager laid
+    over its cache (the remote sync's, before the watch shows it) both count as a change."""
+    scheduler, api = _scheduler(pending=3)
+    calls = _recorded_workload_writes(api)
     _passes(scheduler, 2)
     first = _reserved(calls)
     assert len(first) == 1
@@ -138,16 +144,7 @@ def test_a_finish_seen_by_the_cache_or_written_by_the_manager_frees_the_quota_fo
 
 def test_a_pass_that_failed_while_building_its_state_leaves_the_changes_to_the_next_one() -> None:
     scheduler, api = _scheduler(pending=2)
-    calls: list[tuple[str, dict[str, Any]]] = []
-    write = api.patch_status
-
-    async def recording(resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
-        if resource is WORKLOADS:
-            calls.append((name, body))
-        written: dict[str, Any] = await write(resource, name, body, **kw)
-        return written
-
-    api.patch_status = recording
+    calls = _recorded_workload_writes(api)
     _passes(scheduler, 2)
     (first,) = _reserved(calls)
     cache: Any = scheduler._rt.workloads
