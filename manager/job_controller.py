@@ -5,7 +5,9 @@ running when its Workload was deleted is suspended again first, so it runs only 
 relabelled with another ``kueue.x-k8s.io/priority-class`` re-prioritizes its Workload, pending or admitted, as in
 Kueue; the remote sync carries the new priority to the worker's copy. A Job kfed
 cannot queue (bad annotation, unknown WorkloadPriorityClass) gets a Warning Event saying why and is retried when
-things change; a Job managed by another controller is left alone with one Event saying so.
+things change; a Job managed by another controller is left alone with one Event saying so. A suspended Job edited
+while it waits (its pod count, min-parallelism or tolerations) gets its Workload brought in line, as Kueue does:
+updated when it holds no quota, deleted and queued anew when it does (``manager.decisions.workload_match``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from federation.api.labels import QUEUE_NAME_LABEL
 from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
-from federation.kube.errors import AlreadyExists, NotFound
+from federation.kube.errors import AlreadyExists, Conflict, NotFound
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import WORKLOADS
 from federation.obs.metrics import Metrics
@@ -30,12 +32,14 @@ from manager.decisions.sync import job_finish
 from manager.decisions.workload_from_job import (
     JobNotQueueable,
     Priority,
+    pod_sets_for_job,
     priority_class_changed,
     priority_class_of,
     priority_spec,
     workload_for_job,
     workload_name_for_job,
 )
+from manager.decisions.workload_match import WorkloadEdit, edit_for_suspended_job
 from manager.manager_jobs import stop_manager_job
 
 log = structlog.get_logger(__name__)
@@ -121,6 +125,48 @@ class JobController:
             action="Update",
         )
 
+    async def _follow_edit(self, job: dict[str, Any], workload: dict[str, Any]) -> float | None:
+        """Bring the Workload of a suspended Job in line with the Job's pod sets; the Workload's resourceVersion is a
+        precondition, so a reservation the scheduler writes meanwhile makes this a Conflict, decided again."""
+        if not (job.get("spec") or {}).get("suspend", False):
+            return None
+        key = f"{job['metadata']['namespace']}/{job['metadata']['name']}"
+        try:
+            wanted = pod_sets_for_job(job)
+        except JobNotQueueable as err:
+            log.warning("workload not updated to match its job", job=key, reason=str(err))
+            self._events.emit(
+                job, reason="UpdatingWorkloadFailed", note=str(err), action="Update", event_type="Warning"
+            )
+            return None  # the Workload keeps what it had; re-examined when the Job changes
+        edit = edit_for_suspended_job(job, workload, wanted_pod_sets=wanted)
+        if edit is WorkloadEdit.KEEP:
+            return None
+        meta = workload["metadata"]
+        ref = f"{meta['namespace']}/{meta['name']}"
+        try:
+            if edit is WorkloadEdit.UPDATE:
+                await self._api.patch(
+                    WORKLOADS,
+                    meta["name"],
+                    {"metadata": {"resourceVersion": meta["resourceVersion"]}, "spec": {"podSets": wanted}},
+                    namespace=meta["namespace"],
+                    field_manager=self._config.field_manager,
+                )
+                reason, note = "UpdatedWorkload", f"Updated not matching Workload for suspended job: {ref}"
+            else:
+                await self._api.delete(
+                    WORKLOADS, meta["name"], namespace=meta["namespace"], resource_version=meta["resourceVersion"]
+                )
+                reason, note = "DeletedWorkload", f"Deleted not matching Workload: {ref}"
+        except Conflict:
+            return 1.0  # the Workload changed since the cache saw it: look again with what it is now
+        except NotFound:
+            return None  # gone already: its DELETED event brings the Job back for a new Workload
+        log.info("workload brought in line with its edited job", job=key, workload=ref, edit=edit.value)
+        self._events.emit(job, reason=reason, note=note, action="Update")
+        return None
+
     async def reconcile(self, key: str) -> float | None:
         job = self._jobs.store.get(key)
         if job is None or (job["metadata"].get("deletionTimestamp")):
@@ -149,8 +195,8 @@ class JobController:
         existing = self._workloads.store.get_by_name(name, namespace=meta["namespace"])
         if existing is not None:
             if priority_class_changed(existing, job) and not is_true(existing, "Finished"):
-                await self._reprioritize(job, existing)
-            return None
+                await self._reprioritize(job, existing)  # then _follow_edit's write, if any, meets a Conflict: retried
+            return await self._follow_edit(job, existing)
         if job_finish(job) is not None:
             return None  # a finished Job keeps its final status; it needs no new Workload
         if not (job.get("spec") or {}).get("suspend", False) and not await self._workload_exists(name, meta):

@@ -2,6 +2,9 @@
 
 The second check belongs to another controller (``example.com/gate``): the test plays that controller by writing
 the check's state on the Workload's status, as an external controller would.
+
+The gate also holds a Job suspended with its quota reserved, which is where a user's edit of a waiting Job is
+tested: its Workload follows the Job (updated without quota, replaced with quota), as in Kueue.
 """
 
 from __future__ import annotations
@@ -281,3 +284,83 @@ def test_a_check_that_asks_to_retry_after_dispatch_withdraws_the_running_job_and
     assert job["spec"]["suspend"] is True, "the manager Job is stopped while the workload waits again"
     assert remote_copies(federation, "ac-late") == {}
     federation.kubectl(MANAGER, "delete", "job", "ac-late", "--wait=false")
+
+
+def _job_events(fed: Federation, job: str, reason: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in items(fed, MANAGER, "events.events.k8s.io")
+        if e.get("reason") == reason and e["regarding"]["kind"] == "Job" and e["regarding"]["name"] == job
+    ]
+
+
+def _scale(fed: Federation, job: str, parallelism: int) -> None:
+    fed.kubectl(
+        MANAGER,
+        "patch",
+        "job",
+        job,
+        "-n",
+        "default",
+        "--type=merge",
+        "-p",
+        f'{{"spec":{{"parallelism":{parallelism}}}}}',
+    )
+
+
+def test_a_suspended_jobs_edit_reaches_its_workload_with_and_without_quota(
+    federation: Federation, gated_queue: str
+) -> None:
+    # 10 pods of 1 cpu cannot fit the gated ClusterQueue's 8: the Workload waits without quota.
+    submit(federation, "ac-edited", cpu="1", parallelism=10, seconds=1, queue=gated_queue)
+    first = wait_for(
+        lambda: workload_of(federation, "ac-edited"),
+        until=lambda w: w is not None and condition(w, "QuotaReserved") is not None,
+        timeout=60,
+        what="ac-edited's Workload to be found pending",
+    )
+    assert first is not None
+    assert not is_true(first, "QuotaReserved")
+    assert first["spec"]["podSets"][0]["count"] == 10
+
+    _scale(federation, "ac-edited", 2)  # without quota: the Workload is updated in place, then fits
+    updated = wait_for(
+        lambda: workload_of(federation, "ac-edited"),
+        until=lambda w: w is not None and w["spec"]["podSets"][0]["count"] == 2 and is_true(w, "QuotaReserved"),
+        timeout=30,
+        what="ac-edited's Workload to follow the Job to 2 pods and get its quota",
+    )
+    assert updated is not None
+    assert updated["metadata"]["uid"] == first["metadata"]["uid"], "a Workload without quota is updated, not replaced"
+    assert updated["status"]["admission"]["podSetAssignments"][0]["count"] == 2
+    assert wait_for(
+        lambda: _job_events(federation, "ac-edited", "UpdatedWorkload"), until=bool, timeout=30, what="UpdatedWorkload"
+    )[0]["note"].startswith("Updated not matching Workload for suspended job")
+
+    _scale(federation, "ac-edited", 3)  # with quota (the gate holds it): replaced, and queued anew
+    replaced = wait_for(
+        lambda: workload_of(federation, "ac-edited"),
+        until=lambda w: (
+            w is not None
+            and w["metadata"]["uid"] != first["metadata"]["uid"]
+            and w["spec"]["podSets"][0]["count"] == 3
+            and is_true(w, "QuotaReserved")
+        ),
+        timeout=60,
+        what="ac-edited's Workload to be replaced by one of 3 pods holding quota",
+    )
+    assert replaced is not None
+    assert replaced["status"]["admission"]["podSetAssignments"][0]["count"] == 3
+    assert wait_for(
+        lambda: _job_events(federation, "ac-edited", "DeletedWorkload"), until=bool, timeout=30, what="DeletedWorkload"
+    )[0]["note"].startswith("Deleted not matching Workload")
+
+    _set_gate(federation, "ac-edited", state="Ready", message="the gate is open")
+    job = wait_for(
+        lambda: get(federation, MANAGER, "job", "ac-edited"),
+        until=lambda j: is_true(j, "Complete") or is_true(j, "Failed"),
+        timeout=120,
+        what="ac-edited to finish on the manager",
+    )
+    assert is_true(job, "Complete"), (job or {}).get("status")
+    assert (job or {})["status"].get("succeeded") == 10

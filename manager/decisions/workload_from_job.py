@@ -101,14 +101,8 @@ def clean_template(template: Mapping[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-def workload_for_job(job: Mapping[str, Any], *, priority: Priority) -> dict[str, Any]:
-    meta = job.get("metadata") or {}
-    name, namespace, uid = meta.get("name"), meta.get("namespace"), meta.get("uid")
-    if not (name and namespace and uid):
-        raise JobNotQueueable("the Job has no name, namespace or uid yet")
-    queue = queue_name_of(job)
-    if not queue:
-        raise JobNotQueueable(f"the Job has no {QUEUE_NAME_LABEL} label")
+def pod_sets_for_job(job: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Workload's ``podSets`` for the Job as it is now; ``JobNotQueueable`` for a bad min-parallelism."""
     spec = job.get("spec") or {}
     count = pod_count(spec)
     pod_set: dict[str, Any] = {
@@ -116,7 +110,7 @@ def workload_for_job(job: Mapping[str, Any], *, priority: Priority) -> dict[str,
         "count": count,
         "template": clean_template(spec.get("template", {})),
     }
-    min_text = (meta.get("annotations") or {}).get(MIN_PARALLELISM_ANNOTATION)
+    min_text = ((job.get("metadata") or {}).get("annotations") or {}).get(MIN_PARALLELISM_ANNOTATION)
     if min_text is not None:
         try:
             min_count = int(min_text)
@@ -126,6 +120,17 @@ def workload_for_job(job: Mapping[str, Any], *, priority: Priority) -> dict[str,
             raise JobNotQueueable(f"{MIN_PARALLELISM_ANNOTATION}={min_count} must be between 1 and {count}")
         if min_count < count:
             pod_set["minCount"] = min_count
+    return [pod_set]
+
+
+def workload_for_job(job: Mapping[str, Any], *, priority: Priority) -> dict[str, Any]:
+    meta = job.get("metadata") or {}
+    name, namespace, uid = meta.get("name"), meta.get("namespace"), meta.get("uid")
+    if not (name and namespace and uid):
+        raise JobNotQueueable("the Job has no name, namespace or uid yet")
+    queue = queue_name_of(job)
+    if not queue:
+        raise JobNotQueueable(f"the Job has no {QUEUE_NAME_LABEL} label")
     copied: dict[str, str] = {}
     threshold = (meta.get("annotations") or {}).get(UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION)
     if threshold is not None:
@@ -135,7 +140,7 @@ def workload_for_job(job: Mapping[str, Any], *, priority: Priority) -> dict[str,
                 f"must be an integer between 1 and {MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD}"
             )
         copied[UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION] = str(threshold)
-    workload_spec: dict[str, Any] = {"queueName": queue, "podSets": [pod_set], **priority_spec(priority)}
+    workload_spec: dict[str, Any] = {"queueName": queue, "podSets": pod_sets_for_job(job), **priority_spec(priority)}
     if workload_spec["priorityClassRef"] is None:
         del workload_spec["priorityClassRef"]
     return {

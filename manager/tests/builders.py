@@ -45,6 +45,15 @@ class JobBuilder:
         container.setdefault("resources", {}).setdefault("requests", {})[resource] = amount
         return self
 
+    def toleration(self, key: str, value: str) -> JobBuilder:
+        spec = self._job["spec"]["template"]["spec"]
+        spec.setdefault("tolerations", []).append({"key": key, "operator": "Equal", "value": value})
+        return self
+
+    def suspended(self, suspend: bool) -> JobBuilder:
+        self._job["spec"]["suspend"] = suspend
+        return self
+
     def annotation(self, key: str, value: str) -> JobBuilder:
         self._job["metadata"].setdefault("annotations", {})[key] = value
         return self
