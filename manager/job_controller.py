@@ -22,7 +22,7 @@ from federation.api.labels import QUEUE_NAME_LABEL
 from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
-from federation.kube.errors import AlreadyExists, Conflict, NotFound
+from federation.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import WORKLOADS
 from federation.obs.metrics import Metrics
@@ -163,6 +163,12 @@ class JobController:
             return 1.0  # the Workload changed since the cache saw it: look again with what it is now
         except NotFound:
             return None  # gone already: its DELETED event brings the Job back for a new Workload
+        except Invalid as err:  # e.g. a count the Workload API refuses: the Workload keeps what it had
+            log.warning("workload not updated to match its job", job=key, workload=ref, reason=str(err)[:500])
+            self._events.emit(
+                job, reason="UpdatingWorkloadFailed", note=str(err)[:1000], action="Update", event_type="Warning"
+            )
+            return None  # re-examined when the Job changes again
         log.info("workload brought in line with its edited job", job=key, workload=ref, edit=edit.value)
         self._events.emit(job, reason=reason, note=note, action="Update")
         return None
