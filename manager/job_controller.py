@@ -5,9 +5,10 @@ running when its Workload was deleted is suspended again first, so it runs only 
 relabelled with another ``kueue.x-k8s.io/priority-class`` re-prioritizes its Workload, pending or admitted, as in
 Kueue; the remote sync carries the new priority to the worker's copy. A Job kfed
 cannot queue (bad annotation, unknown WorkloadPriorityClass) gets a Warning Event saying why and is retried when
-things change; a Job managed by another controller is left alone with one Event saying so. A suspended Job edited
-while it waits (its pod count, min-parallelism or tolerations) gets its Workload brought in line, as Kueue does:
-updated when it holds no quota, deleted and queued anew when it does (``manager.decisions.workload_match``).
+things change; a Job managed by another controller is left alone with one Event saying so. A Job edited after its
+Workload was made (its pod count, min-parallelism, a suspended Job's tolerations) gets its Workload brought in line,
+as Kueue does: updated when it holds no quota, replaced when it does, and a running Job is stopped first
+(``manager.decisions.workload_match``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from manager.decisions.workload_from_job import (
     workload_for_job,
     workload_name_for_job,
 )
-from manager.decisions.workload_match import WorkloadEdit, edit_for_suspended_job
+from manager.decisions.workload_match import WorkloadEdit, edit_for_job
 from manager.manager_jobs import stop_manager_job
 
 log = structlog.get_logger(__name__)
@@ -126,20 +127,18 @@ class JobController:
         )
 
     async def _follow_edit(self, job: dict[str, Any], workload: dict[str, Any]) -> float | None:
-        """Bring the Workload of a suspended Job in line with the Job's pod sets; the Workload's resourceVersion is a
-        precondition, so a reservation the scheduler writes meanwhile makes this a Conflict, decided again."""
-        if not (job.get("spec") or {}).get("suspend", False):
-            return None
+        """Bring the Workload in line with its edited Job (``manager.decisions.workload_match``). The Workload's
+        resourceVersion is the write's precondition, so a reservation the scheduler writes meanwhile makes it a
+        Conflict, decided again with what the Workload is then."""
         key = f"{job['metadata']['namespace']}/{job['metadata']['name']}"
         try:
-            wanted = pod_sets_for_job(job)
+            edit = edit_for_job(job, workload)
         except JobNotQueueable as err:
             log.warning("workload not updated to match its job", job=key, reason=str(err))
             self._events.emit(
                 job, reason="UpdatingWorkloadFailed", note=str(err), action="Update", event_type="Warning"
             )
             return None  # the Workload keeps what it had; re-examined when the Job changes
-        edit = edit_for_suspended_job(job, workload, wanted_pod_sets=wanted)
         if edit is WorkloadEdit.KEEP:
             return None
         meta = workload["metadata"]
@@ -149,12 +148,25 @@ class JobController:
                 await self._api.patch(
                     WORKLOADS,
                     meta["name"],
-                    {"metadata": {"resourceVersion": meta["resourceVersion"]}, "spec": {"podSets": wanted}},
+                    {
+                        "metadata": {"resourceVersion": meta["resourceVersion"]},
+                        "spec": {"podSets": pod_sets_for_job(job)},
+                    },
                     namespace=meta["namespace"],
                     field_manager=self._config.field_manager,
                 )
                 reason, note = "UpdatedWorkload", f"Updated not matching Workload for suspended job: {ref}"
             else:
+                if edit is WorkloadEdit.STOP_AND_REPLACE:
+                    job = await stop_manager_job(self._api, job, field_manager=self._config.field_manager)
+                    log.warning("job stopped: its pod count no longer matches its workload", job=key, workload=ref)
+                    self._events.emit(
+                        job,
+                        reason="Stopped",
+                        note="No matching Workload: the Job's pod count changed while it ran; it is suspended and "
+                        "queued again at its new size",
+                        action="Stop",
+                    )
                 await self._api.delete(
                     WORKLOADS, meta["name"], namespace=meta["namespace"], resource_version=meta["resourceVersion"]
                 )

@@ -11,7 +11,7 @@ from manager.decisions.workload_from_job import (
     pod_sets_for_job,
     workload_for_job,
 )
-from manager.decisions.workload_match import WorkloadEdit, edit_for_suspended_job, pod_sets_match
+from manager.decisions.workload_match import WorkloadEdit, edit_for_job, pod_sets_match
 from manager.tests.builders import JobBuilder, make_job
 
 NOW = dt.datetime(2026, 11, 24, tzinfo=dt.UTC)
@@ -32,7 +32,7 @@ def _workload_of(job: dict[str, Any], *conditions: str) -> dict[str, Any]:
 
 
 def _edit(job: dict[str, Any], workload: dict[str, Any]) -> WorkloadEdit:
-    return edit_for_suspended_job(job, workload, wanted_pod_sets=pod_sets_for_job(job))
+    return edit_for_job(job, workload)
 
 
 def test_an_unedited_suspended_job_keeps_its_workload() -> None:
@@ -67,15 +67,36 @@ def test_quantities_compare_by_value_not_by_spelling() -> None:
     assert _edit(_job().request("cpu", "2000m").obj(), workload) is WorkloadEdit.KEEP
 
 
-def test_a_running_finished_or_deleted_workloads_job_is_not_compared() -> None:
-    edited = _job().parallelism(2, 2)
-    assert _edit(edited.suspended(False).obj(), _workload_of(_job().obj(), "QuotaReserved", "Admitted")) is (
-        WorkloadEdit.KEEP
-    )
+def test_a_finished_or_deleted_workload_is_kept() -> None:
     assert _edit(_job().parallelism(2, 2).obj(), _workload_of(_job().obj(), "Finished")) is WorkloadEdit.KEEP
     deleting = _workload_of(_job().obj(), "QuotaReserved")
     deleting["metadata"]["deletionTimestamp"] = "2026-11-24T00:00:00Z"
     assert _edit(_job().parallelism(2, 2).obj(), deleting) is WorkloadEdit.KEEP
+
+
+def test_a_running_job_whose_count_changed_is_stopped_and_its_workload_replaced() -> None:
+    running = _workload_of(_job().obj(), "QuotaReserved", "Admitted")
+    assert _edit(_job().suspended(False).obj(), running) is WorkloadEdit.KEEP
+    assert _edit(_job().suspended(False).parallelism(2, 2).obj(), running) is WorkloadEdit.STOP_AND_REPLACE
+    assert _edit(_job().suspended(False).annotation(MIN_PARALLELISM_ANNOTATION, "2").obj(), running) is (
+        WorkloadEdit.STOP_AND_REPLACE
+    )
+
+
+def test_a_running_job_is_compared_by_its_sizes_only() -> None:
+    """Its template is immutable; a difference there (e.g. a flavor's toleration added at admission) is no edit."""
+    running = _workload_of(_job().obj(), "QuotaReserved", "Admitted")
+    assert _edit(_job().suspended(False).toleration("zone", "b").request("cpu", "3").obj(), running) is (
+        WorkloadEdit.KEEP
+    )
+
+
+def test_a_running_job_without_quota_or_already_finished_is_left_to_the_other_paths() -> None:
+    edited = _job().suspended(False).parallelism(2, 2)
+    assert _edit(edited.obj(), _workload_of(_job().obj())) is WorkloadEdit.KEEP  # withdrawn: being stopped
+    finished = edited.obj()
+    finished["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+    assert _edit(finished, _workload_of(_job().obj(), "QuotaReserved", "Admitted")) is WorkloadEdit.KEEP
 
 
 def test_tolerations_are_not_compared_once_admitted() -> None:
