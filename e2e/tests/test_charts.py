@@ -74,11 +74,20 @@ def test_the_manager_on_a_worker_only_handles_its_copies_and_reads_capacity() ->
     assert not any("/" in res for rule in rules for res in rule["resources"]), "no status writes on the worker"
 
 
-def test_the_manager_writes_workload_and_queue_status_but_never_deletes_on_its_own_cluster() -> None:
+def test_the_manager_writes_workload_and_queue_status_and_deletes_only_workloads_on_its_own_cluster() -> None:
     rules = next(f for f in RULE_FILES if f.name == "manager-clusterrole-rules.yaml").rules()
     for resource in ("workloads/status", "clusterqueues/status", "localqueues/status", "multikueueclusters/status"):
         assert grants(rules, "kueue.x-k8s.io", resource) == {"patch"}, resource
-    assert not any("delete" in rule["verbs"] for rule in rules)
+    # The one delete: the Workload of a Job its user edited while it held quota, replaced as Kueue does.
+    deletable = [
+        (group, res)
+        for rule in rules
+        if "delete" in rule["verbs"]
+        for group in rule["apiGroups"]
+        for res in rule["resources"]
+    ]
+    assert deletable == [("kueue.x-k8s.io", "workloads")]
+    assert not any("deletecollection" in rule["verbs"] for rule in rules)
     # Queues are the admins' objects: kfed only patches its resource-in-use finalizer onto ClusterQueues.
     assert MUTATING & grants(rules, "kueue.x-k8s.io", "clusterqueues") == {"patch"}
     assert MUTATING & grants(rules, "kueue.x-k8s.io", "localqueues") == set()
