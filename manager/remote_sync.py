@@ -74,6 +74,7 @@ from manager.decisions.withdrawal import (
     eviction_of,
     eviction_status,
     exclusion_annotation,
+    pending_deactivation_status,
     requeue_status,
     withdrawal_reason,
     withdrawn_annotation,
@@ -181,6 +182,10 @@ class RemoteSync:
         wrote, backoff_left = await self._requeued(workload, key)
         if wrote:
             return None  # the Workload's watch event brings it back
+        if (deactivation := pending_deactivation_status(workload, now=dt.datetime.now(dt.UTC))) is not None:
+            await self._patch_workload_status(workload, deactivation)
+            log.info("deactivated workload without quota marked evicted", workload=key)
+            return None
         if worker is None or not is_true(workload, "QuotaReserved"):
             return backoff_left
         conn = self._pool.connections.get(worker)

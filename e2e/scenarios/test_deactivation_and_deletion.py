@@ -4,6 +4,8 @@ deactivation and deletion, item 3).
 - A Workload deactivated by its user (``spec.active: false``) while running is withdrawn from its worker; with
   kfed-manager and the worker's kfed-agent both stopped and started again, it stays inactive: no quota, no copy, the
   Job suspended, while other Jobs run through the restarted federation.
+- A Workload deactivated while it waits without quota is marked ``Evicted`` (reason ``Deactivated``) as Kueue marks
+  it, with no eviction Event (nothing was admitted).
 - A Job deleted on the manager while the worker running it does not answer (apiserver frozen): once the worker
   answers again, its remote Workload, remote Job and pods are all removed.
 """
@@ -141,3 +143,30 @@ def test_a_job_deleted_while_its_worker_is_unreachable_leaves_nothing_behind_whe
         timeout=90,
         what=f"deleted-away's remote Workload, Job and pods removed from {worker} after it answers again",
     )
+
+
+def test_a_deactivated_workload_that_never_had_quota_is_marked_evicted(federation: Federation) -> None:
+    submit(federation, "deact-pending", cpu="100000")  # more than every worker together: it waits
+    workload = wait_for(
+        lambda: workload_of(federation, "deact-pending"),
+        until=lambda wl: wl is not None and condition(wl, "QuotaReserved") is not None,
+        timeout=60,
+        what="deact-pending's Workload to be pending",
+    )
+    assert workload is not None
+    assert not is_true(workload, "QuotaReserved")
+    name = workload["metadata"]["name"]
+    federation.kubectl(
+        MANAGER, "patch", "workloads.kueue.x-k8s.io", name, "--type=merge", "-p", '{"spec":{"active":false}}'
+    )
+    evicted = wait_for(
+        lambda: condition(workload_of(federation, "deact-pending"), "Evicted"),
+        until=lambda c: c is not None and c["status"] == "True",
+        timeout=30,
+        what="deact-pending's Workload to be marked Evicted",
+    )
+    assert evicted is not None
+    assert (evicted["reason"], evicted["message"]) == ("Deactivated", "The workload is deactivated")
+    events = items(federation, MANAGER, "events.events.k8s.io")
+    assert not [e for e in events if e["regarding"]["name"] == name and e.get("reason", "").startswith("Evicted")]
+    federation.kubectl(MANAGER, "delete", "job", "deact-pending", "--wait=false")

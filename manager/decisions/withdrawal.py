@@ -206,6 +206,40 @@ def deactivation_of(workload: Obj) -> tuple[str, str]:
     return REASON_DEACTIVATED, DEACTIVATED_MESSAGE
 
 
+def pending_deactivation_status(workload: Obj, *, now: dt.datetime) -> dict[str, Any] | None:
+    """The status patch Kueue writes for a deactivated Workload that holds no quota (never admitted, or released
+    already): ``Evicted=True`` with :func:`deactivation_of`'s reason and message, its nomination cleared, and its
+    ``DeactivationTarget`` marker and requeue state removed. A Workload evicted already (e.g. preempted, then
+    deactivated while it waited) keeps that eviction and only loses the marker and the requeue state. Nothing was
+    admitted, so Kueue records no Event and counts no eviction metric for it, and neither does kfed. None when there
+    is nothing to write. (Its admission checks are Pending already: a release resets them.)"""
+    if not deactivated(workload) or is_true(workload, "Finished") or is_true(workload, "QuotaReserved"):
+        return None
+    status = workload.get("status") or {}
+    conditions = conditions_of(workload)
+    patch: dict[str, Any] = {}
+    if not is_true(workload, "Evicted"):
+        reason, message = deactivation_of(workload)
+        conditions, _ = set_condition(
+            conditions,
+            condition_type="Evicted",
+            status=True,
+            reason=reason,
+            message=message,
+            now=now,
+            observed_generation=(workload.get("metadata") or {}).get("generation"),
+        )
+        patch["conditions"] = conditions
+        for field in ("clusterName", "nominatedClusterNames"):
+            if status.get(field):
+                patch[field] = None
+    if find_condition(workload, "DeactivationTarget") is not None:
+        patch["conditions"] = [c for c in conditions if c.get("type") != "DeactivationTarget"]
+    if status.get("requeueState") is not None:
+        patch["requeueState"] = None
+    return patch or None
+
+
 def deactivated(workload: Obj) -> bool:
     """``spec.active: false``: a dispatched workload is withdrawn and stays out of its queue until reactivated."""
     return (workload.get("spec") or {}).get("active") is False

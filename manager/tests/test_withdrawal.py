@@ -14,6 +14,7 @@ from manager.decisions.withdrawal import (
     deactivation_of,
     excluded_workers,
     exclusion_annotation,
+    pending_deactivation_status,
     requeue_status,
     withdrawal_reason,
 )
@@ -222,3 +223,57 @@ def test_requeued_after_release_is_false_for_the_evictions_with_a_backoff(reason
     status = requeue_status(ADMITTED, reason=reason, message="why", now=NOW)
     found = {c["type"]: c for c in status["conditions"]}["Requeued"]
     assert (found["status"], found["reason"], found["message"]) == (requeued, reason, "why")
+
+
+def _pending(*conditions: dict[str, Any], active: bool = False, **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "job-a-1", "namespace": "team-a", "generation": 2},
+        "spec": {"active": active},
+        "status": {"conditions": list(conditions), **status},
+    }
+
+
+def test_a_deactivated_workload_without_quota_is_marked_evicted_as_kueue_does() -> None:
+    patch = pending_deactivation_status(
+        _pending(cond("QuotaReserved", False), nominatedClusterNames=["worker-1"]), now=NOW
+    )
+    assert patch is not None
+    evicted = next(c for c in patch["conditions"] if c["type"] == "Evicted")
+    assert (evicted["status"], evicted["reason"], evicted["message"]) == (
+        "True",
+        "Deactivated",
+        "The workload is deactivated",
+    )
+    assert evicted["observedGeneration"] == 2
+    assert patch["nominatedClusterNames"] is None
+    assert "requeueState" not in patch
+
+
+def test_kfeds_own_deactivation_names_its_cause_and_drops_the_marker() -> None:
+    target = {"type": "DeactivationTarget", "status": "True", "reason": "RequeuingLimitExceeded", "message": "x"}
+    patch = pending_deactivation_status(_pending(target, requeueState={"count": 3}), now=NOW)
+    assert patch is not None
+    assert [c["type"] for c in patch["conditions"]] == ["Evicted"]
+    assert patch["conditions"][0]["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
+    assert patch["requeueState"] is None
+
+
+def test_an_evicted_workload_keeps_its_eviction_and_nothing_is_written_twice() -> None:
+    preempted = {**cond("Evicted"), "reason": "Preempted"}
+    assert pending_deactivation_status(_pending(preempted), now=NOW) is None
+    assert pending_deactivation_status(_pending(preempted, requeueState={"count": 1}), now=NOW) == {
+        "requeueState": None
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        _pending(active=True),  # active
+        _pending(cond("QuotaReserved")),  # holds quota: withdrawn by the eviction path instead
+        _pending(cond("Finished")),
+    ],
+    ids=["active", "reserved", "finished"],
+)
+def test_only_a_deactivated_unfinished_workload_without_quota_is_marked(case: dict[str, Any]) -> None:
+    assert pending_deactivation_status(case, now=NOW) is None
