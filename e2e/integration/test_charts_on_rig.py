@@ -166,7 +166,8 @@ def test_manager_token_can_do_its_rules_and_no_more(installed: Installed) -> Non
         ("get", "secrets", ("-n", NAMESPACE)),
         ("update", "leases.coordination.k8s.io/someone-else", ("-n", NAMESPACE)),
         ("create", "leases.coordination.k8s.io", ("-n", "default")),
-        ("delete", "workloads.kueue.x-k8s.io", ("-n", "default")),
+        ("delete", "jobs.batch", ("-n", "default")),  # without retention it deletes no Job (Workloads: edited Jobs')
+        ("deletecollection", "workloads.kueue.x-k8s.io", ("-n", "default")),
         ("create", "jobs.batch", ("-n", "default")),
         ("update", "clusterqueues.kueue.x-k8s.io", ()),
         ("create", "pods", ("-n", "default")),
