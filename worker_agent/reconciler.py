@@ -23,6 +23,7 @@ import structlog
 from federation.admission.api_drain import WorkloadUpdate
 from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_key, workload_state
+from federation.admission.deactivation import deactivation_eviction
 from federation.admission.decisions import Admit
 from federation.admission.queue_metrics import queued_since, workload_labels
 from federation.admission.requeued import queues_of, requeued_step
@@ -42,7 +43,6 @@ from worker_agent.decisions.checks import (
     second_pass_failed,
     second_pass_problem,
 )
-from worker_agent.decisions.deactivation import deactivation_eviction
 from worker_agent.decisions.facts import WorkloadFacts, job_target, workload_facts
 from worker_agent.decisions.idle import IdleInputs
 from worker_agent.decisions.job_copies import (
@@ -538,8 +538,8 @@ class Reconciler:
             return None
 
     async def deactivation_pass(self) -> None:
-        """Evict the Workloads someone deactivated here (``decisions.deactivation``, as Kueue does): the job pass
-        then stops their Jobs and releases their quota, and a MultiKueue manager takes its copy back."""
+        """Evict the Workloads someone deactivated here (``federation.admission.deactivation``, as Kueue does): the
+        job pass then stops their Jobs and releases their quota, and a MultiKueue manager takes its copy back."""
         facts = self.facts
         now = self.clock()
         for workload in [w for w in self.world.all_workloads() if facts(w).needs_deactivation_eviction]:

@@ -16,8 +16,8 @@ import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from federation.admission.deactivation import deactivation_eviction, deactivation_reason
 from federation.admission.requeued import requeued_on_release
-from federation.api.workload import DEACTIVATED_MESSAGE
 from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
 from manager.decisions.sync import job_finish
 
@@ -195,46 +195,30 @@ def drained_by_stop_policy(
 
 
 def deactivation_of(workload: Obj) -> tuple[str, str]:
-    """(Evicted reason, message) for a deactivated workload: Kueue's ``DeactivatedDueTo<cause>`` when kfed
-    deactivated it (a ``DeactivationTarget`` condition names the cause), plain ``Deactivated`` when a user did."""
-    target = find_condition(workload, "DeactivationTarget")
-    if target is not None and target.get("status") == "True" and target.get("reason"):
-        return (
-            f"{REASON_DEACTIVATED}DueTo{target['reason']}",
-            f"The workload is deactivated due to {target.get('message')}",
-        )
-    return REASON_DEACTIVATED, DEACTIVATED_MESSAGE
+    """(Evicted reason, message) for a deactivated workload (``federation.admission.deactivation``)."""
+    return deactivation_reason(workload)
 
 
 def pending_deactivation_status(workload: Obj, *, now: dt.datetime) -> dict[str, Any] | None:
     """The status patch Kueue writes for a deactivated Workload that holds no quota (never admitted, or released
-    already): ``Evicted=True`` with :func:`deactivation_of`'s reason and message, its nomination cleared, and its
-    ``DeactivationTarget`` marker and requeue state removed. A Workload evicted already (e.g. preempted, then
-    deactivated while it waited) keeps that eviction and only loses the marker and the requeue state. Nothing was
-    admitted, so Kueue records no Event and counts no eviction metric for it, and neither does kfed. None when there
-    is nothing to write. (Its admission checks are Pending already: a release resets them.)"""
+    already): ``federation.admission.deactivation``'s eviction, and its nomination cleared. A Workload evicted already
+    (e.g. preempted, then deactivated while it waited) keeps that eviction and only loses its ``DeactivationTarget``
+    marker and requeue state. Nothing was admitted, so Kueue records no Event and counts no eviction metric for it,
+    and neither does kfed. None when there is nothing to write. (Its admission checks are Pending already: a release
+    resets them.)"""
     if not deactivated(workload) or is_true(workload, "Finished") or is_true(workload, "QuotaReserved"):
         return None
     status = workload.get("status") or {}
-    conditions = conditions_of(workload)
-    patch: dict[str, Any] = {}
-    if not is_true(workload, "Evicted"):
-        reason, message = deactivation_of(workload)
-        conditions, _ = set_condition(
-            conditions,
-            condition_type="Evicted",
-            status=True,
-            reason=reason,
-            message=message,
-            now=now,
-            observed_generation=(workload.get("metadata") or {}).get("generation"),
-        )
-        patch["conditions"] = conditions
+    eviction = deactivation_eviction(workload, now=now)
+    if eviction is not None:
+        patch = dict(eviction.status)
         for field in ("clusterName", "nominatedClusterNames"):
             if status.get(field):
                 patch[field] = None
+        return patch
+    patch = {}
     if find_condition(workload, "DeactivationTarget") is not None:
-        patch["conditions"] = [c for c in conditions if c.get("type") != "DeactivationTarget"]
+        patch["conditions"] = [c for c in conditions_of(workload) if c.get("type") != "DeactivationTarget"]
     if status.get("requeueState") is not None:
         patch["requeueState"] = None
     return patch or None

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from federation.admission.deactivation import needs_deactivation_eviction
 from federation.admission.requeued import may_take_requeued_step
 from worker_agent.decisions.checks import may_take_checks_step
-from worker_agent.decisions.deactivation import needs_deactivation_eviction
 from worker_agent.decisions.job_copies import admitted_since, waits_for_job_copy
 from worker_agent.decisions.jobs import job_finished, prebuilt_workload_name
 from worker_agent.decisions.preemption import evicted_holding_quota
@@ -31,7 +31,7 @@ class WorkloadFacts:
     may_take_requeued_step: bool
     """``federation.admission.requeued.may_take_requeued_step``: ``Requeued=False`` may become True."""
     needs_deactivation_eviction: bool
-    """``decisions.deactivation.needs_deactivation_eviction``: deactivated here, not evicted yet."""
+    """``federation.admission.deactivation.needs_deactivation_eviction``: deactivated here, not evicted yet."""
     job_copy_admitted_since: float | None
     """For a kfed-manager copy waiting for its Job copy (``decisions.job_copies.waits_for_job_copy``), when it was
     admitted (``admitted_since``); None for every other Workload."""

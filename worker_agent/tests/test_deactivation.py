@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from federation.admission.deactivation import deactivation_eviction, needs_deactivation_eviction
 from federation.conditions import find_condition
 from federation.tests.api_builders import admitted_status, workload
-from worker_agent.decisions.deactivation import deactivation_eviction, needs_deactivation_eviction
 from worker_agent.decisions.preemption import evicted_holding_quota, release_status
 
 NOW = dt.datetime(2026, 11, 23, 6, 0, tzinfo=dt.UTC)

@@ -1,14 +1,16 @@
-"""A Workload someone deactivated on the worker (``spec.active: false``) is evicted, as Kueue's workload controller
-does it there (pure).
+"""A deactivated Workload (``spec.active: false``) is evicted, as Kueue's workload controller does it (pure; the
+agent and kfed-manager).
 
-Why this module exists: a user or a script may set ``spec.active: false`` on any Workload of a worker, also on a
-copy kfed-manager dispatched there. Kueue then evicts it (``Evicted=True`` reason ``Deactivated``, message ``The
+Why this module exists: a user, a script or kfed itself may set ``spec.active: false`` on any Workload, a manager's
+or a worker's, with quota or without. Kueue then evicts it (``Evicted=True`` reason ``Deactivated``, message ``The
 workload is deactivated``; ``DeactivatedDueTo<cause>`` and ``… due to <message>`` when a ``DeactivationTarget``
-condition names why, which then goes), drops its ``requeueState``, and its Job reconciler stops the Job and
-releases the quota (``Requeued=False`` reason ``Deactivated``, until the Workload is reactivated:
-``federation.admission.requeued``). Without it the Job kept running and the quota stayed held, and the manager never
-learnt anything. With it, the end is the one the agent already gives every eviction (``decisions.preemption``), and
-a MultiKueue manager (kfed's or Kueue's) sees its copy evicted and takes the Workload back to dispatch it again.
+condition names why, which then goes) and drops its ``requeueState``; its Job reconciler stops the Job and releases
+any quota (``Requeued=False`` reason ``Deactivated``, until the Workload is reactivated:
+``federation.admission.requeued``). On a worker, without it the Job kept running and the quota stayed held, and the
+manager never learnt anything; with it the end is the one the agent gives every eviction
+(``worker_agent.decisions.preemption``), and a MultiKueue manager sees its copy evicted and takes the Workload back.
+On the manager, a Workload holding quota is withdrawn from its worker first (``manager.decisions.withdrawal``); one
+holding none is marked at once.
 
 A Workload that is finished or already evicted is left alone (the agent's own deactivations, ``JobCopyMissing``,
 ``OutOfSync`` and a Rejected admission check, evict in the same step).
@@ -50,16 +52,25 @@ def needs_deactivation_eviction(workload: Mapping[str, Any]) -> bool:
     return not is_true(workload, FINISHED) and not is_true(workload, EVICTED)
 
 
+def deactivation_reason(workload: Mapping[str, Any]) -> tuple[str, str]:
+    """(Evicted reason, message) for a deactivated workload: Kueue's ``DeactivatedDueTo<cause>`` when kfed
+    deactivated it (a ``DeactivationTarget`` condition names the cause), plain ``Deactivated`` when a user did."""
+    target = find_condition(workload, DEACTIVATION_TARGET)
+    if target is not None and target.get("status") == "True" and target.get("reason"):
+        return (
+            f"{EVICTED_BY_DEACTIVATION}DueTo{target['reason']}",
+            f"{DEACTIVATED_MESSAGE} due to {target.get('message') or target['reason']}",
+        )
+    return EVICTED_BY_DEACTIVATION, DEACTIVATED_MESSAGE
+
+
 def deactivation_eviction(workload: Mapping[str, Any], *, now: dt.datetime) -> DeactivationEviction | None:
     """The eviction of a deactivated workload (see the module docstring), or None when it needs none."""
     if not needs_deactivation_eviction(workload):
         return None
     target = find_condition(workload, DEACTIVATION_TARGET)
-    reason, message = EVICTED_BY_DEACTIVATION, DEACTIVATED_MESSAGE
+    reason, message = deactivation_reason(workload)
     kept: list[Mapping[str, Any]] = list(conditions_of(workload))
-    if target is not None and target.get("status") == "True" and target.get("reason"):
-        reason = f"{EVICTED_BY_DEACTIVATION}DueTo{target['reason']}"
-        message = f"{DEACTIVATED_MESSAGE} due to {target.get('message') or target['reason']}"
     if target is not None:
         kept = [c for c in kept if c.get("type") != DEACTIVATION_TARGET]
     conditions, _ = set_condition(
@@ -77,4 +88,4 @@ def deactivation_eviction(workload: Mapping[str, Any], *, now: dt.datetime) -> D
     return DeactivationEviction(status, reason, message)
 
 
-__all__ = ["DeactivationEviction", "deactivation_eviction", "needs_deactivation_eviction"]
+__all__ = ["DeactivationEviction", "deactivation_eviction", "deactivation_reason", "needs_deactivation_eviction"]
