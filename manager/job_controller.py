@@ -6,9 +6,9 @@ relabelled with another ``kueue.x-k8s.io/priority-class`` re-prioritizes its Wor
 Kueue; the remote sync carries the new priority to the worker's copy. A Job kfed
 cannot queue (bad annotation, unknown WorkloadPriorityClass) gets a Warning Event saying why and is retried when
 things change; a Job managed by another controller is left alone with one Event saying so. A Job edited after its
-Workload was made (its pod count, min-parallelism, a suspended Job's tolerations) gets its Workload brought in line,
-as Kueue does: updated when it holds no quota, replaced when it does, and a running Job is stopped first
-(``manager.decisions.workload_match``).
+Workload was made (its pod count, min-parallelism, a suspended Job's tolerations or queue) gets its Workload brought
+in line, as Kueue does: updated when it holds no quota, replaced when it does (a queue change waits for the quota
+to be released), and a running Job is stopped first (``manager.decisions.workload_match``).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from manager.decisions.workload_from_job import (
     priority_class_changed,
     priority_class_of,
     priority_spec,
+    queue_name_of,
     workload_for_job,
     workload_name_for_job,
 )
@@ -144,17 +145,20 @@ class JobController:
         meta = workload["metadata"]
         ref = f"{meta['namespace']}/{meta['name']}"
         try:
-            if edit is WorkloadEdit.UPDATE:
+            if edit in (WorkloadEdit.UPDATE, WorkloadEdit.UPDATE_QUEUE):
+                spec: dict[str, Any] = {"queueName": queue_name_of(job)}
+                if edit is WorkloadEdit.UPDATE:
+                    spec["podSets"] = pod_sets_for_job(job)
                 await self._api.patch(
                     WORKLOADS,
                     meta["name"],
-                    {
-                        "metadata": {"resourceVersion": meta["resourceVersion"]},
-                        "spec": {"podSets": pod_sets_for_job(job)},
-                    },
+                    {"metadata": {"resourceVersion": meta["resourceVersion"]}, "spec": spec},
                     namespace=meta["namespace"],
                     field_manager=self._config.field_manager,
                 )
+                if edit is WorkloadEdit.UPDATE_QUEUE:  # Kueue records no Event for it
+                    log.info("workload moved to its job's queue", job=key, workload=ref, queue=spec["queueName"])
+                    return None
                 reason, note = "UpdatedWorkload", f"Updated not matching Workload for suspended job: {ref}"
             else:
                 if edit is WorkloadEdit.STOP_AND_REPLACE:

@@ -52,6 +52,7 @@ from manager.decisions.scheduling_inputs import (
     job_copy_finished_first,
     needs_scheduling,
     newly_reserved,
+    released,
 )
 from manager.decisions.workload_from_job import workload_name_for_job
 from manager.job_controller import JobController
@@ -192,7 +193,9 @@ class ManagerRuntime:
             self.sync_queue.add(_key(workload), urgent=newly_reserved(workload, old))
             if needs_scheduling(event, workload, old):
                 self.scheduler.trigger()
-            if event == "DELETED":  # its Job needs a new Workload
+            # Deleted: its Job needs a new Workload. Released: a queue its Job was relabelled with while it held
+            # quota can be taken now (manager.decisions.workload_match).
+            if event == "DELETED" or released(workload, old):
                 job = owner_job_name(workload)
                 if job is not None:
                     self.job_queue.add(f"{workload['metadata']['namespace']}/{job}")

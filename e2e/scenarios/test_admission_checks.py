@@ -5,7 +5,8 @@ the check's state on the Workload's status, as an external controller would.
 
 The gate also holds a Job with its quota reserved before it runs, which is where a user's edits of a Job are
 tested, as Kueue handles them: a waiting Job's Workload follows the Job (updated without quota, replaced with
-quota); a running Job whose pod count changed is stopped and queued again at its new size.
+quota); a running Job whose pod count changed is stopped and queued again at its new size; a waiting Job relabelled
+with another queue moves its Workload there.
 """
 
 from __future__ import annotations
@@ -17,10 +18,20 @@ from typing import Any
 
 import pytest
 
-from e2e.queues import CLUSTER_QUEUE, FLAVOR, job_manifest
+from e2e.queues import CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE, job_manifest
 from e2e.rig.controllers import ADMISSION_CHECK
 from e2e.rig.federation import MANAGER, Federation
-from e2e.scenarios.helpers import condition, get, is_true, items, remote_copies, submit, worker_of, workload_of
+from e2e.scenarios.helpers import (
+    condition,
+    get,
+    is_true,
+    items,
+    remote_copies,
+    submit,
+    wait_complete,
+    worker_of,
+    workload_of,
+)
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -424,3 +435,34 @@ def test_a_running_job_scaled_by_its_user_is_stopped_and_runs_again_at_its_new_s
     )
     assert is_true(done, "Complete"), (done or {}).get("status")
     assert (done or {})["status"].get("succeeded") == 2
+
+
+def test_a_waiting_job_relabelled_with_another_queue_moves_its_workload_there(
+    federation: Federation, gated_queue: str
+) -> None:
+    # 10 pods of 1 cpu cannot fit the gated ClusterQueue: the Workload waits there without quota.
+    submit(federation, "ac-moved", cpu="1", parallelism=10, seconds=1, queue=gated_queue)
+    first = wait_for(
+        lambda: workload_of(federation, "ac-moved"),
+        until=lambda w: w is not None and condition(w, "QuotaReserved") is not None,
+        timeout=60,
+        what="ac-moved's Workload to be found pending",
+    )
+    assert first is not None
+    assert first["spec"]["queueName"] == gated_queue
+    federation.kubectl(
+        MANAGER, "label", "job", "ac-moved", "-n", "default", f"kueue.x-k8s.io/queue-name={LOCAL_QUEUE}", "--overwrite"
+    )
+    moved = wait_for(
+        lambda: workload_of(federation, "ac-moved"),
+        until=lambda w: w is not None and w["spec"]["queueName"] == LOCAL_QUEUE,
+        timeout=30,
+        what="ac-moved's Workload to follow its Job to the other LocalQueue",
+    )
+    assert moved is not None
+    assert moved["metadata"]["uid"] == first["metadata"]["uid"]
+    done = wait_complete(federation, "ac-moved", timeout=120)  # the other queue has room and no gate
+    assert done["status"].get("succeeded") == 10
+    final = workload_of(federation, "ac-moved")
+    assert final is not None
+    assert final["status"]["admission"]["clusterQueue"] != GATED_CQ

@@ -54,6 +54,11 @@ def newly_reserved(workload: Mapping[str, Any], old: Mapping[str, Any] | None) -
     )
 
 
+def released(workload: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """The Workload's quota reservation just went (evicted, preempted or deactivated, and released)."""
+    return old is not None and is_true(old, "QuotaReserved") and not is_true(workload, "QuotaReserved")
+
+
 def copy_admitted_first(copy: Mapping[str, Any], workload: Mapping[str, Any] | None) -> bool:
     """A worker admitted the copy and the manager has not marked the Workload Admitted yet (the next step on the
     Job's critical path: the manager Job is unsuspended with it)."""

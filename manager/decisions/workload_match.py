@@ -10,7 +10,9 @@ while the Job copy runs another. Kueue compares the two on every reconcile and b
 - one holding quota is deleted, which releases the quota and withdraws any copy, and a new Workload is queued for
   the Job (Event ``DeletedWorkload``);
 - a running Job whose count no longer matches is stopped (suspended, its status cleared) and its Workload deleted
-  in the same way, so it runs again only once admitted at its new size.
+  in the same way, so it runs again only once admitted at its new size;
+- a suspended Job relabelled with another ``kueue.x-k8s.io/queue-name`` moves its Workload to that LocalQueue
+  while the Workload holds no quota (no Event: Kueue writes none), and once its quota is released otherwise.
 
 What is compared is what Kueue compares and the Job API lets a user change: for a suspended Job the pod count,
 ``minCount``, the tolerations (not once the Workload is admitted: admission may add a flavor's) and each
@@ -27,7 +29,7 @@ from typing import Any
 from federation.conditions import is_true
 from federation.quantity import parse_quantity
 from manager.decisions.sync import job_finish
-from manager.decisions.workload_from_job import pod_set_sizes_for_job, pod_sets_for_job
+from manager.decisions.workload_from_job import pod_set_sizes_for_job, pod_sets_for_job, queue_name_of
 
 
 class WorkloadEdit(enum.Enum):
@@ -38,6 +40,10 @@ class WorkloadEdit(enum.Enum):
     """The Workload holds no quota: its pod sets become the Job's."""
     REPLACE = "replace"
     """The suspended Job's Workload holds quota: delete it; the Job gets a new one, queued from the start."""
+    UPDATE_QUEUE = "update-queue"
+    """Only the Job's ``kueue.x-k8s.io/queue-name`` changed and the Workload holds no quota: its ``queueName``
+    follows (Kueue writes no Event for it). While it holds quota it stays in its queue (Kueue's API keeps
+    ``queueName`` immutable then) and follows once the quota is released."""
     STOP_AND_REPLACE = "stop-and-replace"
     """The Job runs at a size its Workload was not admitted for: suspend the Job, then replace the Workload."""
 
@@ -106,6 +112,10 @@ def edit_for_job(job: Mapping[str, Any], workload: Mapping[str, Any]) -> Workloa
         # Asked on every event of a running Job: sizes only, no template copied.
         matches = _sizes(pod_set_sizes_for_job(job)) == _sizes(existing)
         return WorkloadEdit.KEEP if matches else WorkloadEdit.STOP_AND_REPLACE
-    if pod_sets_match(pod_sets_for_job(job), existing, admitted=is_true(workload, "Admitted")):
-        return WorkloadEdit.KEEP
-    return WorkloadEdit.REPLACE if is_true(workload, "QuotaReserved") else WorkloadEdit.UPDATE
+    reserved = is_true(workload, "QuotaReserved")
+    if not pod_sets_match(pod_sets_for_job(job), existing, admitted=is_true(workload, "Admitted")):
+        return WorkloadEdit.REPLACE if reserved else WorkloadEdit.UPDATE
+    queue = queue_name_of(job)
+    if queue and queue != (workload.get("spec") or {}).get("queueName") and not reserved:
+        return WorkloadEdit.UPDATE_QUEUE
+    return WorkloadEdit.KEEP

@@ -5,6 +5,7 @@ from manager.decisions.scheduling_inputs import (
     job_copy_finished_first,
     needs_scheduling,
     newly_reserved,
+    released,
 )
 
 
@@ -84,3 +85,11 @@ def test_a_finished_job_copy_is_on_the_critical_path_until_the_workload_is_finis
     assert not job_copy_finished_first(running, admitted)  # a running mirror can wait
     assert not job_copy_finished_first(complete, finished)  # only the clean-up is left
     assert not job_copy_finished_first(complete, None)
+
+
+def test_released_is_the_moment_the_reservation_goes() -> None:
+    pending = wl(conditions=[cond("QuotaReserved", "False")])
+    assert released(pending, wl(**RESERVED))
+    assert not released(wl(**RESERVED), pending)  # reserved, not released
+    assert not released(pending, pending)
+    assert not released(pending, None)

@@ -115,3 +115,15 @@ def test_pod_sets_differ_in_number() -> None:
 def test_a_bad_min_parallelism_is_reported_by_the_pod_sets() -> None:
     with pytest.raises(JobNotQueueable, match="between 1 and 4"):
         pod_sets_for_job(_job().annotation(MIN_PARALLELISM_ANNOTATION, "9").obj())
+
+
+def test_a_suspended_job_moved_to_another_queue_moves_its_workload_while_it_holds_no_quota() -> None:
+    workload = _workload_of(_job().obj())
+    assert _edit(_job().queue("other").obj(), workload) is WorkloadEdit.UPDATE_QUEUE
+    # with its pod sets edited too, the full update carries the queue as well
+    assert _edit(_job().queue("other").parallelism(2, 2).obj(), workload) is WorkloadEdit.UPDATE
+    # holding quota, it stays where it was reserved until the quota is released (Kueue: queueName is immutable then)
+    assert _edit(_job().queue("other").obj(), _workload_of(_job().obj(), "QuotaReserved")) is WorkloadEdit.KEEP
+    assert _edit(_job().queue("other").suspended(False).obj(), _workload_of(_job().obj(), "QuotaReserved")) is (
+        WorkloadEdit.KEEP
+    )
