@@ -5,10 +5,10 @@ running when its Workload was deleted is suspended again first, so it runs only 
 relabelled with another ``kueue.x-k8s.io/priority-class`` re-prioritizes its Workload, pending or admitted, as in
 Kueue; the remote sync carries the new priority to the worker's copy. A Job kfed
 cannot queue (bad annotation, unknown WorkloadPriorityClass) gets a Warning Event saying why and is retried when
-things change; a Job managed by another controller is left alone with one Event saying so. A Job edited after its
-Workload was made (its pod count, min-parallelism, a suspended Job's tolerations or queue) gets its Workload brought
-in line, as Kueue does: updated when it holds no quota, replaced when it does (a queue change waits for the quota
-to be released), and a running Job is stopped first (``manager.decisions.workload_match``).
+things change; a Job managed by another controller is left alone with one Event saying so. A Job edited while it
+waits suspended (its pod count, min-parallelism, tolerations or queue) gets its Workload brought in line, as Kueue
+does: updated when it holds no quota, replaced when it does; a queue change waits for the quota to be released
+(``manager.decisions.workload_match``).
 """
 
 from __future__ import annotations
@@ -161,16 +161,6 @@ class JobController:
                     return None
                 reason, note = "UpdatedWorkload", f"Updated not matching Workload for suspended job: {ref}"
             else:
-                if edit is WorkloadEdit.STOP_AND_REPLACE:
-                    job = await stop_manager_job(self._api, job, field_manager=self._config.field_manager)
-                    log.warning("job stopped: its pod count no longer matches its workload", job=key, workload=ref)
-                    self._events.emit(
-                        job,
-                        reason="Stopped",
-                        note="No matching Workload: the Job's pod count changed while it ran; it is suspended and "
-                        "queued again at its new size",
-                        action="Stop",
-                    )
                 await self._api.delete(
                     WORKLOADS, meta["name"], namespace=meta["namespace"], resource_version=meta["resourceVersion"]
                 )

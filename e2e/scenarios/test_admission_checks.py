@@ -5,8 +5,7 @@ the check's state on the Workload's status, as an external controller would.
 
 The gate also holds a Job with its quota reserved before it runs, which is where a user's edits of a Job are
 tested, as Kueue handles them: a waiting Job's Workload follows the Job (updated without quota, replaced with
-quota); a running Job whose pod count changed is stopped and queued again at its new size; a waiting Job relabelled
-with another queue moves its Workload there.
+quota); a waiting Job relabelled with another queue moves its Workload there.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from e2e.queues import CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE, job_manifest
+from e2e.queues import CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE
 from e2e.rig.controllers import ADMISSION_CHECK
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import (
@@ -376,65 +375,6 @@ def test_a_suspended_jobs_edit_reaches_its_workload_with_and_without_quota(
     )
     assert is_true(job, "Complete"), (job or {}).get("status")
     assert (job or {})["status"].get("succeeded") == 10
-
-
-def test_a_running_job_scaled_by_its_user_is_stopped_and_runs_again_at_its_new_size(
-    federation: Federation, gated_queue: str
-) -> None:
-    manifest = job_manifest("ac-rescaled", namespace="default", cpu="1", seconds=15, queue=gated_queue)
-    manifest["spec"]["completions"] = 2  # one pod at a time, two in all
-    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
-    first = wait_for(
-        lambda: workload_of(federation, "ac-rescaled"),
-        until=lambda w: is_true(w, "QuotaReserved"),
-        timeout=60,
-        what="ac-rescaled to get its quota reservation",
-    )
-    assert first is not None
-    _set_gate(federation, "ac-rescaled", state="Ready", message="the gate is open")
-    worker = wait_for(
-        lambda: worker_of(federation, "ac-rescaled"),
-        until=lambda w: w is not None and "job" in remote_copies(federation, "ac-rescaled", live_only=True).get(w, []),
-        timeout=60,
-        what="ac-rescaled to run on a worker",
-    )
-    assert worker is not None
-
-    _scale(federation, "ac-rescaled", 2)  # while it runs: two pods at a time, which its admission does not cover
-    replaced = wait_for(
-        lambda: workload_of(federation, "ac-rescaled"),
-        until=lambda w: (
-            w is not None and w["metadata"]["uid"] != first["metadata"]["uid"] and is_true(w, "QuotaReserved")
-        ),
-        timeout=60,
-        what="ac-rescaled's Workload to be replaced and to get quota again",
-    )
-    assert replaced is not None
-    assert replaced["spec"]["podSets"][0]["count"] == 2
-    assert replaced["status"]["admission"]["podSetAssignments"][0]["count"] == 2
-    job = get(federation, MANAGER, "job", "ac-rescaled")
-    assert job is not None
-    assert job["spec"]["suspend"] is True, "the Job waits for its new admission suspended"
-    stopped = wait_for(
-        lambda: _job_events(federation, "ac-rescaled", "Stopped"), until=bool, timeout=30, what="a Stopped Event"
-    )
-    assert "pod count changed" in stopped[0]["note"]
-    wait_for(
-        lambda: get(federation, worker, "job", "ac-rescaled"),
-        until=lambda j: j is None,
-        timeout=60,
-        what=f"the copy running at the old size to be withdrawn from {worker}",
-    )
-
-    _set_gate(federation, "ac-rescaled", state="Ready", message="the gate is open again")
-    done = wait_for(
-        lambda: get(federation, MANAGER, "job", "ac-rescaled"),
-        until=lambda j: is_true(j, "Complete") or is_true(j, "Failed"),
-        timeout=120,
-        what="ac-rescaled to finish at its new size",
-    )
-    assert is_true(done, "Complete"), (done or {}).get("status")
-    assert (done or {})["status"].get("succeeded") == 2
 
 
 def test_a_waiting_job_relabelled_with_another_queue_moves_its_workload_there(

@@ -1,23 +1,22 @@
 """Does a Job's Workload still describe the Job? (pure)
 
 A user may edit a Job after its Workload was made: while it waits suspended, ``parallelism`` and ``completions``
-(the pod count), the ``kueue.x-k8s.io/job-min-parallelism`` annotation (the ``minCount``) and the pod template's
-tolerations; while it runs, the count and the annotation. A Workload that kept the old values would reserve quota
+(the pod count), the ``kueue.x-k8s.io/job-min-parallelism`` annotation (the ``minCount``), the pod template's
+tolerations and its ``kueue.x-k8s.io/queue-name``. A Workload that kept the old values would reserve quota
 for pods the Job no longer has, or too few for those it now has, and the worker would admit its copy for one size
 while the Job copy runs another. Kueue compares the two on every reconcile and brings the Workload in line:
 
 - a suspended Job's Workload holding no quota gets the Job's new pod sets (Event ``UpdatedWorkload`` on the Job);
 - one holding quota is deleted, which releases the quota and withdraws any copy, and a new Workload is queued for
   the Job (Event ``DeletedWorkload``);
-- a running Job whose count no longer matches is stopped (suspended, its status cleared) and its Workload deleted
-  in the same way, so it runs again only once admitted at its new size;
 - a suspended Job relabelled with another ``kueue.x-k8s.io/queue-name`` moves its Workload to that LocalQueue
   while the Workload holds no quota (no Event: Kueue writes none), and once its quota is released otherwise.
 
-What is compared is what Kueue compares and the Job API lets a user change: for a suspended Job the pod count,
+What is compared is what Kueue compares and the Job API lets a user change on a suspended Job: the pod count,
 ``minCount``, the tolerations (not once the Workload is admitted: admission may add a flavor's) and each
 container's resource requests and limits, as quantities ("1000m" is "1"), where the cluster lets a suspended Job's
-resources change; for a running Job (its template is immutable) the count and ``minCount`` only.
+resources change. A running Job is not compared: Kueue stops one whose count changed and queues it again, and kfed
+does not yet (stopping it races the remote sync, which resumes the Job of an admitted Workload).
 """
 
 from __future__ import annotations
@@ -28,8 +27,7 @@ from typing import Any
 
 from federation.conditions import is_true
 from federation.quantity import parse_quantity
-from manager.decisions.sync import job_finish
-from manager.decisions.workload_from_job import pod_set_sizes_for_job, pod_sets_for_job, queue_name_of
+from manager.decisions.workload_from_job import pod_sets_for_job, queue_name_of
 
 
 class WorkloadEdit(enum.Enum):
@@ -44,8 +42,6 @@ class WorkloadEdit(enum.Enum):
     """Only the Job's ``kueue.x-k8s.io/queue-name`` changed and the Workload holds no quota: its ``queueName``
     follows (Kueue writes no Event for it). While it holds quota it stays in its queue (Kueue's API keeps
     ``queueName`` immutable then) and follows once the quota is released."""
-    STOP_AND_REPLACE = "stop-and-replace"
-    """The Job runs at a size its Workload was not admitted for: suspend the Job, then replace the Workload."""
 
 
 def _quantities(values: Mapping[str, Any] | None) -> dict[str, int | str]:
@@ -96,22 +92,14 @@ def pod_sets_match(
     )
 
 
-def _sizes(pod_sets: Sequence[Mapping[str, Any]]) -> list[tuple[object, int, object]]:
-    return [(p.get("name"), int(p.get("count", 1)), p.get("minCount")) for p in pod_sets]
-
-
 def edit_for_job(job: Mapping[str, Any], workload: Mapping[str, Any]) -> WorkloadEdit:
     """What to do with ``workload`` now that its Job is as it is; ``JobNotQueueable`` when the Job's
     min-parallelism is bad (the Workload then keeps what it has)."""
     if is_true(workload, "Finished") or (workload.get("metadata") or {}).get("deletionTimestamp"):
         return WorkloadEdit.KEEP
-    existing = (workload.get("spec") or {}).get("podSets") or []
     if not (job.get("spec") or {}).get("suspend", False):
-        if not is_true(workload, "QuotaReserved") or job_finish(job) is not None:
-            return WorkloadEdit.KEEP  # being stopped or withdrawn already, or done: nothing runs at a wrong size
-        # Asked on every event of a running Job: sizes only, no template copied.
-        matches = _sizes(pod_set_sizes_for_job(job)) == _sizes(existing)
-        return WorkloadEdit.KEEP if matches else WorkloadEdit.STOP_AND_REPLACE
+        return WorkloadEdit.KEEP  # a running Job is not compared (see the module docstring)
+    existing = (workload.get("spec") or {}).get("podSets") or []
     reserved = is_true(workload, "QuotaReserved")
     if not pod_sets_match(pod_sets_for_job(job), existing, admitted=is_true(workload, "Admitted")):
         return WorkloadEdit.REPLACE if reserved else WorkloadEdit.UPDATE

@@ -74,31 +74,6 @@ def test_a_finished_or_deleted_workload_is_kept() -> None:
     assert _edit(_job().parallelism(2, 2).obj(), deleting) is WorkloadEdit.KEEP
 
 
-def test_a_running_job_whose_count_changed_is_stopped_and_its_workload_replaced() -> None:
-    running = _workload_of(_job().obj(), "QuotaReserved", "Admitted")
-    assert _edit(_job().suspended(False).obj(), running) is WorkloadEdit.KEEP
-    assert _edit(_job().suspended(False).parallelism(2, 2).obj(), running) is WorkloadEdit.STOP_AND_REPLACE
-    assert _edit(_job().suspended(False).annotation(MIN_PARALLELISM_ANNOTATION, "2").obj(), running) is (
-        WorkloadEdit.STOP_AND_REPLACE
-    )
-
-
-def test_a_running_job_is_compared_by_its_sizes_only() -> None:
-    """Its template is immutable; a difference there (e.g. a flavor's toleration added at admission) is no edit."""
-    running = _workload_of(_job().obj(), "QuotaReserved", "Admitted")
-    assert _edit(_job().suspended(False).toleration("zone", "b").request("cpu", "3").obj(), running) is (
-        WorkloadEdit.KEEP
-    )
-
-
-def test_a_running_job_without_quota_or_already_finished_is_left_to_the_other_paths() -> None:
-    edited = _job().suspended(False).parallelism(2, 2)
-    assert _edit(edited.obj(), _workload_of(_job().obj())) is WorkloadEdit.KEEP  # withdrawn: being stopped
-    finished = edited.obj()
-    finished["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
-    assert _edit(finished, _workload_of(_job().obj(), "QuotaReserved", "Admitted")) is WorkloadEdit.KEEP
-
-
 def test_tolerations_are_not_compared_once_admitted() -> None:
     """Admission may add a flavor's tolerations (Kueue ignores them then too); the count still counts."""
     admitted = _workload_of(_job().obj(), "QuotaReserved", "Admitted")
@@ -124,6 +99,3 @@ def test_a_suspended_job_moved_to_another_queue_moves_its_workload_while_it_hold
     assert _edit(_job().queue("other").parallelism(2, 2).obj(), workload) is WorkloadEdit.UPDATE
     # holding quota, it stays where it was reserved until the quota is released (Kueue: queueName is immutable then)
     assert _edit(_job().queue("other").obj(), _workload_of(_job().obj(), "QuotaReserved")) is WorkloadEdit.KEEP
-    assert _edit(_job().queue("other").suspended(False).obj(), _workload_of(_job().obj(), "QuotaReserved")) is (
-        WorkloadEdit.KEEP
-    )
