@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from federation.admission.deactivation import deactivation_reason
 from federation.admission.queue_metrics import (
     cohort_ancestors,
     eviction_labels,
@@ -68,7 +69,6 @@ from manager.decisions.withdrawal import (
     REASON_EVICTED_BY_ADMISSION_CHECK,
     WITHDRAWN_FROM_ANNOTATION,
     deactivated,
-    deactivation_of,
     dispatch_time_left,
     drained_by_stop_policy,
     eviction_of,
@@ -216,7 +216,7 @@ class RemoteSync:
             await self._evict(workload, worker=worker, reason=message, now=dt.datetime.now(dt.UTC), cause=cause)
             return None
         elif deactivated(workload) and not is_true(workload, "Finished"):
-            cause, message = deactivation_of(workload)
+            cause, message = deactivation_reason(workload)
             await self._evict(workload, worker=worker, reason=message, now=dt.datetime.now(dt.UTC), cause=cause)
             return None
         elif (rejection := worker_rejection(remote_wl, worker)) is not None:

@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from federation.admission.deactivation import deactivation_eviction, deactivation_reason
+from federation.admission.deactivation import deactivation_eviction
 from federation.admission.requeued import requeued_on_release
 from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
 from manager.decisions.sync import job_finish
@@ -192,11 +192,6 @@ def drained_by_stop_policy(
         if queue is not None and (queue.get("spec") or {}).get("stopPolicy") == "HoldAndDrain":
             return reason, f"The {kind} is stopped"  # Kueue's message
     return None
-
-
-def deactivation_of(workload: Obj) -> tuple[str, str]:
-    """(Evicted reason, message) for a deactivated workload (``federation.admission.deactivation``)."""
-    return deactivation_reason(workload)
 
 
 def pending_deactivation_status(workload: Obj, *, now: dt.datetime) -> dict[str, Any] | None:

@@ -101,11 +101,15 @@ def clean_template(template: Mapping[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-def pod_set_sizes_for_job(job: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The Workload's ``podSets`` for the Job as it is now, without their templates: name, count and ``minCount``
-    (when partial admission is allowed); ``JobNotQueueable`` for a bad min-parallelism."""
-    count = pod_count(job.get("spec") or {})
-    pod_set: dict[str, Any] = {"name": POD_SET_NAME, "count": count}
+def pod_sets_for_job(job: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Workload's ``podSets`` for the Job as it is now; ``JobNotQueueable`` for a bad min-parallelism."""
+    spec = job.get("spec") or {}
+    count = pod_count(spec)
+    pod_set: dict[str, Any] = {
+        "name": POD_SET_NAME,
+        "count": count,
+        "template": clean_template(spec.get("template", {})),
+    }
     min_text = ((job.get("metadata") or {}).get("annotations") or {}).get(MIN_PARALLELISM_ANNOTATION)
     if min_text is not None:
         try:
@@ -117,12 +121,6 @@ def pod_set_sizes_for_job(job: Mapping[str, Any]) -> list[dict[str, Any]]:
         if min_count < count:
             pod_set["minCount"] = min_count
     return [pod_set]
-
-
-def pod_sets_for_job(job: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The Workload's ``podSets`` for the Job as it is now; ``JobNotQueueable`` for a bad min-parallelism."""
-    [sizes] = pod_set_sizes_for_job(job)
-    return [{**sizes, "template": clean_template((job.get("spec") or {}).get("template", {}))}]
 
 
 def workload_for_job(job: Mapping[str, Any], *, priority: Priority) -> dict[str, Any]:

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from federation.admission.deactivation import deactivation_reason
 from manager.decisions.lifecycle import Phase, phase_of
 from manager.decisions.sync import mirrored_job_status, status_mirrored
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
-    deactivation_of,
     excluded_workers,
     exclusion_annotation,
     pending_deactivation_status,
@@ -138,7 +138,7 @@ def test_a_workload_kfed_deactivated_says_why_and_its_requeue_leaves_a_clean_sla
     wl = workload(cond("QuotaReserved"), cond("Admitted"), target)
     wl["spec"] = {"active": False}
     wl["status"]["requeueState"] = {"count": 2, "requeueAt": "2026-11-22T12:00:00Z"}
-    assert deactivation_of(wl) == (
+    assert deactivation_reason(wl) == (
         "DeactivatedDueToRequeuingLimitExceeded",
         "The workload is deactivated due to exceeding the maximum number of re-queuing retries",
     )
@@ -153,7 +153,7 @@ def test_a_workload_kfed_deactivated_says_why_and_its_requeue_leaves_a_clean_sla
     )
     user = workload(cond("QuotaReserved"))
     user["spec"] = {"active": False}
-    assert deactivation_of(user)[0] == "Deactivated"
+    assert deactivation_reason(user)[0] == "Deactivated"
 
 
 def test_a_deactivation_after_an_earlier_requeue_turns_requeued_false() -> None:
