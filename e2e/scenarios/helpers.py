@@ -80,6 +80,20 @@ def is_true(obj: Obj | None, kind: str) -> bool:
     return found is not None and found["status"] == "True"
 
 
+def wait_pending(fed: Federation, job: str, timeout: float = 60) -> Obj:
+    """Wait until the scheduler has looked at Job ``job``'s Workload (it has a ``QuotaReserved`` condition) and
+    assert it holds no quota; returns the Workload."""
+    workload = wait_for(
+        lambda: workload_of(fed, job),
+        until=lambda wl: wl is not None and condition(wl, "QuotaReserved") is not None,
+        timeout=timeout,
+        what=f"{job}'s Workload to be found pending",
+    )
+    assert workload is not None
+    assert not is_true(workload, "QuotaReserved"), workload.get("status")
+    return workload
+
+
 def worker_of(fed: Federation, job: str) -> str | None:
     wl = workload_of(fed, job)
     return ((wl or {}).get("status") or {}).get("clusterName")

@@ -28,6 +28,7 @@ from e2e.scenarios.helpers import (
     remote_copies,
     submit,
     wait_complete,
+    wait_pending,
     worker_of,
     workload_of,
 )
@@ -324,14 +325,7 @@ def test_a_suspended_jobs_edit_reaches_its_workload_with_and_without_quota(
 ) -> None:
     # 10 pods of 1 cpu cannot fit the gated ClusterQueue's 8: the Workload waits without quota.
     submit(federation, "ac-edited", cpu="1", parallelism=10, seconds=1, queue=gated_queue)
-    first = wait_for(
-        lambda: workload_of(federation, "ac-edited"),
-        until=lambda w: w is not None and condition(w, "QuotaReserved") is not None,
-        timeout=60,
-        what="ac-edited's Workload to be found pending",
-    )
-    assert first is not None
-    assert not is_true(first, "QuotaReserved")
+    first = wait_pending(federation, "ac-edited")
     assert first["spec"]["podSets"][0]["count"] == 10
 
     _scale(federation, "ac-edited", 2)  # without quota: the Workload is updated in place, then fits
@@ -367,14 +361,8 @@ def test_a_suspended_jobs_edit_reaches_its_workload_with_and_without_quota(
     )[0]["note"].startswith("Deleted not matching Workload")
 
     _set_gate(federation, "ac-edited", state="Ready", message="the gate is open")
-    job = wait_for(
-        lambda: get(federation, MANAGER, "job", "ac-edited"),
-        until=lambda j: is_true(j, "Complete") or is_true(j, "Failed"),
-        timeout=120,
-        what="ac-edited to finish on the manager",
-    )
-    assert is_true(job, "Complete"), (job or {}).get("status")
-    assert (job or {})["status"].get("succeeded") == 10
+    job = wait_complete(federation, "ac-edited", timeout=120)
+    assert job["status"].get("succeeded") == 10
 
 
 def test_a_waiting_job_relabelled_with_another_queue_moves_its_workload_there(
@@ -382,13 +370,7 @@ def test_a_waiting_job_relabelled_with_another_queue_moves_its_workload_there(
 ) -> None:
     # 10 pods of 1 cpu cannot fit the gated ClusterQueue: the Workload waits there without quota.
     submit(federation, "ac-moved", cpu="1", parallelism=10, seconds=1, queue=gated_queue)
-    first = wait_for(
-        lambda: workload_of(federation, "ac-moved"),
-        until=lambda w: w is not None and condition(w, "QuotaReserved") is not None,
-        timeout=60,
-        what="ac-moved's Workload to be found pending",
-    )
-    assert first is not None
+    first = wait_pending(federation, "ac-moved")
     assert first["spec"]["queueName"] == gated_queue
     federation.kubectl(
         MANAGER, "label", "job", "ac-moved", "-n", "default", f"kueue.x-k8s.io/queue-name={LOCAL_QUEUE}", "--overwrite"

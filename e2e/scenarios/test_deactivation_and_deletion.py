@@ -24,6 +24,7 @@ from e2e.scenarios.helpers import (
     remote_copies,
     submit,
     wait_complete,
+    wait_pending,
     worker_of,
     workload_of,
 )
@@ -147,15 +148,7 @@ def test_a_job_deleted_while_its_worker_is_unreachable_leaves_nothing_behind_whe
 
 def test_a_deactivated_workload_that_never_had_quota_is_marked_evicted(federation: Federation) -> None:
     submit(federation, "deact-pending", cpu="100000")  # more than every worker together: it waits
-    workload = wait_for(
-        lambda: workload_of(federation, "deact-pending"),
-        until=lambda wl: wl is not None and condition(wl, "QuotaReserved") is not None,
-        timeout=60,
-        what="deact-pending's Workload to be pending",
-    )
-    assert workload is not None
-    assert not is_true(workload, "QuotaReserved")
-    name = workload["metadata"]["name"]
+    name = wait_pending(federation, "deact-pending")["metadata"]["name"]
     federation.kubectl(
         MANAGER, "patch", "workloads.kueue.x-k8s.io", name, "--type=merge", "-p", '{"spec":{"active":false}}'
     )
