@@ -9,7 +9,10 @@ the same pod template, so the rule lives here once:
 - a pod set with a ``topologyAssignment`` gets Kueue's TAS markings: the scheduling gate
   ``kueue.x-k8s.io/topology`` (the agent's ungater removes it once it pinned the pod to its domain), the
   ``kueue.x-k8s.io/tas`` and ``kueue.x-k8s.io/podset`` labels and the ``kueue.x-k8s.io/workload`` annotation;
-- what Ready admission checks ask of the pods (``podSetUpdates``: labels, annotations, nodeSelector) is merged in.
+- what Ready admission checks ask of the pods (``podSetUpdates``: labels, annotations, nodeSelector) is merged in;
+- a Job open to partial admission (``kueue.x-k8s.io/job-min-parallelism``) gets the admitted pod count as its
+  ``parallelism``, and as its ``completions`` too under ``kueue.x-k8s.io/job-completions-equal-parallelism: true``
+  (Kueue's rule; :func:`pod_count_patch`, which also restores the Workload's count when such a Job is stopped).
 
 Pod sets map to pod templates by position: a batch/v1 Job has one pod template and its Workload one pod set.
 """
@@ -19,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from federation.api.labels import COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, MIN_PARALLELISM_ANNOTATION
 
 Obj = dict[str, Any]
 
@@ -63,10 +68,57 @@ def _pod_set_updates(workload: Mapping[str, Any], pod_set: str) -> list[Mapping[
     ]
 
 
+_TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
+_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
+
+
+def completions_follow_parallelism(annotations: Mapping[str, str]) -> bool:
+    """``kueue.x-k8s.io/job-completions-equal-parallelism`` is true (Go's ``strconv.ParseBool`` spellings, as
+    Kueue reads it); raises ``ValueError`` for a value that is neither true nor false."""
+    text = annotations.get(COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)
+    if text is None or text in _FALSE:
+        return False
+    if text in _TRUE:
+        return True
+    raise ValueError(f"{COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION}={text!r} is not true or false")
+
+
+def pod_count_patch(job_spec: Mapping[str, Any], annotations: Mapping[str, str], count: int | None) -> Obj:
+    """The ``spec`` fields that give a Job ``count`` pods: ``parallelism``, and ``completions`` too when
+    job-completions-equal-parallelism is true. Only for a Job open to partial admission (job-min-parallelism), as
+    Kueue does when it starts one with its admitted count or stops one and restores its Workload's; empty for any
+    other Job, for no ``count``, and for fields that already hold it. A bad job-completions-equal-parallelism value
+    counts as false here (kfed-manager refuses to queue such a Job; a worker copy has what the manager sent)."""
+    if count is None or MIN_PARALLELISM_ANNOTATION not in annotations:
+        return {}
+    patch: Obj = {}
+    parallelism = job_spec.get("parallelism")
+    if (1 if parallelism is None else int(parallelism)) != count:
+        patch["parallelism"] = count
+    try:
+        follow = completions_follow_parallelism(annotations)
+    except ValueError:
+        follow = False
+    if follow and job_spec.get("completions") != count:
+        patch["completions"] = count
+    return patch
+
+
+def admitted_count(workload: Mapping[str, Any]) -> int | None:
+    """The pod count the Workload's admission gives its first (a Job's only) pod set, or None when not admitted."""
+    assignments = ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or ()
+    count = assignments[0].get("count") if assignments else None
+    return int(count) if count is not None else None
+
+
 def start_patch(
-    job_spec: Mapping[str, Any], workload: Mapping[str, Any], *, flavors: Mapping[str, FlavorInjection]
+    job_spec: Mapping[str, Any],
+    workload: Mapping[str, Any],
+    *,
+    flavors: Mapping[str, FlavorInjection],
+    annotations: Mapping[str, str] | None = None,
 ) -> StartPatch:
-    """The merge patch that starts a Job of spec ``job_spec`` for its admitted ``workload``.
+    """The merge patch that starts a Job of spec ``job_spec`` (and ``annotations``) for its admitted ``workload``.
 
     Raises ``KeyError`` naming a ResourceFlavor the assignment uses that ``flavors`` does not hold (the caller
     reports it)."""
@@ -108,7 +160,7 @@ def start_patch(
                 template_meta[field] = {**(template_meta.get(field) or {}), **update[field]}
         if update.get("nodeSelector"):
             template_patch["nodeSelector"] = {**(template_patch.get("nodeSelector") or {}), **update["nodeSelector"]}
-    spec_patch: Obj = {"suspend": False}
+    spec_patch: Obj = {"suspend": False, **pod_count_patch(job_spec, annotations or {}, admitted_count(workload))}
     if template_meta:
         spec_patch["template"] = {"metadata": template_meta}
     if template_patch:

@@ -4,6 +4,10 @@ A manager Job runs nowhere while its Workload is not admitted on a worker: when 
 from its worker) or its Workload disappears, the Job is suspended again and the status mirrored from the worker
 is cleared, so ``kubectl get job`` never shows pods that no longer exist. One function, so both paths stop a Job
 the same way.
+
+A Job open to partial admission (``kueue.x-k8s.io/job-min-parallelism``) starts with the pod count its Workload was
+admitted with and gets its Workload's full count back when it is stopped (Kueue's rule,
+``federation.pod_injection.pod_count_patch``), so it is queued again asking for what the user asked for.
 """
 
 from __future__ import annotations
@@ -12,16 +16,39 @@ from typing import Any
 
 from federation.kube.api import KubeApi
 from federation.kube.resources import JOBS
+from federation.pod_injection import admitted_count, pod_count_patch
 
 Obj = dict[str, Any]
 
 
-async def stop_manager_job(api: KubeApi, job: Obj, *, field_manager: str) -> Obj:
-    """Suspend ``job`` (if it is not) and clear its status; returns the Job as last written."""
+def _annotations(job: Obj) -> dict[str, str]:
+    return (job.get("metadata") or {}).get("annotations") or {}
+
+
+def start_manager_job_spec(job: Obj, workload: Obj) -> Obj:
+    """The ``spec`` merge patch that starts the manager ``job`` of the admitted ``workload``."""
+    return {"suspend": False, **pod_count_patch(job.get("spec") or {}, _annotations(job), admitted_count(workload))}
+
+
+def requested_count(workload: Obj | None) -> int | None:
+    """The pod count the Workload asks for (its first pod set's), or None without one."""
+    pod_sets = ((workload or {}).get("spec") or {}).get("podSets") or ()
+    return int(pod_sets[0].get("count", 1)) if pod_sets else None
+
+
+async def stop_manager_job(api: KubeApi, job: Obj, *, field_manager: str, pod_count: int | None = None) -> Obj:
+    """Suspend ``job`` (if it is not) and clear its status; returns the Job as last written. ``pod_count`` (the
+    Workload's count) is given back to a Job that partial admission had shrunk, in the same write."""
     meta = job["metadata"]
-    if not (job.get("spec") or {}).get("suspend", False):
+    spec = job.get("spec") or {}
+    restore = pod_count_patch(spec, _annotations(job), pod_count)
+    if not spec.get("suspend", False) or restore:
         job = await api.patch(
-            JOBS, meta["name"], {"spec": {"suspend": True}}, namespace=meta["namespace"], field_manager=field_manager
+            JOBS,
+            meta["name"],
+            {"spec": {"suspend": True, **restore}},
+            namespace=meta["namespace"],
+            field_manager=field_manager,
         )
     if job.get("status"):
         job = await api.replace_status(JOBS, {**job, "status": {}}, field_manager=field_manager)

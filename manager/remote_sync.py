@@ -82,7 +82,7 @@ from manager.decisions.withdrawal import (
     worker_lost_message,
     worker_lost_time_left,
 )
-from manager.manager_jobs import stop_manager_job
+from manager.manager_jobs import requested_count, start_manager_job_spec, stop_manager_job
 from manager.workers import WorkerConnection, WorkerPool
 
 log = structlog.get_logger(__name__)
@@ -383,7 +383,7 @@ class RemoteSync:
                     await self._api.patch(
                         JOBS,
                         manager_job["metadata"]["name"],
-                        {"spec": {"suspend": False}},
+                        {"spec": start_manager_job_spec(manager_job, workload)},
                         namespace=meta["namespace"],
                         field_manager=self._config.field_manager,
                     ),
@@ -558,7 +558,9 @@ class RemoteSync:
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         if manager_job is not None:
-            await stop_manager_job(self._api, manager_job, field_manager=self._config.field_manager)
+            await stop_manager_job(
+                self._api, manager_job, field_manager=self._config.field_manager, pod_count=requested_count(workload)
+            )
         now = dt.datetime.now(dt.UTC)
         status = requeue_status(workload, reason=reason, message=message, now=now)
         await self._patch_workload_status(workload, status)

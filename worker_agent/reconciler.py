@@ -460,7 +460,7 @@ class Reconciler:
                     tg.start_soon(self._limited, limiter, self._stop_evicted, job, workload, now, bound)
                     continue
                 if running_without_reservation(job, workload):
-                    tg.start_soon(self._limited, limiter, self._suspend_unreserved, job, bound)
+                    tg.start_soon(self._limited, limiter, self._suspend_unreserved, job, workload, bound)
                     continue
                 finish = finish_decision(job, workload, now=now)
                 if finish is not None and finish_deferred(workload):
@@ -610,9 +610,10 @@ class Reconciler:
     async def _stop_evicted(self, job: Obj | None, workload: Obj, now: dt.datetime, bound: Any) -> None:
         """An evicted Workload's Job is suspended first; once no pod of it is active, its quota is released."""
         if job is not None and not stopped(job):
-            if suspend_patch(job) is None:
+            patch = suspend_patch(job, workload)
+            if patch is None:
                 return  # suspended, pods still terminating: the Job's next status change pulls the trigger
-            if await self._suspend(job, bound) is not None:
+            if await self._suspend(job, patch, bound) is not None:
                 bound.info("job.suspended", why="workload evicted")
             return
         released = await self._patch_status(r.WORKLOADS, workload, {"status": release_status(workload, now=now)}, bound)
@@ -620,11 +621,11 @@ class Reconciler:
             self.world.workload_writes.remember(released)
             bound.info("workload.quota_released", why="evicted")
 
-    async def _suspend(self, job: Obj, bound: Any) -> Obj | None:
-        """``spec.suspend: true`` guarded by the Job's uid; the Job as written, or None when the write failed (the
-        trigger is pulled to decide again)."""
+    async def _suspend(self, job: Obj, patch: Obj, bound: Any) -> Obj | None:
+        """``patch`` (a ``suspend_patch``) guarded by the Job's uid; the Job as written, or None when the write
+        failed (the trigger is pulled to decide again)."""
         namespace, name = _name(job)
-        body = {"spec": {"suspend": True}, "metadata": {"uid": (job.get("metadata") or {}).get("uid")}}
+        body = {**patch, "metadata": {"uid": (job.get("metadata") or {}).get("uid")}}
         try:
             written = await self.api.patch(r.JOBS, name, body, namespace=namespace, field_manager="kfed-agent")
         except (Conflict, NotFound):
@@ -637,9 +638,10 @@ class Reconciler:
         self.world.job_writes.remember(written)
         return written
 
-    async def _suspend_unreserved(self, job: Obj, bound: Any) -> None:
+    async def _suspend_unreserved(self, job: Obj, workload: Obj, bound: Any) -> None:
         """Suspend a started Job whose Workload holds no quota here (``running_without_reservation``)."""
-        written = await self._suspend(job, bound)
+        patch = suspend_patch(job, workload)
+        written = await self._suspend(job, patch, bound) if patch is not None else None
         if written is None:
             return
         message = "the Job runs but its Workload holds no quota in this cluster"

@@ -9,6 +9,10 @@ PREBUILT_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/prebuilt-workload-name"
 """Kueue v0.18+ (WorkloadIdentifierAnnotations, on by default) writes the prebuilt Workload's name on a MultiKueue Job
 copy as this annotation instead of the label, and reads the annotation first."""
 MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
+"""On a batch/v1 Job: the fewest pods it can run with (partial admission); its Workload's ``minCount``."""
+COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-completions-equal-parallelism"
+"""On an Indexed Job with partial admission: ``completions`` follows ``parallelism`` when admission shrinks it."""
 
 PODSET_REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
 PODSET_PREFERRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"

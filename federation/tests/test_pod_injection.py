@@ -5,7 +5,13 @@ from typing import Any
 import pytest
 
 from federation.merge_patch import apply_merge_patch as merged
-from federation.pod_injection import FlavorInjection, start_patch
+from federation.pod_injection import (
+    FlavorInjection,
+    admitted_count,
+    completions_follow_parallelism,
+    pod_count_patch,
+    start_patch,
+)
 
 
 def test_a_merge_patch_merges_maps_replaces_lists_and_removes_nulls() -> None:
@@ -48,3 +54,42 @@ def test_a_topology_assignment_gates_and_marks_the_pods() -> None:
 def test_an_unknown_flavor_is_named() -> None:
     with pytest.raises(KeyError, match="rf"):
         start_patch({}, _admitted(), flavors={})
+
+
+PARTIAL = {"kueue.x-k8s.io/job-min-parallelism": "2"}
+INDEXED_SYNCED = {**PARTIAL, "kueue.x-k8s.io/job-completions-equal-parallelism": "true"}
+
+
+def test_a_partially_admitted_job_starts_with_the_admitted_count() -> None:
+    spec = {"suspend": True, "parallelism": 5, "completions": 10, "template": {"spec": {}}}
+    start = start_patch(spec, _admitted(count=3), flavors={"rf": FlavorInjection({})}, annotations=PARTIAL)
+    assert start.patch["spec"]["parallelism"] == 3
+    assert "completions" not in start.patch["spec"], "completions follow only under equal-parallelism"
+    synced = start_patch(spec, _admitted(count=3), flavors={"rf": FlavorInjection({})}, annotations=INDEXED_SYNCED)
+    assert (synced.patch["spec"]["parallelism"], synced.patch["spec"]["completions"]) == (3, 3)
+
+
+def test_a_job_closed_to_partial_admission_keeps_its_counts() -> None:
+    spec = {"suspend": True, "parallelism": 5, "template": {"spec": {}}}
+    start = start_patch(spec, _admitted(count=3), flavors={"rf": FlavorInjection({})})
+    assert "parallelism" not in start.patch["spec"]
+    whole = start_patch(spec, _admitted(count=5), flavors={"rf": FlavorInjection({})}, annotations=PARTIAL)
+    assert "parallelism" not in whole.patch["spec"], "nothing to change when admitted whole"
+
+
+def test_the_count_patch_restores_and_reads_go_booleans() -> None:
+    spec = {"parallelism": 3, "completions": 3}
+    assert pod_count_patch(spec, INDEXED_SYNCED, 5) == {"parallelism": 5, "completions": 5}
+    assert pod_count_patch({}, PARTIAL, 1) == {}, "parallelism defaults to 1"
+    assert pod_count_patch(spec, PARTIAL, None) == {}
+    assert completions_follow_parallelism({"kueue.x-k8s.io/job-completions-equal-parallelism": "T"})
+    assert not completions_follow_parallelism({"kueue.x-k8s.io/job-completions-equal-parallelism": "0"})
+    with pytest.raises(ValueError, match="not true or false"):
+        completions_follow_parallelism({"kueue.x-k8s.io/job-completions-equal-parallelism": "yes"})
+    bad = {**PARTIAL, "kueue.x-k8s.io/job-completions-equal-parallelism": "yes"}
+    assert pod_count_patch(spec, bad, 5) == {"parallelism": 5}
+
+
+def test_the_admitted_count_is_the_first_assignments() -> None:
+    assert admitted_count(_admitted(count=4)) == 4
+    assert admitted_count({"status": {}}) is None

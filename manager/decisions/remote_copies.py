@@ -10,6 +10,13 @@ selector and controller-uid labels, status), so the worker's apiserver accepts t
 also drops ``ttlSecondsAfterFinished``: the worker must keep the finished Job until the manager has mirrored its
 final status; the manager deletes the copy itself after that (the manager Job keeps its TTL).
 
+Under partial admission (``kueue.x-k8s.io/job-min-parallelism``) both copies carry the pod count the manager
+admitted, not the Job's full count: the Workload copy's ``count`` (its ``minCount`` kept) and the Job copy's
+``parallelism`` (and ``completions`` under job-completions-equal-parallelism), so a worker never reserves quota
+for, nor runs, more pods than the manager reserved, and a stock Kueue worker finds the two copies equivalent. A
+Job admitted at its ``minCount`` is sent as one that cannot shrink: no ``minCount`` on the Workload copy and no
+min-parallelism on the Job copy (a Kueue worker refuses a min-parallelism that is not below the pod count).
+
 The Workload copy carries no preemption gate (Kueue v0.20's orchestrated preemption, ``spec.preemptionGates``). A
 Kueue manager gates its copies because it sends one Workload to several workers at once and must stop each of them
 from preempting on its behalf until one is chosen. kfed-manager decides preemption globally, before dispatch,
@@ -23,9 +30,16 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL
+from federation.api.labels import MIN_PARALLELISM_ANNOTATION, MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL
 from federation.merge_patch import apply_merge_patch
-from federation.pod_injection import INJECTED_ANNOTATION, FlavorInjection, injected_placement, start_patch
+from federation.pod_injection import (
+    INJECTED_ANNOTATION,
+    FlavorInjection,
+    admitted_count,
+    injected_placement,
+    pod_count_patch,
+    start_patch,
+)
 from federation.protocol import JOB_GENERATED_LABELS, MANAGER_UID_LABEL
 from manager.decisions.workload_from_job import JOB_UID_LABEL, clean_template
 
@@ -95,8 +109,28 @@ def remote_workload(
         "apiVersion": manager_workload.get("apiVersion", "kueue.x-k8s.io/v1beta2"),
         "kind": "Workload",
         "metadata": copied,
-        "spec": copy.deepcopy(manager_workload["spec"]),
+        "spec": _admitted_spec(manager_workload),
     }
+
+
+def _admitted_spec(manager_workload: Mapping[str, Any]) -> dict[str, Any]:
+    """The manager Workload's spec with each pod set's ``count`` cut to what the manager's admission reserved for
+    it (partial admission): the worker must not run, nor reserve quota for, more pods than the manager counted.
+    ``minCount`` stays, so a worker may still shrink it further (within what the manager reserved)."""
+    spec = copy.deepcopy(dict(manager_workload["spec"]))
+    admission = (manager_workload.get("status") or {}).get("admission") or {}
+    reserved = {
+        str(psa.get("name")): int(psa["count"])
+        for psa in admission.get("podSetAssignments") or ()
+        if psa.get("count") is not None
+    }
+    for pod_set in spec.get("podSets") or ():
+        count = reserved.get(str(pod_set.get("name")))
+        if count is not None and count < int(pod_set.get("count", 1)):
+            pod_set["count"] = count
+            if pod_set.get("minCount") is not None and int(pod_set["minCount"]) >= count:
+                pod_set.pop("minCount")  # it cannot shrink further: the copy is not open to partial admission
+    return spec
 
 
 def remote_job(manager_job: Mapping[str, Any], *, manager_workload: Mapping[str, Any], origin: str) -> dict[str, Any]:
@@ -108,12 +142,19 @@ def remote_job(manager_job: Mapping[str, Any], *, manager_workload: Mapping[str,
         spec.pop(field, None)
     spec["suspend"] = True
     spec["template"] = clean_template(spec.get("template", {}))
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": _copied_meta(manager_job["metadata"], extra_labels=labels),
-        "spec": spec,
-    }
+    meta = _copied_meta(manager_job["metadata"], extra_labels=labels)
+    # the pod count the manager admitted (partial admission), so that the copy matches the Workload copy
+    admitted = admitted_count(manager_workload)
+    annotations = meta.get("annotations") or {}
+    spec.update(pod_count_patch(spec, annotations, admitted))
+    min_text = annotations.get(MIN_PARALLELISM_ANNOTATION)
+    if admitted is not None and min_text is not None and min_text.isdigit() and int(min_text) >= admitted:
+        # shrunk to its minimum, the copy is not open to partial admission any more (as its Workload copy has no
+        # minCount), and a Kueue worker refuses a Job whose min-parallelism is not below its pod count
+        del annotations[MIN_PARALLELISM_ANNOTATION]
+        if not annotations:
+            meta.pop("annotations")
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
 
 
 def started_remote_job(
@@ -130,7 +171,9 @@ def started_remote_job(
     its Job controller no suspend and resume. Owned by the Workload copy: deleting that copy takes the Job (and its
     pods) with it. Raises ``KeyError`` naming an assigned flavor ``flavors`` does not list."""
     job = remote_job(manager_job, manager_workload=manager_workload, origin=origin)
-    start = start_patch(job["spec"], admitted_copy, flavors=flavors)
+    start = start_patch(
+        job["spec"], admitted_copy, flavors=flavors, annotations=job["metadata"].get("annotations") or {}
+    )
     injected = injected_placement(job["spec"], start)
     job["spec"] = apply_merge_patch(job["spec"], start.patch["spec"])
     # what the flavors added, for the agent's OutOfSync check (a label since removed from a flavor still counts)

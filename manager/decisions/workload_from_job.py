@@ -19,17 +19,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.api.labels import (
+    COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
     MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD,
+    MIN_PARALLELISM_ANNOTATION,
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
     UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION,
 )
+from federation.pod_injection import completions_follow_parallelism
 from federation.protocol import JOB_GENERATED_LABELS
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 WORKLOAD_API_VERSION = "kueue.x-k8s.io/v1beta2"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
 POD_SET_NAME = "main"
 _MAX_NAME = 63
 _HASH_LEN = 5
@@ -101,6 +103,21 @@ def clean_template(template: Mapping[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
+def _check_completions_follow(spec: Mapping[str, Any], annotations: Mapping[str, str]) -> None:
+    """Kueue's rule for job-completions-equal-parallelism: a boolean, and when true only on an Indexed Job whose
+    ``completions`` equals its ``parallelism`` (partial admission then changes both together)."""
+    try:
+        follow = completions_follow_parallelism(annotations)
+    except ValueError as err:
+        raise JobNotQueueable(str(err)) from None
+    if not follow:
+        return
+    if spec.get("completionMode", "NonIndexed") != "Indexed":
+        raise JobNotQueueable(f"{COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION} is only allowed on an Indexed Job")
+    if (spec.get("parallelism") or 1) != (spec.get("completions") or 1):
+        raise JobNotQueueable(f"{COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION}: completions must equal parallelism")
+
+
 def pod_sets_for_job(job: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The Workload's ``podSets`` for the Job as it is now; ``JobNotQueueable`` for a bad min-parallelism."""
     spec = job.get("spec") or {}
@@ -110,7 +127,9 @@ def pod_sets_for_job(job: Mapping[str, Any]) -> list[dict[str, Any]]:
         "count": count,
         "template": clean_template(spec.get("template", {})),
     }
-    min_text = ((job.get("metadata") or {}).get("annotations") or {}).get(MIN_PARALLELISM_ANNOTATION)
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    _check_completions_follow(spec, annotations)
+    min_text = annotations.get(MIN_PARALLELISM_ANNOTATION)
     if min_text is not None:
         try:
             min_count = int(min_text)

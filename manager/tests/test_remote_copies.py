@@ -75,3 +75,48 @@ def test_the_started_job_copy_carries_the_admission_and_is_owned_by_the_workload
         started_remote_job(
             job, manager_workload=MANAGER_WORKLOAD, origin="multikueue", admitted_copy=admitted_copy, flavors={}
         )
+
+
+def _partially_admitted(count: int) -> dict[str, object]:
+    return {
+        **MANAGER_WORKLOAD,
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 6, "minCount": 2, "template": {}}]},
+        "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": count}]}},
+    }
+
+
+def test_partially_admitted_copies_carry_the_count_the_manager_reserved() -> None:
+    job = (
+        make_job("train")
+        .parallelism(6, 6)
+        .annotation("kueue.x-k8s.io/job-min-parallelism", "2")
+        .annotation("kueue.x-k8s.io/job-completions-equal-parallelism", "true")
+        .obj()
+    )
+    manager_workload = _partially_admitted(4)
+    workload_copy = remote_workload(manager_workload, origin="multikueue")
+    assert workload_copy["spec"]["podSets"][0]["count"] == 4, "the worker reserves no more than the manager did"
+    assert workload_copy["spec"]["podSets"][0]["minCount"] == 2, "and may still shrink it"
+    assert manager_workload["spec"]["podSets"][0]["count"] == 6, "the manager Workload keeps the Job's count"  # type: ignore[index]
+    job_copy = remote_job(job, manager_workload=manager_workload, origin="multikueue")
+    assert (job_copy["spec"]["parallelism"], job_copy["spec"]["completions"]) == (4, 4)
+    assert job["spec"]["parallelism"] == 6
+
+
+def test_a_copy_of_a_wholly_admitted_or_unannotated_job_keeps_its_count() -> None:
+    whole = _partially_admitted(6)
+    assert remote_workload(whole, origin="multikueue")["spec"]["podSets"][0]["count"] == 6
+    plain = make_job("train").parallelism(6, 6).obj()
+    assert remote_job(plain, manager_workload=_partially_admitted(4), origin="multikueue")["spec"]["parallelism"] == 6
+
+
+def test_a_job_admitted_at_its_minimum_is_sent_as_one_that_cannot_shrink() -> None:
+    job = make_job("train").parallelism(6, 6).annotation("kueue.x-k8s.io/job-min-parallelism", "2").obj()
+    manager_workload = _partially_admitted(2)
+    pod_set = remote_workload(manager_workload, origin="multikueue")["spec"]["podSets"][0]
+    assert pod_set["count"] == 2
+    assert "minCount" not in pod_set
+    job_copy = remote_job(job, manager_workload=manager_workload, origin="multikueue")
+    assert job_copy["spec"]["parallelism"] == 2
+    assert "kueue.x-k8s.io/job-min-parallelism" not in (job_copy["metadata"].get("annotations") or {})
+    assert job["metadata"]["annotations"]["kueue.x-k8s.io/job-min-parallelism"] == "2", "the manager Job keeps it"

@@ -4,6 +4,7 @@ from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
 from manager.decisions.workload_from_job import (
     JobNotQueueable,
     Priority,
+    pod_sets_for_job,
     priority_class_changed,
     priority_spec,
     workload_for_job,
@@ -45,6 +46,24 @@ def test_names_are_deterministic_short_and_valid() -> None:
     assert name != workload_name_for_job(long_name, "uid-2")
     assert len(name) <= 63
     assert name[-6] == "-"
+
+
+def test_completions_follow_parallelism_only_on_an_indexed_job_with_equal_counts() -> None:
+    def job(value: str, *, mode: str = "Indexed", completions: int = 5) -> dict[str, object]:
+        built = make_job("p").queue("lq").parallelism(5, completions)
+        built = built.annotation("kueue.x-k8s.io/job-min-parallelism", "2")
+        obj = built.annotation("kueue.x-k8s.io/job-completions-equal-parallelism", value).obj()
+        obj["spec"]["completionMode"] = mode
+        return obj
+
+    assert pod_sets_for_job(job("true"))[0]["count"] == 5
+    assert pod_sets_for_job(job("false", mode="NonIndexed", completions=9))[0]["count"] == 5
+    with pytest.raises(JobNotQueueable, match="not true or false"):
+        pod_sets_for_job(job("yes"))
+    with pytest.raises(JobNotQueueable, match="only allowed on an Indexed Job"):
+        pod_sets_for_job(job("true", mode="NonIndexed"))
+    with pytest.raises(JobNotQueueable, match="completions must equal parallelism"):
+        pod_sets_for_job(job("true", completions=9))
 
 
 def test_min_parallelism_enables_partial_admission_and_bad_values_are_refused() -> None:

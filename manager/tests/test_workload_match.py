@@ -3,9 +3,9 @@ from typing import Any
 
 import pytest
 
+from federation.api.labels import MIN_PARALLELISM_ANNOTATION
 from federation.conditions import set_condition
 from manager.decisions.workload_from_job import (
-    MIN_PARALLELISM_ANNOTATION,
     JobNotQueueable,
     Priority,
     pod_sets_for_job,

@@ -114,7 +114,8 @@ def start_decision(
         return None
     if workload_state(workload) == FINISHED_STATE:
         return None
-    start = start_patch(spec, workload, flavors=injections(flavors))
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    start = start_patch(spec, workload, flavors=injections(flavors), annotations=annotations)
     return StartJob(start.patch, start.flavors)
 
 

@@ -34,6 +34,7 @@ from federation.admission.decisions import Victim
 from federation.admission.requeued import requeued_on_release
 from federation.api.workload import ADMITTED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, format_time, is_true, set_condition
+from federation.pod_injection import pod_count_patch
 from worker_agent.decisions.jobs import job_finished
 
 Obj = dict[str, Any]
@@ -136,9 +137,16 @@ def evicted_holding_quota(workload: Mapping[str, Any]) -> bool:
     return is_true(workload, "Evicted") and is_true(workload, QUOTA_RESERVED)
 
 
-def suspend_patch(job: Mapping[str, Any]) -> Obj | None:
-    """Suspend the Job of an evicted Workload (None when it is already suspended)."""
-    return None if (job.get("spec") or {}).get("suspend") is True else {"spec": {"suspend": True}}
+def suspend_patch(job: Mapping[str, Any], workload: Mapping[str, Any]) -> Obj | None:
+    """Suspend the Job of an evicted ``workload`` (None when it is already suspended); a Job partial admission had
+    shrunk gets the Workload's pod count back in the same write (Kueue's restore)."""
+    spec = job.get("spec") or {}
+    if spec.get("suspend") is True:
+        return None
+    pod_sets = (workload.get("spec") or {}).get("podSets") or ()
+    count = int(pod_sets[0].get("count", 1)) if pod_sets else None
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    return {"spec": {"suspend": True, **pod_count_patch(spec, annotations, count)}}
 
 
 def running_without_reservation(job: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:

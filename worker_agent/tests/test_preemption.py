@@ -137,10 +137,16 @@ def test_a_victim_already_evicted_is_not_written_again() -> None:
 
 def test_an_evicted_workload_stops_its_job_then_releases_its_quota() -> None:
     running = {"spec": {"suspend": False}, "status": {"active": 1}}
-    assert suspend_patch(running) == {"spec": {"suspend": True}}
+    asks_six = {"spec": {"podSets": [{"name": "main", "count": 6, "minCount": 2}]}}
+    assert suspend_patch(running, asks_six) == {"spec": {"suspend": True}}
     assert not stopped(running)
     terminating = {"spec": {"suspend": True}, "status": {"active": 1}}
-    assert suspend_patch(terminating) is None
+    assert suspend_patch(terminating, asks_six) is None
+    shrunk = {
+        "metadata": {"annotations": {"kueue.x-k8s.io/job-min-parallelism": "2"}},
+        "spec": {"suspend": False, "parallelism": 4},
+    }
+    assert suspend_patch(shrunk, asks_six) == {"spec": {"suspend": True, "parallelism": 6}}, "the count comes back"
     assert not stopped(terminating)
     assert stopped({"spec": {"suspend": True}, "status": {}})
     assert stopped(None)
