@@ -72,9 +72,9 @@ def _apply(fed: Federation, cluster: str, objects: list[dict[str, Any]]) -> None
     fed.kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
 
 
-def _routed_queue(fed: Federation, workers: list[str], *, cpu: str) -> None:
-    """Manager ClusterQueue and LocalQueue ``only`` behind a MultiKueue check whose config lists ``workers``; on
-    those workers, ``only`` queues of ``cpu`` each."""
+def _routed_queue(fed: Federation, workers: list[str], *, cpu: str, name: str = ONLY, manager_cpu: str = "64") -> None:
+    """Manager ClusterQueue and LocalQueue ``name`` (``manager_cpu``) behind a MultiKueue check whose config lists
+    ``workers``; on those workers, ``name`` queues of ``cpu`` each."""
     _apply(
         fed,
         MANAGER,
@@ -82,25 +82,25 @@ def _routed_queue(fed: Federation, workers: list[str], *, cpu: str) -> None:
             {
                 "apiVersion": "kueue.x-k8s.io/v1beta2",
                 "kind": "MultiKueueConfig",
-                "metadata": {"name": ONLY},
+                "metadata": {"name": name},
                 "spec": {"clusters": workers},
             },
             {
                 "apiVersion": "kueue.x-k8s.io/v1beta2",
                 "kind": "AdmissionCheck",
-                "metadata": {"name": ONLY},
+                "metadata": {"name": name},
                 "spec": {
                     "controllerName": "kueue.x-k8s.io/multikueue",
-                    "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": ONLY},
+                    "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": name},
                 },
             },
         ],
     )
-    manager_queues = named_queue_objects(ONLY, cpu="64", manager=False)
-    manager_queues[0]["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": ONLY}]}
+    manager_queues = named_queue_objects(name, cpu=manager_cpu, manager=False)
+    manager_queues[0]["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": name}]}
     _apply(fed, MANAGER, manager_queues)
     for worker in workers:
-        _apply(fed, worker, named_queue_objects(ONLY, cpu=cpu, manager=False))
+        _apply(fed, worker, named_queue_objects(name, cpu=cpu, manager=False))
 
 
 def _queues(fed: Federation, *, worker_cpu: str) -> None:
@@ -217,3 +217,34 @@ def test_kfed_manager_dispatches_to_a_kfed_worker_and_a_stock_kueue_worker(kfed_
     names = [f"mixed-{i}" for i in range(6)]
     ran_on = _run_jobs(fed := kfed_manager_mixed, names, queue="user-queue", cpu="6", stock_manager=False)
     assert set(ran_on.values()) == set(fed.workers), ran_on
+
+
+def test_a_partially_admitted_job_runs_its_admitted_count_on_a_stock_kueue_worker(
+    kfed_manager_mixed: Federation,
+) -> None:
+    """kfed-manager admits 3 of a 5-pod Job (min 2) and routes it to the stock Kueue worker, whose queue would take
+    all 5: Kueue finds the copies equivalent, admits the 3 it is asked for and runs them."""
+    fed = kfed_manager_mixed
+    _routed_queue(fed, ["worker-2"], cpu="16", name="partial", manager_cpu="3")
+    manifest = job_manifest("partial-kueue", namespace="default", cpu="1", parallelism=5, seconds=4, queue="partial")
+    manifest["metadata"]["annotations"] = {
+        "kueue.x-k8s.io/job-min-parallelism": "2",
+        "kueue.x-k8s.io/job-completions-equal-parallelism": "true",
+    }
+    manifest["spec"]["completionMode"] = "Indexed"
+    _apply(fed, MANAGER, [manifest])
+    started = wait_for(
+        lambda: get(fed, "worker-2", "job", "partial-kueue"),
+        until=lambda job: job is not None and job["spec"].get("suspend") is False,
+        timeout=60,
+        what="stock Kueue to start the Job copy on worker-2",
+    )
+    assert started is not None
+    assert (started["spec"]["parallelism"], started["spec"]["completions"]) == (3, 3)
+    try:
+        job = wait_complete(fed, "partial-kueue", timeout=120)
+    except AssertionError:
+        _dump_state(fed, "partial-kueue")
+        raise
+    assert job["status"].get("succeeded") == 3, job["status"]
+    assert job["spec"]["parallelism"] == 3
