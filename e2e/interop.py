@@ -38,9 +38,9 @@ KUEUE_MANAGER_RULES: list[dict[str, Any]] = [
 ]
 
 
-def kueue_manager_kubeconfig(fed: Federation, worker: str) -> str:
+def kueue_manager_kubeconfig(fed: Federation, worker: str, *, rules: list[dict[str, Any]] | None = None) -> str:
     """What create-multikueue-kubeconfig.sh makes on ``worker``: a kubeconfig with a token of ``multikueue-sa``,
-    whose ClusterRole has only ``KUEUE_MANAGER_RULES``."""
+    whose ClusterRole has only ``KUEUE_MANAGER_RULES`` (or ``rules``)."""
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}},
         {
@@ -52,7 +52,7 @@ def kueue_manager_kubeconfig(fed: Federation, worker: str) -> str:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": f"{MULTIKUEUE_SA}-role"},
-            "rules": KUEUE_MANAGER_RULES,
+            "rules": KUEUE_MANAGER_RULES if rules is None else rules,
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",

@@ -116,6 +116,32 @@ def job_manifest(
     }
 
 
+def routed_queue_objects(name: str, workers: list[str], *, cpu: str) -> list[dict[str, Any]]:
+    """For the manager: a MultiKueueConfig ``name`` that lists only ``workers``, an AdmissionCheck ``name`` of the
+    MultiKueue controller over it, and a ClusterQueue and LocalQueue ``name`` of ``cpu`` behind that check (the
+    workers need ``named_queue_objects(name, ...)`` of their own)."""
+    queues = named_queue_objects(name, cpu=cpu, manager=False)
+    queues[0]["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": name}]}
+    return [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "MultiKueueConfig",
+            "metadata": {"name": name},
+            "spec": {"clusters": workers},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "AdmissionCheck",
+            "metadata": {"name": name},
+            "spec": {
+                "controllerName": "kueue.x-k8s.io/multikueue",
+                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": name},
+            },
+        },
+        *queues,
+    ]
+
+
 def worker_quota(shape: NodeShape) -> tuple[str, str]:
     """(cpu, memory) of a worker's ClusterQueue: all of its nodes' allocatable."""
     cpu = parse_quantity(shape.cpu) * shape.count

@@ -67,6 +67,7 @@ from manager.decisions.sync import Step, job_finish, mirror_wait, mirrored_job_s
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
     REASON_EVICTED_BY_ADMISSION_CHECK,
+    REFUSED_BY_ANNOTATION,
     WITHDRAWN_FROM_ANNOTATION,
     deactivated,
     dispatch_time_left,
@@ -110,6 +111,10 @@ def owner_job_name(workload: Obj) -> str | None:
 
 class NotOurs(RuntimeError):
     """A same-named object in the worker was not created by this manager; it is left alone."""
+
+
+class RefusedByWorker(RuntimeError):
+    """The worker answered 403 Forbidden to creating a copy: the manager's credentials there lack a permission."""
 
 
 class RemoteSync:
@@ -307,6 +312,9 @@ class RemoteSync:
         except NotOurs as err:
             await self._exclude(workload, worker=worker, why=str(err))
             return None  # the annotation's watch event brings the workload back for the withdrawal
+        except RefusedByWorker as err:
+            await self._exclude(workload, worker=worker, why=str(err), refused=True)
+            return None
         except Invalid as err:
             # The API refuses a write we derived from the worker's objects: say so where users look, retry slowly.
             log.error("sync write rejected", workload=key, cluster=worker, error=str(err)[:500])
@@ -482,16 +490,23 @@ class RemoteSync:
     def _ours(self, remote: Obj, uid: str) -> bool:
         return is_ours(remote, origin=self._config.origin, manager_workload_uid=uid)
 
-    async def _exclude(self, workload: Obj, *, worker: str, why: str) -> None:
-        """Remember on the Workload that ``worker`` holds a foreign object of this name; the next pass withdraws."""
+    async def _exclude(self, workload: Obj, *, worker: str, why: str, refused: bool = False) -> None:
+        """Remember on the Workload that ``worker`` holds a foreign object of this name, or (``refused``) refused to
+        create our copy; the next pass withdraws, and the workload is not dispatched there again."""
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
-        log.warning("remote name taken by a foreign object", workload=key, cluster=worker, error=why)
-        self._events.emit(workload, reason="RemoteObjectConflict", note=why, action="Dispatch", event_type="Warning")
+        if refused:
+            log.error("worker refused a copy", workload=key, cluster=worker, error=why)
+            reason, annotation = "RemoteWriteForbidden", REFUSED_BY_ANNOTATION
+        else:
+            log.warning("remote name taken by a foreign object", workload=key, cluster=worker, error=why)
+            reason, annotation = "RemoteObjectConflict", EXCLUDED_CLUSTERS_ANNOTATION
+        self._events.emit(workload, reason=reason, note=why[:1000], action="Dispatch", event_type="Warning")
+        value = exclusion_annotation(workload, worker, annotation=annotation)
         updated = await self._api.patch(
             WORKLOADS,
             meta["name"],
-            {"metadata": {"annotations": {EXCLUDED_CLUSTERS_ANNOTATION: exclusion_annotation(workload, worker)}}},
+            {"metadata": {"annotations": {annotation: value}}},
             namespace=meta["namespace"],
             field_manager=self._config.field_manager,
         )
@@ -681,6 +696,11 @@ class RemoteSync:
         try:
             created = await conn.api.create(resource, obj, field_manager=self._config.field_manager)
             view.created(created)
+        except Forbidden as err:
+            meta = obj["metadata"]
+            raise RefusedByWorker(
+                f"{conn.name} refused to create {resource.kind} {meta['namespace']}/{meta['name']}: {err}"
+            ) from None
         except AlreadyExists:
             meta = obj["metadata"]
             existing = await conn.api.get(resource, meta["name"], namespace=meta["namespace"])

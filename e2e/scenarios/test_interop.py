@@ -28,7 +28,7 @@ from e2e.bench.stock_kueue import (
     suspended,
 )
 from e2e.interop import kueue_manager_kubeconfig, use_kubeconfig
-from e2e.queues import job_manifest, named_queue_objects, queue_objects
+from e2e.queues import job_manifest, named_queue_objects, queue_objects, routed_queue_objects
 from e2e.rig.controllers import KFED_NAMESPACE
 from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
 from e2e.rig.nodes import NodeShape
@@ -75,30 +75,7 @@ def _apply(fed: Federation, cluster: str, objects: list[dict[str, Any]]) -> None
 def _routed_queue(fed: Federation, workers: list[str], *, cpu: str, name: str = ONLY, manager_cpu: str = "64") -> None:
     """Manager ClusterQueue and LocalQueue ``name`` (``manager_cpu``) behind a MultiKueue check whose config lists
     ``workers``; on those workers, ``name`` queues of ``cpu`` each."""
-    _apply(
-        fed,
-        MANAGER,
-        [
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "MultiKueueConfig",
-                "metadata": {"name": name},
-                "spec": {"clusters": workers},
-            },
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "AdmissionCheck",
-                "metadata": {"name": name},
-                "spec": {
-                    "controllerName": "kueue.x-k8s.io/multikueue",
-                    "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": name},
-                },
-            },
-        ],
-    )
-    manager_queues = named_queue_objects(name, cpu=manager_cpu, manager=False)
-    manager_queues[0]["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": name}]}
-    _apply(fed, MANAGER, manager_queues)
+    _apply(fed, MANAGER, routed_queue_objects(name, workers, cpu=manager_cpu))
     for worker in workers:
         _apply(fed, worker, named_queue_objects(name, cpu=cpu, manager=False))
 

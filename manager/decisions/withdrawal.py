@@ -7,7 +7,8 @@ copy of ours off that worker (the caller confirms they are gone before requeuein
 workers at once), release the manager's quota reservation, and put the workload back in its queue with
 ``Evicted``/``Requeued`` conditions saying why — Kueue's eviction by an admission check (reason
 ``AdmissionCheck``). A worker that holds a foreign Job of that name is remembered on the Workload (annotation
-``kfed.io/excluded-clusters``) so the next dispatch goes elsewhere, or waits with that reason.
+``kfed.io/excluded-clusters``), and so is one that refused to create a copy (403 Forbidden: its credentials lack
+a permission; annotation ``kfed.io/refused-by``), so the next dispatch goes elsewhere, or waits with that reason.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ Obj = Mapping[str, Any]
 EXCLUDED_CLUSTERS_ANNOTATION = "kfed.io/excluded-clusters"
 """Comma-separated worker clusters this Workload must not be dispatched to (a foreign Job holds its name there)."""
 
+REFUSED_BY_ANNOTATION = "kfed.io/refused-by"
+"""Comma-separated worker clusters that refused kfed-manager's copies of this Workload (403 Forbidden): the
+credentials in their MultiKueueCluster kubeconfig lack a permission. It is not dispatched there again."""
+
 WITHDRAWN_FROM_ANNOTATION = "kfed.io/withdrawn-from"
 """Comma-separated worker clusters this Workload was withdrawn from: the next dispatch prefers the others."""
 
@@ -43,16 +48,18 @@ def _workers_in(workload: Obj, annotation: str) -> frozenset[str]:
 
 
 def excluded_workers(workload: Obj) -> frozenset[str]:
-    return _workers_in(workload, EXCLUDED_CLUSTERS_ANNOTATION)
+    """The workers this Workload must not be dispatched to: a foreign Job holds its name there, or they refused."""
+    return _workers_in(workload, EXCLUDED_CLUSTERS_ANNOTATION) | _workers_in(workload, REFUSED_BY_ANNOTATION)
 
 
 def withdrawn_from(workload: Obj) -> frozenset[str]:
     return _workers_in(workload, WITHDRAWN_FROM_ANNOTATION)
 
 
-def exclusion_annotation(workload: Obj, worker: str) -> str:
-    """The annotation value that adds ``worker`` to the workload's excluded workers."""
-    return ",".join(sorted(excluded_workers(workload) | {worker}))
+def exclusion_annotation(workload: Obj, worker: str, *, annotation: str = EXCLUDED_CLUSTERS_ANNOTATION) -> str:
+    """The value of ``annotation`` (:data:`EXCLUDED_CLUSTERS_ANNOTATION` or :data:`REFUSED_BY_ANNOTATION`) that adds
+    ``worker`` to it."""
+    return ",".join(sorted(_workers_in(workload, annotation) | {worker}))
 
 
 def withdrawn_annotation(workload: Obj, worker: str) -> str:
@@ -65,6 +72,14 @@ def foreign_job_message(namespace: str, job_name: str, worker: str) -> str:
         f'Job {namespace}/{job_name} already exists in worker cluster "{worker}" and was not created by kfed; '
         "it is left untouched and the workload is dispatched elsewhere (to allow that worker again, remove it "
         f"from the Workload's {EXCLUDED_CLUSTERS_ANNOTATION} annotation)"
+    )
+
+
+def refused_message(worker: str, refusal: str) -> str:
+    return (
+        f'worker cluster "{worker}" refused kfed-manager\'s copy ({refusal}): the credentials in its '
+        "MultiKueueCluster's kubeconfig lack a permission; the workload is dispatched elsewhere (to allow that "
+        f"worker again once they are fixed, remove it from the Workload's {REFUSED_BY_ANNOTATION} annotation)"
     )
 
 
@@ -115,6 +130,8 @@ def withdrawal_reason(
     if is_true(manager_workload, "Finished"):
         return None
     meta = manager_workload.get("metadata") or {}
+    if worker in _workers_in(manager_workload, REFUSED_BY_ANNOTATION):
+        return refused_message(worker, "403 Forbidden")
     if worker in excluded_workers(manager_workload):
         job = (manager_job or {}).get("metadata", {}).get("name", "")
         return foreign_job_message(str(meta.get("namespace", "")), str(job), worker)

@@ -12,6 +12,7 @@ from manager.decisions.lifecycle import Phase, phase_of
 from manager.decisions.sync import mirrored_job_status, status_mirrored
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
+    REFUSED_BY_ANNOTATION,
     excluded_workers,
     exclusion_annotation,
     pending_deactivation_status,
@@ -91,6 +92,18 @@ def test_exclusions_accumulate_sorted_and_deduplicated() -> None:
     assert exclusion_annotation(wl, "worker-3") == "worker-1,worker-2,worker-3"
     assert exclusion_annotation(wl, "worker-1") == "worker-1,worker-2"
     assert excluded_workers(workload()) == frozenset()
+
+
+def test_a_worker_that_refused_a_copy_is_excluded_and_named_as_refusing() -> None:
+    wl = workload(cond("QuotaReserved"), excluded="worker-2")
+    wl["metadata"]["annotations"][REFUSED_BY_ANNOTATION] = "worker-1"
+    assert excluded_workers(wl) == {"worker-1", "worker-2"}, "no dispatch to either"
+    assert exclusion_annotation(wl, "worker-3", annotation=REFUSED_BY_ANNOTATION) == "worker-1,worker-3"
+    found = reason(wl, remote_workload=None, remote_job=None)
+    assert found is not None
+    assert 'worker cluster "worker-1" refused' in found
+    assert "403 Forbidden" in found
+    assert REFUSED_BY_ANNOTATION in found, "it says how to allow the worker again"
 
 
 def test_requeue_status_releases_the_reservation_and_says_why() -> None:

@@ -1,0 +1,110 @@
+"""A worker whose credentials refuse kfed-manager's copies: the Job is not stuck, and the refusal is visible.
+
+worker-2 is joined with Kueue's documented MultiKueue role less ``create`` on Jobs (a plausible slip in a
+hand-written role). kfed-manager's copy is refused with 403 Forbidden; instead of retrying forever it names the
+refusal (a Warning Event ``RemoteWriteForbidden`` on the Workload, the Workload's ``Evicted`` condition, a log line),
+remembers it on the Workload (``kfed.io/refused-by``), removes whatever it had created there, and never dispatches
+that Workload there again: routed to worker-2 alone it waits saying why; once worker-1 is allowed too, it runs there.
+
+A federation of its own: the shared one fails on any 403 in kfed's logs, and the 403 is the point here.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from e2e.interop import KUEUE_MANAGER_RULES, kueue_manager_kubeconfig, use_kubeconfig
+from e2e.queues import named_queue_objects, queue_objects, routed_queue_objects
+from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
+from e2e.rig.nodes import NodeShape
+from e2e.scenarios.helpers import condition, get, items, remote_copies, submit, wait_complete, workload_of
+from e2e.toolchain import ensure_built
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+QUEUE = "refusal"
+REFUSING = "worker-2"
+PROBED = "probed through the worker's ClusterQueue status"
+NO_JOB_CREATE = [
+    {**rule, "verbs": [verb for verb in rule["verbs"] if verb != "create"]}
+    if rule["apiGroups"] == ["batch"] and rule["resources"] == ["jobs"]
+    else rule
+    for rule in KUEUE_MANAGER_RULES
+]
+
+
+def _apply(fed: Federation, cluster: str, objects: list[dict[str, object]]) -> None:
+    fed.kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+
+
+@pytest.fixture(scope="module")
+def refusing_federation() -> Iterator[Federation]:
+    bins = ensure_built()
+    spec = FederationSpec(workers=2, default_shape=NodeShape(count=2), job_seconds=2, controllers=True)
+    with tempfile.TemporaryDirectory(prefix="kfed-refusal-") as tmp, running(Path(tmp), bins, spec) as fed:
+        for cluster in fed.clusters:  # the sample queues bring the ResourceFlavor
+            _apply(fed, cluster, queue_objects(namespace="default", cpu="8", memory="64Gi", manager=cluster == MANAGER))
+        _apply(fed, MANAGER, routed_queue_objects(QUEUE, [REFUSING], cpu="8"))
+        for worker in fed.workers:
+            _apply(fed, worker, named_queue_objects(QUEUE, cpu="8", manager=False))
+        use_kubeconfig(fed, REFUSING, kueue_manager_kubeconfig(fed, REFUSING, rules=NO_JOB_CREATE))
+        wait_for(
+            lambda: condition(get(fed, MANAGER, "multikueuecluster", REFUSING, namespace="kfed-system"), "Active"),
+            until=lambda c: c is not None and c["status"] == "True" and PROBED in str(c["message"]),
+            timeout=60,
+            what=f"{REFUSING} Active=True with the restricted credentials",
+        )
+        yield fed
+
+
+def test_a_refused_copy_is_named_and_the_job_runs_on_a_worker_that_accepts_it(
+    refusing_federation: Federation,
+) -> None:
+    fed = refusing_federation
+    submit(fed, "refused-1", cpu="1", seconds=1, queue=QUEUE)
+    workload = wait_for(
+        lambda: workload_of(fed, "refused-1"),
+        until=lambda wl: (
+            wl is not None and REFUSING in (wl["metadata"].get("annotations") or {}).get("kfed.io/refused-by", "")
+        ),
+        timeout=60,
+        what="the Workload to record that worker-2 refused its copy",
+    )
+    assert workload is not None
+    name = workload["metadata"]["name"]
+    events = items(
+        fed, MANAGER, "events", "--field-selector", f"involvedObject.name={name},reason=RemoteWriteForbidden"
+    )
+    assert events, "a Warning Event names the refusal"
+    assert events[0]["type"] == "Warning"
+    assert "403" in events[0]["message"] or "Forbidden" in events[0]["message"], events[0]["message"]
+
+    requeued = wait_for(
+        lambda: workload_of(fed, "refused-1"),
+        until=lambda wl: (
+            (condition(wl, "Evicted") or {}).get("status") == "True"
+            and (condition(wl, "QuotaReserved") or {}).get("status") == "False"
+        ),
+        timeout=60,
+        what="the Workload to be taken back from worker-2",
+    )
+    evicted = condition(requeued, "Evicted")
+    assert evicted is not None
+    assert f'worker cluster "{REFUSING}" refused' in evicted["message"], evicted
+    wait_for(
+        lambda: remote_copies(fed, "refused-1"),
+        until=lambda copies: copies == {},
+        timeout=30,
+        what="no copy of refused-1 left on any worker",
+    )
+
+    _apply(fed, MANAGER, routed_queue_objects(QUEUE, list(fed.workers), cpu="8")[:1])  # worker-1 allowed too
+    wait_complete(fed, "refused-1", timeout=90)
+    done = workload_of(fed, "refused-1")
+    assert (done or {}).get("status", {}).get("clusterName") == "worker-1", "never sent back to the refusing worker"
