@@ -7,8 +7,9 @@ Kueue; the remote sync carries the new priority to the worker's copy. A Job kfed
 cannot queue (bad annotation, unknown WorkloadPriorityClass) gets a Warning Event saying why and is retried when
 things change; a Job managed by another controller is left alone with one Event saying so. A Job edited while it
 waits suspended (its pod count, min-parallelism, tolerations or queue) gets its Workload brought in line, as Kueue
-does: updated when it holds no quota, replaced when it does; a queue change waits for the quota to be released
-(``manager.decisions.workload_match``).
+does: updated when it holds no quota, replaced when it does; a queue change waits for the quota to be released.
+A running Job whose pod count its user changed loses its Workload (confirmed against the apiserver first), so it is
+stopped and queued again at its new size (``manager.decisions.workload_match``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
 from federation.kube.recorder import EventRecorder
-from federation.kube.resources import WORKLOADS
+from federation.kube.resources import JOBS, WORKLOADS
 from federation.obs.metrics import Metrics
 from federation.protocol import MULTIKUEUE_CONTROLLER
 from manager.config import ManagerConfig
@@ -127,6 +128,16 @@ class JobController:
             action="Update",
         )
 
+    async def _still_running_edited(self, job: dict[str, Any], workload: dict[str, Any]) -> bool:
+        """Ask the apiserver, not the cache, before a running Job's Workload is deleted: a Job cache a moment behind
+        shows a Job the remote sync has since stopped (and given its Workload's count back) as running."""
+        meta = job["metadata"]
+        try:
+            live = await self._api.get(JOBS, meta["name"], namespace=meta["namespace"])
+        except NotFound:
+            return False
+        return edit_for_job(live, workload) is WorkloadEdit.RUNNING_REPLACE
+
     async def _follow_edit(self, job: dict[str, Any], workload: dict[str, Any]) -> float | None:
         """Bring the Workload in line with its edited Job (``manager.decisions.workload_match``). The Workload's
         resourceVersion is the write's precondition, so a reservation the scheduler writes meanwhile makes it a
@@ -161,10 +172,18 @@ class JobController:
                     return None
                 reason, note = "UpdatedWorkload", f"Updated not matching Workload for suspended job: {ref}"
             else:
+                if edit is WorkloadEdit.RUNNING_REPLACE and not await self._still_running_edited(job, workload):
+                    return 1.0  # the cache was behind (the Job was stopped meanwhile): look again
                 await self._api.delete(
                     WORKLOADS, meta["name"], namespace=meta["namespace"], resource_version=meta["resourceVersion"]
                 )
                 reason, note = "DeletedWorkload", f"Deleted not matching Workload: {ref}"
+                if edit is WorkloadEdit.RUNNING_REPLACE:
+                    log.warning(
+                        "running job's pod count no longer matches its admitted workload: workload deleted",
+                        job=key,
+                        workload=ref,
+                    )
         except Conflict:
             return 1.0  # the Workload changed since the cache saw it: look again with what it is now
         except NotFound:

@@ -184,6 +184,35 @@ def test_f9_a_running_job_whose_manager_workload_is_deleted_gets_a_new_one_and_c
     wait_for(lambda: remote_copies(federation, "f9-mwl"), until=lambda c: c == {}, timeout=30, what="copies removed")
 
 
+def test_a_running_job_scaled_by_its_user_is_stopped_and_runs_again_at_its_new_size(
+    federation: Federation,
+) -> None:
+    """Kueue's rule: a running Job whose pod count no longer matches its admitted Workload loses the Workload
+    (Event DeletedWorkload) and is queued again at its new size; it never runs on two workers at once."""
+    manifest = job_manifest("rescaled", namespace="default", cpu="1", seconds=10)
+    manifest["spec"]["completions"] = 3  # one pod at a time, three in all
+    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    _running_on(federation, "rescaled")
+    old = workload_of(federation, "rescaled")
+    assert old is not None
+    federation.kubectl(MANAGER, "patch", "job", "rescaled", "--type", "merge", "-p", '{"spec":{"parallelism":2}}')
+    new = wait_for(
+        lambda: workload_of(federation, "rescaled"),
+        until=lambda wl: wl is not None and wl["metadata"]["uid"] != old["metadata"]["uid"],
+        timeout=60,
+        what="a new Workload for the rescaled Job",
+    )
+    assert new is not None
+    assert new["spec"]["podSets"][0]["count"] == 2, "queued again at its new size"
+    assert _noted(federation, "DeletedWorkload", "rescaled", "Deleted not matching Workload")
+    _complete_on_one_worker_at_a_time(federation, "rescaled")
+    done = workload_of(federation, "rescaled")
+    assert done is not None
+    assert done["metadata"]["uid"] == new["metadata"]["uid"], "replaced once, not again"
+    assert done["status"]["admission"]["podSetAssignments"][0]["count"] == 2
+    wait_for(lambda: remote_copies(federation, "rescaled"), until=lambda c: c == {}, timeout=30, what="copies removed")
+
+
 def _withdrawn_from(fed: Federation, job: str) -> set[str]:
     wl = workload_of(fed, job) or {}
     text = ((wl.get("metadata") or {}).get("annotations") or {}).get("kfed.io/withdrawn-from", "")

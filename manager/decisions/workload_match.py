@@ -15,8 +15,16 @@ while the Job copy runs another. Kueue compares the two on every reconcile and b
 What is compared is what Kueue compares and the Job API lets a user change on a suspended Job: the pod count,
 ``minCount``, the tolerations (not once the Workload is admitted: admission may add a flavor's) and each
 container's resource requests and limits, as quantities ("1000m" is "1"), where the cluster lets a suspended Job's
-resources change. A running Job is not compared: Kueue stops one whose count changed and queues it again, and kfed
-does not yet (stopping it races the remote sync, which resumes the Job of an admitted Workload).
+resources change.
+
+A running Job can only have its pod count changed (``parallelism``; the template is immutable). Kueue compares it
+with the count its Workload was admitted with (the admission's, under partial admission) and, when they differ,
+stops the Job and deletes the Workload, so the Job is queued again at its new size. Here the Workload is deleted
+(``RUNNING_REPLACE``) and kfed's handling of a Workload deleted under a running Job does the rest: it withdraws the
+copies, suspends the Job and queues a new Workload. Suspending the Job first, as Kueue orders it, would race the
+remote sync, which resumes the Job of a Workload that is still admitted. Only an admitted Workload is compared
+with its running Job: while it is being requeued the two legitimately differ for a moment. kfed has no admission
+webhook, so the min-parallelism annotation Kueue's webhook keeps fixed on a running Job is not compared either.
 """
 
 from __future__ import annotations
@@ -26,8 +34,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.conditions import is_true
+from federation.pod_injection import admitted_count
 from federation.quantity import parse_quantity
-from manager.decisions.workload_from_job import pod_sets_for_job, queue_name_of
+from manager.decisions.sync import job_finish
+from manager.decisions.workload_from_job import pod_count, pod_sets_for_job, queue_name_of
 
 
 class WorkloadEdit(enum.Enum):
@@ -38,6 +48,9 @@ class WorkloadEdit(enum.Enum):
     """The Workload holds no quota: its pod sets become the Job's."""
     REPLACE = "replace"
     """The suspended Job's Workload holds quota: delete it; the Job gets a new one, queued from the start."""
+    RUNNING_REPLACE = "running-replace"
+    """A running Job's pod count is not what its Workload was admitted with: delete the Workload; the Job is then
+    stopped and gets a new one, queued from the start."""
     UPDATE_QUEUE = "update-queue"
     """Only the Job's ``kueue.x-k8s.io/queue-name`` changed and the Workload holds no quota: its ``queueName``
     follows (Kueue writes no Event for it). While it holds quota it stays in its queue (Kueue's API keeps
@@ -92,13 +105,30 @@ def pod_sets_match(
     )
 
 
+def running_count(workload: Mapping[str, Any]) -> int | None:
+    """The pod count an admitted Workload's Job runs with: the admission's under partial admission (the pod set has
+    a ``minCount``), else the pod set's; None for a Workload that is not admitted or has no single pod set."""
+    pod_sets = (workload.get("spec") or {}).get("podSets") or []
+    if len(pod_sets) != 1 or not (is_true(workload, "QuotaReserved") and is_true(workload, "Admitted")):
+        return None
+    admitted = admitted_count(workload)
+    if pod_sets[0].get("minCount") is not None and admitted is not None:
+        return admitted
+    return int(pod_sets[0].get("count", 1))
+
+
 def edit_for_job(job: Mapping[str, Any], workload: Mapping[str, Any]) -> WorkloadEdit:
     """What to do with ``workload`` now that its Job is as it is; ``JobNotQueueable`` when the Job's
     min-parallelism is bad (the Workload then keeps what it has)."""
     if is_true(workload, "Finished") or (workload.get("metadata") or {}).get("deletionTimestamp"):
         return WorkloadEdit.KEEP
     if not (job.get("spec") or {}).get("suspend", False):
-        return WorkloadEdit.KEEP  # a running Job is not compared (see the module docstring)
+        if job_finish(job) is not None:
+            return WorkloadEdit.KEEP
+        expected = running_count(workload)
+        if expected is None or pod_count(job.get("spec") or {}) == expected:
+            return WorkloadEdit.KEEP
+        return WorkloadEdit.RUNNING_REPLACE
     existing = (workload.get("spec") or {}).get("podSets") or []
     reserved = is_true(workload, "QuotaReserved")
     if not pod_sets_match(pod_sets_for_job(job), existing, admitted=is_true(workload, "Admitted")):

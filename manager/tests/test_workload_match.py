@@ -99,3 +99,34 @@ def test_a_suspended_job_moved_to_another_queue_moves_its_workload_while_it_hold
     assert _edit(_job().queue("other").parallelism(2, 2).obj(), workload) is WorkloadEdit.UPDATE
     # holding quota, it stays where it was reserved until the quota is released (Kueue: queueName is immutable then)
     assert _edit(_job().queue("other").obj(), _workload_of(_job().obj(), "QuotaReserved")) is WorkloadEdit.KEEP
+
+
+def _admitted(job: dict[str, Any], *, count: int | None = None) -> dict[str, Any]:
+    workload = _workload_of(job, "QuotaReserved", "Admitted")
+    assigned = count if count is not None else workload["spec"]["podSets"][0]["count"]
+    workload["status"]["admission"] = {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": assigned}]}
+    return workload
+
+
+def test_a_running_job_scaled_by_its_user_replaces_its_admitted_workload() -> None:
+    workload = _admitted(_job().obj())
+    assert _edit(_job().suspended(False).obj(), workload) is WorkloadEdit.KEEP
+    assert _edit(_job().parallelism(2, 4).suspended(False).obj(), workload) is WorkloadEdit.RUNNING_REPLACE
+    assert _edit(_job().parallelism(8, 8).suspended(False).obj(), workload) is WorkloadEdit.RUNNING_REPLACE
+
+
+def test_a_partially_admitted_running_job_is_compared_with_its_admitted_count() -> None:
+    partial = _job().parallelism(6, 6).annotation(MIN_PARALLELISM_ANNOTATION, "2")
+    workload = _admitted(partial.obj(), count=3)
+    started = partial.parallelism(3, 3).suspended(False).obj()  # as kfed starts it
+    assert _edit(started, workload) is WorkloadEdit.KEEP
+    assert _edit(partial.parallelism(5, 5).suspended(False).obj(), workload) is WorkloadEdit.RUNNING_REPLACE
+
+
+def test_a_running_job_is_not_compared_while_its_workload_is_not_admitted_or_once_it_finished() -> None:
+    scaled = _job().parallelism(2, 4).suspended(False).obj()
+    assert _edit(scaled, _workload_of(_job().obj(), "QuotaReserved")) is WorkloadEdit.KEEP, "being requeued"
+    assert _edit(scaled, _workload_of(_job().obj())) is WorkloadEdit.KEEP
+    done = _job().parallelism(2, 4).suspended(False).obj()
+    done["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+    assert _edit(done, _admitted(_job().obj())) is WorkloadEdit.KEEP
