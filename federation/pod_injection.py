@@ -111,6 +111,13 @@ def admitted_count(workload: Mapping[str, Any]) -> int | None:
     return int(count) if count is not None else None
 
 
+def requested_count(workload: Mapping[str, Any] | None) -> int | None:
+    """The pod count the Workload asks for, its first (a Job's only) pod set's; None without a pod set. What a
+    stopped Job that partial admission had shrunk gets back."""
+    pod_sets = ((workload or {}).get("spec") or {}).get("podSets") or ()
+    return int(pod_sets[0].get("count", 1)) if pod_sets else None
+
+
 def start_patch(
     job_spec: Mapping[str, Any],
     workload: Mapping[str, Any],

@@ -30,12 +30,6 @@ def start_manager_job_spec(job: Obj, workload: Obj) -> Obj:
     return {"suspend": False, **pod_count_patch(job.get("spec") or {}, _annotations(job), admitted_count(workload))}
 
 
-def requested_count(workload: Obj | None) -> int | None:
-    """The pod count the Workload asks for (its first pod set's), or None without one."""
-    pod_sets = ((workload or {}).get("spec") or {}).get("podSets") or ()
-    return int(pod_sets[0].get("count", 1)) if pod_sets else None
-
-
 async def stop_manager_job(api: KubeApi, job: Obj, *, field_manager: str, pod_count: int | None = None) -> Obj:
     """Suspend ``job`` (if it is not) and clear its status; returns the Job as last written. ``pod_count`` (the
     Workload's count) is given back to a Job that partial admission had shrunk, in the same write."""

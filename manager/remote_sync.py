@@ -35,6 +35,7 @@ from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import JOBS, WORKLOADS
 from federation.obs.metrics import Metrics
+from federation.pod_injection import requested_count
 from federation.protocol import MANAGER_UID_LABEL, REASON_ADMITTED, REASON_FAILED, REASON_SUCCEEDED
 from manager.concurrently import concurrently
 from manager.config import ManagerConfig
@@ -83,7 +84,7 @@ from manager.decisions.withdrawal import (
     worker_lost_message,
     worker_lost_time_left,
 )
-from manager.manager_jobs import requested_count, start_manager_job_spec, stop_manager_job
+from manager.manager_jobs import start_manager_job_spec, stop_manager_job
 from manager.workers import WorkerConnection, WorkerPool
 
 log = structlog.get_logger(__name__)

@@ -62,22 +62,15 @@ def test_a_partially_admitted_job_runs_the_admitted_count_everywhere(
     assert copy is not None, f"no Workload copy in {worker}"
     assert copy["spec"]["podSets"][0]["count"] == 3, "the worker is asked for what the manager reserved"
     assert _assigned_count(copy) == 3
-    job_copy = wait_for(
-        lambda: get(federation, worker, "job", "partial-5"),
-        until=lambda job: job is not None and not job["spec"].get("suspend"),
-        timeout=30,
-        what="partial-5's Job copy to start",
-    )
-    assert job_copy is not None
-    assert (job_copy["spec"]["parallelism"], job_copy["spec"]["completions"]) == (3, 3)
-    manager_job = wait_for(
-        lambda: get(federation, MANAGER, "job", "partial-5"),
-        until=lambda job: job is not None and not job["spec"].get("suspend"),
-        timeout=30,
-        what="the manager Job to start",
-    )
-    assert manager_job is not None
-    assert (manager_job["spec"]["parallelism"], manager_job["spec"]["completions"]) == (3, 3)
+    for cluster in (worker, MANAGER):  # the Job copy, then the manager Job: both run the admitted count
+        started = wait_for(
+            lambda cluster=cluster: get(federation, cluster, "job", "partial-5"),  # type: ignore[misc]
+            until=lambda job: job is not None and not job["spec"].get("suspend"),
+            timeout=30,
+            what=f"partial-5 to start on {cluster}",
+        )
+        assert started is not None
+        assert (started["spec"]["parallelism"], started["spec"]["completions"]) == (3, 3), cluster
 
     done = wait_complete(federation, "partial-5", timeout=120)
     assert done["status"].get("succeeded") == 3, done["status"]

@@ -10,6 +10,7 @@ from federation.pod_injection import (
     admitted_count,
     completions_follow_parallelism,
     pod_count_patch,
+    requested_count,
     start_patch,
 )
 
@@ -93,3 +94,9 @@ def test_the_count_patch_restores_and_reads_go_booleans() -> None:
 def test_the_admitted_count_is_the_first_assignments() -> None:
     assert admitted_count(_admitted(count=4)) == 4
     assert admitted_count({"status": {}}) is None
+
+
+def test_the_requested_count_is_the_first_pod_sets() -> None:
+    assert requested_count({"spec": {"podSets": [{"name": "main", "count": 6, "minCount": 2}]}}) == 6
+    assert requested_count(None) is None
+    assert requested_count({"spec": {"podSets": []}}) is None

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.conditions import is_true
-from federation.pod_injection import admitted_count
+from federation.pod_injection import admitted_count, requested_count
 from federation.quantity import parse_quantity
 from manager.decisions.sync import job_finish
 from manager.decisions.workload_from_job import pod_count, pod_sets_for_job, queue_name_of
@@ -114,7 +114,7 @@ def running_count(workload: Mapping[str, Any]) -> int | None:
     admitted = admitted_count(workload)
     if pod_sets[0].get("minCount") is not None and admitted is not None:
         return admitted
-    return int(pod_sets[0].get("count", 1))
+    return requested_count(workload)
 
 
 def edit_for_job(job: Mapping[str, Any], workload: Mapping[str, Any]) -> WorkloadEdit:

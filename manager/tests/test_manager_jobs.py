@@ -1,4 +1,4 @@
-from manager.manager_jobs import requested_count, start_manager_job_spec
+from manager.manager_jobs import start_manager_job_spec
 from manager.tests.builders import make_job
 
 PARTIAL = "kueue.x-k8s.io/job-min-parallelism"
@@ -15,9 +15,3 @@ def test_a_manager_job_starts_with_the_count_its_workload_was_admitted_with() ->
     assert start_manager_job_spec(job, _workload(6)) == {"suspend": False}
     plain = make_job("train").parallelism(6).suspended(True).obj()
     assert start_manager_job_spec(plain, _workload(4)) == {"suspend": False}, "only a Job open to partial admission"
-
-
-def test_the_requested_count_is_the_workloads_first_pod_sets() -> None:
-    assert requested_count(_workload(4)) == 6
-    assert requested_count(None) is None
-    assert requested_count({"spec": {"podSets": []}}) is None

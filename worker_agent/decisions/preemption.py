@@ -34,7 +34,7 @@ from federation.admission.decisions import Victim
 from federation.admission.requeued import requeued_on_release
 from federation.api.workload import ADMITTED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, format_time, is_true, set_condition
-from federation.pod_injection import pod_count_patch
+from federation.pod_injection import pod_count_patch, requested_count
 from worker_agent.decisions.jobs import job_finished
 
 Obj = dict[str, Any]
@@ -143,10 +143,8 @@ def suspend_patch(job: Mapping[str, Any], workload: Mapping[str, Any]) -> Obj | 
     spec = job.get("spec") or {}
     if spec.get("suspend") is True:
         return None
-    pod_sets = (workload.get("spec") or {}).get("podSets") or ()
-    count = int(pod_sets[0].get("count", 1)) if pod_sets else None
     annotations = (job.get("metadata") or {}).get("annotations") or {}
-    return {"spec": {"suspend": True, **pod_count_patch(spec, annotations, count)}}
+    return {"spec": {"suspend": True, **pod_count_patch(spec, annotations, requested_count(workload))}}
 
 
 def running_without_reservation(job: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:
