@@ -7,20 +7,19 @@ also depends on time (a capacity report going stale). Written only when the cond
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING
 
 import anyio
 import structlog
 
 from federation.conditions import set_condition
+from federation.kube.api import KubeApi
+from federation.kube.cache import SyncedCache
 from federation.kube.errors import KubeError
 from federation.kube.overlay import WriteOverlay
 from federation.kube.resources import ADMISSION_CHECKS
 from federation.kube.trigger import Trigger
 from manager.decisions.admission_checks import multikueue_check_verdict
-
-if TYPE_CHECKING:
-    from manager.runtime import ManagerRuntime
+from manager.workers import WorkerAvailability
 
 log = structlog.get_logger(__name__)
 
@@ -28,13 +27,24 @@ RECHECK_SECONDS = 5.0
 
 
 class AdmissionCheckStatus:
-    def __init__(self, runtime: ManagerRuntime) -> None:
-        self._rt = runtime
+    def __init__(
+        self,
+        *,
+        api: KubeApi,
+        field_manager: str,
+        admission_checks: SyncedCache,
+        multikueue_configs: SyncedCache,
+        workers: WorkerAvailability,
+    ) -> None:
+        self._api = api
+        self._field_manager = field_manager
+        self._multikueue_configs = multikueue_configs
+        self._workers = workers
         self.trigger = Trigger()
-        self._checks = WriteOverlay(runtime.admission_checks.store)
+        self._checks = WriteOverlay(admission_checks.store)
         """The checks with this controller's writes the cache does not show yet: a trigger right after a write (ten
         workers connecting at once) must not patch again at the old resourceVersion (a 409 Conflict)."""
-        runtime.admission_checks.add_handler(self._checks.observe)
+        admission_checks.add_handler(self._checks.observe)
 
     async def run(self) -> None:
         while True:
@@ -46,11 +56,10 @@ class AdmissionCheckStatus:
                 log.info("admission check status write failed; retrying", error=str(err))
 
     async def update_once(self) -> None:
-        rt = self._rt
         now = dt.datetime.now(dt.UTC)
-        configs = {c["metadata"]["name"]: c for c in rt.multikueue_configs.store}
+        configs = {c["metadata"]["name"]: c for c in self._multikueue_configs.store}
         names = {n for c in configs.values() for n in (c.get("spec") or {}).get("clusters") or ()}
-        problems = {name: reason for name in names if (reason := rt.pool.unusable_reason(name, now))}
+        problems = {name: reason for name in names if (reason := self._workers.unusable_reason(name, now))}
         for check in list(self._checks):
             verdict = multikueue_check_verdict(check, configs=configs, cluster_problems=problems)
             if verdict is None:
@@ -65,13 +74,13 @@ class AdmissionCheckStatus:
                 observed_generation=check["metadata"].get("generation"),
             )
             if changed:
-                written = await rt.api.patch_status(
+                written = await self._api.patch_status(
                     ADMISSION_CHECKS,
                     check["metadata"]["name"],
                     {
                         "metadata": {"resourceVersion": check["metadata"]["resourceVersion"]},
                         "status": {"conditions": conditions},
                     },
-                    field_manager=rt.config.field_manager,
+                    field_manager=self._field_manager,
                 )
                 self._checks.wrote(check, written)

@@ -62,7 +62,7 @@ from manager.quota_automation import KEY as QUOTA_AUTOMATION_KEY
 from manager.quota_automation import QuotaAutomation
 from manager.remote_sync import RemoteSync, owner_job_name
 from manager.retention import RetentionSweeper
-from manager.scheduler import GlobalScheduler
+from manager.scheduler import GlobalScheduler, SchedulerCaches
 from manager.workers import HEALTH_CHANGED, WorkerPool
 
 log = structlog.get_logger(__name__)
@@ -156,8 +156,32 @@ class ManagerRuntime:
         self.retention = RetentionSweeper(
             api=api, policy=config.retention, workloads=self.workloads, jobs=self.jobs, events=self.events
         )
-        self.scheduler = GlobalScheduler(runtime=self)
-        self.admission_check_status = AdmissionCheckStatus(self)
+        self.scheduler = GlobalScheduler(
+            api=api,
+            config=config,
+            caches=SchedulerCaches(
+                workloads=self.workloads,
+                cluster_queues=self.cluster_queues,
+                local_queues=self.local_queues,
+                flavors=self.flavors,
+                cohorts=self.cohorts,
+                namespaces=self.namespaces,
+                admission_checks=self.admission_checks,
+                multikueue_configs=self.multikueue_configs,
+            ),
+            workload_view=self.workload_view,
+            workers=self.pool,
+            ledger=self.ledger,
+            metrics=metrics,
+            events=self.events,
+        )
+        self.admission_check_status = AdmissionCheckStatus(
+            api=api,
+            field_manager=config.field_manager,
+            admission_checks=self.admission_checks,
+            multikueue_configs=self.multikueue_configs,
+            workers=self.pool,
+        )
         self.job_queue = WorkQueue("jobs")
         self.sync_queue = WorkQueue("remote-sync")
         self._route_events()

@@ -14,7 +14,8 @@ import datetime as dt
 import time
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -40,15 +41,21 @@ from federation.admission.queue_metrics import (
     workload_labels,
 )
 from federation.conditions import is_true, parse_time
+from federation.kube.api import KubeApi
+from federation.kube.cache import SyncedCache
 from federation.kube.errors import Conflict, KubeError
 from federation.kube.overlay import WriteOverlay
+from federation.kube.recorder import EventSink
 from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from federation.kube.status_writes import write_finalizers, write_status_patches
 from federation.kube.trigger import Trigger
 from federation.merge_patch import apply_merge_patch
+from federation.obs.metrics import Metrics
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from federation.topology.report import topology_requests
+from manager.config import ManagerConfig
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
+from manager.decisions.ledger import InFlightLedger
 from manager.decisions.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
 from manager.decisions.reservation import (
     assigned_flavors,
@@ -58,9 +65,7 @@ from manager.decisions.reservation import (
     workload_checks,
 )
 from manager.decisions.withdrawal import excluded_workers, preemption_status, withdrawn_from
-
-if TYPE_CHECKING:
-    from manager.runtime import ManagerRuntime
+from manager.workers import WorkerAvailability
 
 log = structlog.get_logger(__name__)
 
@@ -80,19 +85,53 @@ def _by_name(objects: Any) -> dict[str, dict[str, Any]]:
     return {o["metadata"]["name"]: o for o in objects}
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SchedulerCaches:
+    """The manager cluster's objects a pass reads (the runtime's watch caches)."""
+
+    workloads: SyncedCache
+    cluster_queues: SyncedCache
+    local_queues: SyncedCache
+    flavors: SyncedCache
+    cohorts: SyncedCache
+    namespaces: SyncedCache
+    admission_checks: SyncedCache
+    multikueue_configs: SyncedCache
+
+
 class GlobalScheduler:
-    def __init__(self, *, runtime: ManagerRuntime) -> None:
-        self._rt = runtime
+    def __init__(
+        self,
+        *,
+        api: KubeApi,
+        config: ManagerConfig,
+        caches: SchedulerCaches,
+        workload_view: WriteOverlay,
+        workers: WorkerAvailability,
+        ledger: InFlightLedger,
+        metrics: Metrics,
+        events: EventSink,
+    ) -> None:
+        """``workload_view``: the Workloads with this process's own writes laid over ``caches.workloads`` (shared
+        with the remote sync); ``ledger``: the dispatches whose copies the workers' reports may not show yet."""
+        self._api = api
+        self._config = config
+        self._caches = caches
+        self._workload_view = workload_view
+        self._pool = workers
+        self._ledger = ledger
+        self._metrics = metrics
+        self._events = events
         self._wakeup = Trigger()
         self.passes = 0
-        self._state_builder = QuotaStateBuilder(rules=runtime.config.resource_rules)
+        self._state_builder = QuotaStateBuilder(rules=config.resource_rules)
         self._queue_status_written_at = -QUEUE_STATUS_INTERVAL
-        self._cluster_queue_view = WriteOverlay(runtime.cluster_queues.store)
-        self._local_queue_view = WriteOverlay(runtime.local_queues.store)
+        self._cluster_queue_view = WriteOverlay(caches.cluster_queues.store)
+        self._local_queue_view = WriteOverlay(caches.local_queues.store)
         """The queues with this scheduler's status writes the caches do not show yet: on a busy apiserver the watch
         can lag more than the status interval, and a write at the old resourceVersion is a 409 Conflict."""
-        runtime.cluster_queues.add_handler(self._cluster_queue_view.observe)
-        runtime.local_queues.add_handler(self._local_queue_view.observe)
+        caches.cluster_queues.add_handler(self._cluster_queue_view.observe)
+        caches.local_queues.add_handler(self._local_queue_view.observe)
         self._queue_status_deferred = False
         self._requeue_wake_at: float | None = None
         """The epoch second a pass is already scheduled for, when a requeued workload's backoff ends."""
@@ -124,8 +163,8 @@ class GlobalScheduler:
         cache, status writes sent or answered): only these are classified again (``ClassificationMemo``)."""
         self._classified_from: tuple[object, int] | None = None
         """The Workload store (identity, relists) the last quota state was built from: any other means a full look."""
-        runtime.workloads.add_handler(self._workload_event)
-        runtime.workload_view.add_listener(self._workload_changed)
+        caches.workloads.add_handler(self._workload_event)
+        workload_view.add_listener(self._workload_changed)
 
     def _workload_event(self, _event: str, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
         self._changed.add(_key(obj))
@@ -145,7 +184,7 @@ class GlobalScheduler:
             await self._answered.wait()
 
     def _workloads(self) -> Iterable[dict[str, Any]]:
-        view = self._rt.workload_view
+        view = self._workload_view
         if not self._writing:
             return view
         writing = self._writing
@@ -186,26 +225,26 @@ class GlobalScheduler:
 
     def _workload(self, key: str) -> dict[str, Any] | None:
         """One Workload as :meth:`_workloads` shows it."""
-        cached = self._rt.workload_view.get_listed(key)
+        cached = self._workload_view.get_listed(key)
         if cached is None:
             return None
         writing = self._writing.get(key)
         return cached if writing is None else writing[1]
 
     def _state(self, now: dt.datetime) -> QuotaState:
-        rt = self._rt
-        store = rt.workloads.store
+        caches = self._caches
+        store = caches.workloads.store
         if self._classified_from != (store, store.relists):
             self._state_builder.look_at_all()  # a new term's store, or a relist whose events are still coming
             self._classified_from = (store, store.relists)
         changed, self._changed = self._changed, set()
         try:
             state = self._state_builder.build(
-                flavors=rt.flavors.store,
-                cluster_queues=rt.cluster_queues.store,
-                cohorts=rt.cohorts.store,
-                local_queues=rt.local_queues.store,
-                namespaces=rt.namespaces.store,
+                flavors=caches.flavors.store,
+                cluster_queues=caches.cluster_queues.store,
+                cohorts=caches.cohorts.store,
+                local_queues=caches.local_queues.store,
+                namespaces=caches.namespaces.store,
                 workloads=self._workloads(),  # its own reservations count before the cache shows them
                 now_seconds=now.timestamp(),
                 changed=changed,
@@ -227,11 +266,11 @@ class GlobalScheduler:
             return cached
         states = []
         for name in names:
-            conn = self._rt.pool.connections.get(name)
+            conn = self._pool.connections.get(name)
             reason = (
                 "a Job of the same name that kfed did not create is there"
                 if name in excluded
-                else self._rt.pool.unusable_reason(name, now)
+                else self._pool.unusable_reason(name, now)
             )
             states.append(
                 WorkerState(
@@ -239,7 +278,7 @@ class GlobalScheduler:
                     usable=not reason,
                     unusable_reason=reason,
                     capacity=current.capacity if conn is not None and (current := conn.current) is not None else None,
-                    in_flight=self._rt.ledger.in_flight(name),
+                    in_flight=self._ledger.in_flight(name),
                 )
             )
         self._pass_workers[key] = states
@@ -248,9 +287,8 @@ class GlobalScheduler:
     def _veto_stamp(self, now: dt.datetime, holding: list[dict[str, Any]]) -> tuple[object, ...]:
         """Everything a veto (no worker has room, no usable MultiKueue configuration, admission blocked until pods
         are ready) depends on besides the Workload itself: a Workload parked by a veto wakes when this changes."""
-        rt = self._rt
-        pool = rt.pool
-        names = sorted({*pool.connections, *getattr(pool, "problems", {})})
+        pool, caches = self._pool, self._caches
+        names = sorted({*pool.connections, *pool.problems})
         workers = tuple(
             (
                 name,
@@ -262,20 +300,20 @@ class GlobalScheduler:
         versions = tuple(
             (kind, o["metadata"]["name"], o["metadata"].get("resourceVersion"))
             for kind, cache in (
-                ("ClusterQueue", rt.cluster_queues),
-                ("AdmissionCheck", rt.admission_checks),
-                ("MultiKueueConfig", rt.multikueue_configs),
-                ("ResourceFlavor", rt.flavors),
+                ("ClusterQueue", caches.cluster_queues),
+                ("AdmissionCheck", caches.admission_checks),
+                ("MultiKueueConfig", caches.multikueue_configs),
+                ("ResourceFlavor", caches.flavors),
             )
             for o in cache.store
         )
-        ready = rt.config.wait_for_pods_ready
+        ready = self._config.wait_for_pods_ready
         holders = (
             tuple((_key(raw), raw["metadata"].get("resourceVersion")) for raw in holding)
             if ready is not None and ready.block_admission
             else ()
         )
-        return (workers, versions, rt.ledger.releases, holders)
+        return (workers, versions, self._ledger.releases, holders)
 
     @property
     def last_inadmissible(self) -> frozenset[str]:
@@ -291,11 +329,11 @@ class GlobalScheduler:
             self.last_state,
             inadmissible=self.last_inadmissible,
             admitted=self.last_admitted,
-            fair_sharing=self._rt.config.cycle.fair_sharing,
+            fair_sharing=self._config.cycle.fair_sharing,
         )
 
     async def schedule_once(self) -> None:
-        rt = self._rt
+        config, caches = self._config, self._caches
         now = dt.datetime.now(dt.UTC)
         started = time.perf_counter()
         self._pass_workers = {}
@@ -315,11 +353,11 @@ class GlobalScheduler:
             return raws[workload.key]
 
         queues = _by_name(self._cluster_queue_view)
-        checks = _by_name(rt.admission_checks.store)
-        configs = _by_name(rt.multikueue_configs.store)
+        checks = _by_name(caches.admission_checks.store)
+        configs = _by_name(caches.multikueue_configs.store)
         chosen: dict[str, tuple[Dispatch, list[str], list[str], frozenset[str]]] = {}
 
-        ready_policy = rt.config.wait_for_pods_ready
+        ready_policy = config.wait_for_pods_ready
         holding = [raw for items in state.reserving.values() for raw in items]
 
         def veto(admit: Admit) -> str | None:
@@ -346,17 +384,17 @@ class GlobalScheduler:
                 requests=requests,
                 workers=workers,
                 avoid=withdrawn_from(raw),
-                policy=rt.config.dispatch_policy,
-                large_share=rt.config.dispatch_large_share,
+                policy=config.dispatch_policy,
+                large_share=config.dispatch_large_share,
                 pod_sets=topology_requests(raw) if summaries else (),
             )
             if isinstance(result, NoWorker):
                 return result.message
             every_check = workload_checks(queue, flavors=assigned_flavors(admit.assignment))
             capacity = next((w.capacity for w in workers if w.name == result.worker), None)
-            tas = tas_flavor_names(rt.flavors.store, capacity.topologies if capacity is not None else ())
+            tas = tas_flavor_names(caches.flavors.store, capacity.topologies if capacity is not None else ())
             chosen[admit.workload.key] = (result, every_check, check_names, tas)
-            rt.ledger.record(
+            self._ledger.record(
                 admit.workload.key, worker=result.worker, cluster_queue=result.cluster_queue, requests=requests
             )
             return None
@@ -372,7 +410,7 @@ class GlobalScheduler:
             state,
             now_seconds=now.timestamp(),
             veto=veto,
-            config=rt.config.cycle,
+            config=config.cycle,
             parking=self.parking,
             workers=self._veto_stamp(now, holding),
         )
@@ -415,7 +453,7 @@ class GlobalScheduler:
         self.passes += 1
         admitted = frozenset(d.workload.key for d in decisions if isinstance(d, Admit))
         if state.pending:  # Kueue counts an attempt per cycle that had heads to try
-            rt.metrics.admission_attempt(admitted=bool(admitted), seconds=time.perf_counter() - started)
+            self._metrics.admission_attempt(admitted=bool(admitted), seconds=time.perf_counter() - started)
         self.last_state, self.last_admitted = state, admitted
         # a workload waiting for its preemptions stays active in Kueue (requeued at once); one that cannot fit is parked
         self._last_waiting = frozenset(d.workload.key for d in decisions if isinstance(d, Wait))
@@ -429,7 +467,7 @@ class GlobalScheduler:
                 {**update.raw, "status": apply_merge_patch(update.raw.get("status") or {}, update.status)},
             )
             self._write_queue.append(update)
-            if self._writers < self._rt.config.workers:
+            if self._writers < config.workers:
                 self._writers += 1
                 self._task_group.start_soon(self._send_writes)
         admitted_in = {d.workload.cluster_queue for d in decisions if isinstance(d, Admit)}
@@ -447,7 +485,7 @@ class GlobalScheduler:
         """Kueue's ClusterQueue and LocalQueue status (counts, usage, Active), written only on change and at most
         once per ``QUEUE_STATUS_INTERVAL`` seconds: they are aggregates, and a busy queue would otherwise cost a write
         per scheduling pass. A skipped write is made by a pass scheduled for when the interval is over."""
-        rt = self._rt
+        api, field_manager = self._api, self._config.field_manager
         wait = self._queue_status_written_at + QUEUE_STATUS_INTERVAL - time.monotonic()
         if wait > 0:
             if not self._queue_status_deferred:
@@ -457,20 +495,20 @@ class GlobalScheduler:
         self._queue_status_written_at = time.monotonic()
         pending = pending_by_cluster_queue(state, admitted)
         finalized, updated = await write_finalizers(
-            rt.api,
+            api,
             CLUSTER_QUEUES,
             finalizer_changes(state, queues),
             current=queues,
-            field_manager=rt.config.field_manager,
+            field_manager=field_manager,
             overlay=self._cluster_queue_view,
         )
         queues = {**queues, **updated}  # the status below is written at the resourceVersion the finalizers made
         written = await write_status_patches(
-            rt.api,
+            api,
             CLUSTER_QUEUES,
-            queue_status_patches(state, queues, pending=pending, now=now, fair_sharing=rt.config.cycle.fair_sharing),
+            queue_status_patches(state, queues, pending=pending, now=now, fair_sharing=self._config.cycle.fair_sharing),
             current=queues,
-            field_manager=rt.config.field_manager,
+            field_manager=field_manager,
             overlay=self._cluster_queue_view,
         )
         written &= finalized
@@ -482,11 +520,11 @@ class GlobalScheduler:
             now=now,
         )
         written &= await write_status_patches(
-            rt.api,
+            api,
             LOCAL_QUEUES,
             lq_patches,
             current=local_queues,
-            field_manager=rt.config.field_manager,
+            field_manager=field_manager,
             overlay=self._local_queue_view,
         )
         if not written:
@@ -497,7 +535,7 @@ class GlobalScheduler:
         their quota back they stay the first candidates, so later passes pick the same set instead of more)."""
         updates = []
         for victim in decision.victims:
-            raw = self._rt.workload_view.get(victim.key)
+            raw = self._workload_view.get(victim.key)
             if raw is None or victim.key in already or is_true(raw, "Evicted"):
                 continue
             already.add(victim.key)
@@ -534,27 +572,26 @@ class GlobalScheduler:
             self._writers -= 1
 
     async def _write(self, update: WorkloadUpdate) -> None:
-        rt = self._rt
         meta = update.raw["metadata"]
         try:
-            written = await rt.api.patch_status(
+            written = await self._api.patch_status(
                 WORKLOADS,
                 meta["name"],
                 {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": update.status},
                 namespace=meta["namespace"],
-                field_manager=rt.config.field_manager,
+                field_manager=self._config.field_manager,
             )
         except (Conflict, KubeError) as err:
             self.parking.unpark(update.key)  # its verdict is not written: decided again on the next pass
-            rt.ledger.forget(update.key)
+            self._ledger.forget(update.key)
             self._preemptors.pop(update.key, None)
             log.info("workload status write failed; will decide again", workload=update.key, error=str(err))
             self.trigger()
             return
-        rt.workload_view.wrote(update.raw, written)  # the next pass sees it even before the cache does
+        self._workload_view.wrote(update.raw, written)  # the next pass sees it even before the cache does
         namespace, local_queue, priority_class = workload_labels(update.raw)
         if update.outcome == "preempted":
-            rt.metrics.evicted(
+            self._metrics.evicted(
                 cluster_queue=update.cluster_queue or "",
                 namespace=namespace,
                 local_queue=local_queue,
@@ -564,10 +601,10 @@ class GlobalScheduler:
             )
             preemptor = self._preemptors.pop(update.key, None)
             if preemptor is not None:
-                rt.metrics.preempted(preempting_cluster_queue=preemptor[0], reason=preemptor[1])
+                self._metrics.preempted(preempting_cluster_queue=preemptor[0], reason=preemptor[1])
             log.info("workload preempted", workload=update.key, queue=update.cluster_queue, message=update.message)
         if update.outcome == "reserved":
-            rt.metrics.quota_reserved(
+            self._metrics.quota_reserved(
                 cluster_queue=update.cluster_queue or "",
                 namespace=namespace,
                 local_queue=local_queue,
@@ -581,6 +618,6 @@ class GlobalScheduler:
                 cluster=update.status["nominatedClusterNames"][0],
             )
         for event in update.events:
-            rt.events.emit(
+            self._events.emit(
                 update.raw, reason=event.reason, note=event.message, action="Schedule", event_type=event.event_type
             )

@@ -25,9 +25,9 @@ import binascii
 import datetime as dt
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -65,6 +65,27 @@ RemoteHandler = Callable[[str, str, dict[str, Any]], None]
 (with an empty obj) when a worker's connection fails or answers again after failing."""
 
 HEALTH_CHANGED = "HealthChanged"
+
+
+class ReportedCapacity(Protocol):
+    """One worker connection as placement reads it: its current capacity report (:class:`WorkerConnection`)."""
+
+    @property
+    def current(self) -> ParsedReport | None: ...
+
+
+class WorkerAvailability(Protocol):
+    """What placement reads of the worker pool (:class:`WorkerPool`): the connections with their reports, why the
+    ones without a connection have none, and whether a worker can take new workloads now."""
+
+    @property
+    def connections(self) -> Mapping[str, ReportedCapacity]: ...
+
+    @property
+    def problems(self) -> Mapping[str, str]: ...
+
+    def unusable_reason(self, name: str, now: dt.datetime) -> str: ...
+
 
 NO_REPORT_GRACE = 10.0
 """Seconds a worker may show no ClusterCapacity report (a starting kfed-agent publishes one within a second or two)

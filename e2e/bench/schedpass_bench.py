@@ -28,8 +28,9 @@ import logging
 import os
 import resource
 import time
+from dataclasses import dataclass, fields
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import structlog
@@ -38,6 +39,7 @@ from e2e.bench.compare_bench import percentile
 from e2e.queues import job_manifest
 from e2e.rig.controllers import ADMISSION_CHECK, MULTIKUEUE_CONFIG
 from federation.gc_freeze import freeze_after_first_sync
+from federation.kube.api import KubeApi
 from federation.kube.overlay import WriteOverlay
 from federation.kube.store import Store
 from federation.obs.metrics import Metrics
@@ -46,7 +48,7 @@ from manager.config import ManagerConfig
 from manager.decisions.capacity_view import parse_report
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.workload_from_job import Priority, workload_for_job
-from manager.scheduler import GlobalScheduler
+from manager.scheduler import GlobalScheduler, SchedulerCaches
 
 FLAVOR = "default-flavor"
 NAMESPACE = "team"
@@ -100,8 +102,11 @@ class _Api:
 
 
 class _Pool:
+    """Every worker connected, with the report it was given."""
+
     def __init__(self, connections: dict[str, Any]) -> None:
         self.connections = connections
+        self.problems: dict[str, str] = {}
 
     def unusable_reason(self, name: str, now: dt.datetime) -> str:
         return ""
@@ -161,7 +166,20 @@ def _report(worker: str, *, nodes: int, queues: int, now: dt.datetime) -> Any:
     )
 
 
-def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) -> tuple[GlobalScheduler, _Api]:
+@dataclass(frozen=True)
+class Harness:
+    """A scheduler on in-memory stores, and the parts a bench or a test drives directly."""
+
+    scheduler: GlobalScheduler
+    api: _Api
+    caches: SchedulerCaches
+    workloads: _Cache
+    """The Workloads' store: its ``upsert`` is a watch event."""
+    workload_view: WriteOverlay
+    ledger: InFlightLedger
+
+
+def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) -> Harness:
     now = dt.datetime.now(dt.UTC)
     names = [f"worker-{i}" for i in range(1, workers + 1)]
     cluster_queues = [
@@ -223,7 +241,7 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
             "localqueues": local_queue_cache,
         }
     )
-    runtime = SimpleNamespace(
+    caches = SchedulerCaches(
         flavors=_Cache(
             [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}}]
         ),
@@ -232,7 +250,6 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
         local_queues=local_queue_cache,
         namespaces=_Cache([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]),
         workloads=workload_cache,
-        workload_view=workload_view,
         admission_checks=_Cache(
             [
                 {
@@ -261,14 +278,19 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
                 }
             ]
         ),
-        pool=_Pool(connections),
-        ledger=InFlightLedger(),
+    )
+    ledger = InFlightLedger()
+    scheduler = GlobalScheduler(
+        api=cast(KubeApi, api),  # answers the writes a pass makes, in memory
         config=ManagerConfig(),
-        api=api,
+        caches=caches,
+        workload_view=workload_view,
+        workers=_Pool(connections),
+        ledger=ledger,
         metrics=Metrics(),
         events=_Events(),
     )
-    return GlobalScheduler(runtime=runtime), api  # type: ignore[arg-type]
+    return Harness(scheduler, api, caches, workload_cache, workload_view, ledger)
 
 
 def _finish(cache: _Cache, key: str) -> None:
@@ -317,14 +339,15 @@ def main() -> None:
     passes = _env("KFED_SCHED_PASSES", 5)
     finishes = _env("KFED_SCHED_FINISHES", 20)
     started = time.perf_counter()
-    scheduler, api = build(workers=workers, nodes=nodes, pending=pending, queues=queues, admit=admit)
+    harness = build(workers=workers, nodes=nodes, pending=pending, queues=queues, admit=admit)
+    scheduler, api, ledger = harness.scheduler, harness.api, harness.ledger
     print(
         f"{workers} workers x {nodes} nodes, {pending} pending Workloads in {queues} ClusterQueues "
         f"(built in {time.perf_counter() - started:.1f}s, RSS {_rss_mb():.0f} MB)"
     )
     if _env("KFED_SCHED_GC_FREEZE", 1):
         before = time.perf_counter()
-        caches = [cache for cache in vars(scheduler._rt).values() if getattr(cache, "synced", False)]
+        caches = [getattr(harness.caches, field.name) for field in fields(harness.caches)]
         freeze_after_first_sync("schedpass bench", caches)  # what kfed-manager does once its caches have synced
         print(f"  froze {gc.get_freeze_count()} objects out of the collector in {time.perf_counter() - before:.2f}s")
     else:
@@ -366,17 +389,17 @@ def main() -> None:
             for _ in range(passes):
                 times.append(await timed_pass())
                 writes.append(api.writes)
-                dispatched.append(len(scheduler._rt.ledger))
+                dispatched.append(len(ledger))
             first_pass_decisions.extend(decision_times)
-            cache = scheduler._rt.workloads  # the _Cache build() made
-            held = [key for key in scheduler._rt.ledger._entries]
+            cache = harness.workloads
+            held = [key for key in ledger._entries]
             for index in range(finishes):
-                _finish(cache, held[(index * 7919) % len(held)])  # type: ignore[arg-type]
+                _finish(cache, held[(index * 7919) % len(held)])
                 first_decision = len(decision_times)
-                in_flight = len(scheduler._rt.ledger)
+                in_flight = len(ledger)
                 after_finish.append(await timed_pass())
                 finish_decisions.extend(decision_times[first_decision:])
-                admitted_after_finish += len(scheduler._rt.ledger) - in_flight
+                admitted_after_finish += len(ledger) - in_flight
             tg.cancel_scope.cancel()
 
     try:

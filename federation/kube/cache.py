@@ -20,7 +20,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import structlog
@@ -37,6 +37,16 @@ Handler = Callable[[str, Obj, Obj | None], Awaitable[None] | None]
 """``handler(event_type, obj, old_obj)``; may be sync or async. Exceptions are logged, never fatal."""
 
 BOOKMARK = "BOOKMARK"
+
+
+class SyncedCache(Protocol):
+    """What a controller reads of a synced :class:`WatchCache`: its store, and handlers told of every change. A
+    controller typed with it states that it never lists, watches or restarts; tests hand it in-memory stores."""
+
+    @property
+    def store(self) -> Store: ...
+
+    def add_handler(self, handler: Handler) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

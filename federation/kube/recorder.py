@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -23,6 +23,14 @@ from federation.kube.errors import KubeError
 log = structlog.get_logger(__name__)
 
 SENDERS = 4
+
+
+class EventSink(Protocol):
+    """Where a controller's Events go: :class:`EventRecorder`, or a stand-in in tests."""
+
+    def emit(
+        self, regarding: Mapping[str, Any], *, reason: str, note: str, action: str, event_type: str = "Normal"
+    ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,15 +11,26 @@ from typing import Any
 import anyio
 import pytest
 
-from e2e.bench.schedpass_bench import build
+from e2e.bench.schedpass_bench import Harness, build
 from federation.kube.errors import Conflict
 from federation.kube.resources import WORKLOADS
 from manager.scheduler import GlobalScheduler
 
 
-def _scheduler(pending: int) -> tuple[GlobalScheduler, Any]:
+def _harness(pending: int) -> Harness:
     # one ClusterQueue with room for one one-cpu Workload; the others wait for quota
     return build(workers=2, nodes=1, pending=pending, queues=1, admit=1)
+
+
+def _stored(harness: Harness, name: str) -> dict[str, Any]:
+    workload = harness.workloads.store.get(f"team/{name}")
+    assert workload is not None, name
+    return workload
+
+
+def _scheduler(pending: int) -> tuple[GlobalScheduler, Any]:
+    harness = _harness(pending)
+    return harness.scheduler, harness.api
 
 
 def _passes(scheduler: GlobalScheduler, count: int) -> None:
@@ -124,31 +135,32 @@ def _recorded_workload_writes(api: Any) -> list[tuple[str, dict[str, Any]]]:
 def test_a_finish_seen_by_the_cache_or_written_by_the_manager_frees_the_quota_for_the_next_pass() -> None:
     """Passes classify only the Workloads changed since the last one: a watch event and a write the manager laid
     over its cache (the remote sync's, before the watch shows it) both count as a change."""
-    scheduler, api = _scheduler(pending=3)
-    calls = _recorded_workload_writes(api)
+    harness = _harness(pending=3)
+    scheduler = harness.scheduler
+    calls = _recorded_workload_writes(harness.api)
     _passes(scheduler, 2)
     first = _reserved(calls)
     assert len(first) == 1
-    cache: Any = scheduler._rt.workloads  # the bench's in-memory cache: its upsert is a watch event
-    cache.upsert(_finished(cache.store.get(f"team/{first[0]}")))  # the watch event of its Finished condition
+    cache = harness.workloads  # the bench's in-memory cache: its upsert is a watch event
+    cache.upsert(_finished(_stored(harness, first[0])))  # the watch event of its Finished condition
     _passes(scheduler, 1)
     second = _reserved(calls)[1:]
     assert len(second) == 1, "the quota the finished Workload released is used"
     _passes(scheduler, 1)
     assert len(_reserved(calls)) == 2, "nothing changed"
-    before = cache.store.get(f"team/{second[0]}")
-    scheduler._rt.workload_view.wrote(before, _finished(before))  # written by the manager, no watch event yet
+    before = _stored(harness, second[0])
+    harness.workload_view.wrote(before, _finished(before))  # written by the manager, no watch event yet
     _passes(scheduler, 1)
     assert len(_reserved(calls)) == 3, "a write laid over the cache is a change too"
 
 
 def test_a_pass_that_failed_while_building_its_state_leaves_the_changes_to_the_next_one() -> None:
-    scheduler, api = _scheduler(pending=2)
-    calls = _recorded_workload_writes(api)
+    harness = _harness(pending=2)
+    scheduler = harness.scheduler
+    calls = _recorded_workload_writes(harness.api)
     _passes(scheduler, 2)
     (first,) = _reserved(calls)
-    cache: Any = scheduler._rt.workloads
-    cache.upsert(_finished(cache.store.get(f"team/{first}")))
+    harness.workloads.upsert(_finished(_stored(harness, first)))
     build = scheduler._state_builder.build
 
     def failing(**kw: Any) -> Any:
