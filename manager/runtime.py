@@ -23,6 +23,7 @@ from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
+from federation.kube.refusal import RefusalReporter
 from federation.kube.resources import (
     ADMISSION_CHECKS,
     CLUSTER_QUEUES,
@@ -182,8 +183,19 @@ class ManagerRuntime:
             multikueue_configs=self.multikueue_configs,
             workers=self.pool,
         )
-        self.job_queue = WorkQueue("jobs")
-        self.sync_queue = WorkQueue("remote-sync")
+        # A call this cluster refuses (the chart's RBAC) is named on the Job or Workload, besides the queue's retry.
+        self.job_queue = WorkQueue(
+            "jobs",
+            observer=RefusalReporter(
+                events=self.events, component="kfed-manager", lookup=self.job_view.get, action="Reconcile"
+            ),
+        )
+        self.sync_queue = WorkQueue(
+            "remote-sync",
+            observer=RefusalReporter(
+                events=self.events, component="kfed-manager", lookup=self.workload_view.get, action="Sync"
+            ),
+        )
         self._route_events()
 
     @property

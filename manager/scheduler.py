@@ -46,6 +46,7 @@ from federation.kube.cache import SyncedCache
 from federation.kube.errors import Conflict, KubeError
 from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventSink
+from federation.kube.refusal import RefusalReporter, is_refusal
 from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from federation.kube.status_writes import write_finalizers, write_status_patches
 from federation.kube.trigger import Trigger
@@ -74,6 +75,9 @@ MIN_PASS_INTERVAL = 0.2
 """Seconds from the start of one pass to the start of the next, at least: passes do not wait for their writes, and
 in a burst every new Workload triggers one (a pass over 1,000 Workloads takes ~20 ms)."""
 QUEUE_STATUS_INTERVAL = 1.0
+REFUSED_RETRY_SECONDS = 5.0
+"""After a status write this cluster refused (403/401), the next pass is made this much later at the latest (an
+earlier one, for other changes, decides the Workload again too)."""
 
 
 def _key(raw: dict[str, Any]) -> str:
@@ -122,6 +126,9 @@ class GlobalScheduler:
         self._ledger = ledger
         self._metrics = metrics
         self._events = events
+        self._refusals = RefusalReporter(
+            events=events, component="kfed-manager", lookup=workload_view.get, action="Schedule"
+        )
         self._wakeup = Trigger()
         self.passes = 0
         self._state_builder = QuotaStateBuilder(rules=config.resource_rules)
@@ -585,9 +592,17 @@ class GlobalScheduler:
             self.parking.unpark(update.key)  # its verdict is not written: decided again on the next pass
             self._ledger.forget(update.key)
             self._preemptors.pop(update.key, None)
+            if is_refusal(err):  # RBAC: named on the Workload once; decided again, at the latest after a pause
+                self._refusals.refused(update.key, err, retry_in=REFUSED_RETRY_SECONDS, regarding=update.raw)
+                at = time.time() + REFUSED_RETRY_SECONDS
+                if self._requeue_wake_at is None or at < self._requeue_wake_at:
+                    self._requeue_wake_at = at
+                    self._task_group.start_soon(self._wake_at, at)
+                return
             log.info("workload status write failed; will decide again", workload=update.key, error=str(err))
             self.trigger()
             return
+        self._refusals.succeeded(update.key)
         self._workload_view.wrote(update.raw, written)  # the next pass sees it even before the cache does
         namespace, local_queue, priority_class = workload_labels(update.raw)
         if update.outcome == "preempted":

@@ -32,6 +32,7 @@ from federation.conditions import find_condition, is_true, parse_time
 from federation.kube import resources as r
 from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
+from federation.kube.refusal import RefusalReporter, is_refusal
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
 from worker_agent.decisions.admission import plan_admissions
@@ -79,6 +80,9 @@ log = structlog.get_logger(__name__)
 Obj = dict[str, Any]
 WRITE_CONCURRENCY = 16
 COALESCE_SECONDS = 0.005
+REFUSED_RETRY_SECONDS = 5.0
+"""After a write this cluster refused (403/401: the agent's RBAC), passes try it again this much later at the
+latest, not at once (the pass loop would otherwise send the refused write hundreds of times a second)."""
 
 
 def _name(obj: Obj) -> tuple[str, str]:
@@ -151,6 +155,32 @@ class Reconciler:
         self._term_started = clock()
         """Job copies created well before this leadership term are not checked again (``out_of_sync``)."""
         self._log = log.bind(cluster=cluster)
+        self.refusals = RefusalReporter(
+            events=events, component="kfed-agent", lookup=lambda _key: None, action="Reconcile"
+        )
+        self._refused_retry_at: float | None = None
+        """Monotonic time of the next pass after a refused write (None: no refused write waits)."""
+
+    def _wrote(self, obj: Obj) -> None:
+        """A write for ``obj`` went through: a later refusal for it is reported again."""
+        if len(self.refusals):
+            namespace, name = _name(obj)
+            self.refusals.succeeded(f"{namespace}/{name}")
+
+    def _retry(self, obj: Obj, err: KubeError) -> None:
+        """A write for ``obj`` failed: decided again at once, or, when this cluster refused it, later."""
+        if is_refusal(err):
+            self._refused(obj, err)
+        else:
+            self.trigger.pull()
+
+    def _refused(self, obj: Obj, err: KubeError) -> None:
+        """A write for ``obj`` this cluster refused: named once on it (log line, Warning Event), and tried again by
+        the pass ``REFUSED_RETRY_SECONDS`` later (or an earlier one another change brings)."""
+        namespace, name = _name(obj)
+        self.refusals.refused(f"{namespace}/{name}", err, retry_in=REFUSED_RETRY_SECONDS, regarding=obj)
+        if self._refused_retry_at is None:
+            self._refused_retry_at = time.monotonic() + REFUSED_RETRY_SECONDS
 
     async def run(self) -> None:
         self.trigger.pull()
@@ -165,9 +195,14 @@ class Reconciler:
             if self._finish_owed:  # a deferred Finished write falls due
                 left = max(0.0, min(due for due, _ in self._finish_owed.values()) - time.monotonic())
                 recheck = left if recheck is None else min(recheck, left)
+            if self._refused_retry_at is not None:  # a refused write is tried again
+                left = max(0.0, self._refused_retry_at - time.monotonic())
+                recheck = left if recheck is None else min(recheck, left)
             with anyio.move_on_after(recheck if recheck is not None else float("inf")):
                 await self.trigger.wait()
             await anyio.sleep(COALESCE_SECONDS)
+            if self._refused_retry_at is not None and self._refused_retry_at <= time.monotonic():
+                self._refused_retry_at = None
             async with self.lock:
                 self.facts.rotate()
                 self.job_targets.rotate()
@@ -411,7 +446,7 @@ class Reconciler:
     async def _patch_status(self, resource: r.Resource, obj: Obj, body: Obj, bound: Any) -> Obj | None:
         namespace, name = _name(obj)
         try:
-            return await self.api.patch_status(
+            written = await self.api.patch_status(
                 resource, name, _versioned(obj, body), namespace=namespace or None, field_manager="kfed-agent"
             )
         except Conflict:
@@ -421,7 +456,10 @@ class Reconciler:
             bound.debug("agent.write_gone", resource=resource.label)
         except KubeError as exc:
             bound.warning("agent.write_failed", resource=resource.label, error=str(exc)[:300])
-            self.trigger.pull()
+            self._retry(obj, exc)
+        else:
+            self._wrote(obj)
+            return written
         return None
 
     # -- jobs -----------------------------------------------------------------------------------------------
@@ -522,7 +560,7 @@ class Reconciler:
             return workload
         namespace, name = _name(workload)
         try:
-            return await self.api.patch(
+            written = await self.api.patch(
                 r.WORKLOADS,
                 name,
                 _versioned(workload, {"spec": {"active": False}}),
@@ -534,8 +572,10 @@ class Reconciler:
             return None
         except KubeError as exc:
             bound.warning("agent.write_failed", resource=r.WORKLOADS.label, error=str(exc)[:300])
-            self.trigger.pull()
+            self._retry(workload, exc)
             return None
+        self._wrote(workload)
+        return written
 
     async def deactivation_pass(self) -> None:
         """Evict the Workloads someone deactivated here (``federation.admission.deactivation``, as Kueue does): the
@@ -633,8 +673,9 @@ class Reconciler:
             return None
         except KubeError as exc:
             bound.warning("job.suspend_failed", error=str(exc)[:300])
-            self.trigger.pull()
+            self._retry(job, exc)
             return None
+        self._wrote(job)
         self.world.job_writes.remember(written)
         return written
 
@@ -710,9 +751,11 @@ class Reconciler:
             return
         except KubeError as exc:
             bound.warning("job.start_failed", error=str(exc)[:300])
-            self.events.emit(job, reason="StartFailed", note=str(exc)[:1000], action="Start", event_type="Warning")
-            self.trigger.pull()
+            if not is_refusal(exc):  # a refusal gets its own Event, once
+                self.events.emit(job, reason="StartFailed", note=str(exc)[:1000], action="Start", event_type="Warning")
+            self._retry(job, exc)
             return
+        self._wrote(job)
         self.world.job_writes.remember(written)
         bound.info("job.started", flavors=list(flavors), seconds=round(time.monotonic() - started, 3))
         if not _copy_of_manager(written):

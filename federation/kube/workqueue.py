@@ -4,7 +4,8 @@ Events only say *which* object to look at; the reconciler re-reads current state
 a key that changes while it is being processed is processed again afterwards (never concurrently with itself);
 different keys run up to ``workers`` at a time; a failed key is retried after a capped exponential backoff.
 ``add_after`` schedules a future look (timeouts) and keeps one pending timer per key, the earliest, like
-client-go's delaying queue.
+client-go's delaying queue. An ``observer`` hears of every failed and every successful reconcile (e.g. to name a
+refused call where users look, ``federation.kube.refusal``).
 
 Wake-ups are handed to idle workers one each: ``add`` wakes exactly one idle worker, so N queued keys keep N
 workers busy (an earlier version shared one wake-up event and ran one reconcile at a time).
@@ -16,6 +17,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import anyio
 import anyio.abc
@@ -29,9 +31,23 @@ Reconcile = Callable[[str], Awaitable[float | None]]
 """``reconcile(key)`` returns None when done, or seconds after which to look again."""
 
 
+class ReconcileObserver(Protocol):
+    def failed(self, key: str, err: BaseException, retry_in: float | None) -> None: ...
+
+    def succeeded(self, key: str) -> None: ...
+
+
 class WorkQueue:
-    def __init__(self, name: str, *, base_delay: float = 0.05, max_delay: float = 30.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        base_delay: float = 0.05,
+        max_delay: float = 30.0,
+        observer: ReconcileObserver | None = None,
+    ) -> None:
         self.name = name
+        self._observer = observer
         self._queue: deque[str] = deque()
         self._urgent: deque[str] = deque()
         """Keys added with ``urgent=True``, taken before ``_queue``. A key moved here stays in ``_queue`` too;
@@ -166,6 +182,8 @@ class WorkQueue:
             try:
                 again = await reconcile(key)
                 self._failures.pop(key, None)
+                if self._observer is not None:
+                    self._observer.succeeded(key)
             except anyio.get_cancelled_exc_class():
                 raise
             except Exception as err:  # a reconciler bug or API error must not stop the queue
@@ -181,6 +199,8 @@ class WorkQueue:
                     retry_in=round(again, 2),
                     exc_info=not isinstance(err, KubeError),
                 )
+                if self._observer is not None:
+                    self._observer.failed(key, err, again)
             finally:
                 self._active.discard(key)
             if failed:

@@ -212,3 +212,32 @@ async def test_urgent_keys_go_first_in_order() -> None:
         await _until(lambda: len(order) == 6)
         tg.cancel_scope.cancel()
     assert order == ["busy", "u1", "c", "busy", "a", "b"]
+
+
+async def test_the_observer_hears_each_failure_with_its_retry_delay_and_the_success_after() -> None:
+    class Observer:
+        def __init__(self) -> None:
+            self.heard: list[tuple[str, str, float | None]] = []
+
+        def failed(self, key: str, err: BaseException, retry_in: float | None) -> None:
+            self.heard.append(("failed", key, retry_in))
+
+        def succeeded(self, key: str) -> None:
+            self.heard.append(("succeeded", key, None))
+
+    observer = Observer()
+    queue = WorkQueue("t", base_delay=0.01, observer=observer)
+    attempts = 0
+
+    async def reconcile(key: str) -> None:
+        nonlocal attempts
+        attempts += 1
+        if attempts <= 2:
+            raise RuntimeError("refused")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: queue.run(reconcile, workers=2))
+        queue.add("k")
+        await _until(lambda: len(observer.heard) == 3)
+        tg.cancel_scope.cancel()
+    assert observer.heard == [("failed", "k", 0.01), ("failed", "k", 0.02), ("succeeded", "k", None)]
