@@ -89,18 +89,15 @@ from manager.workers import WorkerConnection, WorkerPool
 
 log = structlog.get_logger(__name__)
 
-DELETE_RESEND_SECONDS = 10.0
-"""A copy whose delete was accepted is not sent another delete for this long (its foreground deletion is under way
-while the watch catches up); after that a copy still there gets one again."""
 Obj = dict[str, Any]
 
 UNREACHABLE_RECHECK_SECONDS = 30.0
 """While a workload's worker is unreachable, look again at least this often (the timeout may change meanwhile)."""
 
 INVALID_RETRY_SECONDS = 60.0
+"""How long to wait before repeating a write the apiserver rejected as invalid (it is reported each time)."""
 REPORT_WAIT_SECONDS = 1.0
 """How soon to look again at a workload its worker admitted with a flavor the worker's last report does not list."""
-"""How long to wait before repeating a write the apiserver rejected as invalid (it is reported each time)."""
 
 
 def owner_job_name(workload: Obj) -> str | None:

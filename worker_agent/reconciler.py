@@ -83,6 +83,9 @@ COALESCE_SECONDS = 0.005
 REFUSED_RETRY_SECONDS = 5.0
 """After a write this cluster refused (403/401: the agent's RBAC), passes try it again this much later at the
 latest, not at once (the pass loop would otherwise send the refused write hundreds of times a second)."""
+FAILED_RETRY_SECONDS = 1.0
+"""After a write that failed otherwise (invalid, the apiserver unavailable), the same, sooner: such a failure may
+pass by itself, but a write the apiserver keeps rejecting must not be resent every few milliseconds either."""
 
 
 def _name(obj: Obj) -> tuple[str, str]:
@@ -158,8 +161,8 @@ class Reconciler:
         self.refusals = RefusalReporter(
             events=events, component="kfed-agent", lookup=lambda _key: None, action="Reconcile"
         )
-        self._refused_retry_at: float | None = None
-        """Monotonic time of the next pass after a refused write (None: no refused write waits)."""
+        self._retry_at: float | None = None
+        """Monotonic time of the next pass after a failed write (None: no failed write waits)."""
 
     def _wrote(self, obj: Obj) -> None:
         """A write for ``obj`` went through: a later refusal for it is reported again."""
@@ -168,19 +171,25 @@ class Reconciler:
             self.refusals.succeeded(f"{namespace}/{name}")
 
     def _retry(self, obj: Obj, err: KubeError) -> None:
-        """A write for ``obj`` failed: decided again at once, or, when this cluster refused it, later."""
+        """A write for ``obj`` failed (not a conflict: those are decided again at once): decided again by the pass
+        ``FAILED_RETRY_SECONDS`` later, or ``REFUSED_RETRY_SECONDS`` when this cluster refused it (or by an earlier
+        one another change brings)."""
         if is_refusal(err):
             self._refused(obj, err)
         else:
-            self.trigger.pull()
+            self._retry_after(FAILED_RETRY_SECONDS)
+
+    def _retry_after(self, seconds: float) -> None:
+        at = time.monotonic() + seconds
+        if self._retry_at is None or at < self._retry_at:
+            self._retry_at = at
 
     def _refused(self, obj: Obj, err: KubeError) -> None:
         """A write for ``obj`` this cluster refused: named once on it (log line, Warning Event), and tried again by
         the pass ``REFUSED_RETRY_SECONDS`` later (or an earlier one another change brings)."""
         namespace, name = _name(obj)
         self.refusals.refused(f"{namespace}/{name}", err, retry_in=REFUSED_RETRY_SECONDS, regarding=obj)
-        if self._refused_retry_at is None:
-            self._refused_retry_at = time.monotonic() + REFUSED_RETRY_SECONDS
+        self._retry_after(REFUSED_RETRY_SECONDS)
 
     async def run(self) -> None:
         self.trigger.pull()
@@ -195,14 +204,14 @@ class Reconciler:
             if self._finish_owed:  # a deferred Finished write falls due
                 left = max(0.0, min(due for due, _ in self._finish_owed.values()) - time.monotonic())
                 recheck = left if recheck is None else min(recheck, left)
-            if self._refused_retry_at is not None:  # a refused write is tried again
-                left = max(0.0, self._refused_retry_at - time.monotonic())
+            if self._retry_at is not None:  # a failed write is tried again
+                left = max(0.0, self._retry_at - time.monotonic())
                 recheck = left if recheck is None else min(recheck, left)
             with anyio.move_on_after(recheck if recheck is not None else float("inf")):
                 await self.trigger.wait()
             await anyio.sleep(COALESCE_SECONDS)
-            if self._refused_retry_at is not None and self._refused_retry_at <= time.monotonic():
-                self._refused_retry_at = None
+            if self._retry_at is not None and self._retry_at <= time.monotonic():
+                self._retry_at = None
             async with self.lock:
                 self.facts.rotate()
                 self.job_targets.rotate()
