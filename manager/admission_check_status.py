@@ -16,6 +16,8 @@ from federation.kube.api import KubeApi
 from federation.kube.cache import SyncedCache
 from federation.kube.errors import KubeError
 from federation.kube.overlay import WriteOverlay
+from federation.kube.recorder import EventSink
+from federation.kube.refusal import RefusalReporter, is_refusal
 from federation.kube.resources import ADMISSION_CHECKS
 from federation.kube.trigger import Trigger
 from manager.decisions.admission_checks import multikueue_check_verdict
@@ -35,12 +37,14 @@ class AdmissionCheckStatus:
         admission_checks: SyncedCache,
         multikueue_configs: SyncedCache,
         workers: WorkerAvailability,
+        events: EventSink,
     ) -> None:
         self._api = api
         self._field_manager = field_manager
         self._multikueue_configs = multikueue_configs
         self._workers = workers
         self.trigger = Trigger()
+        self._refusals = RefusalReporter(events=events, component="kfed-manager", lookup=lambda _: None, action="Sync")
         self._checks = WriteOverlay(admission_checks.store)
         """The checks with this controller's writes the cache does not show yet: a trigger right after a write (ten
         workers connecting at once) must not patch again at the old resourceVersion (a 409 Conflict)."""
@@ -74,13 +78,22 @@ class AdmissionCheckStatus:
                 observed_generation=check["metadata"].get("generation"),
             )
             if changed:
-                written = await self._api.patch_status(
-                    ADMISSION_CHECKS,
-                    check["metadata"]["name"],
-                    {
-                        "metadata": {"resourceVersion": check["metadata"]["resourceVersion"]},
-                        "status": {"conditions": conditions},
-                    },
-                    field_manager=self._field_manager,
-                )
+                name = check["metadata"]["name"]
+                try:
+                    written = await self._api.patch_status(
+                        ADMISSION_CHECKS,
+                        name,
+                        {
+                            "metadata": {"resourceVersion": check["metadata"]["resourceVersion"]},
+                            "status": {"conditions": conditions},
+                        },
+                        field_manager=self._field_manager,
+                    )
+                except KubeError as err:
+                    if not is_refusal(err):
+                        raise
+                    # named once (log line, Event on the check) until a write for it goes through; the others go on
+                    self._refusals.refused(name, err, retry_in=RECHECK_SECONDS, regarding=check)
+                    continue
+                self._refusals.succeeded(name)
                 self._checks.wrote(check, written)

@@ -20,6 +20,7 @@ from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.errors import Conflict, NotFound
 from federation.kube.recorder import EventRecorder
+from federation.kube.refusal import RefusalReporter
 from federation.kube.resources import CLUSTER_QUEUES
 from federation.kube.workqueue import WorkQueue
 from manager.decisions.dispatch import WorkerCapacity
@@ -54,7 +55,12 @@ class QuotaAutomation:
         self._configs = multikueue_configs
         self._pool = pool
         self._events = events
-        self.queue = WorkQueue("quota-automation")
+        self.queue = WorkQueue(
+            "quota-automation",
+            observer=RefusalReporter(
+                events=events, component="kfed-manager", lookup=cluster_queues.store.get, action="Configure"
+            ),
+        )
 
     def changed(self, *_args: Any) -> None:
         self.queue.add_after(KEY, BATCH_PERIOD)

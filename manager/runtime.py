@@ -117,7 +117,12 @@ class ManagerRuntime:
             or default_managed_namespace_selector(config.namespace),
             manage_jobs_without_queue_name=config.manage_jobs_without_queue_name,
         )
-        self.local_queues_queue = WorkQueue("local-queues-config")
+        self.local_queues_queue = WorkQueue(
+            "local-queues-config",
+            observer=RefusalReporter(
+                events=self.events, component="kfed-manager", lookup=lambda _: None, action="Configure"
+            ),
+        )
         self.quota_automation = QuotaAutomation(
             api=api,
             field_manager=config.field_manager,
@@ -182,6 +187,7 @@ class ManagerRuntime:
             admission_checks=self.admission_checks,
             multikueue_configs=self.multikueue_configs,
             workers=self.pool,
+            events=self.events,
         )
         # A call this cluster refuses (the chart's RBAC) is named on the Job or Workload, besides the queue's retry.
         self.job_queue = WorkQueue(

@@ -43,6 +43,7 @@ from federation.kube.errors import Forbidden, KubeError, NotFound
 from federation.kube.kubeconfig import KubeconfigError, read_kubeconfig_file
 from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
+from federation.kube.refusal import RefusalReporter
 from federation.kube.resources import (
     CLUSTER_CAPACITIES,
     CLUSTER_QUEUES,
@@ -220,7 +221,12 @@ class WorkerPool:
         """cluster -> when this process first saw it unusable (cleared once it is connected again)."""
         self._reported: dict[str, tuple[bool, str]] = {}
         """cluster -> (active, reason) last written, to tell a change of the condition from a rewrite."""
-        self.queue = WorkQueue("multikueue-clusters")
+        self.queue = WorkQueue(
+            "multikueue-clusters",
+            observer=RefusalReporter(
+                events=events, component="kfed-manager", lookup=clusters.store.get, action="Connect"
+            ),
+        )
         self._tg: anyio.abc.TaskGroup | None = None
         # Our own status writes change no spec: reacting to them re-ran connection attempts and burned the backoff.
         clusters.add_handler(
