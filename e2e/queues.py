@@ -6,6 +6,9 @@ on every worker, and a TAS ResourceFlavor over the kwok nodes) for scenarios of 
 Manager: a ResourceFlavor, a ClusterQueue whose admission check is kfed's MultiKueue check (the global quota),
 and a LocalQueue. Each worker: the same flavor, a ClusterQueue sized to that worker, and a LocalQueue of the same
 name, because a dispatched Workload keeps its ``queueName``.
+
+``multikueue_check_objects`` is the one builder of a MultiKueueConfig with its MultiKueue AdmissionCheck, for the
+rig's own check (``e2e.rig.controllers``) and for scenarios that need a check of their own.
 """
 
 from __future__ import annotations
@@ -116,30 +119,40 @@ def job_manifest(
     }
 
 
+def multikueue_check_objects(
+    name: str, clusters: list[str], *, check_name: str | None = None, quota_management: str | None = None
+) -> list[dict[str, Any]]:
+    """A MultiKueueConfig ``name`` listing ``clusters`` (with ``quotaManagement`` when given) and an AdmissionCheck
+    ``check_name`` (default ``name``) with controllerName kueue.x-k8s.io/multikueue whose parameters point at it."""
+    config_spec: dict[str, Any] = {"clusters": list(clusters)}
+    if quota_management is not None:
+        config_spec["quotaManagement"] = quota_management
+    return [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "MultiKueueConfig",
+            "metadata": {"name": name},
+            "spec": config_spec,
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "AdmissionCheck",
+            "metadata": {"name": name if check_name is None else check_name},
+            "spec": {
+                "controllerName": "kueue.x-k8s.io/multikueue",
+                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": name},
+            },
+        },
+    ]
+
+
 def routed_queue_objects(name: str, workers: list[str], *, cpu: str) -> list[dict[str, Any]]:
     """For the manager: a MultiKueueConfig ``name`` that lists only ``workers``, an AdmissionCheck ``name`` of the
     MultiKueue controller over it, and a ClusterQueue and LocalQueue ``name`` of ``cpu`` behind that check (the
     workers need ``named_queue_objects(name, ...)`` of their own)."""
     queues = named_queue_objects(name, cpu=cpu, manager=False)
     queues[0]["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": name}]}
-    return [
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "MultiKueueConfig",
-            "metadata": {"name": name},
-            "spec": {"clusters": workers},
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "AdmissionCheck",
-            "metadata": {"name": name},
-            "spec": {
-                "controllerName": "kueue.x-k8s.io/multikueue",
-                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": name},
-            },
-        },
-        *queues,
-    ]
+    return [*multikueue_check_objects(name, workers), *queues]
 
 
 def worker_quota(shape: NodeShape) -> tuple[str, str]:

@@ -32,6 +32,7 @@ import pytest
 import yaml
 
 from e2e.charts import AGENT_CHART, MANAGER_CHART, RULE_FILES, helm, set_args
+from e2e.queues import multikueue_check_objects
 from e2e.rig.federation import MANAGER, REPO_ROOT, Federation
 from e2e.waiting import wait_for
 
@@ -471,21 +472,7 @@ def test_a_job_runs_through_kfed_with_only_the_charts_service_accounts(installed
             "metadata": {"name": name},
             "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret}}},
         },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "MultiKueueConfig",
-            "metadata": {"name": name},
-            "spec": {"clusters": [name]},
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "AdmissionCheck",
-            "metadata": {"name": name},
-            "spec": {
-                "controllerName": "kueue.x-k8s.io/multikueue",
-                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": name},
-            },
-        },
+        *multikueue_check_objects(name, [name]),
     ]
     job = {
         "apiVersion": "batch/v1",

@@ -3,7 +3,7 @@ kfed-agent per worker as local processes (logs under ``DIR/logs/``), stopped wit
 
 The objects follow Kueue's MultiKueue setup: an AdmissionCheck with controllerName kueue.x-k8s.io/multikueue
 pointing at a MultiKueueConfig that lists one MultiKueueCluster per worker, each reading its kubeconfig from a
-Secret in the manager's namespace.
+Secret in the manager's namespace. The config and check come from ``e2e.queues.multikueue_check_objects``.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ MULTIKUEUE_CONFIG = "kfed"
 
 def multikueue_objects(workers: list[str], kubeconfigs: dict[str, str]) -> list[dict[str, Any]]:
     """Namespace, Secrets, MultiKueueClusters, MultiKueueConfig and AdmissionCheck for the manager cluster."""
+    from e2e.queues import multikueue_check_objects  # here, not at the top: e2e.queues imports ADMISSION_CHECK
+
     docs: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KFED_NAMESPACE}}]
     for worker in workers:
         docs.append(
@@ -54,25 +56,7 @@ def multikueue_objects(workers: list[str], kubeconfigs: dict[str, str]) -> list[
                 },
             }
         )
-    docs.append(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "MultiKueueConfig",
-            "metadata": {"name": MULTIKUEUE_CONFIG},
-            "spec": {"clusters": workers},
-        }
-    )
-    docs.append(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "AdmissionCheck",
-            "metadata": {"name": ADMISSION_CHECK},
-            "spec": {
-                "controllerName": "kueue.x-k8s.io/multikueue",
-                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": MULTIKUEUE_CONFIG},
-            },
-        }
-    )
+    docs += multikueue_check_objects(MULTIKUEUE_CONFIG, workers, check_name=ADMISSION_CHECK)
     return docs
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from e2e.queues import named_queue_objects
+from e2e.queues import multikueue_check_objects, named_queue_objects
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import condition, get
 from e2e.waiting import wait_for
@@ -52,23 +52,7 @@ def _wait_quota(fed: Federation, cpu: str, memory: str, what: str) -> None:
 
 def test_the_manager_quota_follows_the_workers_quota(federation: Federation) -> None:
     fed = federation
-    mk = [
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "MultiKueueConfig",
-            "metadata": {"name": CONFIG},
-            "spec": {"clusters": ["worker-1", "worker-2"], "quotaManagement": "Automated"},
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "AdmissionCheck",
-            "metadata": {"name": CHECK},
-            "spec": {
-                "controllerName": "kueue.x-k8s.io/multikueue",
-                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": CONFIG},
-            },
-        },
-    ]
+    mk = multikueue_check_objects(CONFIG, ["worker-1", "worker-2"], check_name=CHECK, quota_management="Automated")
     manager_queues = named_queue_objects(QUEUE, cpu="1", manager=False)
     manager_queues[0]["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": CHECK}]}
     try:
