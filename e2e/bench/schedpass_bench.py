@@ -36,7 +36,7 @@ import anyio
 import structlog
 
 from e2e.bench.compare_bench import percentile
-from e2e.queues import job_manifest
+from e2e.queues import job_manifest, multikueue_check_objects
 from e2e.rig.controllers import ADMISSION_CHECK, MULTIKUEUE_CONFIG
 from federation.gc_freeze import freeze_after_first_sync
 from federation.kube.api import KubeApi
@@ -51,6 +51,8 @@ from manager.decisions.workload_from_job import Priority, workload_for_job
 from manager.scheduler import GlobalScheduler, SchedulerCaches
 
 FLAVOR = "default-flavor"
+ACTIVE = {"type": "Active", "status": "True", "reason": "Active"}
+"""The condition kfed-manager gives the MultiKueue AdmissionCheck once its workers are connected."""
 NAMESPACE = "team"
 
 
@@ -241,6 +243,7 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
             "localqueues": local_queue_cache,
         }
     )
+    multikueue_config, check = multikueue_check_objects(MULTIKUEUE_CONFIG, names, check_name=ADMISSION_CHECK)
     caches = SchedulerCaches(
         flavors=_Cache(
             [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}}]
@@ -250,34 +253,8 @@ def build(*, workers: int, nodes: int, pending: int, queues: int, admit: int) ->
         local_queues=local_queue_cache,
         namespaces=_Cache([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]),
         workloads=workload_cache,
-        admission_checks=_Cache(
-            [
-                {
-                    "apiVersion": "kueue.x-k8s.io/v1beta2",
-                    "kind": "AdmissionCheck",
-                    "metadata": {"name": ADMISSION_CHECK},
-                    "spec": {
-                        "controllerName": "kueue.x-k8s.io/multikueue",
-                        "parameters": {
-                            "apiGroup": "kueue.x-k8s.io",
-                            "kind": "MultiKueueConfig",
-                            "name": MULTIKUEUE_CONFIG,
-                        },
-                    },
-                    "status": {"conditions": [{"type": "Active", "status": "True", "reason": "Active"}]},
-                }
-            ]
-        ),
-        multikueue_configs=_Cache(
-            [
-                {
-                    "apiVersion": "kueue.x-k8s.io/v1beta2",
-                    "kind": "MultiKueueConfig",
-                    "metadata": {"name": MULTIKUEUE_CONFIG},
-                    "spec": {"clusters": names},
-                }
-            ]
-        ),
+        admission_checks=_Cache([{**check, "status": {"conditions": [ACTIVE]}}]),
+        multikueue_configs=_Cache([multikueue_config]),
     )
     ledger = InFlightLedger()
     scheduler = GlobalScheduler(
