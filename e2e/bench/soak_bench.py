@@ -32,13 +32,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from e2e.bench.soak_checks import Freeze, PodLife, QuotaSamples, clip_to_partitions, overlaps, pod_lives, recovery_times
+from e2e.bench.soak_checks import (
+    Freeze,
+    PodLife,
+    QuotaSamples,
+    clip_to_partitions,
+    overlaps,
+    pod_lives,
+    recovered_jobs,
+    recovery_times,
+)
 from e2e.queues import FLAVOR, job_manifest, named_queue_objects
 from e2e.rig.audit import job_times_in
 from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
 from e2e.rig.node_faults import delete_node
 from e2e.rig.nodes import NodeShape, node_manifests
 from e2e.toolchain import ensure_built
+from federation.conditions import parse_time
 
 NAMESPACE = "default"
 QUEUE = "soak"
@@ -94,6 +104,27 @@ def _jobs(count: int, seed: int = 7) -> list[dict[str, Any]]:
 def _list(fed: Federation, cluster: str, kind: str, *selector: str) -> list[dict[str, Any]]:
     result = fed.kubectl(cluster, "get", kind, "-A", *selector, "-o", "json", check=False, timeout=60)
     return list(json.loads(result.stdout)["items"]) if result.returncode == 0 else []
+
+
+def _evictions(fed: Federation) -> dict[str, list[tuple[str, float]]]:
+    """Per Job (``namespace/name``), the reasons and times of the Events kfed-manager recorded on its Workload that
+    take a Workload back (``Preempted``, ``Evicted…``, ``Requeued``…)."""
+    job_of = {
+        f"{wl['metadata']['namespace']}/{wl['metadata']['name']}": f"{wl['metadata']['namespace']}/{ref['name']}"
+        for wl in _list(fed, MANAGER, "workloads.kueue.x-k8s.io")
+        for ref in wl["metadata"].get("ownerReferences") or ()
+        if ref.get("kind") == "Job"
+    }
+    found: dict[str, list[tuple[str, float]]] = {}
+    for event in _list(fed, MANAGER, "events"):
+        involved = event.get("involvedObject") or {}
+        job = job_of.get(f"{involved.get('namespace')}/{involved.get('name')}")
+        reason = str(event.get("reason") or "")
+        stamp = event.get("eventTime") or event.get("lastTimestamp") or event.get("firstTimestamp")
+        if job is None or not stamp or not (reason == "Preempted" or "Evict" in reason or "Requeue" in reason):
+            continue
+        found.setdefault(job, []).append((reason, parse_time(stamp).timestamp()))
+    return {job: sorted(items, key=lambda item: item[1]) for job, items in found.items()}
 
 
 def _finished(job: dict[str, Any]) -> str | None:
@@ -257,12 +288,25 @@ def main() -> None:
                 for t in recovery_times(lives, worker=worker, at=at, finished=finished_at, jobs=jobs)
             ],
         }
-        moved_by_blip = [
-            t
+        moved = {
+            job: (f.start, t)
             for f in chaos.freezes
             if not f.past_timeout
-            for t in recovery_times(lives, worker=f.worker, at=f.start, finished=finished_at, elsewhere=True)
-        ]
+            for job, t in recovered_jobs(
+                lives, worker=f.worker, at=f.start, finished=finished_at, elsewhere=True
+            ).items()
+        }
+        evictions = _evictions(fed)
+        # A Job preempted after the blip (a higher-priority one took its quota) moves as it should: not the blip.
+        preempted_after = {
+            job
+            for job, (start, _) in moved.items()
+            if any(r == "Preempted" and at >= start for r, at in evictions.get(job, ()))
+        }
+        moved_by_blip = [t for job, (_, t) in moved.items() if job not in preempted_after]
+        for job in sorted(moved):
+            reasons = ", ".join(f"{r} at t={at - t0:.1f}s" for r, at in evictions.get(job, ())) or "none"
+            print(f"  ran elsewhere after a blip: {job} (manager Workload Events: {reasons})", flush=True)
     failed = sum(1 for state in outcomes.values() if state == "Failed")
     report = {
         "jobs": count,
@@ -281,6 +325,7 @@ def main() -> None:
         "chaos_errors": chaos.errors,
         "recovery_seconds": {k: sorted(round(v, 1) for v in vs) for k, vs in recovery.items()},
         "jobs_moved_by_a_blip": len(moved_by_blip),
+        "jobs_preempted_after_a_blip": len(preempted_after),
         "jobs_with_pods_on_deleted_nodes": sum(len(jobs) for _, _, jobs in chaos.node_deletions),
     }
     Path("soak.json").write_text(json.dumps(report, indent=2))
@@ -292,7 +337,10 @@ def main() -> None:
     for kind, values in recovery.items():
         print(f"recovery after {kind}: {_summary(values)}")
     print(f"Jobs with pods on the deleted nodes: {report['jobs_with_pods_on_deleted_nodes']}")
-    print(f"Jobs moved by a blip shorter than the worker-lost timeout: {len(moved_by_blip)}")
+    print(
+        f"Jobs moved by a blip shorter than the worker-lost timeout: {len(moved_by_blip)} "
+        f"(besides {len(preempted_after)} preempted after it, which moved as they should)"
+    )
     print("results: soak.json")
     broken = len(outcomes) < count or doubles or leftovers or quota.violations or dead or chaos.errors or moved_by_blip
     if broken:

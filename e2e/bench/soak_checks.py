@@ -171,7 +171,7 @@ class QuotaSamples:
                     self.peak_share = max(self.peak_share, amount / limit)
 
 
-def recovery_times(
+def recovered_jobs(
     lives: Iterable[PodLife],
     *,
     worker: str,
@@ -179,10 +179,10 @@ def recovery_times(
     finished: Mapping[str, float],
     jobs: Collection[str] | None = None,
     elsewhere: bool = False,
-) -> list[float]:
+) -> dict[str, float]:
     """Seconds from a fault on ``worker`` at ``at`` until each affected Job (a pod alive there then, not finished;
-    only ``jobs`` when given) had a new pod Running — on another worker only with ``elsewhere``. Jobs that never ran
-    again are left out (the caller counts them as unfinished)."""
+    only ``jobs`` when given) had a new pod Running — on another worker only with ``elsewhere``; by Job. Jobs that
+    never ran again are left out (the caller counts them as unfinished)."""
     lives = list(lives)
     affected = {
         life.job
@@ -192,7 +192,7 @@ def recovery_times(
         and finished.get(life.job, float("inf")) > at
         and (jobs is None or life.job in jobs)
     }
-    times = []
+    times = {}
     for job in affected:
         again = [
             life.start
@@ -200,5 +200,18 @@ def recovery_times(
             if life.job == job and life.start > at and not (elsewhere and life.worker == worker)
         ]
         if again:
-            times.append(min(again) - at)
+            times[job] = min(again) - at
     return times
+
+
+def recovery_times(
+    lives: Iterable[PodLife],
+    *,
+    worker: str,
+    at: float,
+    finished: Mapping[str, float],
+    jobs: Collection[str] | None = None,
+    elsewhere: bool = False,
+) -> list[float]:
+    """:func:`recovered_jobs`' seconds, without the Jobs' names."""
+    return list(recovered_jobs(lives, worker=worker, at=at, finished=finished, jobs=jobs, elsewhere=elsewhere).values())
