@@ -2,7 +2,8 @@
 
 Keyed by manager Workload (``namespace/name``). Every pass re-derives the plan from the caches
 (:func:`manager.decisions.sync.plan`), so a crash between any two steps is repaired by the next pass. Objects in
-a worker that carry the same name but are not ours are never touched (DESIGN §7).
+a worker that carry the same name but are not ours are never touched (DESIGN §7). When a pass finds that the
+Workload must be taken back from its worker, ``manager.evictions`` carries that out.
 """
 
 from __future__ import annotations
@@ -18,9 +19,6 @@ import structlog
 from federation.admission.deactivation import deactivation_reason
 from federation.admission.queue_metrics import (
     cohort_ancestors,
-    eviction_labels,
-    eviction_latency,
-    pods_ready_to_evicted,
     queued_since,
     ready_waits,
     workload_labels,
@@ -35,19 +33,16 @@ from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import JOBS, WORKLOADS
 from federation.obs.metrics import Metrics
-from federation.pod_injection import requested_count
 from federation.protocol import MANAGER_UID_LABEL, REASON_ADMITTED, REASON_FAILED, REASON_SUCCEEDED
 from manager.concurrently import concurrently
 from manager.config import ManagerConfig
 from manager.copy_cleanup import CopyCleaner
 from manager.decisions.admission_checks import (
-    CheckEviction,
     CheckGate,
     admitted_checks,
     check_eviction,
     dispatch_gate,
     dispatched_message,
-    eviction_conditions,
     multikueue_check_names,
     waiting_message,
     with_multikueue_message,
@@ -66,33 +61,20 @@ from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
 from manager.decisions.reservation import topology_ready
 from manager.decisions.sync import Step, job_finish, mirror_wait, mirrored_job_status, plan
 from manager.decisions.withdrawal import (
-    EXCLUDED_CLUSTERS_ANNOTATION,
-    REASON_EVICTED_BY_ADMISSION_CHECK,
-    REFUSED_BY_ANNOTATION,
-    WITHDRAWN_FROM_ANNOTATION,
     deactivated,
     dispatch_time_left,
     drained_by_stop_policy,
-    eviction_of,
-    eviction_status,
-    exclusion_annotation,
     pending_deactivation_status,
-    requeue_status,
     withdrawal_reason,
-    withdrawn_annotation,
-    withdrawn_from,
-    worker_lost_message,
-    worker_lost_time_left,
 )
-from manager.manager_jobs import start_manager_job_spec, stop_manager_job
+from manager.evictions import Evictions
+from manager.manager_jobs import start_manager_job_spec
 from manager.workers import WorkerConnection, WorkerPool
+from manager.workload_writes import WorkloadWrites
 
 log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
-
-UNREACHABLE_RECHECK_SECONDS = 30.0
-"""While a workload's worker is unreachable, look again at least this often (the timeout may change meanwhile)."""
 
 INVALID_RETRY_SECONDS = 60.0
 """How long to wait before repeating a write the apiserver rejected as invalid (it is reported each time)."""
@@ -149,10 +131,27 @@ class RemoteSync:
         self._cleaner = cleaner
         self._cohorts = cohorts
         """Cohorts, for the cohort chain of ``kueue_cohort_subtree_admitted_workloads_total`` (None: not counted)."""
+        self._writes = WorkloadWrites(api=api, field_manager=config.field_manager, workloads=workloads, jobs=jobs)
+        self._evictions = Evictions(
+            api=api,
+            config=config,
+            writes=self._writes,
+            admission_checks=admission_checks,
+            pool=pool,
+            ledger=ledger,
+            cleaner=cleaner,
+            events=events,
+            metrics=metrics,
+            on_requeued=self._forget_mirror,
+        )
         self._mirrored_at: dict[str, float] = {}
         self._job_names: dict[str, str] = {}
         """Workload key → its Job's name, for the Workloads sent to a worker: once the Workload is deleted, its Job copy
         is found by name."""
+
+    def _forget_mirror(self, key: str) -> None:
+        """The Workload's dispatch is over: its next one mirrors its Job's status from scratch."""
+        self._mirrored_at.pop(key, None)
 
     def _manager_job(self, workload: Obj) -> Obj | None:
         name = owner_job_name(workload)
@@ -186,14 +185,14 @@ class RemoteSync:
         if wrote:
             return None  # the Workload's watch event brings it back
         if (deactivation := pending_deactivation_status(workload, now=dt.datetime.now(dt.UTC))) is not None:
-            await self._patch_workload_status(workload, deactivation)
+            await self._writes.patch_status(workload, deactivation)
             log.info("deactivated workload without quota marked evicted", workload=key)
             return None
         if worker is None or not is_true(workload, "QuotaReserved"):
             return backoff_left
         conn = self._pool.connections.get(worker)
         if conn is None or not conn.connected:
-            return await self._worker_unreachable(workload, worker=worker)
+            return await self._evictions.worker_unreachable(workload, manager_job, worker=worker)
         namespace = workload["metadata"]["namespace"]
         uid = workload["metadata"]["uid"]
         job_name = owner_job_name(workload)
@@ -212,18 +211,22 @@ class RemoteSync:
         ready_recheck: float | None = None
         if phase is Phase.EVICTING:
             if job_finish(remote_jb) is None:
-                return await self._withdraw(conn, workload, manager_job, [remote_jb, remote_wl])
+                return await self._evictions.withdraw(conn, workload, manager_job, [remote_jb, remote_wl])
             # it finished on the worker while being withdrawn: keep its result (the plan below finishes it)
         elif (drained := self._drained(workload)) is not None:
             cause, message = drained
-            await self._evict(workload, worker=worker, reason=message, now=dt.datetime.now(dt.UTC), cause=cause)
+            await self._evictions.evict(
+                workload, worker=worker, reason=message, now=dt.datetime.now(dt.UTC), cause=cause
+            )
             return None
         elif deactivated(workload) and not is_true(workload, "Finished"):
             cause, message = deactivation_reason(workload)
-            await self._evict(workload, worker=worker, reason=message, now=dt.datetime.now(dt.UTC), cause=cause)
+            await self._evictions.evict(
+                workload, worker=worker, reason=message, now=dt.datetime.now(dt.UTC), cause=cause
+            )
             return None
         elif (rejection := worker_rejection(remote_wl, worker)) is not None:
-            await self._evict_for_checks(workload, rejection, worker=worker)
+            await self._evictions.evict_for_checks(workload, rejection, worker=worker)
             return None
         else:
             now = dt.datetime.now(dt.UTC)
@@ -237,7 +240,7 @@ class RemoteSync:
                 dispatch_timeout=self._config.dispatch_timeout,
             )
             if reason is not None:
-                await self._evict(workload, worker=worker, reason=reason, now=now)
+                await self._evictions.evict(workload, worker=worker, reason=reason, now=now)
                 return None  # the Workload's watch event brings it back to withdraw the copies
             ready_step = await self._pods_ready(workload, worker=worker, remote_jb=remote_jb, now=now)
             if ready_step is None:
@@ -254,7 +257,7 @@ class RemoteSync:
             multikueue = multikueue_check_names(self._admission_checks.store)
             shown = with_multikueue_message(workload, multikueue_checks=multikueue, message=waiting)
             if shown is not None:
-                workload = await self._patch_workload_status(workload, {"admissionChecks": shown})
+                workload = await self._writes.patch_status(workload, {"admissionChecks": shown})
                 log.info("waiting for the worker's admission checks", workload=key, cluster=worker, message=waiting)
         flavors = conn.report.flavors if conn.report is not None else None
         steps = plan(
@@ -308,10 +311,10 @@ class RemoteSync:
                 started_copy=started_copy,
             )
         except NotOurs as err:
-            await self._exclude(workload, worker=worker, why=str(err))
+            await self._evictions.exclude(workload, worker=worker, why=str(err))
             return None  # the annotation's watch event brings the workload back for the withdrawal
         except RefusedByWorker as err:
-            await self._exclude(workload, worker=worker, why=str(err), refused=True)
+            await self._evictions.exclude(workload, worker=worker, why=str(err), refused=True)
             return None
         except Invalid as err:
             # The API refuses a write we derived from the worker's objects: say so where users look, retry slowly.
@@ -384,7 +387,7 @@ class RemoteSync:
             if manager_job is None:
                 return
             if "unsuspend_manager_job" in steps:
-                manager_job = self._wrote_job(
+                manager_job = self._writes.wrote_job(
                     manager_job,
                     await self._api.patch(
                         JOBS,
@@ -395,7 +398,7 @@ class RemoteSync:
                     ),
                 )
             if "mirror_job_status" in steps and remote_jb is not None:
-                manager_job = self._wrote_job(
+                manager_job = self._writes.wrote_job(
                     manager_job,
                     await self._api.replace_status(
                         JOBS,
@@ -414,23 +417,6 @@ class RemoteSync:
             await self._cleaner.delete_copies(conn, [remote_jb, remote_wl], why="the workload finished", finished=True)
         return workload
 
-    async def _worker_unreachable(self, workload: Obj, *, worker: str) -> float | None:
-        """The holding worker cannot be reached: wait (a blip evicts nothing) until the worker-lost timeout, counted
-        from when the connection was lost, then requeue deliberately and visibly without confirming the copies are
-        gone; they are deleted when the worker answers again (see ``CopyCleaner.delete_strays``)."""
-        since = self._pool.unreachable_since(worker)
-        now = dt.datetime.now(dt.UTC)
-        left = worker_lost_time_left(since, now=now, timeout=self._config.worker_lost_timeout)
-        if left > 0:
-            return min(left, UNREACHABLE_RECHECK_SECONDS)
-        message = worker_lost_message(worker, timeout=self._config.worker_lost_timeout)
-        key = await self._requeue(
-            workload, self._manager_job(workload), reason=REASON_EVICTED_BY_ADMISSION_CHECK, message=message
-        )
-        self._report_eviction(workload, note=f"{message}; requeued", worker=worker)
-        log.warning("workload requeued from a lost worker", workload=key, cluster=worker, message=message)
-        return None
-
     def _count_dispatch(self, workload: Obj, *, worker: str) -> None:
         queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
         self._metrics.multikueue_dispatched.labels(queue, worker, self._metrics.role).inc()
@@ -440,35 +426,6 @@ class RemoteSync:
             self._metrics.dispatch_latency.labels(worker).observe(
                 max(0.0, (dt.datetime.now(dt.UTC) - since).total_seconds())
             )
-
-    def _count_eviction(self, workload: Obj, *, cause: str, worker: str) -> None:
-        """Kueue's eviction counters (per ClusterQueue and LocalQueue) and MultiKueue's per worker."""
-        queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
-        namespace, local_queue, priority_class = workload_labels(workload)
-        reason, underlying = eviction_labels(cause)
-        self._metrics.evicted(
-            cluster_queue=queue,
-            namespace=namespace,
-            local_queue=local_queue,
-            priority_class=priority_class,
-            reason=reason,
-            underlying_cause=underlying,
-            pods_ready_for=pods_ready_to_evicted(workload, now=dt.datetime.now(dt.UTC)),
-        )
-        self._metrics.multikueue_evicted.labels(queue, worker, cause, self._metrics.role).inc()
-
-    def _report_eviction(
-        self, workload: Obj, *, note: str, worker: str, cause: str = REASON_EVICTED_BY_ADMISSION_CHECK
-    ) -> None:
-        """Count an eviction kfed decided for the workload's worker, and say so on the Workload (an Event)."""
-        self._count_eviction(workload, cause=cause, worker=worker)
-        self._events.emit(
-            workload,
-            reason=f"EvictedDueTo{cause}",
-            note=note,
-            action="Evict",
-            event_type="Warning",
-        )
 
     def _drained(self, workload: Obj) -> tuple[str, str] | None:
         if is_true(workload, "Finished"):
@@ -488,102 +445,6 @@ class RemoteSync:
     def _ours(self, remote: Obj, uid: str) -> bool:
         return is_ours(remote, origin=self._config.origin, manager_workload_uid=uid)
 
-    async def _exclude(self, workload: Obj, *, worker: str, why: str, refused: bool = False) -> None:
-        """Remember on the Workload that ``worker`` holds a foreign object of this name, or (``refused``) refused to
-        create our copy; the next pass withdraws, and the workload is not dispatched there again."""
-        meta = workload["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
-        if refused:
-            log.error("worker refused a copy", workload=key, cluster=worker, error=why)
-            reason, annotation = "RemoteWriteForbidden", REFUSED_BY_ANNOTATION
-        else:
-            log.warning("remote name taken by a foreign object", workload=key, cluster=worker, error=why)
-            reason, annotation = "RemoteObjectConflict", EXCLUDED_CLUSTERS_ANNOTATION
-        self._events.emit(workload, reason=reason, note=why[:1000], action="Dispatch", event_type="Warning")
-        value = exclusion_annotation(workload, worker, annotation=annotation)
-        updated = await self._api.patch(
-            WORKLOADS,
-            meta["name"],
-            {"metadata": {"annotations": {annotation: value}}},
-            namespace=meta["namespace"],
-            field_manager=self._config.field_manager,
-        )
-        self._wrote(workload, updated)
-
-    async def _evict(
-        self,
-        workload: Obj,
-        *,
-        worker: str,
-        reason: str,
-        now: dt.datetime,
-        cause: str = REASON_EVICTED_BY_ADMISSION_CHECK,
-        requeue_state: Obj | None = None,
-    ) -> None:
-        """Record the decision to take the workload back (``Evicted=True`` with reason ``cause``; for the MultiKueue
-        check's own reasons the check in ``Retry``): from here on every pass withdraws it, whatever made the
-        decision, until its copies are gone and the quota is released."""
-        meta = workload["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
-        by_check = cause == REASON_EVICTED_BY_ADMISSION_CHECK
-        if by_check and worker not in withdrawn_from(workload):
-            workload = self._wrote(
-                workload,
-                await self._api.patch(
-                    WORKLOADS,
-                    meta["name"],
-                    {"metadata": {"annotations": {WITHDRAWN_FROM_ANNOTATION: withdrawn_annotation(workload, worker)}}},
-                    namespace=meta["namespace"],
-                    field_manager=self._config.field_manager,
-                ),
-            )
-            meta = workload["metadata"]
-        status = eviction_status(
-            workload,
-            reason=cause,
-            message=reason,
-            now=now,
-            retry_checks=multikueue_check_names(self._admission_checks.store) if by_check else (),
-        )
-        if requeue_state is not None:
-            status["requeueState"] = dict(requeue_state)
-        await self._patch_workload_status(workload, status)
-        self._report_eviction(workload, note=f"{reason}; withdrawing it from the worker", worker=worker, cause=cause)
-        log.warning("workload evicted from its worker", workload=key, cluster=worker, reason=reason)
-
-    async def _withdraw(
-        self, conn: WorkerConnection, workload: Obj, manager_job: Obj | None, copies: list[Obj | None]
-    ) -> float | None:
-        """Carry out an eviction: delete our copies in ``conn``'s worker, and once they are confirmed gone (the
-        worker's caches no longer hold them) stop the manager Job and release the reservation (requeued)."""
-        meta = workload["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
-        reason, message = eviction_of(workload)
-        if any(copy is not None for copy in copies):
-            await self._cleaner.delete_copies(conn, copies, why=message)
-            return 1.0  # their DELETED events bring this key back; the delay is a safety net
-        await self._requeue(workload, manager_job, reason=reason, message=message)
-        log.info("workload requeued", workload=key, cluster=conn.name, reason=reason, message=message)
-        return None
-
-    async def _requeue(self, workload: Obj, manager_job: Obj | None, *, reason: str, message: str) -> str:
-        """Stop the manager Job and release the reservation (the workload is queued again); returns its key."""
-        meta = workload["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
-        if manager_job is not None:
-            await stop_manager_job(
-                self._api, manager_job, field_manager=self._config.field_manager, pod_count=requested_count(workload)
-            )
-        now = dt.datetime.now(dt.UTC)
-        status = requeue_status(workload, reason=reason, message=message, now=now)
-        await self._patch_workload_status(workload, status)
-        latency = eviction_latency(workload, {"status": status}, now=now)
-        if latency is not None:
-            self._metrics.quota_released(cluster_queue=latency[0], reason=latency[1], seconds=latency[2])
-        self._ledger.forget(key)
-        self._mirrored_at.pop(key, None)
-        return key
-
     async def _admission_checks_gate(self, workload: Obj, *, worker: str, copies: bool) -> tuple[CheckGate, Obj] | None:
         """The Workload's other admission checks (``manager.decisions.admission_checks``). None when this pass
         stops here: it waits for them to be Ready before sending anything (the MultiKueue check's message names
@@ -594,53 +455,23 @@ class RemoteSync:
         gate = dispatch_gate(workload, multikueue_checks=multikueue)
         eviction = check_eviction(gate)
         if eviction is not None:
-            await self._evict_for_checks(workload, eviction, worker=worker)
+            await self._evictions.evict_for_checks(workload, eviction, worker=worker)
             return None
         if copies or is_true(workload, "Admitted"):
             return gate, workload
         if gate.open:
             checks = with_multikueue_message(workload, multikueue_checks=multikueue, message=dispatched_message(worker))
             if checks is not None:  # it said what it waited for: now it dispatches
-                workload = await self._patch_workload_status(workload, {"admissionChecks": checks})
+                workload = await self._writes.patch_status(workload, {"admissionChecks": checks})
                 log.info("admission checks ready; dispatching", workload=key, cluster=worker)
             return gate, workload
         message = waiting_message(gate.pending, worker)
         checks = with_multikueue_message(workload, multikueue_checks=multikueue, message=message)
         if checks is not None:
-            await self._patch_workload_status(workload, {"admissionChecks": checks})
+            await self._writes.patch_status(workload, {"admissionChecks": checks})
             self._events.emit(workload, reason="WaitingForAdmissionChecks", note=message, action="Dispatch")
             log.info("waiting for admission checks", workload=key, cluster=worker, checks=list(gate.pending))
         return None
-
-    async def _evict_for_checks(self, workload: Obj, eviction: CheckEviction, *, worker: str) -> None:
-        """Start Kueue's eviction for a Rejected (deactivate first) or Retry check: ``Evicted=True`` while the
-        reservation is held; the eviction path then withdraws any copies and releases the quota."""
-        meta = workload["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
-        if eviction.deactivate and (workload.get("spec") or {}).get("active", True) is not False:
-            workload = self._wrote(
-                workload,
-                await self._api.patch(
-                    WORKLOADS,
-                    meta["name"],
-                    {"metadata": {"resourceVersion": meta["resourceVersion"]}, "spec": {"active": False}},
-                    namespace=meta["namespace"],
-                    field_manager=self._config.field_manager,
-                ),
-            )
-        now = dt.datetime.now(dt.UTC)
-        await self._patch_workload_status(workload, {"conditions": eviction_conditions(workload, eviction, now=now)})
-        self._count_eviction(workload, cause=eviction.reason, worker=worker)
-        self._events.emit(
-            workload, reason=eviction.event_reason, note=eviction.event_message, action="Evict", event_type="Warning"
-        )
-        log.warning(
-            "admission check evicts the workload",
-            workload=key,
-            cluster=worker,
-            deactivated=eviction.deactivate,
-            message=eviction.message,
-        )
 
     async def _requeued(self, workload: Obj, key: str) -> tuple[bool, float | None]:
         """Kueue's second step of ``Requeued`` (``federation.admission.requeued``): ``Reactivated`` once a
@@ -661,31 +492,9 @@ class RemoteSync:
             return False, None
         if step.status is None:
             return False, (step.wait_until - now).total_seconds() if step.wait_until is not None else None
-        await self._patch_workload_status(workload, step.status)
+        await self._writes.patch_status(workload, step.status)
         log.info("workload requeued", workload=key, reason=step.reason, message=step.message)
         return True, None
-
-    async def _patch_workload_status(self, workload: Obj, status: Obj) -> Obj:
-        meta = workload["metadata"]
-        return self._wrote(
-            workload,
-            await self._api.patch_status(
-                WORKLOADS,
-                meta["name"],
-                {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": status},
-                namespace=meta["namespace"],
-                field_manager=self._config.field_manager,
-            ),
-        )
-
-    def _wrote(self, before: Obj, after: Obj) -> Obj:
-        """Lay a write's answer over the Workload cache until the cache shows it (returns the answer)."""
-        self._workload_view.wrote(before, after)
-        return after
-
-    def _wrote_job(self, before: Obj, after: Obj) -> Obj:
-        self._job_view.wrote(before, after)
-        return after
 
     async def _create(self, conn: WorkerConnection, resource: Any, obj: Obj) -> tuple[bool, Obj]:
         """Create ``obj`` on the worker; returns whether it is new (False when our copy was already there, made by
@@ -730,10 +539,10 @@ class RemoteSync:
         step = pods_ready_step(workload, remote_job=remote_jb, now=now, policy=policy, jitter=random.random() * 0.05)
         key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
         if step.deactivate:
-            workload = await self._patch_workload_status(
+            workload = await self._writes.patch_status(
                 workload, {"conditions": [*conditions_of(workload), deactivation_target(now)]}
             )
-            self._wrote(
+            self._writes.wrote(
                 workload,
                 await self._api.patch(
                     WORKLOADS,
@@ -746,7 +555,7 @@ class RemoteSync:
             log.warning("workload deactivated: requeuing limit exceeded", workload=key, cluster=worker)
             return None
         if step.evict_message is not None:
-            await self._evict(
+            await self._evictions.evict(
                 workload,
                 worker=worker,
                 reason=step.evict_message,
@@ -757,7 +566,7 @@ class RemoteSync:
             return None
         if step.condition is not None:
             merged = [c for c in conditions_of(workload) if c.get("type") != "PodsReady"]
-            workload = await self._patch_workload_status(workload, {"conditions": [*merged, step.condition]})
+            workload = await self._writes.patch_status(workload, {"conditions": [*merged, step.condition]})
             log.info("pods readiness changed", workload=key, cluster=worker, reason=step.condition["reason"])
             waits = ready_waits(workload, now=now) if step.condition["status"] == "True" else None
             if waits is not None:
@@ -849,7 +658,7 @@ class RemoteSync:
         }
         if admission is not None:  # delayedTopologyRequest Pending -> Ready: the worker assigned the topology
             patch["status"]["admission"] = admission
-        updated = self._wrote(
+        updated = self._writes.wrote(
             workload,
             await self._api.patch_status(
                 WORKLOADS,
@@ -905,7 +714,7 @@ class RemoteSync:
             now=now,
         )
         if changed:
-            await self._patch_workload_status(workload, {"conditions": conditions})
+            await self._writes.patch_status(workload, {"conditions": conditions})
         key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
         self._ledger.forget(key)
         queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")

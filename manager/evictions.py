@@ -1,0 +1,251 @@
+"""Taking a dispatched Workload back from its worker, whatever the reason, in Kueue's steps.
+
+First the decision is recorded (``Evicted=True`` with Kueue's reason, an Event, the eviction counters); from then on
+each pass of the remote sync withdraws it: the copies on the worker are deleted, and once the worker confirms they
+are gone the manager Job is stopped and the quota released (``Requeued``), so the Job never runs on two workers at
+once. A worker that cannot be reached is waited for until the worker-lost timeout, then requeued without that
+confirmation (its copies are deleted when it answers again). The remote sync (``manager.remote_sync``) decides when;
+this module carries it out, with the conditions from ``manager.decisions.withdrawal``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from federation.admission.queue_metrics import eviction_labels, eviction_latency, pods_ready_to_evicted, workload_labels
+from federation.kube.api import KubeApi
+from federation.kube.cache import SyncedCache
+from federation.kube.recorder import EventSink
+from federation.kube.resources import WORKLOADS
+from federation.obs.metrics import Metrics
+from federation.pod_injection import requested_count
+from manager.config import ManagerConfig
+from manager.copy_cleanup import CopyCleaner
+from manager.decisions.admission_checks import CheckEviction, eviction_conditions, multikueue_check_names
+from manager.decisions.ledger import InFlightLedger
+from manager.decisions.withdrawal import (
+    EXCLUDED_CLUSTERS_ANNOTATION,
+    REASON_EVICTED_BY_ADMISSION_CHECK,
+    REFUSED_BY_ANNOTATION,
+    WITHDRAWN_FROM_ANNOTATION,
+    eviction_of,
+    eviction_status,
+    exclusion_annotation,
+    requeue_status,
+    withdrawn_annotation,
+    withdrawn_from,
+    worker_lost_message,
+    worker_lost_time_left,
+)
+from manager.manager_jobs import stop_manager_job
+from manager.workers import WorkerConnection, WorkerPool
+from manager.workload_writes import WorkloadWrites
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+
+UNREACHABLE_RECHECK_SECONDS = 30.0
+"""While a workload's worker is unreachable, look again at least this often (the timeout may change meanwhile)."""
+
+
+class Evictions:
+    def __init__(
+        self,
+        *,
+        api: KubeApi,
+        config: ManagerConfig,
+        writes: WorkloadWrites,
+        admission_checks: SyncedCache,
+        pool: WorkerPool,
+        ledger: InFlightLedger,
+        cleaner: CopyCleaner,
+        events: EventSink,
+        metrics: Metrics,
+        on_requeued: Callable[[str], None] = lambda _key: None,
+    ) -> None:
+        """``on_requeued(key)``: told when a Workload's quota was released (its dispatch is over)."""
+        self._api = api
+        self._config = config
+        self._writes = writes
+        self._admission_checks = admission_checks
+        self._pool = pool
+        self._ledger = ledger
+        self._cleaner = cleaner
+        self._events = events
+        self._metrics = metrics
+        self._on_requeued = on_requeued
+
+    async def worker_unreachable(self, workload: Obj, manager_job: Obj | None, *, worker: str) -> float | None:
+        """The holding worker cannot be reached: wait (a blip evicts nothing) until the worker-lost timeout, counted
+        from when the connection was lost, then requeue deliberately and visibly without confirming the copies are
+        gone; they are deleted when the worker answers again (see ``CopyCleaner.delete_strays``)."""
+        since = self._pool.unreachable_since(worker)
+        now = dt.datetime.now(dt.UTC)
+        left = worker_lost_time_left(since, now=now, timeout=self._config.worker_lost_timeout)
+        if left > 0:
+            return min(left, UNREACHABLE_RECHECK_SECONDS)
+        message = worker_lost_message(worker, timeout=self._config.worker_lost_timeout)
+        key = await self.requeue(workload, manager_job, reason=REASON_EVICTED_BY_ADMISSION_CHECK, message=message)
+        self.report_eviction(workload, note=f"{message}; requeued", worker=worker)
+        log.warning("workload requeued from a lost worker", workload=key, cluster=worker, message=message)
+        return None
+
+    def count_eviction(self, workload: Obj, *, cause: str, worker: str) -> None:
+        """Kueue's eviction counters (per ClusterQueue and LocalQueue) and MultiKueue's per worker."""
+        queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+        namespace, local_queue, priority_class = workload_labels(workload)
+        reason, underlying = eviction_labels(cause)
+        self._metrics.evicted(
+            cluster_queue=queue,
+            namespace=namespace,
+            local_queue=local_queue,
+            priority_class=priority_class,
+            reason=reason,
+            underlying_cause=underlying,
+            pods_ready_for=pods_ready_to_evicted(workload, now=dt.datetime.now(dt.UTC)),
+        )
+        self._metrics.multikueue_evicted.labels(queue, worker, cause, self._metrics.role).inc()
+
+    def report_eviction(
+        self, workload: Obj, *, note: str, worker: str, cause: str = REASON_EVICTED_BY_ADMISSION_CHECK
+    ) -> None:
+        """Count an eviction kfed decided for the workload's worker, and say so on the Workload (an Event)."""
+        self.count_eviction(workload, cause=cause, worker=worker)
+        self._events.emit(
+            workload,
+            reason=f"EvictedDueTo{cause}",
+            note=note,
+            action="Evict",
+            event_type="Warning",
+        )
+
+    async def exclude(self, workload: Obj, *, worker: str, why: str, refused: bool = False) -> None:
+        """Remember on the Workload that ``worker`` holds a foreign object of this name, or (``refused``) refused to
+        create our copy; the next pass withdraws, and the workload is not dispatched there again."""
+        meta = workload["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        if refused:
+            log.error("worker refused a copy", workload=key, cluster=worker, error=why)
+            reason, annotation = "RemoteWriteForbidden", REFUSED_BY_ANNOTATION
+        else:
+            log.warning("remote name taken by a foreign object", workload=key, cluster=worker, error=why)
+            reason, annotation = "RemoteObjectConflict", EXCLUDED_CLUSTERS_ANNOTATION
+        self._events.emit(workload, reason=reason, note=why[:1000], action="Dispatch", event_type="Warning")
+        value = exclusion_annotation(workload, worker, annotation=annotation)
+        updated = await self._api.patch(
+            WORKLOADS,
+            meta["name"],
+            {"metadata": {"annotations": {annotation: value}}},
+            namespace=meta["namespace"],
+            field_manager=self._config.field_manager,
+        )
+        self._writes.wrote(workload, updated)
+
+    async def evict(
+        self,
+        workload: Obj,
+        *,
+        worker: str,
+        reason: str,
+        now: dt.datetime,
+        cause: str = REASON_EVICTED_BY_ADMISSION_CHECK,
+        requeue_state: Obj | None = None,
+    ) -> None:
+        """Record the decision to take the workload back (``Evicted=True`` with reason ``cause``; for the MultiKueue
+        check's own reasons the check in ``Retry``): from here on every pass withdraws it, whatever made the
+        decision, until its copies are gone and the quota is released."""
+        meta = workload["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        by_check = cause == REASON_EVICTED_BY_ADMISSION_CHECK
+        if by_check and worker not in withdrawn_from(workload):
+            workload = self._writes.wrote(
+                workload,
+                await self._api.patch(
+                    WORKLOADS,
+                    meta["name"],
+                    {"metadata": {"annotations": {WITHDRAWN_FROM_ANNOTATION: withdrawn_annotation(workload, worker)}}},
+                    namespace=meta["namespace"],
+                    field_manager=self._config.field_manager,
+                ),
+            )
+            meta = workload["metadata"]
+        status = eviction_status(
+            workload,
+            reason=cause,
+            message=reason,
+            now=now,
+            retry_checks=multikueue_check_names(self._admission_checks.store) if by_check else (),
+        )
+        if requeue_state is not None:
+            status["requeueState"] = dict(requeue_state)
+        await self._writes.patch_status(workload, status)
+        self.report_eviction(workload, note=f"{reason}; withdrawing it from the worker", worker=worker, cause=cause)
+        log.warning("workload evicted from its worker", workload=key, cluster=worker, reason=reason)
+
+    async def withdraw(
+        self, conn: WorkerConnection, workload: Obj, manager_job: Obj | None, copies: list[Obj | None]
+    ) -> float | None:
+        """Carry out an eviction: delete our copies in ``conn``'s worker, and once they are confirmed gone (the
+        worker's caches no longer hold them) stop the manager Job and release the reservation (requeued)."""
+        meta = workload["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        reason, message = eviction_of(workload)
+        if any(copy is not None for copy in copies):
+            await self._cleaner.delete_copies(conn, copies, why=message)
+            return 1.0  # their DELETED events bring this key back; the delay is a safety net
+        await self.requeue(workload, manager_job, reason=reason, message=message)
+        log.info("workload requeued", workload=key, cluster=conn.name, reason=reason, message=message)
+        return None
+
+    async def requeue(self, workload: Obj, manager_job: Obj | None, *, reason: str, message: str) -> str:
+        """Stop the manager Job and release the reservation (the workload is queued again); returns its key."""
+        meta = workload["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        if manager_job is not None:
+            await stop_manager_job(
+                self._api, manager_job, field_manager=self._config.field_manager, pod_count=requested_count(workload)
+            )
+        now = dt.datetime.now(dt.UTC)
+        status = requeue_status(workload, reason=reason, message=message, now=now)
+        await self._writes.patch_status(workload, status)
+        latency = eviction_latency(workload, {"status": status}, now=now)
+        if latency is not None:
+            self._metrics.quota_released(cluster_queue=latency[0], reason=latency[1], seconds=latency[2])
+        self._ledger.forget(key)
+        self._on_requeued(key)
+        return key
+
+    async def evict_for_checks(self, workload: Obj, eviction: CheckEviction, *, worker: str) -> None:
+        """Start Kueue's eviction for a Rejected (deactivate first) or Retry check: ``Evicted=True`` while the
+        reservation is held; the eviction path then withdraws any copies and releases the quota."""
+        meta = workload["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        if eviction.deactivate and (workload.get("spec") or {}).get("active", True) is not False:
+            workload = self._writes.wrote(
+                workload,
+                await self._api.patch(
+                    WORKLOADS,
+                    meta["name"],
+                    {"metadata": {"resourceVersion": meta["resourceVersion"]}, "spec": {"active": False}},
+                    namespace=meta["namespace"],
+                    field_manager=self._config.field_manager,
+                ),
+            )
+        now = dt.datetime.now(dt.UTC)
+        await self._writes.patch_status(workload, {"conditions": eviction_conditions(workload, eviction, now=now)})
+        self.count_eviction(workload, cause=eviction.reason, worker=worker)
+        self._events.emit(
+            workload, reason=eviction.event_reason, note=eviction.event_message, action="Evict", event_type="Warning"
+        )
+        log.warning(
+            "admission check evicts the workload",
+            workload=key,
+            cluster=worker,
+            deactivated=eviction.deactivate,
+            message=eviction.message,
+        )
