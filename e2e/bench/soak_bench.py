@@ -1,6 +1,7 @@
 """Chaos soak (`make bench BENCH=soak`): hundreds of Jobs of mixed sizes and priorities while kfed is hurt.
 
-A manager and two workers (real apiservers, kwok nodes) run kfed with a short worker-lost timeout. Jobs (1 to 4 cpu,
+A manager and two workers (real apiservers, kwok nodes) run kfed as its charts install it (only their
+ServiceAccounts' tokens) with a short worker-lost timeout. Jobs (1 to 4 cpu,
 1 or 2 pods, two WorkloadPriorityClasses, a manager ClusterQueue smaller than the workers so Jobs queue and
 high-priority ones preempt) are submitted at a steady rate while a driver, on a fixed timetable: kills
 kfed-manager (SIGKILL) and starts it again, kills each kfed-agent, freezes a worker's apiserver short of the
@@ -11,11 +12,14 @@ finish and checks (``e2e.bench.soak_checks``):
 * no Job ran on two workers at once (audit logs of the workers; partitions reported on their own);
 * no copy on a worker outlived its manager Job;
 * no sampled moment had a ClusterQueue reserving more than its quota;
-* every kfed process is alive at the end (nothing crashed besides what the driver killed).
+* every kfed process is alive at the end (nothing crashed besides what the driver killed), no Traceback in its
+  logs, and no call refused by the charts' RBAC;
+* no Job moved to another worker by a blip shorter than the worker-lost timeout (one preempted meanwhile moves).
 
 It prints the counts, the recovery times per fault (p50/max from the fault to the affected Jobs Running again),
 writes them to ``soak.json`` and exits non-zero when an invariant broke. Environment: ``KFED_SOAK_JOBS``
-(default 500), ``KFED_SOAK_RATE`` (Jobs per second, default 4).
+(default 500), ``KFED_SOAK_RATE`` (Jobs per second, default 4). The e2e suite runs it on a small scale
+(``e2e/scenarios/test_chaos_soak.py``).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from e2e.bench.soak_checks import (
     PodLife,
     QuotaSamples,
     clip_to_partitions,
+    deletes,
     overlaps,
     pod_lives,
     recovered_jobs,
@@ -106,15 +111,41 @@ def _list(fed: Federation, cluster: str, kind: str, *selector: str) -> list[dict
     return list(json.loads(result.stdout)["items"]) if result.returncode == 0 else []
 
 
-def _evictions(fed: Federation) -> dict[str, list[tuple[str, float]]]:
-    """Per Job (``namespace/name``), the reasons and times of the Events kfed-manager recorded on its Workload that
-    take a Workload back (``Preempted``, ``Evicted…``, ``Requeued``…)."""
-    job_of = {
+def _stale_copies_deleted(fed: Federation, lives: list[PodLife], freezes: list[Freeze]) -> list[float]:
+    """For each Job whose pods ran on through a partition of their worker: seconds from the worker's return until
+    kfed-manager had that Job's copies there deleted (the Workload copy, which owns the Job copy, or the Job copy;
+    the worker's garbage collector takes what they own, down to the pods)."""
+    workload_of = {job: name for name, job in _workload_jobs(fed).items()}
+    seconds = []
+    for freeze in (f for f in freezes if f.past_timeout):
+        log = fed.clusters[freeze.worker].audit_log
+        with log.open(encoding="utf-8", errors="replace") as handle:
+            deleted = deletes(handle, resource="jobs", client="kfed-manager")
+        with log.open(encoding="utf-8", errors="replace") as handle:
+            deleted_workloads = deletes(handle, resource="workloads", client="kfed-manager")
+        jobs = {life.job for life in lives if life.worker == freeze.worker and life.start < freeze.start < life.end}
+        for job in jobs:
+            times = [*deleted.get(job, ()), *deleted_workloads.get(workload_of.get(job, ""), ())]
+            after = sorted(at for at in times if at >= freeze.start)
+            if after:
+                seconds.append(max(0.0, after[0] - freeze.end))
+    return seconds
+
+
+def _workload_jobs(fed: Federation) -> dict[str, str]:
+    """The manager's Workloads (``namespace/name``) and their Jobs'."""
+    return {
         f"{wl['metadata']['namespace']}/{wl['metadata']['name']}": f"{wl['metadata']['namespace']}/{ref['name']}"
         for wl in _list(fed, MANAGER, "workloads.kueue.x-k8s.io")
         for ref in wl["metadata"].get("ownerReferences") or ()
         if ref.get("kind") == "Job"
     }
+
+
+def _evictions(fed: Federation) -> dict[str, list[tuple[str, float]]]:
+    """Per Job (``namespace/name``), the reasons and times of the Events kfed-manager recorded on its Workload that
+    take a Workload back (``Preempted``, ``Evicted…``, ``Requeued``…)."""
+    job_of = _workload_jobs(fed)
     found: dict[str, list[tuple[str, float]]] = {}
     for event in _list(fed, MANAGER, "events"):
         involved = event.get("involvedObject") or {}
@@ -193,15 +224,16 @@ def _summary(values: list[float]) -> str:
     return f"n={len(values)} p50 {statistics.median(values):.1f}s max {max(values):.1f}s"
 
 
-def main() -> None:
-    count = int(os.environ.get("KFED_SOAK_JOBS", "500"))
-    rate = float(os.environ.get("KFED_SOAK_RATE", "4"))
+def soak(count: int, rate: float) -> tuple[dict[str, Any], list[str]]:
+    """Run the soak with ``count`` Jobs submitted at ``rate`` per second; print its figures as it goes and return
+    its report and the invariants it broke, one line each (none: all kept)."""
     bins = ensure_built()
     shapes = {w: NodeShape(count=8, cpu="16", memory="64Gi") for w in ("worker-1", "worker-2")}
     spec = FederationSpec(
         workers=2,
         node_shapes=shapes,
         controllers=True,
+        from_charts=True,
         worker_lost_timeout=WORKER_LOST_TIMEOUT,
         dispatch_timeout=60,
     )
@@ -264,6 +296,7 @@ def main() -> None:
                 break
             time.sleep(3)
         dead = [r.name for r in fed.controller_records if not r.alive()]
+        refused = fed.forbidden_in_logs()
         tracebacks = sum(
             (fed.directory / "logs" / f"{r.name}.log").read_text(errors="replace").count("Traceback")
             for r in fed.controller_records
@@ -273,6 +306,7 @@ def main() -> None:
             with fed.clusters[worker].audit_log.open(encoding="utf-8", errors="replace") as handle:
                 lives += pod_lives(handle, worker=worker)
         clipped, stale = clip_to_partitions(lives, chaos.freezes)
+        copy_deleted = _stale_copies_deleted(fed, lives, chaos.freezes)
         doubles = overlaps(clipped)
         finished_at = job_times_in(fed.clusters[MANAGER].audit_log).finished
         recovery = {
@@ -316,6 +350,7 @@ def main() -> None:
         "ran_on_two_workers_at_once": len(doubles),
         "stale_pods_after_partition": len(stale),
         "stale_pod_seconds_after_return_max": round(max(stale), 1) if stale else 0.0,
+        "stale_copies_deleted_seconds_after_return": sorted(round(t, 1) for t in copy_deleted),
         "leftover_copies": len(leftovers),
         "quota_samples": quota.samples,
         "quota_violations": len(quota.violations),
@@ -328,9 +363,12 @@ def main() -> None:
         "jobs_preempted_after_a_blip": len(preempted_after),
         "jobs_with_pods_on_deleted_nodes": sum(len(jobs) for _, _, jobs in chaos.node_deletions),
     }
-    Path("soak.json").write_text(json.dumps(report, indent=2))
     print(f"Jobs: {count} submitted, {len(outcomes)} finished ({failed} Failed) in {all_done:.0f}s")
-    print(f"ran on two workers at once: {len(doubles)}; stale pods on a partitioned worker: {len(stale)}")
+    print(
+        f"ran on two workers at once: {len(doubles)}; stale pods on a partitioned worker: {len(stale)}, "
+        f"gone at most {max(stale, default=0.0):.1f}s after it returned (their Job copies deleted by kfed-manager "
+        f"{_summary(copy_deleted)} after)"
+    )
     print(f"copies left on workers after everything finished: {len(leftovers)}")
     print(f"quota: {quota.samples} samples, {len(quota.violations)} over quota, peak {quota.peak_share:.0%}")
     print(f"dead kfed processes at the end: {dead or 'none'}; Tracebacks in logs: {tracebacks}")
@@ -341,13 +379,28 @@ def main() -> None:
         f"Jobs moved by a blip shorter than the worker-lost timeout: {len(moved_by_blip)} "
         f"(besides {len(preempted_after)} preempted after it, which moved as they should)"
     )
+    broken = [f"{count - len(outcomes)} of {count} Jobs never finished"] if len(outcomes) < count else []
+    for a, b in doubles[:5]:
+        first, second = f"{a.pod} on {a.worker} {a.start:.1f}-{a.end:.1f}", f"{b.pod} on {b.worker} {b.start:.1f}"
+        broken.append(f"two at once: {first}, {second}-{b.end:.1f}")
+    broken += [f"over quota: {line}" for line in quota.violations[:5]]
+    broken += [f"left on a worker: {line}" for line in leftovers[:5]]
+    broken += [f"chaos step failed: {line}" for line in chaos.errors]
+    broken += [f"kfed process dead at the end: {name}" for name in dead]
+    broken += [f"Traceback in kfed's logs ({tracebacks})"] if tracebacks else []
+    broken += (
+        [f"{len(moved_by_blip)} Jobs moved by a blip shorter than the worker-lost timeout"] if moved_by_blip else []
+    )
+    broken += [f"refused by the charts' RBAC: {line}" for line in refused[:5]]
+    return report, broken
+
+
+def main() -> None:
+    report, broken = soak(int(os.environ.get("KFED_SOAK_JOBS", "500")), float(os.environ.get("KFED_SOAK_RATE", "4")))
+    Path("soak.json").write_text(json.dumps(report, indent=2))
     print("results: soak.json")
-    broken = len(outcomes) < count or doubles or leftovers or quota.violations or dead or chaos.errors or moved_by_blip
     if broken:
-        for a, b in doubles[:5]:
-            first, second = f"{a.pod} on {a.worker} {a.start:.1f}-{a.end:.1f}", f"{b.pod} on {b.worker} {b.start:.1f}"
-            print(f"  two at once: {first}, {second}-{b.end:.1f}")
-        for line in quota.violations[:5] + leftovers[:5] + chaos.errors:
+        for line in broken:
             print(f"  {line}")
         print("INVARIANT BROKEN", file=sys.stderr)
         raise SystemExit(1)

@@ -82,6 +82,33 @@ def pod_lives(lines: Iterable[str], *, worker: str, node_agent: str = "kwok") ->
     ]
 
 
+def deletes(lines: Iterable[str], *, resource: str, client: str) -> dict[str, list[float]]:
+    """``namespace/name`` → when ``client`` (``kfed-manager``) had an object of ``resource`` deleted (each DELETE the
+    apiserver accepted, in order), from one cluster's audit log."""
+    found: dict[str, list[float]] = {}
+    for line in lines:
+        if '"delete"' not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        ref = event.get("objectRef") or {}
+        code = (event.get("responseStatus") or {}).get("code", 0)
+        if (
+            event.get("verb") != "delete"
+            or ref.get("resource") != resource
+            or ref.get("subresource")
+            or not 200 <= code < 300
+            or client_of(event.get("userAgent", "")) != client
+        ):
+            continue
+        at = _stamp(event)
+        if at is not None:
+            found.setdefault(f"{ref.get('namespace', '')}/{ref.get('name', '')}", []).append(at)
+    return {key: sorted(times) for key, times in found.items()}
+
+
 def clip_to_partitions(lives: Iterable[PodLife], freezes: Iterable[Freeze]) -> tuple[list[PodLife], list[float]]:
     """Pod lives cut at the start of a partition of their worker (a freeze past the worker-lost timeout) they were
     alive across, and how long each cut pod lived on after its worker came back (stale, deleted on return)."""

@@ -6,6 +6,7 @@ from e2e.bench.soak_checks import (
     PodLife,
     QuotaSamples,
     clip_to_partitions,
+    deletes,
     overlaps,
     pod_lives,
     recovery_times,
@@ -114,3 +115,28 @@ def test_recovery_can_be_limited_to_named_jobs_and_to_pods_on_other_workers() ->
     assert sorted(recovery_times(lives, worker="w1", at=10, finished={})) == [2, 4]
     assert recovery_times(lives, worker="w1", at=10, finished={}, jobs={"ns/d"}) == [4]
     assert recovery_times(lives, worker="w1", at=10, finished={}, elsewhere=True) == []
+
+
+def test_deletes_are_the_accepted_deletes_of_one_client_and_resource_in_order() -> None:
+    def delete(resource: str, name: str, at: int, *, agent: str = "kfed-manager", code: int = 200) -> str:
+        return json.dumps(
+            {
+                "stage": "ResponseComplete",
+                "verb": "delete",
+                "objectRef": {"resource": resource, "namespace": "ns", "name": name},
+                "userAgent": f"{agent}/0.1.0 (linux)",
+                "responseStatus": {"code": code},
+                "stageTimestamp": f"2026-11-23T10:00:{at:02d}Z",
+            }
+        )
+
+    lines = [
+        delete("workloads", "job-a-1", 9),
+        delete("workloads", "job-a-1", 4),
+        delete("workloads", "job-b-2", 5, code=404),  # gone already: not a delete kfed made
+        delete("workloads", "job-c-3", 6, agent="kube-controller-manager"),
+        delete("jobs", "a", 7),
+    ]
+    found = deletes(lines, resource="workloads", client="kfed-manager")
+    assert list(found) == ["ns/job-a-1"]
+    assert found["ns/job-a-1"][1] - found["ns/job-a-1"][0] == 5
