@@ -20,7 +20,7 @@ from federation.api.labels import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
 from federation.api.workload import EVICTED_BY_CLUSTER_QUEUE_STOPPED
 from federation.gc_freeze import freeze_after_first_sync, thaw_after_term
 from federation.kube.api import KubeApi
-from federation.kube.cache import WatchCache
+from federation.kube.cache import WatchCache, unsynced
 from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
 from federation.kube.refusal import RefusalReporter
@@ -222,7 +222,7 @@ class ManagerRuntime:
         )
 
     def synced(self) -> tuple[bool, str]:
-        waiting = [c.resource.label for c in self.caches if not c.synced]
+        waiting = unsynced(self.caches)
         return (not waiting, "waiting for caches: " + ", ".join(waiting) if waiting else "")
 
     def _route_events(self) -> None:

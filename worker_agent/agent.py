@@ -16,6 +16,7 @@ import structlog
 from federation.admission.api_workloads import ALL_RESOURCES, ResourceRules
 from federation.gc_freeze import freeze_after_first_sync
 from federation.kube.api import KubeApi
+from federation.kube.cache import unsynced
 from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger, spec_changed
 from federation.obs.metrics import Metrics
@@ -66,10 +67,10 @@ class Agent:
             return True, "standby"
         missing = self.world.unsynced()
         if self.tas is not None:
-            missing += [cache.resource.label for cache in self.tas.caches() if not cache.synced]
+            missing += unsynced(self.tas.caches())
             missing += self.tas.unsynced_cluster_watches()
         if self.provisioning is not None:
-            missing += [cache.resource.label for cache in self.provisioning.caches() if not cache.synced]
+            missing += unsynced(self.provisioning.caches())
         return (not missing, "caches not synced: " + ", ".join(missing) if missing else "ok")
 
     async def run(self) -> None:

@@ -36,7 +36,7 @@ from federation.admission.queue_metrics import admitted_for, workload_labels
 from federation.conditions import is_true
 from federation.kube import resources as r
 from federation.kube.api import KubeApi, PatchType
-from federation.kube.cache import WatchCache
+from federation.kube.cache import WatchCache, unsynced
 from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
 from federation.obs.metrics import Metrics
@@ -159,7 +159,7 @@ class Tas:
         """The on-demand watches that are wanted but have not listed yet (for readiness)."""
         if not self.wants_cluster_watches():
             return []
-        return [cache.resource.label for cache in (self.nodes, self.bound_pods) if not cache.synced]
+        return unsynced((self.nodes, self.bound_pods))
 
     def wants_cluster_watches(self) -> bool:
         """True while some ResourceFlavor names a topology."""

@@ -16,7 +16,7 @@ from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.api_workloads import ALL_RESOURCES, ResourceRules
 from federation.kube import resources as r
 from federation.kube.api import KubeApi
-from federation.kube.cache import Handler, WatchCache
+from federation.kube.cache import Handler, WatchCache, unsynced
 from worker_agent.overlay import WriteOverlay
 
 log = structlog.get_logger(__name__)
@@ -63,7 +63,7 @@ class World:
         return all(cache.synced for cache in self.caches())
 
     def unsynced(self) -> list[str]:
-        return [cache.resource.label for cache in self.caches() if not cache.synced]
+        return unsynced(self.caches())
 
     # -- reads ------------------------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ ClusterRole, as a hand-edited role might, submits a Job, and checks that the ref
 call is retried with a pause, not hundreds of times a second; and that once the rule is back the Job completes
 without anyone touching it. Three calls, three paths: kfed-manager's quota reservation (the scheduler's Workload
 status write), kfed-manager's mirror of the worker Job's status (the remote sync's work queue) and kfed-agent's
-admission on its worker.
+admission on its worker. And a refused list keeps kfed-manager from starting on a partial view, its /readyz saying why.
 
 A federation of its own: the shared one fails on any 403 in kfed's logs, and the 403s are the point here.
 """
@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,3 +200,37 @@ def test_a_call_its_own_cluster_refuses_is_named_once_and_made_once_allowed(fed:
         missing.restore()
     wait_complete(fed, case.job, timeout=90)
     assert len(_refusal_events(fed, case.cluster, name)) == 1, "one Event for the refusal, not one per retry"
+
+
+def _readyz(port: int) -> str | None:
+    """kfed-manager's /readyz body (None while nothing answers on its port)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
+            return str(response.read().decode())
+    except urllib.error.HTTPError as err:  # 503: not ready, the body says why
+        return str(err.read().decode())
+    except OSError:
+        return None
+
+
+def test_a_list_its_own_cluster_refuses_keeps_the_manager_unready_saying_why(fed: Federation) -> None:
+    """kfed-manager restarted without the rule to list Namespaces: it does not start work on a partial view, and its
+    /readyz names the cache and the apiserver's refusal; once the rule is back it becomes ready by itself."""
+    port = fed.launches["kfed-manager"].health_port
+    missing = _RuleTakenOut(fed, "kfed-manager", "namespaces")
+    try:
+        with fed.stopped_controller("kfed-manager"):
+            pass  # started again at once, now refused its Namespace list
+        body = wait_for(
+            lambda: _readyz(port),
+            until=lambda b: b is not None and "namespaces (403" in b,
+            timeout=90,
+            what="kfed-manager's /readyz to name the refused Namespace list",
+        )
+        assert body is not None
+        assert "forbidden" in body.lower(), body
+    finally:
+        missing.restore()
+    wait_for(lambda: _readyz(port), until=lambda b: b == "ok", timeout=90, what="kfed-manager ready again")
+    submit(fed, "after-readiness", cpu="1", seconds=1)
+    wait_complete(fed, "after-readiness", timeout=90)

@@ -18,7 +18,7 @@ import inspect
 import math
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -37,6 +37,29 @@ Handler = Callable[[str, Obj, Obj | None], Awaitable[None] | None]
 """``handler(event_type, obj, old_obj)``; may be sync or async. Exceptions are logged, never fatal."""
 
 BOOKMARK = "BOOKMARK"
+
+
+class CacheState(Protocol):
+    """What readiness reads of a cache: its resource, whether it has listed, and why its list keeps failing."""
+
+    @property
+    def resource(self) -> Resource: ...
+
+    @property
+    def synced(self) -> bool: ...
+
+    @property
+    def last_error(self) -> str | None: ...
+
+
+def unsynced(caches: Iterable[CacheState]) -> list[str]:
+    """The caches that have not listed yet, for a readiness detail: each with the error its list keeps failing with
+    (``namespaces (403 Forbidden: …)``), so a refused or broken list says why the process is not ready."""
+    return [
+        cache.resource.label + (f" ({cache.last_error[:300]})" if cache.last_error else "")
+        for cache in caches
+        if not cache.synced
+    ]
 
 
 class SyncedCache(Protocol):
