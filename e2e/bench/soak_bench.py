@@ -45,7 +45,6 @@ from e2e.bench.soak_checks import (
     overlaps,
     pod_lives,
     recovered_jobs,
-    recovery_times,
 )
 from e2e.queues import FLAVOR, job_manifest, named_queue_objects
 from e2e.rig.audit import job_times_in
@@ -314,12 +313,14 @@ def soak(count: int, rate: float) -> tuple[dict[str, Any], list[str]]:
                 t
                 for f in chaos.freezes
                 if f.past_timeout
-                for t in recovery_times(lives, worker=f.worker, at=f.start, finished=finished_at, elsewhere=True)
+                for t in recovered_jobs(
+                    lives, worker=f.worker, at=f.start, finished=finished_at, elsewhere=True
+                ).values()
             ],
             "node deletion": [
                 t
                 for worker, at, jobs in chaos.node_deletions
-                for t in recovery_times(lives, worker=worker, at=at, finished=finished_at, jobs=jobs)
+                for t in recovered_jobs(lives, worker=worker, at=at, finished=finished_at, jobs=jobs).values()
             ],
         }
         moved = {

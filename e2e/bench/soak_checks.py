@@ -229,16 +229,3 @@ def recovered_jobs(
         if again:
             times[job] = min(again) - at
     return times
-
-
-def recovery_times(
-    lives: Iterable[PodLife],
-    *,
-    worker: str,
-    at: float,
-    finished: Mapping[str, float],
-    jobs: Collection[str] | None = None,
-    elsewhere: bool = False,
-) -> list[float]:
-    """:func:`recovered_jobs`' seconds, without the Jobs' names."""
-    return list(recovered_jobs(lives, worker=worker, at=at, finished=finished, jobs=jobs, elsewhere=elsewhere).values())

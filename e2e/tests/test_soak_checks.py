@@ -9,7 +9,7 @@ from e2e.bench.soak_checks import (
     deletes,
     overlaps,
     pod_lives,
-    recovery_times,
+    recovered_jobs,
 )
 
 
@@ -102,7 +102,7 @@ def test_recovery_counts_only_unfinished_jobs_alive_on_the_worker_at_the_fault()
         PodLife("w1", "ns/b", "ns/b-1", 0, 30),  # finished before the fault
         PodLife("w2", "ns/c", "ns/c-1", 0, 30),  # another worker
     ]
-    assert recovery_times(lives, worker="w1", at=10, finished={"ns/b": 8}) == [15]
+    assert recovered_jobs(lives, worker="w1", at=10, finished={"ns/b": 8}) == {"ns/a": 15}
 
 
 def test_recovery_can_be_limited_to_named_jobs_and_to_pods_on_other_workers() -> None:
@@ -112,9 +112,9 @@ def test_recovery_can_be_limited_to_named_jobs_and_to_pods_on_other_workers() ->
         PodLife("w1", "ns/d", "ns/d-1", 0, 30),
         PodLife("w1", "ns/d", "ns/d-2", 14, 40),
     ]
-    assert sorted(recovery_times(lives, worker="w1", at=10, finished={})) == [2, 4]
-    assert recovery_times(lives, worker="w1", at=10, finished={}, jobs={"ns/d"}) == [4]
-    assert recovery_times(lives, worker="w1", at=10, finished={}, elsewhere=True) == []
+    assert sorted(recovered_jobs(lives, worker="w1", at=10, finished={}).values()) == [2, 4]
+    assert recovered_jobs(lives, worker="w1", at=10, finished={}, jobs={"ns/d"}) == {"ns/d": 4}
+    assert recovered_jobs(lives, worker="w1", at=10, finished={}, elsewhere=True) == {}
 
 
 def test_deletes_are_the_accepted_deletes_of_one_client_and_resource_in_order() -> None:
