@@ -158,7 +158,7 @@ class Reconciler:
         self._term_started = clock()
         """Job copies created well before this leadership term are not checked again (``out_of_sync``)."""
         self._log = log.bind(cluster=cluster)
-        self.refusals = RefusalReporter(
+        self._refusals = RefusalReporter(
             events=events, component="kfed-agent", lookup=lambda _key: None, action="Reconcile"
         )
         self._retry_at: float | None = None
@@ -166,9 +166,8 @@ class Reconciler:
 
     def _wrote(self, obj: Obj) -> None:
         """A write for ``obj`` went through: a later refusal for it is reported again."""
-        if len(self.refusals):
-            namespace, name = _name(obj)
-            self.refusals.succeeded(f"{namespace}/{name}")
+        namespace, name = _name(obj)
+        self._refusals.succeeded(f"{namespace}/{name}")
 
     def _retry(self, obj: Obj, err: KubeError) -> None:
         """A write for ``obj`` failed (not a conflict: those are decided again at once): decided again by the pass
@@ -188,7 +187,7 @@ class Reconciler:
         """A write for ``obj`` this cluster refused: named once on it (log line, Warning Event), and tried again by
         the pass ``REFUSED_RETRY_SECONDS`` later (or an earlier one another change brings)."""
         namespace, name = _name(obj)
-        self.refusals.refused(f"{namespace}/{name}", err, retry_in=REFUSED_RETRY_SECONDS, regarding=obj)
+        self._refusals.refused(f"{namespace}/{name}", err, retry_in=REFUSED_RETRY_SECONDS, regarding=obj)
         self._retry_after(REFUSED_RETRY_SECONDS)
 
     async def run(self) -> None:

@@ -117,14 +117,11 @@ def _stale_copies_deleted(fed: Federation, lives: list[PodLife], freezes: list[F
     workload_of = {job: name for name, job in _workload_jobs(fed).items()}
     seconds = []
     for freeze in (f for f in freezes if f.past_timeout):
-        log = fed.clusters[freeze.worker].audit_log
-        with log.open(encoding="utf-8", errors="replace") as handle:
-            deleted = deletes(handle, resource="jobs", client="kfed-manager")
-        with log.open(encoding="utf-8", errors="replace") as handle:
-            deleted_workloads = deletes(handle, resource="workloads", client="kfed-manager")
+        with fed.clusters[freeze.worker].audit_log.open(encoding="utf-8", errors="replace") as handle:
+            deleted = deletes(handle, resources={"jobs", "workloads"}, client="kfed-manager")
         jobs = {life.job for life in lives if life.worker == freeze.worker and life.start < freeze.start < life.end}
         for job in jobs:
-            times = [*deleted.get(job, ()), *deleted_workloads.get(workload_of.get(job, ""), ())]
+            times = [*deleted.get(job, ()), *deleted.get(workload_of.get(job, ""), ())]
             after = sorted(at for at in times if at >= freeze.start)
             if after:
                 seconds.append(max(0.0, after[0] - freeze.end))

@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from e2e.rig.audit import WRITE_VERBS, client_of, job_of_pod
+from e2e.rig.audit import WRITE_VERBS, calls, client_of, job_of_pod
 from federation.quantity import parse_quantity
 
 Obj = Mapping[str, Any]
@@ -82,30 +82,14 @@ def pod_lives(lines: Iterable[str], *, worker: str, node_agent: str = "kwok") ->
     ]
 
 
-def deletes(lines: Iterable[str], *, resource: str, client: str) -> dict[str, list[float]]:
-    """``namespace/name`` → when ``client`` (``kfed-manager``) had an object of ``resource`` deleted (each DELETE the
-    apiserver accepted, in order), from one cluster's audit log."""
+def deletes(lines: Iterable[str], *, resources: Collection[str], client: str) -> dict[str, list[float]]:
+    """``namespace/name`` → when ``client`` (``kfed-manager``) had an object of one of ``resources`` deleted (each
+    DELETE the apiserver accepted, in order), from one cluster's audit log."""
     found: dict[str, list[float]] = {}
-    for line in lines:
-        if '"delete"' not in line:
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        ref = event.get("objectRef") or {}
-        code = (event.get("responseStatus") or {}).get("code", 0)
-        if (
-            event.get("verb") != "delete"
-            or ref.get("resource") != resource
-            or ref.get("subresource")
-            or not 200 <= code < 300
-            or client_of(event.get("userAgent", "")) != client
-        ):
-            continue
-        at = _stamp(event)
-        if at is not None:
-            found.setdefault(f"{ref.get('namespace', '')}/{ref.get('name', '')}", []).append(at)
+    for call in calls(lines):
+        ours = call.verb == "delete" and call.resource in resources and call.client == client
+        if ours and call.accepted and call.at is not None:
+            found.setdefault(call.key, []).append(call.at)
     return {key: sorted(times) for key, times in found.items()}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,29 +47,57 @@ def writes_in(path: Path) -> Counter[tuple[str, str, str]]:
         return count_writes(handle)
 
 
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One completed request an audit log recorded."""
+
+    client: str
+    """``kfed-manager``, ``kube-controller-manager``… (:func:`client_of`)"""
+    verb: str
+    resource: str
+    """With its subresource: ``jobs``, ``workloads/status``."""
+    key: str
+    """``namespace/name`` (``/name`` for a cluster-scoped object)."""
+    code: int
+    at: float | None
+    """When the apiserver received it (epoch seconds)."""
+
+    @property
+    def accepted(self) -> bool:
+        return 200 <= self.code < 300
+
+
+def calls(lines: Iterable[str]) -> Iterator[Call]:
+    """Every completed request of one cluster's audit log, in the log's order."""
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("stage") != "ResponseComplete":
+            continue
+        ref = event.get("objectRef") or {}
+        resource = ref.get("resource", "") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        yield Call(
+            client=client_of(event.get("userAgent", "")),
+            verb=str(event.get("verb", "")),
+            resource=resource,
+            key=f"{ref.get('namespace', '')}/{ref.get('name', '')}",
+            code=int((event.get("responseStatus") or {}).get("code", 0)),
+            at=_stamp(event),
+        )
+
+
 def created_names(path: Path, *, resource: str, client: str) -> list[str]:
     """``namespace/name`` of every object of ``resource`` that ``client`` created successfully."""
-    names: list[str] = []
     if not path.exists():
-        return names
+        return []
     with path.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            ref = event.get("objectRef") or {}
-            code = (event.get("responseStatus") or {}).get("code", 0)
-            if (
-                event.get("stage") == "ResponseComplete"
-                and event.get("verb") == "create"
-                and ref.get("resource") == resource
-                and not ref.get("subresource")
-                and client_of(event.get("userAgent", "")) == client
-                and 200 <= code < 300
-            ):
-                names.append(f"{ref.get('namespace', '')}/{ref.get('name', '')}")
-    return names
+        return [
+            call.key
+            for call in calls(handle)
+            if call.verb == "create" and call.resource == resource and call.client == client and call.accepted
+        ]
 
 
 def _stamp(event: dict[str, object]) -> float | None:

@@ -26,13 +26,13 @@ from typing import Any
 import pytest
 
 from e2e.queues import queue_objects
+from e2e.rig.audit import calls
 from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
 from e2e.rig.from_charts import rendered_container
 from e2e.rig.nodes import NodeShape
 from e2e.scenarios.helpers import get, items, submit, wait_complete, workload_of
 from e2e.toolchain import ensure_built
 from e2e.waiting import wait_for
-from federation.conditions import parse_time
 
 pytestmark = pytest.mark.e2e
 
@@ -101,35 +101,25 @@ def _refusal_events(fed: Federation, cluster: str, name: str) -> list[dict[str, 
     return items(fed, cluster, "events", "--field-selector", f"involvedObject.name={name},reason=Forbidden")
 
 
-def _refused_calls(fed: Federation, cluster: str, *, agent: str, resource: str, since: float) -> int:
-    """Calls by ``agent`` to ``resource`` (``workloads/status``) the cluster's audit log shows refused with 403."""
-    kind, _, sub = resource.partition("/")
-    count = 0
-    for line in fed.clusters[cluster].audit_log.read_text(errors="replace").splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        ref = event.get("objectRef") or {}
-        if (
-            (event.get("responseStatus") or {}).get("code") == 403
-            and agent in (event.get("userAgent") or "")
-            and ref.get("resource") == kind
-            and (ref.get("subresource") or "") == sub
-            and _stamp(event) >= since
-        ):
-            count += 1
-    return count
-
-
-def _stamp(event: dict[str, Any]) -> float:
-    return parse_time(event["stageTimestamp"]).timestamp()
+def _refused_calls(fed: Federation, cluster: str, *, resource: str, since: float) -> int:
+    """Calls by kfed to ``resource`` (``workloads/status``) since ``since`` that the cluster's audit log shows refused
+    with 403."""
+    with fed.clusters[cluster].audit_log.open(encoding="utf-8", errors="replace") as handle:
+        return sum(
+            1
+            for call in calls(handle)
+            if call.code == 403
+            and call.client.startswith("kfed-")
+            and call.resource == resource
+            and call.at is not None
+            and call.at >= since
+        )
 
 
 def _assert_retried_not_looped(fed: Federation, cluster: str, *, resource: str, since: float) -> None:
     """The refused write is tried again (kfed did not give up on it), and not in a tight loop."""
     refused = wait_for(
-        lambda: _refused_calls(fed, cluster, agent="kfed", resource=resource, since=since),
+        lambda: _refused_calls(fed, cluster, resource=resource, since=since),
         until=lambda n: n >= 2,
         timeout=30,
         what=f"the refused write to be tried again on {cluster}",

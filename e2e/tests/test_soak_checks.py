@@ -137,6 +137,6 @@ def test_deletes_are_the_accepted_deletes_of_one_client_and_resource_in_order() 
         delete("workloads", "job-c-3", 6, agent="kube-controller-manager"),
         delete("jobs", "a", 7),
     ]
-    found = deletes(lines, resource="workloads", client="kfed-manager")
+    found = deletes(lines, resources={"workloads"}, client="kfed-manager")
     assert list(found) == ["ns/job-a-1"]
     assert found["ns/job-a-1"][1] - found["ns/job-a-1"][0] == 5
