@@ -124,6 +124,23 @@ class Evictions:
             event_type="Warning",
         )
 
+    async def deactivate(self, workload: Obj, *, status: Obj) -> None:
+        """Deactivate the workload for kfed's own reason: ``status`` (its ``DeactivationTarget`` condition) first,
+        then ``spec.active: false``; the eviction that follows names the target's reason
+        (``federation.admission.deactivation``)."""
+        workload = await self._writes.patch_status(workload, status)
+        meta = workload["metadata"]
+        self._writes.wrote(
+            workload,
+            await self._api.patch(
+                WORKLOADS,
+                meta["name"],
+                {"spec": {"active": False}},
+                namespace=meta["namespace"],
+                field_manager=self._config.field_manager,
+            ),
+        )
+
     async def exclude(self, workload: Obj, *, worker: str, why: str, refused: bool = False) -> None:
         """Remember on the Workload that ``worker`` holds a foreign object of this name, or (``refused``) refused to
         create our copy; the next pass withdraws, and the workload is not dispatched there again."""

@@ -34,6 +34,7 @@ from manager.decisions.sync import job_finish
 from manager.decisions.workload_from_job import (
     JobNotQueueable,
     Priority,
+    maximum_execution_time,
     pod_sets_for_job,
     priority_class_changed,
     priority_class_of,
@@ -160,6 +161,7 @@ class JobController:
                 spec: dict[str, Any] = {"queueName": queue_name_of(job)}
                 if edit is WorkloadEdit.UPDATE:
                     spec["podSets"] = pod_sets_for_job(job)
+                    spec["maximumExecutionTimeSeconds"] = maximum_execution_time(job)  # None removes it
                 await self._api.patch(
                     WORKLOADS,
                     meta["name"],
@@ -244,6 +246,12 @@ class JobController:
             created = await self._api.create(WORKLOADS, workload, field_manager=self._config.field_manager)
         except AlreadyExists:
             return None
+        except Invalid as err:  # something else in the Job the Workload API refuses: say so, do not retry it
+            log.warning("workload not created: the Workload API refused it", job=key, reason=str(err)[:500])
+            self._events.emit(
+                job, reason="CreatingWorkloadFailed", note=str(err)[:1000], action="Queue", event_type="Warning"
+            )
+            return None  # re-examined when the Job changes
         # No CreatedWorkload Event (Kueue records one): it says nothing the Workload's ownerReference does not, and
         # it was a third of kfed's writes on the manager's Events per Job (README "How a Job flows").
         latency = workload_creation_latency(job, created)

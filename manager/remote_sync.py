@@ -49,6 +49,13 @@ from manager.decisions.admission_checks import (
     worker_checks_message,
     worker_rejection,
 )
+from manager.decisions.execution_time import (
+    REASON_EXCEEDED,
+    exceeded_note,
+    exceeded_status,
+    execution_time_left,
+    limit_of,
+)
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.lifecycle import Phase, held_worker, phase_of
 from manager.decisions.pods_ready import (
@@ -242,10 +249,16 @@ class RemoteSync:
             if reason is not None:
                 await self._evictions.evict(workload, worker=worker, reason=reason, now=now)
                 return None  # the Workload's watch event brings it back to withdraw the copies
+            budget = execution_time_left(workload, now=now)
+            if budget is not None and budget <= 0:
+                await self._out_of_time(workload, worker=worker, now=now)
+                return None  # deactivated: the watch event brings it back to withdraw it
             ready_step = await self._pods_ready(workload, worker=worker, remote_jb=remote_jb, now=now)
             if ready_step is None:
                 return None  # evicted or deactivated: the watch event brings it back
             workload, ready_recheck = ready_step
+            if budget is not None:  # look again when the budget runs out
+                ready_recheck = budget if ready_recheck is None else min(ready_recheck, budget)
         gated = await self._admission_checks_gate(
             workload, worker=worker, copies=remote_wl is not None or remote_jb is not None
         )
@@ -527,6 +540,17 @@ class RemoteSync:
         )
         return True, created
 
+    async def _out_of_time(self, workload: Obj, *, worker: str, now: dt.datetime) -> None:
+        """The workload used its ``maximumExecutionTimeSeconds`` (``manager.decisions.execution_time``): deactivate
+        it, with Kueue's Warning Event."""
+        await self._evictions.deactivate(workload, status=exceeded_status(workload, now=now))
+        limit = limit_of(workload) or 0
+        self._events.emit(
+            workload, reason=REASON_EXCEEDED, note=exceeded_note(limit), action="Deactivate", event_type="Warning"
+        )
+        key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
+        log.warning("workload deactivated: maximum execution time exceeded", workload=key, cluster=worker, limit=limit)
+
     async def _pods_ready(
         self, workload: Obj, *, worker: str, remote_jb: Obj | None, now: dt.datetime
     ) -> tuple[Obj, float | None] | None:
@@ -539,18 +563,8 @@ class RemoteSync:
         step = pods_ready_step(workload, remote_job=remote_jb, now=now, policy=policy, jitter=random.random() * 0.05)
         key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
         if step.deactivate:
-            workload = await self._writes.patch_status(
-                workload, {"conditions": [*conditions_of(workload), deactivation_target(now)]}
-            )
-            self._writes.wrote(
-                workload,
-                await self._api.patch(
-                    WORKLOADS,
-                    workload["metadata"]["name"],
-                    {"spec": {"active": False}},
-                    namespace=workload["metadata"]["namespace"],
-                    field_manager=self._config.field_manager,
-                ),
+            await self._evictions.deactivate(
+                workload, status={"conditions": [*conditions_of(workload), deactivation_target(now)]}
             )
             log.warning("workload deactivated: requeuing limit exceeded", workload=key, cluster=worker)
             return None

@@ -225,3 +225,22 @@ def test_a_partially_admitted_job_runs_its_admitted_count_on_a_stock_kueue_worke
         raise
     assert job["status"].get("succeeded") == 3, job["status"]
     assert job["spec"]["parallelism"] == 3
+
+
+def test_a_job_with_a_maximum_execution_time_runs_on_a_stock_kueue_worker(kfed_manager_mixed: Federation) -> None:
+    """kfed-manager keeps the execution time clock and sends copies without the limit: a stock Kueue worker finds the
+    Job copy and the Workload copy equivalent (one with the label and one without would be finished OutOfSync)."""
+    fed = kfed_manager_mixed
+    manifest = job_manifest("capped-kueue", namespace="default", cpu="1", seconds=2, queue=ONLY)
+    manifest["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "300"
+    _apply(fed, MANAGER, [manifest])
+    try:
+        job = wait_complete(fed, "capped-kueue", timeout=120)
+    except AssertionError:
+        _dump_state(fed, "capped-kueue")
+        raise
+    assert job["status"].get("succeeded") == 1, job["status"]
+    workload = _manager_workload(fed, "capped-kueue")
+    assert workload is not None
+    assert workload["spec"]["maximumExecutionTimeSeconds"] == 300
+    assert (workload.get("status") or {}).get("clusterName") == "worker-2"

@@ -11,6 +11,8 @@ copy as this annotation instead of the label, and reads the annotation first."""
 MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
 """On a batch/v1 Job: the fewest pods it can run with (partial admission); its Workload's ``minCount``."""
+MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+"""On a Job: its Workload's ``maximumExecutionTimeSeconds``, the admitted time after which it is deactivated."""
 COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-completions-equal-parallelism"
 """On an Indexed Job with partial admission: ``completions`` follows ``parallelism`` when admission shrinks it."""
 

@@ -17,6 +17,10 @@ for, nor runs, more pods than the manager reserved, and a stock Kueue worker fin
 Job admitted at its ``minCount`` is sent as one that cannot shrink: no ``minCount`` on the Workload copy and no
 min-parallelism on the Job copy (a Kueue worker refuses a min-parallelism that is not below the pod count).
 
+Neither copy carries the execution time limit (the Workload's ``maximumExecutionTimeSeconds``, the Job's
+``kueue.x-k8s.io/max-exec-time-seconds`` label): the manager keeps that clock (``manager.decisions.execution_time``),
+and a stock Kueue worker finds the two copies equivalent only if both lack it.
+
 The Workload copy carries no preemption gate (Kueue v0.20's orchestrated preemption, ``spec.preemptionGates``). A
 Kueue manager gates its copies because it sends one Workload to several workers at once and must stop each of them
 from preempting on its behalf until one is chosen. kfed-manager decides preemption globally, before dispatch,
@@ -30,7 +34,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from federation.api.labels import MIN_PARALLELISM_ANNOTATION, MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL
+from federation.api.labels import (
+    MAX_EXEC_TIME_LABEL,
+    MIN_PARALLELISM_ANNOTATION,
+    MULTIKUEUE_ORIGIN_LABEL,
+    PREBUILT_WORKLOAD_LABEL,
+)
 from federation.merge_patch import apply_merge_patch
 from federation.pod_injection import (
     INJECTED_ANNOTATION,
@@ -50,7 +59,11 @@ _ANNOTATIONS_DROPPED = ("kubectl.kubernetes.io/last-applied-configuration",)
 
 def _copied_meta(meta: Mapping[str, Any], *, extra_labels: Mapping[str, str]) -> dict[str, Any]:
     kept = {k: copy.deepcopy(meta[k]) for k in _META_KEPT if k in meta}
-    labels = {k: v for k, v in (kept.get("labels") or {}).items() if k not in JOB_GENERATED_LABELS}
+    labels = {
+        k: v
+        for k, v in (kept.get("labels") or {}).items()
+        if k not in JOB_GENERATED_LABELS and k != MAX_EXEC_TIME_LABEL
+    }
     labels.update(extra_labels)
     kept["labels"] = labels
     annotations = {k: v for k, v in (kept.get("annotations") or {}).items() if k not in _ANNOTATIONS_DROPPED}
@@ -118,6 +131,7 @@ def _admitted_spec(manager_workload: Mapping[str, Any]) -> dict[str, Any]:
     it (partial admission): the worker must not run, nor reserve quota for, more pods than the manager counted.
     ``minCount`` stays, so a worker may still shrink it further (within what the manager reserved)."""
     spec = copy.deepcopy(dict(manager_workload["spec"]))
+    spec.pop("maximumExecutionTimeSeconds", None)  # the manager's clock (module docstring)
     admission = (manager_workload.get("status") or {}).get("admission") or {}
     reserved = {
         str(psa.get("name")): int(psa["count"])

@@ -20,6 +20,7 @@ from typing import Any
 from federation.admission.deactivation import deactivation_eviction
 from federation.admission.requeued import requeued_on_release
 from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
+from manager.decisions.execution_time import ACCUMULATED_FIELD, accumulated_on_release
 from manager.decisions.sync import job_finish
 
 Obj = Mapping[str, Any]
@@ -308,7 +309,11 @@ def requeue_status(workload: Obj, *, reason: str, message: str, now: dt.datetime
         "admissionChecks": checks,
     }
     if deactivated(workload):
-        # Deactivation is done: its target marker goes, and a reactivated workload starts its requeue count afresh.
+        # Deactivation is done: its target marker goes, and a reactivated workload starts its requeue count and its
+        # execution time budget afresh.
         patch["conditions"] = [c for c in conditions if c.get("type") != "DeactivationTarget"]
         patch["requeueState"] = None
+        patch[ACCUMULATED_FIELD] = None
+    elif (used := accumulated_on_release(workload, now=now)) is not None:
+        patch[ACCUMULATED_FIELD] = used  # the admitted time counts against maximumExecutionTimeSeconds
     return patch

@@ -7,6 +7,10 @@ Job deletes it. One pod set, ``main``, of ``parallelism`` pods (fewer if ``compl
 ``minCount`` from ``kueue.x-k8s.io/job-min-parallelism`` for partial admission. The Job's
 ``kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold`` (Kueue v0.20: 1-8) is copied to the Workload, as Kueue's
 Job integration does, so the worker's agent honours it; any other value makes the Job not queueable, saying why.
+So does ``kueue.x-k8s.io/max-exec-time-seconds`` (a whole number of seconds above 0; the Workload's
+``maximumExecutionTimeSeconds``, see ``manager.decisions.execution_time``) and a ``kueue.x-k8s.io/queue-name``
+that the Workload API would refuse as its ``queueName`` (not a DNS-1123 subdomain), which Kueue's webhook refuses
+on the Job itself.
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from federation.api.labels import (
     COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
+    MAX_EXEC_TIME_LABEL,
     MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD,
     MIN_PARALLELISM_ANNOTATION,
     PRIORITY_CLASS_LABEL,
@@ -35,6 +41,9 @@ JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 POD_SET_NAME = "main"
 _MAX_NAME = 63
 _HASH_LEN = 5
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_MAX_SUBDOMAIN = 253
+_MAX_INT32 = 2**31 - 1
 
 
 class JobNotQueueable(ValueError):
@@ -78,6 +87,30 @@ def priority_class_changed(workload: Mapping[str, Any], job: Mapping[str, Any]) 
 
 def queue_name_of(job: Mapping[str, Any]) -> str | None:
     return ((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL)
+
+
+def checked_queue_name(job: Mapping[str, Any]) -> str:
+    """The Job's LocalQueue name; ``JobNotQueueable`` when it has none or one the Workload API refuses."""
+    queue = queue_name_of(job)
+    if not queue:
+        raise JobNotQueueable(f"the Job has no {QUEUE_NAME_LABEL} label")
+    if len(queue) > _MAX_SUBDOMAIN or not _DNS1123_SUBDOMAIN.fullmatch(queue):
+        raise JobNotQueueable(
+            f"{QUEUE_NAME_LABEL}={queue!r} is not a valid LocalQueue name: a lowercase RFC 1123 subdomain "
+            "(lower case letters, digits, '-' and '.', starting and ending with a letter or digit)"
+        )
+    return queue
+
+
+def maximum_execution_time(job: Mapping[str, Any]) -> int | None:
+    """The Job's ``kueue.x-k8s.io/max-exec-time-seconds`` (None without the label); ``JobNotQueueable`` unless it
+    is a whole number of seconds above 0 (Kueue's webhook refuses such a Job)."""
+    text = ((job.get("metadata") or {}).get("labels") or {}).get(MAX_EXEC_TIME_LABEL)
+    if text is None:
+        return None
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) <= _MAX_INT32:
+        raise JobNotQueueable(f"{MAX_EXEC_TIME_LABEL}={text!r} must be a whole number of seconds greater than 0")
+    return int(text)
 
 
 def priority_class_of(job: Mapping[str, Any]) -> str | None:
@@ -147,9 +180,7 @@ def workload_for_job(job: Mapping[str, Any], *, priority: Priority) -> dict[str,
     name, namespace, uid = meta.get("name"), meta.get("namespace"), meta.get("uid")
     if not (name and namespace and uid):
         raise JobNotQueueable("the Job has no name, namespace or uid yet")
-    queue = queue_name_of(job)
-    if not queue:
-        raise JobNotQueueable(f"the Job has no {QUEUE_NAME_LABEL} label")
+    queue = checked_queue_name(job)
     copied: dict[str, str] = {}
     threshold = (meta.get("annotations") or {}).get(UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION)
     if threshold is not None:
@@ -162,6 +193,9 @@ def workload_for_job(job: Mapping[str, Any], *, priority: Priority) -> dict[str,
     workload_spec: dict[str, Any] = {"queueName": queue, "podSets": pod_sets_for_job(job), **priority_spec(priority)}
     if workload_spec["priorityClassRef"] is None:
         del workload_spec["priorityClassRef"]
+    limit = maximum_execution_time(job)
+    if limit is not None:
+        workload_spec["maximumExecutionTimeSeconds"] = limit
     return {
         "apiVersion": WORKLOAD_API_VERSION,
         "kind": "Workload",

@@ -2,11 +2,13 @@
 
 A user may edit a Job after its Workload was made: while it waits suspended, ``parallelism`` and ``completions``
 (the pod count), the ``kueue.x-k8s.io/job-min-parallelism`` annotation (the ``minCount``), the pod template's
-tolerations and its ``kueue.x-k8s.io/queue-name``. A Workload that kept the old values would reserve quota
+tolerations, its ``kueue.x-k8s.io/queue-name`` and its ``kueue.x-k8s.io/max-exec-time-seconds`` (the Workload's
+``maximumExecutionTimeSeconds``). A Workload that kept the old values would reserve quota
 for pods the Job no longer has, or too few for those it now has, and the worker would admit its copy for one size
 while the Job copy runs another. Kueue compares the two on every reconcile and brings the Workload in line:
 
-- a suspended Job's Workload holding no quota gets the Job's new pod sets (Event ``UpdatedWorkload`` on the Job);
+- a suspended Job's Workload holding no quota gets the Job's new pod sets and execution time limit (Event
+  ``UpdatedWorkload`` on the Job);
 - one holding quota is deleted, which releases the quota and withdraws any copy, and a new Workload is queued for
   the Job (Event ``DeletedWorkload``);
 - a suspended Job relabelled with another ``kueue.x-k8s.io/queue-name`` moves its Workload to that LocalQueue
@@ -37,7 +39,13 @@ from federation.conditions import is_true
 from federation.pod_injection import admitted_count, requested_count
 from federation.quantity import parse_quantity
 from manager.decisions.sync import job_finish
-from manager.decisions.workload_from_job import pod_count, pod_sets_for_job, queue_name_of
+from manager.decisions.workload_from_job import (
+    checked_queue_name,
+    maximum_execution_time,
+    pod_count,
+    pod_sets_for_job,
+    queue_name_of,
+)
 
 
 class WorkloadEdit(enum.Enum):
@@ -45,7 +53,7 @@ class WorkloadEdit(enum.Enum):
 
     KEEP = "keep"
     UPDATE = "update"
-    """The Workload holds no quota: its pod sets become the Job's."""
+    """The Workload holds no quota: its pod sets and execution time limit become the Job's."""
     REPLACE = "replace"
     """The suspended Job's Workload holds quota: delete it; the Job gets a new one, queued from the start."""
     RUNNING_REPLACE = "running-replace"
@@ -119,7 +127,7 @@ def running_count(workload: Mapping[str, Any]) -> int | None:
 
 def edit_for_job(job: Mapping[str, Any], workload: Mapping[str, Any]) -> WorkloadEdit:
     """What to do with ``workload`` now that its Job is as it is; ``JobNotQueueable`` when the Job's
-    min-parallelism is bad (the Workload then keeps what it has)."""
+    min-parallelism, queue name or execution time limit is bad (the Workload then keeps what it has)."""
     if is_true(workload, "Finished") or (workload.get("metadata") or {}).get("deletionTimestamp"):
         return WorkloadEdit.KEEP
     if not (job.get("spec") or {}).get("suspend", False):
@@ -131,9 +139,10 @@ def edit_for_job(job: Mapping[str, Any], workload: Mapping[str, Any]) -> Workloa
         return WorkloadEdit.RUNNING_REPLACE
     existing = (workload.get("spec") or {}).get("podSets") or []
     reserved = is_true(workload, "QuotaReserved")
-    if not pod_sets_match(pod_sets_for_job(job), existing, admitted=is_true(workload, "Admitted")):
+    limit_changed = maximum_execution_time(job) != (workload.get("spec") or {}).get("maximumExecutionTimeSeconds")
+    if limit_changed or not pod_sets_match(pod_sets_for_job(job), existing, admitted=is_true(workload, "Admitted")):
         return WorkloadEdit.REPLACE if reserved else WorkloadEdit.UPDATE
-    queue = queue_name_of(job)
+    queue = checked_queue_name(job) if queue_name_of(job) else None
     if queue and queue != (workload.get("spec") or {}).get("queueName") and not reserved:
         return WorkloadEdit.UPDATE_QUEUE
     return WorkloadEdit.KEEP

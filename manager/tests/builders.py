@@ -31,6 +31,10 @@ class JobBuilder:
         self._job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = name
         return self
 
+    def label(self, key: str, value: str) -> JobBuilder:
+        self._job["metadata"]["labels"][key] = value
+        return self
+
     def priority_class(self, name: str) -> JobBuilder:
         self._job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = name
         return self

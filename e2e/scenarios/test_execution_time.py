@@ -1,0 +1,135 @@
+"""Kueue's ``kueue.x-k8s.io/max-exec-time-seconds`` on a real local federation, and the Job labels kubectl refuses
+(SCENARIOS.md I1, C2): a Job admitted for longer than its limit is deactivated and stopped, not run again; one
+inside it completes; a bad queue name or limit is refused when the Job is created."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from e2e.queues import job_manifest
+from e2e.rig.federation import MANAGER, Federation
+from e2e.scenarios.helpers import get, is_true, items, submit, wait_complete, workload_of
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+LIMIT_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+
+
+def _create(fed: Federation, name: str, *, labels: dict[str, str], seconds: float, check: bool = True) -> str:
+    manifest = job_manifest(name, namespace="default", cpu="1", seconds=seconds)
+    manifest["metadata"]["labels"].update(labels)
+    result = fed.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest), check=check)
+    return result.stderr if result.returncode else ""
+
+
+def _condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    for condition in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if condition.get("type") == kind:
+            return dict(condition)
+    return {}
+
+
+def test_a_job_past_its_maximum_execution_time_is_deactivated_stopped_and_not_run_again(
+    federation: Federation,
+) -> None:
+    _create(federation, "capped", labels={LIMIT_LABEL: "4"}, seconds=600)
+    admitted = wait_for(
+        lambda: workload_of(federation, "capped"),
+        until=lambda wl: is_true(wl, "Admitted"),
+        timeout=60,
+        what="the capped Workload Admitted",
+    )
+    assert admitted is not None
+    assert admitted["spec"]["maximumExecutionTimeSeconds"] == 4
+    worker = admitted["status"]["clusterName"]
+    copy = get(federation, worker, "workloads.kueue.x-k8s.io", admitted["metadata"]["name"])
+    assert copy is not None
+    assert "maximumExecutionTimeSeconds" not in copy["spec"], "the manager keeps the clock"
+
+    reason = "DeactivatedDueToMaximumExecutionTimeExceeded"
+    workload = wait_for(
+        lambda: workload_of(federation, "capped"),
+        until=lambda wl: _condition(wl, "Requeued").get("reason") == reason and not is_true(wl, "QuotaReserved"),
+        timeout=60,
+        what="the capped Workload deactivated, evicted and its quota released",
+    )
+    assert workload is not None
+    assert workload["spec"]["active"] is False
+    evicted = _condition(workload, "Evicted")
+    assert (evicted.get("status"), evicted.get("reason")) == ("True", reason)
+    assert evicted["message"] == "The workload is deactivated due to exceeding the maximum execution time"
+    assert _condition(workload, "Requeued").get("status") == "False", "a deactivated Workload is not queued again"
+    assert not _condition(workload, "DeactivationTarget"), "the marker goes once the deactivation is done"
+    events = items(
+        federation,
+        MANAGER,
+        "events",
+        "--field-selector",
+        f"involvedObject.name={workload['metadata']['name']},reason=MaximumExecutionTimeExceeded",
+    )
+    assert [(e["type"], e.get("message") or e.get("note")) for e in events] == [
+        ("Warning", "The maximum execution time (4s) exceeded")
+    ]
+    job = wait_for(
+        lambda: get(federation, MANAGER, "job", "capped"),
+        until=lambda j: j is not None and bool(j["spec"].get("suspend")),
+        timeout=30,
+        what="the manager Job suspended",
+    )
+    assert job is not None
+    assert not is_true(job, "Complete")
+    assert not is_true(job, "Failed")
+    wait_for(
+        lambda: [w for w in federation.workers if get(federation, w, "job", "capped") is not None],
+        until=lambda left: not left,
+        timeout=30,
+        what="the Job copy removed from its worker",
+    )
+    federation.kubectl(MANAGER, "delete", "job", "capped", "--wait=false")
+
+
+def test_a_job_inside_its_maximum_execution_time_completes(federation: Federation) -> None:
+    _create(federation, "in-time", labels={LIMIT_LABEL: "300"}, seconds=2)
+    wait_complete(federation, "in-time")
+    workload = workload_of(federation, "in-time")
+    assert workload is not None
+    assert workload["spec"]["maximumExecutionTimeSeconds"] == 300
+    assert is_true(workload, "Finished")
+
+
+@pytest.mark.parametrize(
+    ("labels", "says"),
+    [
+        ({"kueue.x-k8s.io/queue-name": "Team_A"}, "not a valid LocalQueue name"),
+        ({LIMIT_LABEL: "ten"}, "must be a whole number of seconds greater than 0"),
+        ({LIMIT_LABEL: "0"}, "must be a whole number of seconds greater than 0"),
+    ],
+)
+def test_kubectl_refuses_a_bad_queue_name_or_limit(federation: Federation, labels: dict[str, str], says: str) -> None:
+    error = _create(federation, "refused-label", labels=labels, check=False, seconds=1)
+    assert says in error, error
+    assert get(federation, MANAGER, "job", "refused-label") is None
+
+
+def test_a_running_jobs_queue_and_limit_cannot_change(federation: Federation) -> None:
+    submit(federation, "relabel", cpu="1", seconds=600)
+    try:
+        wait_for(
+            lambda: get(federation, MANAGER, "job", "relabel"),
+            until=lambda j: j is not None and j["spec"].get("suspend") is False,
+            timeout=60,
+            what="the relabel Job started",
+        )
+        for label, says in (
+            ("kueue.x-k8s.io/queue-name=elsewhere", "queue-name]: field is immutable"),
+            (f"{LIMIT_LABEL}=60", "max-exec-time-seconds]: field is immutable"),
+        ):
+            result = federation.kubectl(MANAGER, "label", "job", "relabel", label, "--overwrite", check=False)
+            assert result.returncode != 0, f"{label} was accepted on a running Job"
+            assert says in result.stderr, result.stderr
+    finally:
+        federation.kubectl(MANAGER, "delete", "job", "relabel", "--wait=false", check=False)
