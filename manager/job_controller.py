@@ -24,7 +24,7 @@ from federation.api.labels import QUEUE_NAME_LABEL
 from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
-from federation.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
+from federation.kube.errors import AlreadyExists, Conflict, Forbidden, Invalid, NotFound
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import JOBS, WORKLOADS
 from federation.obs.metrics import Metrics
@@ -246,6 +246,11 @@ class JobController:
             created = await self._api.create(WORKLOADS, workload, field_manager=self._config.field_manager)
         except AlreadyExists:
             return None
+        except Forbidden as err:
+            if not err.namespace_terminating:
+                raise  # the work queue retries it, and names a refusal
+            log.info("no workload: the job's namespace is being deleted", job=key)
+            return None  # the Job goes with its namespace
         except Invalid as err:  # something else in the Job the Workload API refuses: say so, do not retry it
             log.warning("workload not created: the Workload API refused it", job=key, reason=str(err)[:500])
             self._events.emit(

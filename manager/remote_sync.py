@@ -101,7 +101,8 @@ class NotOurs(RuntimeError):
 
 
 class RefusedByWorker(RuntimeError):
-    """The worker answered 403 Forbidden to creating a copy: the manager's credentials there lack a permission."""
+    """The worker answered 403 Forbidden to creating a copy: the manager's credentials there lack a permission, or
+    the worker's admission (a policy or webhook, a ResourceQuota) refused the copy; the message says which."""
 
 
 class RemoteSync:
@@ -518,8 +519,13 @@ class RemoteSync:
             view.created(created)
         except Forbidden as err:
             meta = obj["metadata"]
+            why = (
+                "the credentials in its MultiKueueCluster's kubeconfig lack this permission"
+                if err.permission_denied
+                else f"not a permission: {err.why()}"
+            )
             raise RefusedByWorker(
-                f"{conn.name} refused to create {resource.kind} {meta['namespace']}/{meta['name']}: {err}"
+                f"{conn.name} refused to create {resource.kind} {meta['namespace']}/{meta['name']}: {err}; {why}"
             ) from None
         except AlreadyExists:
             meta = obj["metadata"]

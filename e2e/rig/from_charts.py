@@ -200,7 +200,10 @@ _STATUS_403 = re.compile(r'"(?:status|code)":\s*403\b')
 
 def refused(line: str) -> bool:
     """A log line about a call the apiserver refused: "Forbidden" in the error, or a status/code field of 403 (not
-    merely "403" inside a port number or a timestamp)."""
+    merely "403" inside a port number or a timestamp). A create refused because its namespace is being deleted
+    (the apiserver's 403 ``NamespaceTerminating``) is not a refusal of kfed's permissions."""
+    if "because it is being terminated" in line:
+        return False
     return "forbidden" in line.lower() or bool(_STATUS_403.search(line))
 
 

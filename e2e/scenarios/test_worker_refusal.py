@@ -15,6 +15,7 @@ import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,3 +109,49 @@ def test_a_refused_copy_is_named_and_the_job_runs_on_a_worker_that_accepts_it(
     wait_complete(fed, "refused-1", timeout=90)
     done = workload_of(fed, "refused-1")
     assert (done or {}).get("status", {}).get("clusterName") == "worker-1", "never sent back to the refusing worker"
+
+
+def test_a_copy_the_workers_quota_refuses_is_not_blamed_on_permissions(refusing_federation: Federation) -> None:
+    """A 403 is not always a missing permission: worker-1's ResourceQuota allows no Job in the namespace. The refusal
+    says so (and worker-2's, if it was tried, still names the permission); removing the quota and the worker from
+    ``kfed.io/refused-by`` lets the Job run there."""
+    fed = refusing_federation
+    _apply(fed, MANAGER, routed_queue_objects(QUEUE, list(fed.workers), cpu="8")[:1])
+    quota: dict[str, object] = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "no-jobs", "namespace": "default"},
+        "spec": {"hard": {"count/jobs.batch": "0"}},
+    }
+    _apply(fed, "worker-1", [quota])
+    submit(fed, "over-quota", cpu="1", seconds=1, queue=QUEUE)
+    workload = wait_for(
+        lambda: workload_of(fed, "over-quota"),
+        until=lambda wl: wl is not None and "worker-1" in _refused_by(wl),
+        timeout=90,
+        what="the Workload to record that worker-1 refused its copy",
+    )
+    assert workload is not None
+    name = workload["metadata"]["name"]
+    events = items(
+        fed, MANAGER, "events", "--field-selector", f"involvedObject.name={name},reason=RemoteWriteForbidden"
+    )
+    by_worker = {worker: [e["message"] for e in events if e["message"].startswith(worker)] for worker in fed.workers}
+    [quota_refusal] = by_worker["worker-1"]
+    assert "quota" in quota_refusal, quota_refusal
+    assert "not a permission: the cluster's admission refused it" in quota_refusal, quota_refusal
+    assert "lack this permission" not in quota_refusal, quota_refusal
+    for permission_refusal in by_worker[REFUSING]:
+        assert "lack this permission" in permission_refusal, permission_refusal
+
+    fed.kubectl("worker-1", "delete", "resourcequota", "no-jobs")
+    kept = ",".join(w for w in _refused_by(workload) if w != "worker-1")
+    fed.kubectl(MANAGER, "annotate", "workload", name, f"kfed.io/refused-by={kept}", "--overwrite")
+    wait_complete(fed, "over-quota", timeout=90)
+    done = workload_of(fed, "over-quota")
+    assert (done or {}).get("status", {}).get("clusterName") == "worker-1"
+
+
+def _refused_by(workload: dict[str, Any]) -> list[str]:
+    annotations = (workload.get("metadata") or {}).get("annotations") or {}
+    return [w for w in str(annotations.get("kfed.io/refused-by", "")).split(",") if w]

@@ -36,3 +36,8 @@ def test_a_refused_call_is_told_from_a_port_or_a_timestamp() -> None:
     assert refused('{"status": 403, "event": "x"}')
     assert not refused('{"health_port": 40333, "metrics_port": 40333, "event": "agent.listening"}')
     assert not refused('{"ts": "2026-11-23T02:57:55.403147Z", "event": "x"}')
+    terminating = (
+        '{"error": "403 Forbidden: events.events.k8s.io \\"x\\" is forbidden: unable to create new content in '
+        'namespace doomed because it is being terminated", "event": "event.dropped"}'
+    )
+    assert not refused(terminating), "a namespace being deleted is not kfed's permissions"

@@ -9,6 +9,7 @@ It is pure: no I/O, no client library.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -60,8 +61,32 @@ class Unauthorized(KubeError):
     """401: the credentials were rejected."""
 
 
+_PERMISSION_DENIAL = re.compile(r'User "[^"]*" cannot ')
+"""The authorizer's wording of a 403 (``<resource> is forbidden: User "<name>" cannot <verb> resource …``)."""
+
+
 class Forbidden(KubeError):
-    """403: RBAC (or an admission policy) denied the call."""
+    """403: the authorizer (RBAC) denied the call, or admission did: a policy or webhook, a ResourceQuota, a
+    namespace being deleted. Only the first is fixed by granting a permission, so callers say which it was."""
+
+    @property
+    def permission_denied(self) -> bool:
+        """The authorizer refused the caller's identity this verb on this resource (a missing RBAC rule)."""
+        return _PERMISSION_DENIAL.search(self.message) is not None
+
+    @property
+    def namespace_terminating(self) -> bool:
+        """The object's namespace is being deleted: nothing can be created in it any more."""
+        causes = self.details.get("causes") or ()
+        return any(isinstance(c, Mapping) and c.get("type") == "NamespaceTerminating" for c in causes)
+
+    def why(self) -> str:
+        """In a few words, what refused it: for a message that names the fix."""
+        if self.permission_denied:
+            return "a permission is missing"
+        if self.namespace_terminating:
+            return "the namespace is being deleted"
+        return "the cluster's admission refused it (a policy or webhook, or a ResourceQuota)"
 
 
 class Unavailable(KubeError):

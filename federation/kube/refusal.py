@@ -6,6 +6,11 @@ permission is granted; this module makes the wait visible: an error log line and
 call was for (reason ``Forbidden`` or ``Unauthorized``), once per object and refusal until a call for that object
 succeeds again, so a retry loop neither hides the fault nor floods the object's Events.
 
+Not every 403 is a missing permission: the cluster's admission (a policy or webhook, a ResourceQuota) may refuse the
+object itself, and the message then says so instead of sending the reader to the chart's RBAC. A create refused
+because its namespace is being deleted is no fault at all (the object kfed worked for goes with the namespace): it is
+logged, with no Event (there is nowhere left to record one).
+
 A worker cluster refusing kfed-manager's copies is handled elsewhere (``manager.remote_sync``): there the Job can
 go to another worker instead.
 """
@@ -51,6 +56,9 @@ class RefusalReporter:
         """A call made for ``key`` failed with ``err``; reported only when it is a refusal not reported yet."""
         if not is_refusal(err):
             return
+        if isinstance(err, Forbidden) and err.namespace_terminating:
+            log.info("namespace being deleted", component=self._component, key=key, error=str(err)[:300])
+            return
         self.refused(key, err, retry_in=retry_in, regarding=None)
 
     def refused(
@@ -63,20 +71,20 @@ class RefusalReporter:
         self._reported[key] = message
         then = f"; retrying in {retry_in:.1f}s" if retry_in is not None else "; retrying"
         reason = "Unauthorized" if isinstance(err, Unauthorized) else "Forbidden"
-        log.error(
-            "request refused by this cluster",
-            component=self._component,
-            key=key,
-            error=message[:500],
-            hint="grant the permission to the chart's ServiceAccount",
-        )
+        if isinstance(err, Forbidden) and not err.permission_denied:
+            hint = f"not a permission: {err.why()}"
+            advice = f"Not a missing permission: {err.why()}."
+        elif isinstance(err, Unauthorized):
+            hint = "check the chart's ServiceAccount token"
+            advice = "Its credentials were not accepted (an expired or revoked ServiceAccount token?)."
+        else:
+            hint = "grant the permission to the chart's ServiceAccount"
+            advice = "Its ServiceAccount needs this permission (see the chart's RBAC)."
+        log.error("request refused by this cluster", component=self._component, key=key, error=message[:500], hint=hint)
         obj = regarding if regarding is not None else self._lookup(key)
         if obj is None:
             return
-        note = (
-            f"{self._component} was refused by this cluster's apiserver: {message[:700]}{then}. "
-            "Its ServiceAccount needs this permission (see the chart's RBAC)."
-        )
+        note = f"{self._component} was refused by this cluster's apiserver: {message[:700]}{then}. {advice}"
         self._events.emit(obj, reason=reason, note=note[:1000], action=self._action, event_type="Warning")
 
     def succeeded(self, key: str) -> None:

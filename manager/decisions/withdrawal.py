@@ -78,9 +78,11 @@ def foreign_job_message(namespace: str, job_name: str, worker: str) -> str:
 
 def refused_message(worker: str, refusal: str) -> str:
     return (
-        f'worker cluster "{worker}" refused kfed-manager\'s copy ({refusal}): the credentials in its '
-        "MultiKueueCluster's kubeconfig lack a permission; the workload is dispatched elsewhere (to allow that "
-        f"worker again once they are fixed, remove it from the Workload's {REFUSED_BY_ANNOTATION} annotation)"
+        f'worker cluster "{worker}" refused kfed-manager\'s copy ({refusal}; the Warning Event '
+        "RemoteWriteForbidden on this Workload says why: a permission missing from the credentials in its "
+        "MultiKueueCluster's kubeconfig, or the worker's admission refusing the copy); the workload is dispatched "
+        f"elsewhere (to allow that worker again once that is fixed, remove it from the Workload's "
+        f"{REFUSED_BY_ANNOTATION} annotation)"
     )
 
 

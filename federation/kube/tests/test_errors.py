@@ -97,3 +97,34 @@ def test_watch_error_event_410_is_gone() -> None:
 def test_watch_error_event_without_code_uses_reason() -> None:
     assert isinstance(error_from_status({"reason": "Expired", "message": "x"}), Gone)
     assert isinstance(error_from_status({"code": 500, "message": "etcd"}), Unavailable)
+
+
+@pytest.mark.parametrize(
+    ("message", "details", "permission", "terminating"),
+    [
+        (
+            'jobs.batch is forbidden: User "system:serviceaccount:kfed-system:kfed" cannot create resource "jobs" in '
+            'API group "batch" in the namespace "team"',
+            {"group": "batch", "kind": "jobs"},
+            True,
+            False,
+        ),
+        ('jobs.batch "a" is forbidden: exceeded quota: jobs, requested: count/jobs.batch=1', {}, False, False),
+        ('admission webhook "policy.example" denied the request: no GPUs on Sundays', {}, False, False),
+        (
+            'workloads.kueue.x-k8s.io "w" is forbidden: unable to create new content in namespace team because it is '
+            "being terminated",
+            {"causes": [{"type": "NamespaceTerminating", "message": "namespace team is being terminated"}]},
+            False,
+            True,
+        ),
+    ],
+)
+def test_a_403_says_whether_a_permission_is_missing(
+    message: str, details: dict[str, object], permission: bool, terminating: bool
+) -> None:
+    err = error_from_response(403, status(403, "Forbidden", message, details=details))
+    assert isinstance(err, Forbidden)
+    assert err.permission_denied is permission
+    assert err.namespace_terminating is terminating
+    assert ("permission" in err.why()) is permission

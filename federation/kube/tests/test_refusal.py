@@ -9,7 +9,25 @@ from federation.kube.errors import Conflict, Forbidden, Unauthorized
 from federation.kube.refusal import RefusalReporter
 
 JOB = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"namespace": "team", "name": "a", "uid": "u"}}
-DENIED = Forbidden('workloads.kueue.x-k8s.io "a" is forbidden', status=403, reason="Forbidden")
+DENIED = Forbidden(
+    'workloads.kueue.x-k8s.io "a" is forbidden: User "system:serviceaccount:kfed-system:kfed-manager" cannot patch '
+    'resource "workloads/status" in API group "kueue.x-k8s.io" in the namespace "team"',
+    status=403,
+    reason="Forbidden",
+)
+OVER_QUOTA = Forbidden(
+    'jobs.batch "a" is forbidden: exceeded quota: jobs, requested: count/jobs.batch=1, used: count/jobs.batch=0, '
+    "limited: count/jobs.batch=0",
+    status=403,
+    reason="Forbidden",
+)
+TERMINATING = Forbidden(
+    'workloads.kueue.x-k8s.io "a" is forbidden: unable to create new content in namespace team because it is being '
+    "terminated",
+    status=403,
+    reason="Forbidden",
+    details={"causes": [{"type": "NamespaceTerminating", "field": "metadata.namespace"}]},
+)
 
 
 class _Events:
@@ -64,3 +82,27 @@ def test_an_object_the_cache_does_not_hold_gets_only_the_log_line() -> None:
     assert len(reporter) == 1
     reporter.refused("team/gone", DENIED, retry_in=None, regarding=JOB)
     assert events.sent == [], "the same refusal is not reported twice, with or without the object"
+
+
+def test_a_403_that_is_not_a_permission_says_so_instead_of_blaming_rbac() -> None:
+    events = _Events()
+    reporter = _reporter(events)
+    assert DENIED.permission_denied
+    assert not OVER_QUOTA.permission_denied
+    reporter.failed("team/a", OVER_QUOTA, 1.0)
+    [sent] = events.sent
+    assert sent["reason"] == "Forbidden"
+    assert "exceeded quota" in sent["note"]
+    assert "Not a missing permission: the cluster's admission refused it" in sent["note"]
+    assert "RBAC" not in sent["note"]
+
+
+def test_a_create_in_a_namespace_being_deleted_is_no_fault() -> None:
+    events = _Events()
+    reporter = _reporter(events)
+    assert TERMINATING.namespace_terminating
+    assert not TERMINATING.permission_denied
+    reporter.failed("team/a", TERMINATING, 1.0)
+    assert events.sent == []
+    assert len(reporter) == 0, "nothing is waiting on a permission"
+    assert TERMINATING.why() == "the namespace is being deleted"
