@@ -6,9 +6,15 @@ the same pod template, so the rule lives here once:
 
 - the assigned flavors' ``nodeLabels`` are merged into the template's ``nodeSelector`` and their ``tolerations``
   appended (Kueue's "run with pod set info");
-- a pod set with a ``topologyAssignment`` gets Kueue's TAS markings: the scheduling gate
-  ``kueue.x-k8s.io/topology`` (the agent's ungater removes it once it pinned the pod to its domain), the
-  ``kueue.x-k8s.io/tas`` and ``kueue.x-k8s.io/podset`` labels and the ``kueue.x-k8s.io/workload`` annotation;
+- every pod gets the labels and the annotation Kueue's Job reconciler gives it when it starts a Job (dashboards
+  and scripts select pods by them): ``kueue.x-k8s.io/podset`` (the pod set's name), ``kueue.x-k8s.io/local-queue-name``
+  and ``kueue.x-k8s.io/cluster-queue-name`` (the Workload's LocalQueue and the ClusterQueue that admitted it, where
+  the name is a valid label value; Kueue's AssignQueueLabelsForPods, on by default), on a worker's copy of a
+  MultiKueue Workload ``kueue.x-k8s.io/multikueue-worker-workload-pod: "true"``, and the annotation
+  ``kueue.x-k8s.io/workload`` naming the Workload;
+- a pod set with a ``topologyAssignment`` gets Kueue's TAS markings as well: the scheduling gate
+  ``kueue.x-k8s.io/topology`` (the agent's ungater removes it once it pinned the pod to its domain) and the
+  ``kueue.x-k8s.io/tas`` label;
 - what Ready admission checks ask of the pods (``podSetUpdates``: labels, annotations, nodeSelector) is merged in;
 - a Job open to partial admission (``kueue.x-k8s.io/job-min-parallelism``) gets the admitted pod count as its
   ``parallelism``, and as its ``completions`` too under ``kueue.x-k8s.io/job-completions-equal-parallelism: true``
@@ -19,11 +25,16 @@ Pod sets map to pod templates by position: a batch/v1 Job has one pod template a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from federation.api.labels import COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, MIN_PARALLELISM_ANNOTATION
+from federation.api.labels import (
+    COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
+    MIN_PARALLELISM_ANNOTATION,
+    MULTIKUEUE_ORIGIN_LABEL,
+)
 
 Obj = dict[str, Any]
 
@@ -33,6 +44,11 @@ TAS_LABEL = "kueue.x-k8s.io/tas"
 """Kueue's label on pods of a TAS pod set (the agent's pod watches select on it)."""
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
+LOCAL_QUEUE_POD_LABEL = "kueue.x-k8s.io/local-queue-name"
+CLUSTER_QUEUE_POD_LABEL = "kueue.x-k8s.io/cluster-queue-name"
+MULTIKUEUE_WORKER_POD_LABEL = "kueue.x-k8s.io/multikueue-worker-workload-pod"
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 INJECTED_ANNOTATION = "kfed.io/injected-placement"
@@ -118,6 +134,22 @@ def requested_count(workload: Mapping[str, Any] | None) -> int | None:
     return int(pod_sets[0].get("count", 1)) if pod_sets else None
 
 
+def kueue_pod_labels(workload: Mapping[str, Any], pod_set: str) -> dict[str, str]:
+    """The labels Kueue's Job reconciler puts on the pods of ``pod_set`` of the admitted ``workload`` (see the
+    module docstring); a queue whose name is not a valid label value is left out, as Kueue leaves out such a
+    ClusterQueue name."""
+    labels = {PODSET_LABEL: pod_set}
+    local_queue = str((workload.get("spec") or {}).get("queueName") or "")
+    if local_queue and _LABEL_VALUE.fullmatch(local_queue):
+        labels[LOCAL_QUEUE_POD_LABEL] = local_queue
+    cluster_queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+    if _DNS1123_LABEL.fullmatch(cluster_queue):
+        labels[CLUSTER_QUEUE_POD_LABEL] = cluster_queue
+    if MULTIKUEUE_ORIGIN_LABEL in ((workload.get("metadata") or {}).get("labels") or {}):
+        labels[MULTIKUEUE_WORKER_POD_LABEL] = "true"
+    return labels
+
+
 def start_patch(
     job_spec: Mapping[str, Any],
     workload: Mapping[str, Any],
@@ -150,17 +182,16 @@ def start_patch(
     missing = [t for t in tolerations if t not in existing]
     if missing:
         template_patch["tolerations"] = existing + missing  # merge patch replaces lists: send the whole list
-    template_meta: Obj = {}
+    pod_set = str(first.get("name") or "main") if first is not None else "main"
+    template_meta: Obj = {
+        "labels": kueue_pod_labels(workload, pod_set),
+        "annotations": {WORKLOAD_ANNOTATION: str((workload.get("metadata") or {}).get("name", ""))},
+    }
     if first is not None and first.get("topologyAssignment"):
         gates = list(pod_spec.get("schedulingGates") or [])
         if not any(gate.get("name") == TOPOLOGY_GATE for gate in gates):
             template_patch["schedulingGates"] = [*gates, {"name": TOPOLOGY_GATE}]
-        workload_name = str((workload.get("metadata") or {}).get("name", ""))
-        template_meta = {
-            "labels": {TAS_LABEL: "true", PODSET_LABEL: str(first.get("name") or "main")},
-            "annotations": {WORKLOAD_ANNOTATION: workload_name},
-        }
-    pod_set = str(first.get("name") or "main") if first is not None else "main"
+        template_meta["labels"][TAS_LABEL] = "true"
     for update in _pod_set_updates(workload, pod_set):  # what Ready admission checks ask of the pods (Kueue's merge)
         for field in ("labels", "annotations"):
             if update.get(field):
@@ -168,8 +199,7 @@ def start_patch(
         if update.get("nodeSelector"):
             template_patch["nodeSelector"] = {**(template_patch.get("nodeSelector") or {}), **update["nodeSelector"]}
     spec_patch: Obj = {"suspend": False, **pod_count_patch(job_spec, annotations or {}, admitted_count(workload))}
-    if template_meta:
-        spec_patch["template"] = {"metadata": template_meta}
+    spec_patch["template"] = {"metadata": template_meta}
     if template_patch:
         spec_patch.setdefault("template", {})["spec"] = template_patch
     return StartPatch({"spec": spec_patch}, tuple(used))

@@ -110,6 +110,34 @@ def test_the_job_copy_comes_started_once_the_agent_admitted_its_workload_copy(fe
     )
 
 
+def test_the_pods_on_the_worker_carry_kueues_queue_and_pod_set_labels(federation: Federation) -> None:
+    """Kueue labels the pods of a Job it starts with their LocalQueue and ClusterQueue (AssignQueueLabelsForPods, on
+    by default) and pod set, and a MultiKueue worker's as such: dashboards that aggregate pod usage by queue keep
+    working when the worker runs kfed-agent."""
+    submit(federation, "labelled", cpu="1", seconds=8)
+    pods = wait_for(
+        lambda: [
+            pod
+            for worker in federation.workers
+            for pod in items(federation, worker, "pods", "-l", "batch.kubernetes.io/job-name=labelled")
+        ],
+        until=bool,
+        timeout=60,
+        what="the labelled Job's pod on a worker",
+    )
+    labels = pods[0]["metadata"]["labels"]
+    assert {k: v for k, v in labels.items() if k.startswith("kueue.x-k8s.io/")} == {
+        "kueue.x-k8s.io/podset": "main",
+        "kueue.x-k8s.io/local-queue-name": "user-queue",
+        "kueue.x-k8s.io/cluster-queue-name": "cluster-queue",
+        "kueue.x-k8s.io/multikueue-worker-workload-pod": "true",
+    }
+    workload = workload_of(federation, "labelled")
+    assert workload is not None
+    assert pods[0]["metadata"]["annotations"]["kueue.x-k8s.io/workload"] == workload["metadata"]["name"]
+    wait_complete(federation, "labelled")
+
+
 def test_s3_workloads_go_where_they_fit_and_a_full_worker_gets_none(federation: Federation) -> None:
     # 40 cpu only fits worker-2 (64 cpu); then worker-2 has 24 free, so 32 cpu only fits worker-1 (32 cpu).
     submit(federation, "s3-big", cpu="8", parallelism=5, seconds=40)

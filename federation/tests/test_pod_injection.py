@@ -9,6 +9,7 @@ from federation.pod_injection import (
     FlavorInjection,
     admitted_count,
     completions_follow_parallelism,
+    kueue_pod_labels,
     pod_count_patch,
     requested_count,
     start_patch,
@@ -100,3 +101,31 @@ def test_the_requested_count_is_the_first_pod_sets() -> None:
     assert requested_count({"spec": {"podSets": [{"name": "main", "count": 6, "minCount": 2}]}}) == 6
     assert requested_count(None) is None
     assert requested_count({"spec": {"podSets": []}}) is None
+
+
+def test_every_started_pod_carries_kueues_queue_and_pod_set_labels() -> None:
+    workload = {
+        "metadata": {"name": "job-a-1", "labels": {"kueue.x-k8s.io/multikueue-origin": "mk"}},
+        "spec": {"queueName": "team-queue", "podSets": [{"name": "main", "count": 1}]},
+        "status": {"admission": {"clusterQueue": "gpu-cq", "podSetAssignments": [{"name": "main", "flavors": {}}]}},
+    }
+    start = start_patch({"template": {"spec": {}}}, workload, flavors={})
+    meta = start.patch["spec"]["template"]["metadata"]
+    assert meta["labels"] == {
+        "kueue.x-k8s.io/podset": "main",
+        "kueue.x-k8s.io/local-queue-name": "team-queue",
+        "kueue.x-k8s.io/cluster-queue-name": "gpu-cq",
+        "kueue.x-k8s.io/multikueue-worker-workload-pod": "true",
+    }
+    assert meta["annotations"] == {"kueue.x-k8s.io/workload": "job-a-1"}
+    assert "kueue.x-k8s.io/tas" not in meta["labels"], "only a pod set with a topology assignment is TAS"
+
+
+def test_queue_names_that_are_not_label_values_are_left_out() -> None:
+    workload = {
+        "metadata": {"name": "w"},
+        "spec": {"queueName": "q." + "x" * 70, "podSets": [{"name": "main", "count": 1}]},
+        "status": {"admission": {"clusterQueue": "cq.with.dots", "podSetAssignments": [{"name": "main"}]}},
+    }
+    labels = kueue_pod_labels(workload, "main")
+    assert labels == {"kueue.x-k8s.io/podset": "main"}

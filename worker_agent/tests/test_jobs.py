@@ -56,12 +56,20 @@ def test_admitted_workload_starts_its_job_with_flavor_node_labels_and_toleration
         "spec": {
             "suspend": False,
             "template": {
+                "metadata": {  # what Kueue's Job reconciler labels every pod with
+                    "labels": {
+                        "kueue.x-k8s.io/podset": "main",
+                        "kueue.x-k8s.io/local-queue-name": "lq",
+                        "kueue.x-k8s.io/cluster-queue-name": "cq",
+                    },
+                    "annotations": {"kueue.x-k8s.io/workload": "w"},
+                },
                 "spec": {
                     "nodeSelector": {"pool": "a"},
                     "tolerations": [
                         {"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}
                     ],
-                }
+                },
             },
         }
     }

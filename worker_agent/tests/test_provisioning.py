@@ -416,7 +416,10 @@ def test_the_job_starts_with_what_the_ready_check_asks_of_its_pods() -> None:
     }
     start = start_decision(job, wl, flavors={"rf": flavor_info(flavor("rf"))})
     assert start is not None
-    assert start.patch["spec"]["template"]["metadata"]["annotations"] == {d.CONSUME_ANNOTATION: "w-prov-1"}
+    assert start.patch["spec"]["template"]["metadata"]["annotations"] == {
+        "kueue.x-k8s.io/workload": "w",
+        d.CONSUME_ANNOTATION: "w-prov-1",
+    }
 
 
 def test_a_check_is_active_only_with_its_config() -> None:
