@@ -37,9 +37,9 @@ from manager.decisions.workload_from_job import (
     maximum_execution_time,
     pod_sets_for_job,
     priority_class_changed,
-    priority_class_of,
     priority_spec,
     queue_name_of,
+    resolve_priority,
     workload_for_job,
     workload_name_for_job,
 )
@@ -58,6 +58,7 @@ class JobController:
         jobs: WatchCache,
         workloads: WatchCache,
         priority_classes: WatchCache,
+        pod_priority_classes: WatchCache,
         events: EventRecorder,
         runs_locally: Callable[[str, str], bool] = lambda _namespace, _queue: False,
         metrics: Metrics | None = None,
@@ -67,6 +68,7 @@ class JobController:
         self._jobs = jobs
         self._workloads = workloads
         self._priority_classes = priority_classes
+        self._pod_priority_classes = pod_priority_classes
         self._events = events
         self._runs_locally = runs_locally
         self._metrics = metrics
@@ -74,13 +76,12 @@ class JobController:
         self._ignored: set[str] = set()
 
     def _priority(self, job: dict[str, Any]) -> Priority:
-        name = priority_class_of(job)
-        if name is None:
-            return Priority(None, 0)
-        wpc = self._priority_classes.store.get_by_name(name)
-        if wpc is None:
-            raise JobNotQueueable(f"WorkloadPriorityClass {name!r} does not exist")
-        return Priority(name, int(wpc.get("value", 0)))
+        return resolve_priority(
+            job,
+            workload_class=self._priority_classes.store.get_by_name,
+            pod_class=self._pod_priority_classes.store.get_by_name,
+            pod_classes=self._pod_priority_classes.store,
+        )
 
     async def _workload_exists(self, name: str, meta: dict[str, Any]) -> bool:
         """Ask the apiserver, not the cache: a Workload created moments ago may not have reached the cache yet."""

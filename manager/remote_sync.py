@@ -74,6 +74,7 @@ from manager.decisions.withdrawal import (
     pending_deactivation_status,
     withdrawal_reason,
 )
+from manager.decisions.workload_from_job import workload_priority_class
 from manager.evictions import Evictions
 from manager.manager_jobs import start_manager_job_spec
 from manager.workers import WorkerConnection, WorkerPool
@@ -623,7 +624,7 @@ class RemoteSync:
                 await conn.api.patch(
                     JOBS,
                     remote_jb["metadata"]["name"],
-                    {"metadata": {"labels": {PRIORITY_CLASS_LABEL: (ref or {}).get("name")}}},
+                    {"metadata": {"labels": {PRIORITY_CLASS_LABEL: workload_priority_class(ref)}}},
                     namespace=meta["namespace"],
                     field_manager=self._config.field_manager,
                 )

@@ -33,6 +33,7 @@ from federation.kube.resources import (
     MULTIKUEUE_CLUSTERS,
     MULTIKUEUE_CONFIGS,
     NAMESPACES,
+    PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
     SECRETS,
     WORKLOAD_PRIORITY_CLASSES,
@@ -89,6 +90,7 @@ class ManagerRuntime:
         self.flavors = WatchCache(api, RESOURCE_FLAVORS)
         self.cohorts = WatchCache(api, COHORTS)
         self.priority_classes = WatchCache(api, WORKLOAD_PRIORITY_CLASSES)
+        self.pod_priority_classes = WatchCache(api, PRIORITY_CLASSES)
         self.admission_checks = WatchCache(api, ADMISSION_CHECKS)
         self.multikueue_configs = WatchCache(api, MULTIKUEUE_CONFIGS)
         self.multikueue_clusters = WatchCache(api, MULTIKUEUE_CLUSTERS)
@@ -139,6 +141,7 @@ class ManagerRuntime:
             jobs=self.jobs,
             workloads=self.workloads,
             priority_classes=self.priority_classes,
+            pod_priority_classes=self.pod_priority_classes,
             events=self.events,
             runs_locally=self.local_queues_config.is_local,
             metrics=self.metrics,
@@ -214,6 +217,7 @@ class ManagerRuntime:
             self.flavors,
             self.cohorts,
             self.priority_classes,
+            self.pod_priority_classes,
             self.admission_checks,
             self.multikueue_configs,
             self.multikueue_clusters,
@@ -251,6 +255,7 @@ class ManagerRuntime:
         self.jobs.add_handler(on_job)
         self.workloads.add_handler(on_workload)
         self.priority_classes.add_handler(on_priority_class)
+        self.pod_priority_classes.add_handler(on_priority_class)
 
         def on_queue(event: str, queue: dict[str, Any], old: Any) -> None:
             if not spec_changed(event, queue, old):  # our own status writes there change nothing

@@ -9,7 +9,7 @@ import pytest
 
 from e2e.queues import job_manifest
 from e2e.rig.federation import MANAGER, Federation
-from e2e.scenarios.helpers import get, is_true, submit, workload_of
+from e2e.scenarios.helpers import get, is_true, submit, wait_complete, workload_of
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -73,3 +73,32 @@ def test_i4_a_job_of_parallelism_zero_ends_complete(federation: Federation) -> N
         timeout=30,
         what="the i4-zero Workload Finished",
     )
+
+
+def test_c2_a_job_without_a_workload_priority_class_takes_its_pods_priority_class(federation: Federation) -> None:
+    """As in Kueue, a Job's priority comes from its pods' PriorityClass when it names no WorkloadPriorityClass."""
+    priority_class = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "c2-pod-high"},
+        "value": 4242,
+    }
+    for cluster in federation.clusters:  # the worker's pods need it too
+        federation.kubectl(cluster, "apply", "-f", "-", input=json.dumps(priority_class))
+    manifest = job_manifest("c2-pc", namespace="default", cpu="1", seconds=1)
+    manifest["spec"]["template"]["spec"]["priorityClassName"] = "c2-pod-high"
+    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    workload = wait_for(
+        lambda: workload_of(federation, "c2-pc"),
+        until=lambda wl: wl is not None,
+        timeout=30,
+        what="the c2-pc Workload",
+    )
+    assert workload is not None
+    assert workload["spec"]["priority"] == 4242
+    assert workload["spec"]["priorityClassRef"] == {
+        "group": "scheduling.k8s.io",
+        "kind": "PriorityClass",
+        "name": "c2-pod-high",
+    }
+    wait_complete(federation, "c2-pc")

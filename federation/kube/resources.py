@@ -78,6 +78,7 @@ EVENTS = Resource("events.k8s.io", "v1", "events", "Event", namespaced=True)
 JOBS = Resource("batch", "v1", "jobs", "Job", namespaced=True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 POD_TEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate", namespaced=True)
+PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
 PROVISIONING_REQUESTS = Resource(
     "autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", namespaced=True
 )

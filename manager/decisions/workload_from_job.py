@@ -19,7 +19,7 @@ import copy
 import functools
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,7 @@ from federation.pod_injection import completions_follow_parallelism
 from federation.protocol import JOB_GENERATED_LABELS
 
 KUEUE_GROUP = "kueue.x-k8s.io"
+SCHEDULING_GROUP = "scheduling.k8s.io"
 WORKLOAD_API_VERSION = "kueue.x-k8s.io/v1beta2"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 POD_SET_NAME = "main"
@@ -62,27 +63,75 @@ def workload_name_for_job(job_name: str, job_uid: str, *, kind: str = "Job", gro
 
 @dataclass(frozen=True, slots=True)
 class Priority:
-    """The resolved priority of a Job: the WorkloadPriorityClass it names (if any) and its value."""
+    """The resolved priority of a Job: the class it comes from (if any) and its value."""
 
     class_name: str | None
     value: int
+    pod_class: bool = False
+    """``class_name`` is the pods' PriorityClass (``scheduling.k8s.io``), not a WorkloadPriorityClass."""
+
+
+Lookup = Callable[[str], Mapping[str, Any] | None]
+"""A cluster-scoped object by name, from a cache (None: no such object)."""
+
+
+def resolve_priority(
+    job: Mapping[str, Any],
+    *,
+    workload_class: Lookup,
+    pod_class: Lookup,
+    pod_classes: Iterable[Mapping[str, Any]],
+) -> Priority:
+    """Kueue's order: the ``kueue.x-k8s.io/priority-class`` label's WorkloadPriorityClass; else the PriorityClass its
+    pods name (``priorityClassName``); else the cluster's ``globalDefault`` PriorityClass (the lowest valued, if
+    several); else 0. ``JobNotQueueable`` names a class that does not exist."""
+    name = priority_class_of(job)
+    if name is not None:
+        found = workload_class(name)
+        if found is None:
+            raise JobNotQueueable(f"WorkloadPriorityClass {name!r} does not exist")
+        return Priority(name, int(found.get("value", 0)))
+    template = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    pod_class_name = template.get("priorityClassName")
+    if pod_class_name:
+        found = pod_class(pod_class_name)
+        if found is None:
+            raise JobNotQueueable(f"PriorityClass {pod_class_name!r} (the pods' priorityClassName) does not exist")
+        return Priority(pod_class_name, int(found.get("value", 0)), pod_class=True)
+    defaults = [c for c in pod_classes if c.get("globalDefault")]
+    if defaults:
+        lowest = min(defaults, key=lambda c: int(c.get("value", 0)))
+        return Priority(str(lowest["metadata"]["name"]), int(lowest.get("value", 0)), pod_class=True)
+    return Priority(None, 0)
 
 
 def priority_spec(priority: Priority) -> dict[str, Any]:
     """The Workload spec fields that carry ``priority``, as a merge patch (a ``None`` reference removes it)."""
-    ref = (
-        {"group": KUEUE_GROUP, "kind": "WorkloadPriorityClass", "name": priority.class_name}
-        if priority.class_name
-        else None
-    )
+    ref: dict[str, str] | None = None
+    if priority.class_name and priority.pod_class:
+        ref = {"group": SCHEDULING_GROUP, "kind": "PriorityClass", "name": priority.class_name}
+    elif priority.class_name:
+        ref = {"group": KUEUE_GROUP, "kind": "WorkloadPriorityClass", "name": priority.class_name}
     return {"priority": priority.value, "priorityClassRef": ref}
+
+
+def workload_priority_class(ref: Mapping[str, Any] | None) -> str | None:
+    """The WorkloadPriorityClass a Workload's ``priorityClassRef`` names (None for a pods' PriorityClass): the value
+    of a Job's ``kueue.x-k8s.io/priority-class`` label."""
+    if not ref or ref.get("group") == SCHEDULING_GROUP:
+        return None
+    return str(ref.get("name")) if ref.get("name") else None
 
 
 def priority_class_changed(workload: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
     """The Job's ``kueue.x-k8s.io/priority-class`` label names another class than its Workload's reference (as in
-    Kueue, a change of the label re-prioritizes the Workload; a change of the class's value does not)."""
+    Kueue, a change of the label re-prioritizes the Workload; a change of the class's value does not). A priority
+    from the pods' PriorityClass changes only when the Job gets the label (its pod template is fixed)."""
     ref = (workload.get("spec") or {}).get("priorityClassRef") or {}
-    return ref.get("name") != priority_class_of(job)
+    label = priority_class_of(job)
+    if ref.get("group") == SCHEDULING_GROUP:
+        return label is not None
+    return ref.get("name") != label
 
 
 def queue_name_of(job: Mapping[str, Any]) -> str | None:

@@ -1,3 +1,5 @@
+from typing import Any
+
 import pytest
 
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
@@ -7,8 +9,10 @@ from manager.decisions.workload_from_job import (
     pod_sets_for_job,
     priority_class_changed,
     priority_spec,
+    resolve_priority,
     workload_for_job,
     workload_name_for_job,
+    workload_priority_class,
 )
 from manager.tests.builders import make_job
 
@@ -128,3 +132,46 @@ def test_relabelling_the_job_changes_its_workloads_priority_class_and_removing_t
     unlabelled = make_job("train").queue("lq").obj()
     assert priority_class_changed(wl, unlabelled)
     assert priority_spec(Priority(None, 0)) == {"priority": 0, "priorityClassRef": None}
+
+
+def _classes(*objs: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: o for o in objs}
+
+
+def _pc(name: str, value: int, *, default: bool = False) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "value": value, "globalDefault": default}
+
+
+def _resolve(job: dict[str, Any], wpcs: dict[str, Any], pcs: dict[str, Any]) -> Priority:
+    return resolve_priority(job, workload_class=wpcs.get, pod_class=pcs.get, pod_classes=pcs.values())
+
+
+def test_priority_comes_from_the_workload_priority_class_then_the_pods_priority_class_then_the_default() -> None:
+    wpcs = _classes(_pc("wl-high", 5000))
+    pcs = _classes(_pc("pod-high", 1000), _pc("fallback", 10, default=True), _pc("other", 5, default=True))
+    job = make_job("p").queue("lq").priority_class("wl-high").obj()
+    job["spec"]["template"]["spec"]["priorityClassName"] = "pod-high"
+    assert _resolve(job, wpcs, pcs) == Priority("wl-high", 5000)
+    del job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"]
+    assert _resolve(job, wpcs, pcs) == Priority("pod-high", 1000, pod_class=True)
+    del job["spec"]["template"]["spec"]["priorityClassName"]
+    assert _resolve(job, wpcs, pcs) == Priority("other", 5, pod_class=True), "the lowest valued global default"
+    assert _resolve(job, wpcs, {}) == Priority(None, 0)
+    job["spec"]["template"]["spec"]["priorityClassName"] = "missing"
+    with pytest.raises(JobNotQueueable, match="PriorityClass 'missing'"):
+        _resolve(job, wpcs, pcs)
+
+
+def test_a_pods_priority_class_is_referenced_as_such_and_only_the_label_changes_it() -> None:
+    job = make_job("p").queue("lq").obj()
+    job["spec"]["template"]["spec"]["priorityClassName"] = "pod-high"
+    wl = workload_for_job(job, priority=Priority("pod-high", 1000, pod_class=True))
+    assert wl["spec"]["priority"] == 1000
+    ref = wl["spec"]["priorityClassRef"]
+    assert ref == {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "pod-high"}
+    assert not priority_class_changed(wl, job)
+    assert workload_priority_class(ref) is None, "no WorkloadPriorityClass label for the Job copy"
+    labelled = make_job("p").queue("lq").priority_class("wl-high").obj()
+    assert priority_class_changed(wl, labelled)
+    wpc_ref = priority_spec(Priority("wl-high", 5000))["priorityClassRef"]
+    assert workload_priority_class(wpc_ref) == "wl-high"
