@@ -36,6 +36,7 @@ from manager.decisions.withdrawal import (
     eviction_status,
     exclusion_annotation,
     requeue_status,
+    scheduling_stats_after,
     withdrawn_annotation,
     withdrawn_from,
     worker_lost_message,
@@ -90,7 +91,9 @@ class Evictions:
         if left > 0:
             return min(left, UNREACHABLE_RECHECK_SECONDS)
         message = worker_lost_message(worker, timeout=self._config.worker_lost_timeout)
-        key = await self.requeue(workload, manager_job, reason=REASON_EVICTED_BY_ADMISSION_CHECK, message=message)
+        key = await self.requeue(
+            workload, manager_job, reason=REASON_EVICTED_BY_ADMISSION_CHECK, message=message, counted=True
+        )
         self.report_eviction(workload, note=f"{message}; requeued", worker=worker)
         log.warning("workload requeued from a lost worker", workload=key, cluster=worker, message=message)
         return None
@@ -200,6 +203,7 @@ class Evictions:
         )
         if requeue_state is not None:
             status["requeueState"] = dict(requeue_state)
+        status["schedulingStats"] = scheduling_stats_after(workload, cause)
         await self._writes.patch_status(workload, status)
         self.report_eviction(workload, note=f"{reason}; withdrawing it from the worker", worker=worker, cause=cause)
         log.warning("workload evicted from its worker", workload=key, cluster=worker, reason=reason)
@@ -219,8 +223,11 @@ class Evictions:
         log.info("workload requeued", workload=key, cluster=conn.name, reason=reason, message=message)
         return None
 
-    async def requeue(self, workload: Obj, manager_job: Obj | None, *, reason: str, message: str) -> str:
-        """Stop the manager Job and release the reservation (the workload is queued again); returns its key."""
+    async def requeue(
+        self, workload: Obj, manager_job: Obj | None, *, reason: str, message: str, counted: bool = False
+    ) -> str:
+        """Stop the manager Job and release the reservation (the workload is queued again); returns its key.
+        ``counted``: this is the eviction itself (none was recorded before), counted in ``schedulingStats``."""
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         if manager_job is not None:
@@ -229,6 +236,8 @@ class Evictions:
             )
         now = dt.datetime.now(dt.UTC)
         status = requeue_status(workload, reason=reason, message=message, now=now)
+        if counted:
+            status["schedulingStats"] = scheduling_stats_after(workload, reason)
         await self._writes.patch_status(workload, status)
         latency = eviction_latency(workload, {"status": status}, now=now)
         if latency is not None:
@@ -254,7 +263,13 @@ class Evictions:
                 ),
             )
         now = dt.datetime.now(dt.UTC)
-        await self._writes.patch_status(workload, {"conditions": eviction_conditions(workload, eviction, now=now)})
+        await self._writes.patch_status(
+            workload,
+            {
+                "conditions": eviction_conditions(workload, eviction, now=now),
+                "schedulingStats": scheduling_stats_after(workload, eviction.reason),
+            },
+        )
         self.count_eviction(workload, cause=eviction.reason, worker=worker)
         self._events.emit(
             workload, reason=eviction.event_reason, note=eviction.event_message, action="Evict", event_type="Warning"

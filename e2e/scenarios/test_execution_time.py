@@ -64,6 +64,9 @@ def test_a_job_past_its_maximum_execution_time_is_deactivated_stopped_and_not_ru
     assert evicted["message"] == "The workload is deactivated due to exceeding the maximum execution time"
     assert _condition(workload, "Requeued").get("status") == "False", "a deactivated Workload is not queued again"
     assert not _condition(workload, "DeactivationTarget"), "the marker goes once the deactivation is done"
+    assert workload["status"]["schedulingStats"]["evictions"] == [
+        {"reason": "Deactivated", "underlyingCause": "MaximumExecutionTimeExceeded", "count": 1}
+    ]
     events = items(
         federation,
         MANAGER,

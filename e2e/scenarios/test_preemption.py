@@ -86,6 +86,11 @@ def test_a_higher_priority_job_preempts_a_running_lower_one_on_its_worker(
     requeued = condition(low, "Requeued")
     assert requeued is not None
     assert requeued["reason"] == "Preempted"
+    assert low is not None
+    assert low["status"]["schedulingStats"]["evictions"] == [
+        {"reason": "Preempted", "underlyingCause": "", "count": 1}
+    ], "Kueue's per-Workload eviction count"
+    assert "schedulingStats" not in (high or {}).get("status", {})
     # The order the manager wrote (its own timestamps; sampling two workers with kubectl cannot be atomic):
     # pre-low was requeued only after its copies were gone, pre-high reserved the quota only after that, and
     # pre-low reserved it again only once pre-high had finished.

@@ -18,6 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from federation.admission.deactivation import deactivation_eviction
+from federation.admission.queue_metrics import eviction_labels
 from federation.admission.requeued import requeued_on_release
 from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
 from manager.decisions.execution_time import ACCUMULATED_FIELD, accumulated_on_release
@@ -192,6 +193,22 @@ def eviction_status(
     return {"conditions": conditions, "admissionChecks": checks}
 
 
+def scheduling_stats_after(workload: Obj, cause: str) -> dict[str, Any]:
+    """``status.schedulingStats`` with one more eviction for ``cause`` (an ``Evicted`` reason), counted as Kueue
+    counts it: per ``reason`` and ``underlyingCause`` (``DeactivatedDueTo<cause>`` is ``Deactivated`` with that
+    cause underneath). The whole list is written (a merge patch replaces lists)."""
+    reason, underlying = eviction_labels(cause)
+    stats = dict((workload.get("status") or {}).get("schedulingStats") or {})
+    evictions = [dict(e) for e in stats.get("evictions") or ()]
+    for entry in evictions:
+        if entry.get("reason") == reason and (entry.get("underlyingCause") or "") == underlying:
+            entry["count"] = int(entry.get("count") or 0) + 1
+            break
+    else:
+        evictions.append({"reason": reason, "underlyingCause": underlying, "count": 1})
+    return {**stats, "evictions": evictions}
+
+
 REASON_PREEMPTED = "Preempted"
 REASON_DEACTIVATED = "Deactivated"
 
@@ -248,6 +265,7 @@ def preemption_status(workload: Obj, *, preemption_reason: str, message: str, no
     """Evict a preemption victim (``Evicted`` reason ``Preempted``, and ``Preempted`` with Kueue's preemption reason
     such as ``InClusterQueue``); the remote sync then withdraws it from its worker and releases its quota."""
     status = eviction_status(workload, reason=REASON_PREEMPTED, message=message, now=now)
+    status["schedulingStats"] = scheduling_stats_after(workload, REASON_PREEMPTED)
     status["conditions"], _ = set_condition(
         status["conditions"],
         condition_type="Preempted",

@@ -16,7 +16,9 @@ from manager.decisions.withdrawal import (
     excluded_workers,
     exclusion_annotation,
     pending_deactivation_status,
+    preemption_status,
     requeue_status,
+    scheduling_stats_after,
     withdrawal_reason,
 )
 
@@ -290,3 +292,21 @@ def test_an_evicted_workload_keeps_its_eviction_and_nothing_is_written_twice() -
 )
 def test_only_a_deactivated_unfinished_workload_without_quota_is_marked(case: dict[str, Any]) -> None:
     assert pending_deactivation_status(case, now=NOW) is None
+
+
+def test_each_eviction_is_counted_in_scheduling_stats_by_reason_and_underlying_cause() -> None:
+    wl = workload(cond("QuotaReserved"), cond("Admitted"))
+    first = scheduling_stats_after(wl, "Preempted")
+    assert first == {"evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 1}]}
+    wl["status"]["schedulingStats"] = first
+    again = scheduling_stats_after(wl, "Preempted")
+    assert again["evictions"] == [{"reason": "Preempted", "underlyingCause": "", "count": 2}]
+    assert first["evictions"][0]["count"] == 1, "the workload's own status is not changed in place"
+    deactivated = scheduling_stats_after(wl, "DeactivatedDueToMaximumExecutionTimeExceeded")
+    assert deactivated["evictions"][-1] == {
+        "reason": "Deactivated",
+        "underlyingCause": "MaximumExecutionTimeExceeded",
+        "count": 1,
+    }
+    preempted = preemption_status(wl, preemption_reason="InClusterQueue", message="m", now=NOW)
+    assert preempted["schedulingStats"]["evictions"] == [{"reason": "Preempted", "underlyingCause": "", "count": 2}]
