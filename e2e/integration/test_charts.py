@@ -330,7 +330,16 @@ def test_deployment_args_are_what_the_binary_accepts(
 
 def test_job_admission_policy_is_the_file_the_rig_applies(case: tuple[str, Path, dict[str, Any], list[Obj]]) -> None:
     _, chart, values, objects = case
-    policies = find(objects, "MutatingAdmissionPolicy") + find(objects, "MutatingAdmissionPolicyBinding")
+    policies = [
+        policy
+        for kind in (
+            "MutatingAdmissionPolicy",
+            "MutatingAdmissionPolicyBinding",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+        )
+        for policy in find(objects, kind)
+    ]
     if chart == MANAGER_CHART and values.get("jobAdmissionPolicy.enabled", True):
         text = (MANAGER_CHART / "files" / "job-admission-policy.yaml").read_text()
         expected = list(yaml.safe_load_all(text.replace("namespace: kfed-system", f"namespace: {NAMESPACE}")))

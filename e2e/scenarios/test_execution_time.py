@@ -11,7 +11,7 @@ import pytest
 
 from e2e.queues import job_manifest
 from e2e.rig.federation import MANAGER, Federation
-from e2e.scenarios.helpers import get, is_true, items, submit, wait_complete, workload_of
+from e2e.scenarios.helpers import condition, get, is_true, items, submit, wait_complete, workload_of
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -26,11 +26,8 @@ def _create(fed: Federation, name: str, *, labels: dict[str, str], seconds: floa
     return result.stderr if result.returncode else ""
 
 
-def _condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
-    for condition in ((obj or {}).get("status") or {}).get("conditions") or ():
-        if condition.get("type") == kind:
-            return dict(condition)
-    return {}
+def _cond(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    return dict(condition(obj, kind) or {})
 
 
 def test_a_job_past_its_maximum_execution_time_is_deactivated_stopped_and_not_run_again(
@@ -53,17 +50,17 @@ def test_a_job_past_its_maximum_execution_time_is_deactivated_stopped_and_not_ru
     reason = "DeactivatedDueToMaximumExecutionTimeExceeded"
     workload = wait_for(
         lambda: workload_of(federation, "capped"),
-        until=lambda wl: _condition(wl, "Requeued").get("reason") == reason and not is_true(wl, "QuotaReserved"),
+        until=lambda wl: _cond(wl, "Requeued").get("reason") == reason and not is_true(wl, "QuotaReserved"),
         timeout=60,
         what="the capped Workload deactivated, evicted and its quota released",
     )
     assert workload is not None
     assert workload["spec"]["active"] is False
-    evicted = _condition(workload, "Evicted")
+    evicted = _cond(workload, "Evicted")
     assert (evicted.get("status"), evicted.get("reason")) == ("True", reason)
     assert evicted["message"] == "The workload is deactivated due to exceeding the maximum execution time"
-    assert _condition(workload, "Requeued").get("status") == "False", "a deactivated Workload is not queued again"
-    assert not _condition(workload, "DeactivationTarget"), "the marker goes once the deactivation is done"
+    assert _cond(workload, "Requeued").get("status") == "False", "a deactivated Workload is not queued again"
+    assert not _cond(workload, "DeactivationTarget"), "the marker goes once the deactivation is done"
     assert workload["status"]["schedulingStats"]["evictions"] == [
         {"reason": "Deactivated", "underlyingCause": "MaximumExecutionTimeExceeded", "count": 1}
     ]
