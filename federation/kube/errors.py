@@ -77,8 +77,8 @@ class Forbidden(KubeError):
     @property
     def namespace_terminating(self) -> bool:
         """The object's namespace is being deleted: nothing can be created in it any more."""
-        causes = self.details.get("causes") or ()
-        return any(isinstance(c, Mapping) and c.get("type") == "NamespaceTerminating" for c in causes)
+        causes = self.details.get("causes") or ()  # a StatusCause's type is its "reason" field in JSON
+        return any(isinstance(c, Mapping) and c.get("reason") == "NamespaceTerminating" for c in causes)
 
     def why(self) -> str:
         """In a few words, what refused it: for a message that names the fix."""

@@ -114,7 +114,7 @@ def test_watch_error_event_without_code_uses_reason() -> None:
         (
             'workloads.kueue.x-k8s.io "w" is forbidden: unable to create new content in namespace team because it is '
             "being terminated",
-            {"causes": [{"type": "NamespaceTerminating", "message": "namespace team is being terminated"}]},
+            {"causes": [{"reason": "NamespaceTerminating", "message": "namespace team is being terminated"}]},
             False,
             True,
         ),

@@ -26,7 +26,7 @@ TERMINATING = Forbidden(
     "terminated",
     status=403,
     reason="Forbidden",
-    details={"causes": [{"type": "NamespaceTerminating", "field": "metadata.namespace"}]},
+    details={"causes": [{"reason": "NamespaceTerminating", "field": "metadata.namespace"}]},
 )
 
 
