@@ -17,6 +17,7 @@ from e2e.waiting import wait_for
 pytestmark = pytest.mark.e2e
 
 LIMIT_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+QUEUE = "kueue.x-k8s.io/queue-name"
 
 
 def _create(fed: Federation, name: str, *, labels: dict[str, str], seconds: float, check: bool = True) -> str:
@@ -127,9 +128,69 @@ def test_a_running_jobs_queue_and_limit_cannot_change(federation: Federation) ->
         for label, says in (
             ("kueue.x-k8s.io/queue-name=elsewhere", "queue-name]: field is immutable"),
             (f"{LIMIT_LABEL}=60", "max-exec-time-seconds]: field is immutable"),
+            ("kueue.x-k8s.io/priority-class=high", "cannot be added to a non-suspended workload"),
         ):
             result = federation.kubectl(MANAGER, "label", "job", "relabel", label, "--overwrite", check=False)
             assert result.returncode != 0, f"{label} was accepted on a running Job"
             assert says in result.stderr, result.stderr
     finally:
         federation.kubectl(MANAGER, "delete", "job", "relabel", "--wait=false", check=False)
+
+
+def test_a_jobs_workload_priority_class_cannot_be_removed(federation: Federation) -> None:
+    """Kueue's webhook rule, kept by the policy: the label may change, not go (the Job here waits: its queue does not
+    exist)."""
+    _create(federation, "keeps-class", labels={"kueue.x-k8s.io/priority-class": "any", QUEUE: "nowhere"}, seconds=1)
+    try:
+        result = federation.kubectl(
+            MANAGER, "label", "job", "keeps-class", "kueue.x-k8s.io/priority-class-", check=False
+        )
+        assert result.returncode != 0, "the label was removed"
+        assert "WorkloadPriorityClass cannot be removed from a workload" in result.stderr, result.stderr
+        federation.kubectl(MANAGER, "label", "job", "keeps-class", "kueue.x-k8s.io/priority-class=other", "--overwrite")
+    finally:
+        federation.kubectl(MANAGER, "delete", "job", "keeps-class", "--wait=false", check=False)
+
+
+def test_the_clock_runs_out_on_time_while_the_worker_cannot_be_reached(federation: Federation) -> None:
+    """The manager keeps the clock, so a frozen worker does not stretch the limit: the Workload is deactivated when its
+    time is spent (before the worker-lost timeout would requeue it), and once the worker answers its copies go."""
+    _create(federation, "capped-away", labels={LIMIT_LABEL: "12"}, seconds=600)
+    admitted = wait_for(
+        lambda: workload_of(federation, "capped-away"),
+        until=lambda wl: is_true(wl, "Admitted"),
+        timeout=60,
+        what="the capped-away Workload Admitted",
+    )
+    assert admitted is not None
+    worker = admitted["status"]["clusterName"]
+    with federation.paused(worker):
+        deactivated = wait_for(
+            lambda: workload_of(federation, "capped-away"),
+            until=lambda wl: wl is not None and wl["spec"].get("active") is False,
+            timeout=40,
+            what="the Workload deactivated while its worker is frozen",
+        )
+        assert deactivated is not None
+        events = items(
+            federation,
+            MANAGER,
+            "events",
+            "--field-selector",
+            f"involvedObject.name={deactivated['metadata']['name']},reason=MaximumExecutionTimeExceeded",
+        )
+        assert len(events) == 1, "deactivated for its time limit, not requeued by the worker-lost timeout first"
+    released = wait_for(
+        lambda: workload_of(federation, "capped-away"),
+        until=lambda wl: not is_true(wl, "QuotaReserved") and _cond(wl, "Requeued").get("status") == "False",
+        timeout=60,
+        what="the quota released, the Workload not queued again",
+    )
+    assert released is not None
+    wait_for(
+        lambda: [w for w in federation.workers if get(federation, w, "job", "capped-away") is not None],
+        until=lambda left: not left,
+        timeout=60,
+        what="the Job copy removed once its worker answers",
+    )
+    federation.kubectl(MANAGER, "delete", "job", "capped-away", "--wait=false")
