@@ -98,11 +98,12 @@ class Evictions:
         log.warning("workload requeued from a lost worker", workload=key, cluster=worker, message=message)
         return None
 
-    def count_eviction(self, workload: Obj, *, cause: str, worker: str) -> None:
+    def count_eviction(self, workload: Obj, *, cause: str, worker: str, underlying_cause: str = "") -> None:
         """Kueue's eviction counters (per ClusterQueue and LocalQueue) and MultiKueue's per worker."""
         queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
         namespace, local_queue, priority_class = workload_labels(workload)
         reason, underlying = eviction_labels(cause)
+        underlying = underlying or underlying_cause
         self._metrics.evicted(
             cluster_queue=queue,
             namespace=namespace,
@@ -115,10 +116,16 @@ class Evictions:
         self._metrics.multikueue_evicted.labels(queue, worker, cause, self._metrics.role).inc()
 
     def report_eviction(
-        self, workload: Obj, *, note: str, worker: str, cause: str = REASON_EVICTED_BY_ADMISSION_CHECK
+        self,
+        workload: Obj,
+        *,
+        note: str,
+        worker: str,
+        cause: str = REASON_EVICTED_BY_ADMISSION_CHECK,
+        underlying_cause: str = "",
     ) -> None:
         """Count an eviction kfed decided for the workload's worker, and say so on the Workload (an Event)."""
-        self.count_eviction(workload, cause=cause, worker=worker)
+        self.count_eviction(workload, cause=cause, worker=worker, underlying_cause=underlying_cause)
         self._events.emit(
             workload,
             reason=f"EvictedDueTo{cause}",
@@ -174,6 +181,7 @@ class Evictions:
         reason: str,
         now: dt.datetime,
         cause: str = REASON_EVICTED_BY_ADMISSION_CHECK,
+        underlying_cause: str = "",
         requeue_state: Obj | None = None,
     ) -> None:
         """Record the decision to take the workload back (``Evicted=True`` with reason ``cause``; for the MultiKueue
@@ -203,9 +211,15 @@ class Evictions:
         )
         if requeue_state is not None:
             status["requeueState"] = dict(requeue_state)
-        status["schedulingStats"] = scheduling_stats_after(workload, cause)
+        status["schedulingStats"] = scheduling_stats_after(workload, cause, underlying_cause=underlying_cause)
         await self._writes.patch_status(workload, status)
-        self.report_eviction(workload, note=f"{reason}; withdrawing it from the worker", worker=worker, cause=cause)
+        self.report_eviction(
+            workload,
+            note=f"{reason}; withdrawing it from the worker",
+            worker=worker,
+            cause=cause,
+            underlying_cause=underlying_cause,
+        )
         log.warning("workload evicted from its worker", workload=key, cluster=worker, reason=reason)
 
     async def withdraw(

@@ -589,6 +589,7 @@ class RemoteSync:
                 reason=step.evict_message,
                 now=now,
                 cause=REASON_PODS_READY_TIMEOUT,
+                underlying_cause=step.evict_underlying,
                 requeue_state=step.requeue_state,
             )
             return None

@@ -59,6 +59,9 @@ def test_pods_ready_timeout_requeues_with_backoff_then_deactivates_past_the_limi
     assert eviction["message"] == f"Exceeded the PodsReady timeout default/{name}"
     created = _time(evicted["metadata"]["creationTimestamp"])  # admitted after that, so timed out no earlier than:
     assert _time(eviction["lastTransitionTime"]) >= created + dt.timedelta(seconds=PODS_READY_TIMEOUT - 1)
+    assert evicted["status"]["schedulingStats"]["evictions"] == [
+        {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}
+    ], "Kueue's per-Workload count, with the wait that timed out"
     state = evicted["status"]["requeueState"]
     assert state["count"] == 1
     requeue_at = _time(state["requeueAt"])

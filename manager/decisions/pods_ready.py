@@ -62,6 +62,8 @@ class PodsReadyStep:
     """A ``PodsReady`` condition to write (it changed)."""
     evict_message: str | None = None
     """Evict with reason ``PodsReadyTimeout`` and this message; ``requeue_state`` goes with it."""
+    evict_underlying: str = ""
+    """Kueue's underlying cause of that eviction: ``WaitForStart`` or ``WaitForRecovery``, the wait that timed out."""
     requeue_state: dict[str, Any] | None = None
     deactivate: bool = False
     """The requeuing limit is exceeded: deactivate (``DeactivationTarget`` then ``spec.active: false``)."""
@@ -146,11 +148,13 @@ def pods_ready_step(
         if policy.recovery_timeout is None:
             return PodsReadyStep()
         since, timeout = str(current.get("lastTransitionTime") or ""), policy.recovery_timeout
+        waited = WAIT_FOR_RECOVERY
     else:
         since, timeout = (
             str((find_condition(workload, "Admitted") or {}).get("lastTransitionTime") or ""),
             policy.timeout,
         )
+        waited = WAIT_FOR_START
     if not since:
         return PodsReadyStep()
     left = (parse_time(since) + dt.timedelta(seconds=timeout) - now).total_seconds()
@@ -162,6 +166,7 @@ def pods_ready_step(
     meta = workload.get("metadata") or {}
     return PodsReadyStep(
         evict_message=f"Exceeded the PodsReady timeout {meta.get('namespace')}/{meta.get('name')}",
+        evict_underlying=waited,
         requeue_state=dict(requeue_state_after(workload, now=now, policy=policy, jitter=jitter)),
     )
 

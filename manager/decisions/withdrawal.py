@@ -193,11 +193,13 @@ def eviction_status(
     return {"conditions": conditions, "admissionChecks": checks}
 
 
-def scheduling_stats_after(workload: Obj, cause: str) -> dict[str, Any]:
+def scheduling_stats_after(workload: Obj, cause: str, *, underlying_cause: str = "") -> dict[str, Any]:
     """``status.schedulingStats`` with one more eviction for ``cause`` (an ``Evicted`` reason), counted as Kueue
     counts it: per ``reason`` and ``underlyingCause`` (``DeactivatedDueTo<cause>`` is ``Deactivated`` with that
-    cause underneath). The whole list is written (a merge patch replaces lists)."""
+    cause underneath; ``underlying_cause`` names it for the others, e.g. ``PodsReadyTimeout``'s ``WaitForStart``).
+    The whole list is written (a merge patch replaces lists)."""
     reason, underlying = eviction_labels(cause)
+    underlying = underlying or underlying_cause
     stats = dict((workload.get("status") or {}).get("schedulingStats") or {})
     evictions = [dict(e) for e in stats.get("evictions") or ()]
     for entry in evictions:

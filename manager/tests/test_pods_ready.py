@@ -45,6 +45,7 @@ def test_past_the_timeout_the_workload_is_evicted_with_kueues_message_and_the_fi
     now = T0 + dt.timedelta(seconds=61)
     step = pods_ready_step(admitted(), remote_job=job(ready=1), now=now, policy=POLICY)
     assert step.evict_message == "Exceeded the PodsReady timeout ns/wl"
+    assert step.evict_underlying == "WaitForStart"
     assert step.requeue_state == {"count": 1, "requeueAt": format_time(now + dt.timedelta(seconds=10))}
 
 
@@ -86,7 +87,9 @@ def test_losing_readiness_waits_for_recovery_and_only_a_recovery_timeout_evicts(
     hour = T0 + dt.timedelta(hours=1)
     assert pods_ready_step(recovering, remote_job=job(ready=1), now=hour, policy=POLICY).evict_message is None
     strict = WaitForPodsReady(timeout=60, recovery_timeout=30)
-    assert pods_ready_step(recovering, remote_job=job(ready=1), now=hour, policy=strict).evict_message is not None
+    timed_out = pods_ready_step(recovering, remote_job=job(ready=1), now=hour, policy=strict)
+    assert timed_out.evict_message is not None
+    assert timed_out.evict_underlying == "WaitForRecovery"
     back = pods_ready_step(recovering, remote_job=job(ready=2), now=hour, policy=strict)
     assert back.condition is not None
     assert back.condition["reason"] == "Recovered"

@@ -308,5 +308,7 @@ def test_each_eviction_is_counted_in_scheduling_stats_by_reason_and_underlying_c
         "underlyingCause": "MaximumExecutionTimeExceeded",
         "count": 1,
     }
+    timed_out = scheduling_stats_after(wl, "PodsReadyTimeout", underlying_cause="WaitForStart")
+    assert timed_out["evictions"][-1] == {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}
     preempted = preemption_status(wl, preemption_reason="InClusterQueue", message="m", now=NOW)
     assert preempted["schedulingStats"]["evictions"] == [{"reason": "Preempted", "underlyingCause": "", "count": 2}]
