@@ -31,18 +31,24 @@ def _cond(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
     return dict(condition(obj, kind) or {})
 
 
+def _admitted_with_limit(fed: Federation, name: str, limit: int) -> dict[str, Any]:
+    """Submit a Job whose pod runs 600 s, labelled with ``limit``; returns its Workload once Admitted."""
+    _create(fed, name, labels={LIMIT_LABEL: str(limit)}, seconds=600)
+    admitted = wait_for(
+        lambda: workload_of(fed, name),
+        until=lambda wl: is_true(wl, "Admitted"),
+        timeout=60,
+        what=f"the {name} Workload Admitted",
+    )
+    assert admitted is not None
+    assert admitted["spec"]["maximumExecutionTimeSeconds"] == limit
+    return admitted
+
+
 def test_a_job_past_its_maximum_execution_time_is_deactivated_stopped_and_not_run_again(
     federation: Federation,
 ) -> None:
-    _create(federation, "capped", labels={LIMIT_LABEL: "4"}, seconds=600)
-    admitted = wait_for(
-        lambda: workload_of(federation, "capped"),
-        until=lambda wl: is_true(wl, "Admitted"),
-        timeout=60,
-        what="the capped Workload Admitted",
-    )
-    assert admitted is not None
-    assert admitted["spec"]["maximumExecutionTimeSeconds"] == 4
+    admitted = _admitted_with_limit(federation, "capped", 4)
     worker = admitted["status"]["clusterName"]
     copy = get(federation, worker, "workloads.kueue.x-k8s.io", admitted["metadata"]["name"])
     assert copy is not None
@@ -155,14 +161,7 @@ def test_a_jobs_workload_priority_class_cannot_be_removed(federation: Federation
 def test_the_clock_runs_out_on_time_while_the_worker_cannot_be_reached(federation: Federation) -> None:
     """The manager keeps the clock, so a frozen worker does not stretch the limit: the Workload is deactivated when its
     time is spent (before the worker-lost timeout would requeue it), and once the worker answers its copies go."""
-    _create(federation, "capped-away", labels={LIMIT_LABEL: "12"}, seconds=600)
-    admitted = wait_for(
-        lambda: workload_of(federation, "capped-away"),
-        until=lambda wl: is_true(wl, "Admitted"),
-        timeout=60,
-        what="the capped-away Workload Admitted",
-    )
-    assert admitted is not None
+    admitted = _admitted_with_limit(federation, "capped-away", 12)
     worker = admitted["status"]["clusterName"]
     with federation.paused(worker):
         deactivated = wait_for(
