@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from federation.api.common import DNS1123_LABEL
 from federation.api.labels import (
     COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
     MIN_PARALLELISM_ANNOTATION,
@@ -48,7 +49,7 @@ LOCAL_QUEUE_POD_LABEL = "kueue.x-k8s.io/local-queue-name"
 CLUSTER_QUEUE_POD_LABEL = "kueue.x-k8s.io/cluster-queue-name"
 MULTIKUEUE_WORKER_POD_LABEL = "kueue.x-k8s.io/multikueue-worker-workload-pod"
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_DNS1123_LABEL = re.compile(DNS1123_LABEL)
 
 
 INJECTED_ANNOTATION = "kfed.io/injected-placement"
@@ -143,7 +144,7 @@ def kueue_pod_labels(workload: Mapping[str, Any], pod_set: str) -> dict[str, str
     if local_queue and _LABEL_VALUE.fullmatch(local_queue):
         labels[LOCAL_QUEUE_POD_LABEL] = local_queue
     cluster_queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
-    if _DNS1123_LABEL.fullmatch(cluster_queue):
+    if len(cluster_queue) <= 63 and _DNS1123_LABEL.fullmatch(cluster_queue):
         labels[CLUSTER_QUEUE_POD_LABEL] = cluster_queue
     if MULTIKUEUE_ORIGIN_LABEL in ((workload.get("metadata") or {}).get("labels") or {}):
         labels[MULTIKUEUE_WORKER_POD_LABEL] = "true"

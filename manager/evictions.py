@@ -102,8 +102,7 @@ class Evictions:
         """Kueue's eviction counters (per ClusterQueue and LocalQueue) and MultiKueue's per worker."""
         queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
         namespace, local_queue, priority_class = workload_labels(workload)
-        reason, underlying = eviction_labels(cause)
-        underlying = underlying or underlying_cause
+        reason, underlying = eviction_labels(cause, underlying_cause)
         self._metrics.evicted(
             cluster_queue=queue,
             namespace=namespace,

@@ -203,9 +203,10 @@ class RemoteSync:
         if conn is None or not conn.connected:
             # The execution time clock is the manager's: it runs out on time even while the worker cannot be reached
             # (the copies go when it answers again, or the worker-lost timeout requeues the deactivated Workload).
-            budget = None if deactivated(workload) else execution_time_left(workload, now=dt.datetime.now(dt.UTC))
+            now = dt.datetime.now(dt.UTC)
+            budget = None if deactivated(workload) else execution_time_left(workload, now=now)
             if budget is not None and budget <= 0:
-                await self._out_of_time(workload, worker=worker, now=dt.datetime.now(dt.UTC))
+                await self._out_of_time(workload, worker=worker, now=now)
                 return None
             wait = await self._evictions.worker_unreachable(workload, manager_job, worker=worker)
             return wait if budget is None or wait is None else min(wait, budget)

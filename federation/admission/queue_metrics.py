@@ -259,13 +259,14 @@ def workload_labels(raw: Mapping[str, Any]) -> tuple[str, str, str]:
     )
 
 
-def eviction_labels(cause: str) -> tuple[str, str]:
+def eviction_labels(cause: str, underlying_cause: str = "") -> tuple[str, str]:
     """Kueue's ``(reason, underlying_cause)`` metric labels for an ``Evicted`` condition reason: a deactivation
-    Kueue decided (``DeactivatedDueTo<cause>``) counts as ``Deactivated`` with that cause underneath."""
+    Kueue decided (``DeactivatedDueTo<cause>``) counts as ``Deactivated`` with that cause underneath; for the other
+    reasons ``underlying_cause`` names it (``PodsReadyTimeout``'s ``WaitForStart``), else it is empty."""
     prefix = "DeactivatedDueTo"
     if cause.startswith(prefix) and len(cause) > len(prefix):
         return "Deactivated", cause[len(prefix) :]
-    return cause, ""
+    return cause, underlying_cause
 
 
 def queued_since(raw: Mapping[str, Any]) -> str:

@@ -270,3 +270,8 @@ def test_admitted_for_counts_from_the_admitted_transition() -> None:
     now = dt.datetime(2026, 1, 1, 0, 1, 0, tzinfo=dt.UTC)
     assert admitted_for(_conditions(("Admitted", "True", "2026-01-01T00:00:57Z")), now=now) == 3.0
     assert admitted_for(_conditions(("Admitted", "False", "2026-01-01T00:00:57Z")), now=now) is None
+
+
+def test_an_underlying_cause_is_named_for_reasons_other_than_kueues_deactivations() -> None:
+    assert eviction_labels("PodsReadyTimeout", "WaitForRecovery") == ("PodsReadyTimeout", "WaitForRecovery")
+    assert eviction_labels("DeactivatedDueToRequeuingLimitExceeded", "x") == ("Deactivated", "RequeuingLimitExceeded")

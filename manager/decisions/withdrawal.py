@@ -198,8 +198,7 @@ def scheduling_stats_after(workload: Obj, cause: str, *, underlying_cause: str =
     counts it: per ``reason`` and ``underlyingCause`` (``DeactivatedDueTo<cause>`` is ``Deactivated`` with that
     cause underneath; ``underlying_cause`` names it for the others, e.g. ``PodsReadyTimeout``'s ``WaitForStart``).
     The whole list is written (a merge patch replaces lists)."""
-    reason, underlying = eviction_labels(cause)
-    underlying = underlying or underlying_cause
+    reason, underlying = eviction_labels(cause, underlying_cause)
     stats = dict((workload.get("status") or {}).get("schedulingStats") or {})
     evictions = [dict(e) for e in stats.get("evictions") or ()]
     for entry in evictions:

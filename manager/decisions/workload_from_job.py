@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from federation.api.common import DNS1123_SUBDOMAIN, INT32_MAX
 from federation.api.labels import (
     COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
     MAX_EXEC_TIME_LABEL,
@@ -42,9 +43,8 @@ JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 POD_SET_NAME = "main"
 _MAX_NAME = 63
 _HASH_LEN = 5
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS1123_SUBDOMAIN = re.compile(DNS1123_SUBDOMAIN)
 _MAX_SUBDOMAIN = 253
-_MAX_INT32 = 2**31 - 1
 
 
 class JobNotQueueable(ValueError):
@@ -157,7 +157,7 @@ def maximum_execution_time(job: Mapping[str, Any]) -> int | None:
     text = ((job.get("metadata") or {}).get("labels") or {}).get(MAX_EXEC_TIME_LABEL)
     if text is None:
         return None
-    if not (text.isascii() and text.isdigit()) or not 0 < int(text) <= _MAX_INT32:
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) <= INT32_MAX:
         raise JobNotQueueable(f"{MAX_EXEC_TIME_LABEL}={text!r} must be a whole number of seconds greater than 0")
     return int(text)
 
