@@ -18,7 +18,9 @@ from federation.admission.cycle import CycleConfig
 from federation.admission.preemption import FAIR_SHARING_STRATEGY_LISTS, fair_sharing_strategies
 from federation.eventloop import run_process
 from federation.kube import clients
+from federation.kube.api import KubeApi
 from federation.kube.leader import LeaderElectionConfig, LeaderElector
+from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from federation.kueue_config import ConfigError, label_selector
 from federation.obs.config_file import CONFIG_HELP, add_resources_arguments, log_config_warnings, parse_with_config
 from federation.obs.health import HealthEndpoints
@@ -32,7 +34,9 @@ from manager.decisions.dashboard_view import dashboard_state
 from manager.decisions.dispatch import DispatchPolicy
 from manager.decisions.pods_ready import BACKOFF_BASE_SECONDS, BACKOFF_MAX_SECONDS, WaitForPodsReady
 from manager.decisions.retention import RetentionPolicy
+from manager.decisions.visibility import QueueObjects
 from manager.runtime import ManagerRuntime
+from manager.visibility_server import VisibilityServer
 
 log = structlog.get_logger("kfed-manager")
 
@@ -68,6 +72,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="separate /metrics listener (0: pick a free port; -1: serve metrics on the health port only)",
     )
     parser.add_argument("--bind-address", default="0.0.0.0", help="address the health and metrics ports listen on")
+    parser.add_argument(
+        "--visibility-port",
+        type=int,
+        default=-1,
+        help="serve Kueue's visibility API (visibility.kueue.x-k8s.io/v1beta2) over HTTPS on this port, for the "
+        "APIService the chart registers (0: any free port; -1: off, the default)",
+    )
     parser.add_argument(
         "--dashboard-port",
         type=int,
@@ -258,6 +269,10 @@ async def run(args: argparse.Namespace) -> None:
             )
             dashboard_port = int(await tg.start(_serve_dashboard, dashboard, args.bind_address, args.dashboard_port))
             log.info("dashboard serving", dashboard_port=dashboard_port)
+        if args.visibility_port >= 0:
+            visibility = VisibilityServer(api=api, objects=partial(terms.queue_objects, api))
+            await tg.start(_serve_visibility, visibility, args.bind_address, args.visibility_port)
+            health.add_readiness_check("visibility-api", visibility.readiness)
         health.add_readiness_check("caches", terms.ready)
         health.add_readiness_check("remotes-connected", terms.remotes_connected)
         if not args.leader_elect:
@@ -284,6 +299,16 @@ async def _serve_dashboard(
     await endpoints.serve(host=host, port=port, task_status=task_status)
 
 
+async def _serve_visibility(
+    server: VisibilityServer,
+    host: str,
+    port: int,
+    *,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    await server.serve(host=host, port=port, task_status=task_status)
+
+
 class Term(Protocol):
     """What one leadership term runs (a :class:`ManagerRuntime`)."""
 
@@ -292,6 +317,8 @@ class Term(Protocol):
     def remotes_connected(self) -> tuple[bool, str]: ...
 
     def dashboard_state(self) -> dict[str, Any]: ...
+
+    def queue_objects(self) -> QueueObjects: ...
 
     async def run(self) -> None: ...
 
@@ -327,6 +354,17 @@ class LeadershipTerms:
                 workers=[], cluster_queues=[], workloads=[], now=dt.datetime.now(dt.UTC), leader=False
             )
         return self.current.dashboard_state()
+
+    async def queue_objects(self, api: KubeApi) -> QueueObjects:
+        """The leader's cached Workloads and queues once synced; a standby (or a term still syncing) lists them."""
+        if self.current is not None and self.current.synced()[0]:
+            return self.current.queue_objects()
+        workloads, local_queues, cluster_queues = (
+            (await api.list(WORKLOADS)).items,
+            (await api.list(LOCAL_QUEUES)).items,
+            (await api.list(CLUSTER_QUEUES)).items,
+        )
+        return QueueObjects(workloads, local_queues, cluster_queues)
 
     async def lead(self) -> None:
         runtime = self._build()

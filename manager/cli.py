@@ -59,7 +59,6 @@ from manager.cli_views import (
     describe_job,
     key_values,
     local_queue_object,
-    pending_positions,
     render_cluster_queues,
     render_local_queues,
     render_pending,
@@ -70,6 +69,7 @@ from manager.cli_views import (
     table,
     worker_of,
 )
+from manager.decisions.visibility import local_queue_targets, pending_positions
 
 __all__ = ["main", "namespace_of_context", "render_workers", "render_workloads"]
 
@@ -165,10 +165,7 @@ def _dump(items: Sequence[Obj], output: str, *, single: bool = False) -> str:
 
 
 async def _local_queue_map(api: KubeApi) -> dict[str, str]:
-    return {
-        f"{q['metadata']['namespace']}/{q['metadata']['name']}": str((q.get("spec") or {}).get("clusterQueue", ""))
-        for q in (await api.list(LOCAL_QUEUES)).items
-    }
+    return local_queue_targets((await api.list(LOCAL_QUEUES)).items)
 
 
 async def _list(args: argparse.Namespace, api: KubeApi, now: dt.datetime) -> str:

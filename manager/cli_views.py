@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from federation.admission.queue_metrics import queued_since
 from federation.conditions import find_condition, is_true, parse_time
 from manager.decisions.lifecycle import phase_of
+from manager.decisions.visibility import Position, cluster_queue_of
 
 Obj = Mapping[str, Any]
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -68,15 +68,6 @@ def _layout(header: Sequence[str], rows: list[list[str]], *, squeeze: str | None
 def workload_state(workload: Obj) -> str:
     """The workload's lifecycle phase (``manager.decisions.lifecycle``), as shown in the STATE column."""
     return phase_of(workload).value
-
-
-def cluster_queue_of(workload: Obj, local_queues: Mapping[str, str]) -> str:
-    """The ClusterQueue holding the workload's quota, else the one its LocalQueue (``ns/name`` → CQ) points at."""
-    admission = (workload.get("status") or {}).get("admission") or {}
-    if admission.get("clusterQueue"):
-        return str(admission["clusterQueue"])
-    key = f"{workload['metadata'].get('namespace', '')}/{(workload.get('spec') or {}).get('queueName', '')}"
-    return local_queues.get(key, "")
 
 
 def worker_of(workload: Obj) -> str:
@@ -183,50 +174,6 @@ def render_workloads(
 
 
 # -- pending positions -----------------------------------------------------------------------------------------
-
-
-def is_pending(workload: Obj) -> bool:
-    spec = workload.get("spec") or {}
-    return (
-        spec.get("active", True) is not False
-        and not is_true(workload, "QuotaReserved")
-        and not is_true(workload, "Finished")
-    )
-
-
-@dataclass(frozen=True)
-class Position:
-    key: str
-    workload: Obj
-    cluster_queue: str
-    in_cluster_queue: int
-    in_local_queue: int
-
-
-def pending_positions(workloads: Iterable[Obj], local_queues: Mapping[str, str]) -> list[Position]:
-    """Every pending workload with its position in its ClusterQueue and LocalQueue, in the ClusterQueue's order."""
-
-    def order(wl: Obj) -> tuple[int, float, str]:
-        since = queued_since(wl)
-        at = parse_time(since).timestamp() if since else 0.0
-        return (-int((wl.get("spec") or {}).get("priority") or 0), at, str(wl["metadata"]["name"]))
-
-    by_queue: dict[str, list[Obj]] = {}
-    for wl in workloads:
-        if is_pending(wl):
-            queue = cluster_queue_of(wl, local_queues)
-            if queue:
-                by_queue.setdefault(queue, []).append(wl)
-    out: list[Position] = []
-    for queue in sorted(by_queue):
-        seen_in_local: dict[str, int] = {}
-        for index, wl in enumerate(sorted(by_queue[queue], key=order)):
-            lq = f"{wl['metadata'].get('namespace', '')}/{(wl.get('spec') or {}).get('queueName', '')}"
-            in_local = seen_in_local.get(lq, 0)
-            seen_in_local[lq] = in_local + 1
-            key = f"{wl['metadata'].get('namespace', '')}/{wl['metadata']['name']}"
-            out.append(Position(key, wl, queue, index, in_local))
-    return out
 
 
 def render_pending(positions: Sequence[Position], *, now: dt.datetime, wide: bool = False) -> str:

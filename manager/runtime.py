@@ -56,6 +56,7 @@ from manager.decisions.scheduling_inputs import (
     newly_reserved,
     released,
 )
+from manager.decisions.visibility import QueueObjects
 from manager.decisions.workload_from_job import workload_name_for_job
 from manager.job_controller import JobController
 from manager.local_queues_config import KEY as LOCAL_QUEUES_KEY
@@ -384,6 +385,10 @@ class ManagerRuntime:
         return dashboard_state(
             workers=workers, cluster_queues=self.cluster_queues.store, workloads=self.workloads.store, now=now
         )
+
+    def queue_objects(self) -> QueueObjects:
+        """What Kueue's visibility API is answered from (``manager.visibility_server``): this term's caches."""
+        return QueueObjects(self.workloads.store, self.local_queues.store, self.cluster_queues.store)
 
     def remotes_connected(self) -> tuple[bool, str]:
         """Readiness detail "remotes connected": never fails the probe (one degraded worker must not take the whole

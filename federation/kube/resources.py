@@ -83,6 +83,9 @@ PROVISIONING_REQUESTS = Resource(
     "autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", namespaced=True
 )
 """The cluster autoscaler's kind (its CRD is a prerequisite of the ProvisioningRequest admission check)."""
+SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
+)
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False)
 
 

@@ -73,7 +73,7 @@ def _pending(name: str, *, ns: str = "team-a", queue: str = "user-queue", priori
 
 
 def test_pending_positions_follow_priority_then_queue_time_per_cluster_queue_and_local_queue() -> None:
-    from manager.cli_views import pending_positions
+    from manager.decisions.visibility import pending_positions
 
     lqs = {"team-a/user-queue": "cq", "team-b/other": "cq"}
     positions = pending_positions(

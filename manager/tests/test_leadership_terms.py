@@ -7,6 +7,7 @@ import anyio.lowlevel
 import pytest
 
 from manager.app import LeadershipTerms
+from manager.decisions.visibility import QueueObjects
 
 pytestmark = pytest.mark.anyio
 
@@ -25,6 +26,9 @@ class _Runtime:
 
     def dashboard_state(self) -> dict[str, object]:
         return {}
+
+    def queue_objects(self) -> QueueObjects:
+        return QueueObjects([], [], [])
 
     async def run(self) -> None:
         self.runs += 1
