@@ -107,6 +107,7 @@ _FIELDS: dict[str, tuple[str, Callable[[Any, str], Any], tuple[Component, ...]]]
         go_duration,
         ("manager",),
     ),
+    "visibilityServer.bindPort": ("visibility_port", _number(int, 0), ("manager",)),
     "waitForPodsReady.timeout": ("wait_for_pods_ready_timeout", go_duration, ("manager",)),
     "waitForPodsReady.recoveryTimeout": ("wait_for_pods_ready_recovery_timeout", go_duration, ("manager",)),
     "waitForPodsReady.blockAdmission": ("wait_for_pods_ready_block_admission", _boolean, ("manager",)),

@@ -1,6 +1,7 @@
 """Both charts with the toolchain's helm: `helm lint --strict` and `helm template` with the default values, with
 every option on and with every option off; the rendered RBAC is exactly the rule files, no ClusterRole reads a
-Secret, and the Deployments' args are accepted by the binaries' own parsers with the values given.
+Secret, the Deployments' args are accepted by the binaries' own parsers with the values given, and the manager's
+visibility API (Service, APIService, bindings, flag) is there exactly when it is on.
 
 No cluster needed (helm only), but helm comes from the toolchain build, hence the integration marker.
 """
@@ -82,8 +83,16 @@ MANAGER_ON = {
     "manager.logLevel": "debug",
     "manager.logFormat": "console",
     "manager.extraArgs": ["--bind-address=127.0.0.1"],
+    "dashboard.enabled": True,
+    "dashboard.port": 9446,
+    "visibility.port": 9445,
 }
-MANAGER_OFF = {**COMMON_OFF, "rbac.aggregatedRoles": False, "jobAdmissionPolicy.enabled": False}
+MANAGER_OFF = {
+    **COMMON_OFF,
+    "rbac.aggregatedRoles": False,
+    "jobAdmissionPolicy.enabled": False,
+    "visibility.enabled": False,
+}
 AGENT_ON = {
     **COMMON_ON,
     "clusterName": "worker-7",
@@ -136,6 +145,7 @@ CASES = {
     "agent-all-off": (AGENT_CHART, AGENT_OFF),
     "manager-kueue-config": (MANAGER_CHART, {"managerConfig.controllerManagerConfigYaml": KUEUE_CONFIG}),
     "manager-retention": (MANAGER_CHART, {"manager.workloadRetention.afterFinished": 0}),
+    "manager-visibility-without-rbac": (MANAGER_CHART, {"rbac.create": False, "rbac.aggregatedRoles": False}),
     "agent-kueue-config": (AGENT_CHART, {"managerConfig.controllerManagerConfigYaml": KUEUE_CONFIG}),
 }
 
@@ -225,6 +235,23 @@ def test_rendered_rbac_is_exactly_the_rule_files(case: tuple[str, Path, dict[str
         edit = cluster_roles["kfed-test-kfed-manager-edit"]
         assert edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
         assert edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
+    viewers = {n: r for n, r in cluster_roles.items() if n.startswith("kfed-test-kfed-manager-pending-workloads-")}
+    if chart == MANAGER_CHART and values.get("rbac.aggregatedRoles", True) and values.get("visibility.enabled", True):
+        # Kueue's pending-workloads-cq-viewer-role and pending-workloads-lq-viewer-role, with Kueue's labels
+        aggregated = {f"rbac.authorization.k8s.io/aggregate-to-{r}": "true" for r in ("view", "edit", "admin")}
+        for queue, extra in (("cq", {}), ("lq", {"rbac.kueue.x-k8s.io/batch-user": "true"})):
+            role = viewers.pop(f"kfed-test-kfed-manager-pending-workloads-{queue}-viewer")
+            plural = "clusterqueues" if queue == "cq" else "localqueues"
+            assert role["rules"] == [
+                {
+                    "apiGroups": ["visibility.kueue.x-k8s.io"],
+                    "resources": [f"{plural}/pendingworkloads"],
+                    "verbs": ["get", "list", "watch"],
+                }
+            ]
+            labels = {k: v for k, v in role["metadata"]["labels"].items() if "rbac." in k}
+            assert labels == {**aggregated, "rbac.kueue.x-k8s.io/batch-admin": "true", **extra}, labels
+    assert not viewers, f"{name}: {sorted(viewers)}"
 
 
 def _config_file_args(container: Obj, pod: Obj, objects: list[Obj], tmp_path: Path) -> list[str]:
@@ -301,7 +328,14 @@ def test_deployment_args_are_what_the_binary_accepts(
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
-    assert ports == {"health": args.health_port, "metrics": args.metrics_port}
+    expected_ports = {"health": args.health_port, "metrics": args.metrics_port}
+    if chart == MANAGER_CHART:
+        assert args.dashboard_port == (values["dashboard.port"] if values.get("dashboard.enabled") else -1)
+        if values.get("dashboard.enabled"):
+            expected_ports["dashboard"] = args.dashboard_port
+        if values.get("visibility.enabled", True):
+            expected_ports["visibility"] = args.visibility_port
+    assert ports == expected_ports
     security = container["securityContext"]
     assert security["readOnlyRootFilesystem"] is True
     assert security["allowPrivilegeEscalation"] is False
@@ -317,7 +351,7 @@ def test_deployment_args_are_what_the_binary_accepts(
     ):
         assert pod.get(field) == values.get(key), field
     assert bool(find(objects, "ServiceMonitor")) == bool(values.get("metrics.serviceMonitor.enabled"))
-    services = find(objects, "Service")
+    services = find(objects, "Service", f"kfed-test-{chart.name}-metrics")
     if values.get("metrics.service.enabled", True):
         (service,) = services
         assert service["spec"]["ports"][0]["targetPort"] == "metrics"
@@ -326,6 +360,64 @@ def test_deployment_args_are_what_the_binary_accepts(
         assert not services
     pdbs = find(objects, "PodDisruptionBudget")
     assert bool(pdbs) == values.get("podDisruptionBudget.enabled", True)
+
+
+def test_visibility_api_is_registered_only_when_on(case: tuple[str, Path, dict[str, Any], list[Obj]]) -> None:
+    """visibility.enabled: the flag and the container port, the Service in front of it, Kueue's APIService naming
+    that Service, and (with rbac.create) the two bindings to built-in roles an aggregated API server needs."""
+    name, chart, values, objects = case
+    if chart != MANAGER_CHART:
+        assert not find(objects, "APIService")
+        return
+    fullname = "kfed-test-kfed-manager"
+    (deployment,) = find(objects, "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    flags = [a for a in container["args"] if str(a).startswith("--visibility-port")]
+    ports = [p for p in container["ports"] if p["name"] == "visibility"]
+    services = find(objects, "Service", f"{fullname}-visibility")
+    api_services = find(objects, "APIService")
+    reader = find(objects, "RoleBinding", f"{fullname}-visibility-auth-reader")
+    delegator = find(objects, "ClusterRoleBinding", f"{fullname}-visibility-auth-delegator")
+    if not values.get("visibility.enabled", True):
+        assert (flags, ports, services, api_services, reader, delegator) == ([], [], [], [], [], []), name
+        return
+    port = values.get("visibility.port", 8443)
+    assert flags == [f"--visibility-port={port}"]
+    assert ports == [{"name": "visibility", "containerPort": port, "protocol": "TCP"}]
+    (service,) = services
+    assert service["metadata"]["namespace"] == NAMESPACE
+    assert service["spec"]["type"] == "ClusterIP"
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert service["spec"]["ports"] == [{"name": "https", "port": 443, "targetPort": "visibility", "protocol": "TCP"}]
+    (api_service,) = api_services
+    assert api_service["metadata"]["name"] == "v1beta2.visibility.kueue.x-k8s.io"
+    assert api_service["spec"] == {
+        "group": "visibility.kueue.x-k8s.io",
+        "version": "v1beta2",
+        "groupPriorityMinimum": 100,
+        "versionPriority": 100,
+        "insecureSkipTLSVerify": True,
+        "service": {"name": f"{fullname}-visibility", "namespace": NAMESPACE, "port": 443},
+    }
+    if values.get("rbac.create") is False:
+        assert (reader, delegator) == ([], []), name
+        return
+    account = [{"kind": "ServiceAccount", "name": values.get("serviceAccount.name", fullname), "namespace": NAMESPACE}]
+    (reader_binding,) = reader
+    assert reader_binding["metadata"]["namespace"] == "kube-system"
+    assert reader_binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": "extension-apiserver-authentication-reader",
+    }
+    assert reader_binding["subjects"] == account
+    (delegator_binding,) = delegator
+    assert delegator_binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "system:auth-delegator",
+    }
+    assert delegator_binding["subjects"] == account
 
 
 def test_job_admission_policy_is_the_file_the_rig_applies(case: tuple[str, Path, dict[str, Any], list[Obj]]) -> None:

@@ -96,10 +96,13 @@ def _helm_install(rig: Federation, cluster: str, release: str, chart: Path, valu
 
 @pytest.fixture(scope="module")
 def installed(rig: Federation, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
-    # The rig applied the Job admission policy itself (from the same file): Helm must not try to own it too.
-    _helm_install(
-        rig, MANAGER, MANAGER_RELEASE, MANAGER_CHART, {"replicaCount": 0, "jobAdmissionPolicy.enabled": False}
-    )
+    from e2e.rig.ports import free_port
+
+    # The rig applied the Job admission policy itself (from the same file): Helm must not try to own it too. The
+    # visibility API stays on (the default) for its RBAC, on a free port: processes started from the rendered args
+    # serve it (nothing routes the APIService to them here, see e2e/rig/from_charts.py for that).
+    values = {"replicaCount": 0, "jobAdmissionPolicy.enabled": False, "visibility.port": free_port()}
+    _helm_install(rig, MANAGER, MANAGER_RELEASE, MANAGER_CHART, values)
     try:
         _helm_install(rig, WORKER, AGENT_RELEASE, AGENT_CHART, {"replicaCount": 0, "clusterName": WORKER})
         try:
@@ -160,7 +163,11 @@ def test_manager_token_can_do_its_rules_and_no_more(installed: Installed) -> Non
     kubeconfig = installed.kubeconfig_for(MANAGER, MANAGER_RELEASE)
     refused = [c for c in _rule_checks("manager-", MANAGER_CHART) if not can_i(rig, kubeconfig, c[0], c[1], *c[2])]
     assert not refused, refused
+    # The visibility API's bindings to built-in roles: the front-proxy CA's ConfigMap, and SubjectAccessReviews.
+    assert can_i(rig, kubeconfig, "get", "configmaps/extension-apiserver-authentication", "-n", "kube-system")
+    assert can_i(rig, kubeconfig, "create", "subjectaccessreviews.authorization.k8s.io")
     for verb, resource, scope in [
+        ("get", "configmaps/kube-root-ca.crt", ("-n", "kube-system")),
         ("get", "secrets", ("-n", "default")),
         ("list", "secrets", ("--all-namespaces",)),
         ("create", "secrets", ("-n", NAMESPACE)),

@@ -178,6 +178,15 @@ class LocalCluster:
             f"--tls-cert-file={k.serving_cert}",
             f"--tls-private-key-file={k.serving_key}",
             f"--client-ca-file={k.ca_cert}",
+            # The aggregator's front proxy (as kubeadm sets it up): aggregated API servers, kfed-manager's visibility
+            # API among them, trust requests carrying this client cert and take the user from these headers.
+            f"--requestheader-client-ca-file={k.front_proxy_ca_cert}",
+            f"--requestheader-allowed-names={pki.FRONT_PROXY_CLIENT}",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-username-headers=X-Remote-User",
+            f"--proxy-client-cert-file={k.front_proxy_client_cert}",
+            f"--proxy-client-key-file={k.front_proxy_client_key}",
             f"--service-account-key-file={k.sa_pub}",
             f"--service-account-signing-key-file={k.sa_key}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",

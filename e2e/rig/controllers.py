@@ -205,8 +205,9 @@ def start_manager_replica(fed: Federation, name: str, log: Path, *, port: int | 
     launch = fed.launches["kfed-manager"]
     port = port or free_port()
     argv = [*launch.argv, f"--health-port={port}", f"--metrics-port={free_port()}"]
-    if any(arg.startswith("--dashboard-port") for arg in launch.argv):
-        argv.append(f"--dashboard-port={free_port()}")  # the first replica's is taken
+    for flag in ("--dashboard-port", "--visibility-port"):
+        if any(arg.startswith(flag) for arg in launch.argv):
+            argv.append(f"{flag}={free_port()}")  # the first replica's is taken
     proc, record = start_process(name, argv, log_path=log, die_with_parent=fed.die_with_parent, env=launch.env)
     _wait_ready(name, port, proc, log=log)
     return record

@@ -10,6 +10,11 @@ The process gets what in-cluster config would give it, a bearer token and the cl
 URL, as a kubeconfig (``--kubeconfig``, the one argument added: the in-cluster token path is fixed and shared).
 Everything the rig needs different from the chart's defaults (ports, short timeouts, loopback binding) is passed
 as chart values, so it shows in the rendered args like any user's settings.
+
+The rig also plays the network for the manager's visibility API: the chart's APIService names a Service in front
+of the pods, and a local process is behind none, so once the release is installed the rig patches that Service to
+``type: ExternalName``, ``externalName: localhost`` (kube-aggregator then dials ``https://localhost:<the
+APIService's port>``) and the APIService's ``spec.service.port`` to the process's ``--visibility-port``.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ if TYPE_CHECKING:
 NAMESPACE = "kfed-system"
 MANAGER_RELEASE = "kfed-manager"
 AGENT_RELEASE = "kfed-agent"
+VISIBILITY_API_SERVICE = "v1beta2.visibility.kueue.x-k8s.io"
 TOKEN_DURATION = "48h"
 """Longer than any test run; the processes never re-read their token (a pod's projected token is refreshed)."""
 
@@ -64,6 +70,7 @@ def releases(fed: Federation) -> list[Release]:
         "manager.extraArgs": manager_args,
         "dashboard.enabled": True,  # the browser test reads it (off in the chart's defaults)
         "dashboard.port": free_port(),
+        "visibility.port": free_port(),  # on in the chart's defaults; reached through route_visibility
     }
     if spec.worker_lost_timeout:
         manager_values["manager.workerLostTimeout"] = spec.worker_lost_timeout
@@ -95,6 +102,38 @@ def install(fed: Federation, release: Release) -> None:
         "--timeout=120s",
         *set_args(release.values),
     )
+    if release.chart == MANAGER_CHART and release.values.get("visibility.enabled", True):
+        route_visibility(fed, release)
+
+
+def route_visibility(fed: Federation, release: Release) -> None:
+    """Point the chart's visibility APIService at the local kfed-manager: its Service becomes an ExternalName of
+    localhost (clusterIP, clusterIPs, ipFamilies and ipFamilyPolicy cleared, as validation requires of one; the
+    selector too, no pods are behind it) and the APIService's port the process's ``--visibility-port``, since for
+    an ExternalName Service the aggregator dials ``https://<externalName>:<spec.service.port>`` (kube-aggregator's
+    ResolveCluster).
+
+    A ``helm upgrade`` of the release applies the chart's Service and port again (server-side, so only with
+    ``--force-conflicts``: these fields are now the rig's): call this again after it."""
+    port = int(release.values["visibility.port"])
+    api_service = f"apiservices.apiregistration.k8s.io/{VISIBILITY_API_SERVICE}"
+    service = json.loads(fed.kubectl(release.cluster, "get", api_service, "-o=json").stdout)["spec"]["service"]
+    external = {
+        "type": "ExternalName",
+        "externalName": "localhost",
+        **dict.fromkeys(("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "selector")),
+    }
+    fed.kubectl(
+        release.cluster,
+        f"--namespace={service['namespace']}",
+        "patch",
+        "service",
+        service["name"],
+        "--type=merge",
+        f"--patch={json.dumps({'spec': external})}",
+    )
+    port_patch = {"spec": {"service": {"port": port}}}
+    fed.kubectl(release.cluster, "patch", api_service, "--type=merge", f"--patch={json.dumps(port_patch)}")
 
 
 def rendered_container(fed: Federation, release: Release) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Certificates and keys for one local cluster: a CA, the apiserver's serving cert, client certs, an SA key.
+"""Certificates and keys for one local cluster: a CA, the apiserver's serving cert, client certs, an SA key, and a
+separate front-proxy CA with the client cert the apiserver's aggregator presents to aggregated API servers.
 
 ECDSA P-256 keeps generation fast (milliseconds), which matters because every rig run makes fresh ones.
 """
@@ -119,6 +120,10 @@ APISERVER_NAMES = (
 )
 
 
+FRONT_PROXY_CLIENT = "front-proxy-client"
+"""The common name of the aggregator's client cert, the one name in --requestheader-allowed-names (kubeadm's)."""
+
+
 @dataclass(frozen=True)
 class ClusterPki:
     """Paths of every PEM file one cluster's processes read."""
@@ -131,6 +136,11 @@ class ClusterPki:
     sa_pub: Path
     clients: dict[str, KeyPair]
     """Client identities by role: admin, controller-manager, scheduler."""
+    front_proxy_ca_cert: Path
+    """The CA aggregated API servers trust for the aggregator's requests (--requestheader-client-ca-file)."""
+    front_proxy_client_cert: Path
+    front_proxy_client_key: Path
+    """The aggregator's client identity, ``front-proxy-client`` (--proxy-client-cert-file / -key-file)."""
 
 
 def write_cluster_pki(directory: Path, *, cluster: str) -> ClusterPki:
@@ -142,6 +152,8 @@ def write_cluster_pki(directory: Path, *, cluster: str) -> ClusterPki:
         "controller-manager": ca.issue("system:kube-controller-manager"),
         "scheduler": ca.issue("system:kube-scheduler"),
     }
+    front_proxy_ca = CertificateAuthority(f"kfed-rig-{cluster}-front-proxy-ca")
+    front_proxy_client = front_proxy_ca.issue(FRONT_PROXY_CLIENT)
     sa = _key()
     files = {
         "ca.crt": ca.pair.cert_pem,
@@ -152,6 +164,9 @@ def write_cluster_pki(directory: Path, *, cluster: str) -> ClusterPki:
         "sa.pub": sa.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         ),
+        "front-proxy-ca.crt": front_proxy_ca.pair.cert_pem,
+        "front-proxy-client.crt": front_proxy_client.cert_pem,
+        "front-proxy-client.key": front_proxy_client.key_pem,
     }
     for role, pair in clients.items():
         files[f"{role}.crt"] = pair.cert_pem
@@ -168,4 +183,7 @@ def write_cluster_pki(directory: Path, *, cluster: str) -> ClusterPki:
         sa_key=directory / "sa.key",
         sa_pub=directory / "sa.pub",
         clients=clients,
+        front_proxy_ca_cert=directory / "front-proxy-ca.crt",
+        front_proxy_client_cert=directory / "front-proxy-client.crt",
+        front_proxy_client_key=directory / "front-proxy-client.key",
     )

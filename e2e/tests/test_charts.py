@@ -93,6 +93,23 @@ def test_the_manager_writes_workload_and_queue_status_and_deletes_only_workloads
     assert MUTATING & grants(rules, "kueue.x-k8s.io", "localqueues") == set()
 
 
+def test_the_visibility_api_is_granted_only_the_built_in_roles_its_server_uses() -> None:
+    """kfed-manager's visibility server reads one ConfigMap in kube-system and creates SubjectAccessReviews: the chart
+    binds the two built-in roles made for that (what an aggregated API server needs) and adds no rule of its own."""
+    from manager.visibility_server import AUTHENTICATION_CONFIG_MAP
+
+    assert AUTHENTICATION_CONFIG_MAP == ("kube-system", "extension-apiserver-authentication")
+    assert (r.SUBJECT_ACCESS_REVIEWS.group, r.SUBJECT_ACCESS_REVIEWS.plural) in KNOWN
+    template = (MANAGER_CHART / "templates" / "visibility.yaml").read_text()
+    lines = {line.strip() for line in template.splitlines()}
+    assert {"name: extension-apiserver-authentication-reader", "namespace: kube-system"} <= lines
+    assert "name: system:auth-delegator" in lines
+    assert "rules:" not in lines
+    values = yaml.safe_load((MANAGER_CHART / "values.yaml").read_text())
+    assert values["visibility"] == {"enabled": True, "port": 8443}
+    assert values["visibility"]["port"] != values["dashboard"]["port"]
+
+
 @pytest.mark.parametrize("chart", [MANAGER_CHART, AGENT_CHART], ids=lambda c: c.name)
 def test_chart_metadata_follows_the_package(chart: Path) -> None:
     meta = yaml.safe_load((chart / "Chart.yaml").read_text())

@@ -58,6 +58,8 @@ multiKueue:
   gcInterval: 1m30s
   origin: team-a
   workerLostTimeout: 15m
+visibilityServer:
+  bindPort: 8082
 waitForPodsReady:
   enable: true
   recoveryTimeout: 3m
@@ -79,11 +81,13 @@ waitForPodsReady:
         "requeuing_backoff_limit_count": 5,
         "requeuing_backoff_base_seconds": 10.0,
         "requeuing_backoff_max_seconds": 600.0,
+        "visibility_port": 8082,
     }
     assert manager.warnings == []
     agent = read_configuration(text, component="agent")
     assert agent.defaults == {"namespace": "kfed-system"}
     assert "multiKueue.origin: not used by kfed-agent, ignored" in agent.warnings
+    assert "visibilityServer.bindPort: not used by kfed-agent, ignored" in agent.warnings
     assert "waitForPodsReady: not used by kfed-agent, ignored (kfed-manager applies it)" in agent.warnings
 
 
