@@ -199,15 +199,18 @@ def start_controllers_from_charts(fed: Federation) -> None:
     _wait_connected(fed, logs / "kfed-manager.log")
 
 
-def start_manager_replica(fed: Federation, name: str, log: Path, *, port: int | None = None) -> ProcessRecord:
+def start_manager_replica(
+    fed: Federation, name: str, log: Path, *, port: int | None = None, visibility_port: int | None = None
+) -> ProcessRecord:
     """Another kfed-manager replica from charts: the first one's command, args, env and token, its own ports (pods
     have a network each, local processes share one); returns once it answers /readyz 200 (a standby does)."""
     launch = fed.launches["kfed-manager"]
     port = port or free_port()
     argv = [*launch.argv, f"--health-port={port}", f"--metrics-port={free_port()}"]
-    for flag in ("--dashboard-port", "--visibility-port"):
+    ports = {"--dashboard-port": free_port(), "--visibility-port": visibility_port or free_port()}
+    for flag, free in ports.items():
         if any(arg.startswith(flag) for arg in launch.argv):
-            argv.append(f"{flag}={free_port()}")  # the first replica's is taken
+            argv.append(f"{flag}={free}")  # the first replica's is taken
     proc, record = start_process(name, argv, log_path=log, die_with_parent=fed.die_with_parent, env=launch.env)
     _wait_ready(name, port, proc, log=log)
     return record

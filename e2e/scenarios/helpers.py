@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import http.client
 import json
+import ssl
+from pathlib import Path
 from typing import Any
 
 from e2e.queues import LOCAL_QUEUE, job_manifest
@@ -116,3 +119,32 @@ def remote_copies(fed: Federation, job: str, *, live_only: bool = False) -> dict
         if kinds:
             found[worker] = kinds
     return found
+
+
+def visibility_get(
+    fed: Federation,
+    path: str,
+    *,
+    port: int | None = None,
+    cert: str | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 10,
+) -> tuple[int, Any]:
+    """GET from a kfed-manager's visibility port straight (the shared federation's, unless ``port``), as the
+    apiserver's aggregator would but with a chosen client certificate from the manager cluster's rig PKI
+    (``front-proxy-client`` or ``admin``); returns the status and the JSON body."""
+    if port is None:
+        port = int(next(r for r in fed.releases if r.cluster == MANAGER).values["visibility.port"])
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # its certificate is self-signed, as the APIService accepts it
+    if cert is not None:
+        pki = Path(fed.clusters[MANAGER].directory) / "pki"
+        context.load_cert_chain(pki / f"{cert}.crt", pki / f"{cert}.key")
+    conn = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=timeout)
+    try:
+        conn.request("GET", path, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        conn.close()

@@ -19,11 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from e2e.queues import CLUSTER_QUEUE
 from e2e.rig.audit import created_names
 from e2e.rig.controllers import _wait_ready, lease_holder, start_manager_replica
 from e2e.rig.federation import Federation
+from e2e.rig.ports import free_port
 from e2e.rig.processes import ProcessRecord, start_process, stop_records
-from e2e.scenarios.helpers import submit, wait_complete
+from e2e.scenarios.helpers import submit, visibility_get, wait_complete
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -51,11 +53,24 @@ def test_killing_the_leading_manager_hands_over_to_the_standby_without_duplicate
     fed = federation
     leader = next(r for r in fed.controller_records if r.name == "kfed-manager")
     standby_log = tmp_path / "kfed-manager-standby.log"
-    standby = start_manager_replica(fed, "kfed-manager-standby", standby_log)  # ready (200) while the other leads
+    standby_visibility = free_port()
+    standby = start_manager_replica(  # ready (200) while the other leads
+        fed, "kfed-manager-standby", standby_log, visibility_port=standby_visibility
+    )
     replacement: ProcessRecord | None = None
     jobs = [f"ha-before-{i}" for i in range(3)]
     try:
         assert not _events(standby_log, "leader.started_leading"), "the standby took the Lease from a live leader"
+        # A standby has no caches but still answers Kueue's visibility API (the Service sends it requests too).
+        code, summary = visibility_get(
+            fed,
+            f"/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{CLUSTER_QUEUE}/pendingworkloads",
+            port=standby_visibility,
+            cert="front-proxy-client",
+            headers={"X-Remote-User": "kfed-rig-admin", "X-Remote-Group": "system:masters"},
+        )
+        assert code == 200, summary
+        assert summary["kind"] == "PendingWorkloadsSummary"
         for job in jobs:
             submit(fed, job, cpu="1", seconds=6)
         wait_for(

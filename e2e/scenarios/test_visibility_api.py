@@ -9,17 +9,16 @@ would name a real user. Only the chart's RBAC is in play: kfed-manager runs with
 
 from __future__ import annotations
 
-import http.client
 import json
+import socket
 import ssl
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from e2e.queues import job_manifest, named_queue_objects
 from e2e.rig.federation import MANAGER, Federation
-from e2e.scenarios.helpers import condition, get, wait_pending
+from e2e.scenarios.helpers import condition, get, visibility_get, wait_pending
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -131,45 +130,39 @@ def test_pending_workloads_are_served_through_the_apiserver_with_kueues_position
     assert "not found" in error.lower(), error
 
 
-def _direct(
-    fed: Federation, path: str, *, cert: str | None = None, headers: dict[str, str] | None = None
-) -> tuple[int, Any]:
-    """Call kfed-manager's visibility port straight, as the aggregator would but with a chosen client certificate
-    (``front-proxy-client`` or ``admin``, from the manager cluster's rig PKI)."""
-    release = next(r for r in fed.releases if r.cluster == MANAGER)
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # its certificate is self-signed, as the APIService accepts it
-    if cert is not None:
-        pki = Path(fed.clusters[MANAGER].directory) / "pki"
-        context.load_cert_chain(pki / f"{cert}.crt", pki / f"{cert}.key")
-    conn = http.client.HTTPSConnection("127.0.0.1", int(release.values["visibility.port"]), context=context, timeout=10)
-    try:
-        conn.request("GET", path, headers=headers or {})
-        response = conn.getresponse()
-        return response.status, json.loads(response.read())
-    finally:
-        conn.close()
-
-
 def test_kfed_manager_answers_only_the_front_proxy_and_authorizes_each_user(
     federation: Federation, pending_queue: Any
 ) -> None:
     path = f"{BASE}/namespaces/default/localqueues/{QUEUE}/pendingworkloads"
-    code, body = _direct(federation, path)
+    code, body = visibility_get(federation, path)
     assert code == 401, body
     assert body["reason"] == "Unauthorized"
     assert "client certificate" in body["message"]
     with pytest.raises((ssl.SSLError, ConnectionError)):  # signed by the cluster CA, not the front proxy's
-        _direct(federation, path, cert="admin", headers={"X-Remote-User": "kfed-rig-admin"})
-    code, body = _direct(federation, path, cert="front-proxy-client")
+        visibility_get(federation, path, cert="admin", headers={"X-Remote-User": "kfed-rig-admin"})
+    code, body = visibility_get(federation, path, cert="front-proxy-client")
     assert code == 401, body
     assert body["message"] == "the front proxy named no user"
-    code, body = _direct(federation, path, cert="front-proxy-client", headers={"X-Remote-User": "nobody"})
+    code, body = visibility_get(federation, path, cert="front-proxy-client", headers={"X-Remote-User": "nobody"})
     assert code == 403, body
     assert 'User "nobody" cannot get resource "localqueues/pendingworkloads"' in body["message"]
-    code, body = _direct(
+    code, body = visibility_get(
         federation, path, cert="front-proxy-client", headers={"X-Remote-User": VIEWER, "X-Remote-Group": "x"}
     )
     assert code == 200, body
     assert [row[0] for row in _rows(body)] == list(JOBS)
+
+
+def test_a_stalled_connection_does_not_hold_up_other_requests(federation: Federation) -> None:
+    """Each connection is served on its own: clients that connect and never send (the server gives them 10 s to
+    finish a handshake) do not delay a request made meanwhile, which gets its answer within 5 s."""
+    release = next(r for r in federation.releases if r.cluster == MANAGER)
+    port = int(release.values["visibility.port"])
+    stalled = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(3)]
+    try:
+        code, body = visibility_get(federation, BASE, cert="front-proxy-client", timeout=5)
+        assert code == 200, body
+        assert body["kind"] == "APIResourceList"
+    finally:
+        for sock in stalled:
+            sock.close()
