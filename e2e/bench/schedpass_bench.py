@@ -10,7 +10,9 @@ are the steady state of a long backlog (nothing changed, nothing to write). Then
 ``FINISHES`` times, one admitted Workload finishes (its ClusterQueue has room for one more) and a pass runs, which
 admits the next one of that queue and dispatches it. Printed: seconds per pass (first, p50/p99 of the later ones,
 p50/p99 of the passes after one Workload finished), microseconds per dispatch decision (choosing a worker) in the
-first pass and after a finish, Python's full (generation-2) garbage collections during the passes, peak RSS.
+first pass and after a finish, Python's full (generation-2) garbage collections during the passes, the time
+kfed-manager's visibility server takes to answer one ClusterQueue's and one LocalQueue's pending workloads from
+these stores, peak RSS.
 
 Once the stores are filled (what the manager's caches hold at their first sync) the bench calls the very helper
 kfed-manager calls there, ``federation.gc_freeze.freeze_after_first_sync``, so the figures are what ships.
@@ -47,6 +49,7 @@ from manager import scheduler as scheduler_module
 from manager.config import ManagerConfig
 from manager.decisions.capacity_view import parse_report
 from manager.decisions.ledger import InFlightLedger
+from manager.decisions.visibility import DEFAULT_LIMIT, PendingRequest, pending_summary
 from manager.decisions.workload_from_job import Priority, workload_for_job
 from manager.scheduler import GlobalScheduler, SchedulerCaches
 
@@ -302,6 +305,34 @@ class _FullCollections:
             self.seconds += time.perf_counter() - self._started
 
 
+def _time_visibility(harness: Harness, rounds: int = 20) -> None:
+    """Kueue's visibility API on the same stores (``manager.decisions.visibility``, what kfed-manager's visibility
+    server runs per request on the event loop): the first 1000 pending workloads of one ClusterQueue and of one
+    LocalQueue, among every Workload the stores hold."""
+    caches = harness.caches
+    for request in (
+        PendingRequest("clusterqueues", "cq-0", "", DEFAULT_LIMIT, 0),
+        PendingRequest("localqueues", "lq-0", NAMESPACE, DEFAULT_LIMIT, 0),
+    ):
+        seconds = []
+        reply = None
+        for _ in range(rounds):
+            before = time.perf_counter()
+            reply = pending_summary(
+                request,
+                workloads=caches.workloads.store,
+                local_queues=caches.local_queues.store,
+                cluster_queues=caches.cluster_queues.store,
+            )
+            seconds.append(time.perf_counter() - before)
+        items = len(reply.body["items"]) if reply is not None else 0
+        print(
+            f"  visibility API, {request.resource}/{request.name}/pendingworkloads ({items} items of "
+            f"{len(caches.workloads.store)} Workloads): p50 {1e3 * (percentile(seconds, 50) or 0):.0f} ms, "
+            f"p99 {1e3 * (percentile(seconds, 99) or 0):.0f} ms"
+        )
+
+
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -420,6 +451,7 @@ def main() -> None:
         f"  full garbage collections during the passes: {full_collections.count}, "
         f"{full_collections.seconds:.2f}s in all (thresholds {gc.get_threshold()})"
     )
+    _time_visibility(harness)
     print(f"  peak RSS {_rss_mb():.0f} MB")
     if admitted_after_finish < len(after_finish):
         # each finish frees the quota of exactly one Workload of a queue with a backlog: a pass that dispatched
