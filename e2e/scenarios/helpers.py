@@ -5,10 +5,12 @@ from __future__ import annotations
 import http.client
 import json
 import ssl
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from e2e.queues import LOCAL_QUEUE, job_manifest
+from e2e.queues import LOCAL_QUEUE, job_manifest, named_queue_objects
 from e2e.rig.federation import MANAGER, Federation
 from e2e.waiting import wait_for
 
@@ -148,3 +150,31 @@ def visibility_get(
         return response.status, json.loads(response.read())
     finally:
         conn.close()
+
+
+@contextmanager
+def pending_jobs(fed: Federation, queue: str, jobs: Sequence[str], *, viewer: str) -> Iterator[None]:
+    """A ClusterQueue and LocalQueue ``queue`` with no quota on the manager, so its Jobs stay pending; ``jobs``
+    created in that order in it; the user ``viewer`` bound to the built-in view role in ``default``. All of it is
+    deleted again on the way out."""
+    objects = named_queue_objects(queue, cpu="0", manager=True)
+    fed.kubectl(MANAGER, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    fed.kubectl(MANAGER, "create", "rolebinding", viewer, "--clusterrole=view", f"--user={viewer}", "-n", "default")
+    try:
+        for name in jobs:
+            manifest = job_manifest(name, namespace="default", cpu="1", seconds=2, queue=queue)
+            fed.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+        for name in jobs:
+            wait_pending(fed, name)
+        yield
+    finally:
+        fed.kubectl(MANAGER, "delete", "job", *jobs, "-n", "default", "--ignore-not-found")
+        wait_for(  # their Workloads go with them (garbage collector), before a later test reuses the names
+            lambda: [name for name in jobs if workload_of(fed, name) is not None],
+            until=lambda left: not left,
+            timeout=60,
+            what=f"the Workloads of {', '.join(jobs)} to be deleted with their Jobs",
+        )
+        fed.kubectl(MANAGER, "delete", "rolebinding", viewer, "-n", "default", "--ignore-not-found")
+        fed.kubectl(MANAGER, "delete", "localqueue", queue, "-n", "default", "--ignore-not-found")
+        fed.kubectl(MANAGER, "delete", "clusterqueue", queue, "--ignore-not-found", "--wait=false")

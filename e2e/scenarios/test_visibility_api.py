@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from e2e.queues import job_manifest, named_queue_objects
 from e2e.rig.federation import MANAGER, Federation
-from e2e.scenarios.helpers import condition, get, visibility_get, wait_pending
+from e2e.scenarios.helpers import condition, get, pending_jobs, visibility_get
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -53,27 +53,9 @@ def _rows(summary: Any) -> list[tuple[str, int, int, str]]:
 
 
 @pytest.fixture
-def pending_queue(federation: Federation) -> Any:
-    """A ClusterQueue with no quota, so its Jobs stay pending, and three Jobs in it (created in name order)."""
-    objects = named_queue_objects(QUEUE, cpu="0", manager=True)
-    federation.kubectl(
-        MANAGER, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-    )
-    federation.kubectl(
-        MANAGER, "create", "rolebinding", VIEWER, "--clusterrole=view", f"--user={VIEWER}", "-n", "default"
-    )
-    try:
-        for name in JOBS:
-            manifest = job_manifest(name, namespace="default", cpu="1", seconds=2, queue=QUEUE)
-            federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
-        for name in JOBS:
-            wait_pending(federation, name)
+def pending_queue(federation: Federation) -> Iterator[None]:
+    with pending_jobs(federation, QUEUE, JOBS, viewer=VIEWER):
         yield
-    finally:
-        federation.kubectl(MANAGER, "delete", "job", *JOBS, "-n", "default", "--ignore-not-found", "--wait=false")
-        federation.kubectl(MANAGER, "delete", "rolebinding", VIEWER, "-n", "default", "--ignore-not-found")
-        federation.kubectl(MANAGER, "delete", "localqueue", QUEUE, "-n", "default", "--ignore-not-found")
-        federation.kubectl(MANAGER, "delete", "clusterqueue", QUEUE, "--ignore-not-found", "--wait=false")
 
 
 def test_pending_workloads_are_served_through_the_apiserver_with_kueues_positions(

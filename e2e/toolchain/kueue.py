@@ -4,7 +4,8 @@ Only ``make bench BENCH=compare`` and ``make test-interop`` (the ``interop`` tes
 and ``make test`` never pay its build (7 min cold on CI, 15-20 min on a loaded 2-core machine; cached by version).
 ``go install sigs.k8s.io/kueue/cmd/kueue@VERSION`` needs the module proxy's version-list endpoint, which is
 refused here; the exact version downloads fine, so the module is copied to a writable directory and built in
-place with its own go.mod. Its CRDs come from the same module (``config/components/crd/bases``).
+place with its own go.mod. Its CRDs come from the same module (``config/components/crd/bases``), and so does
+kueuectl, Kueue's kubectl plugin (the interop test of kfed's visibility API runs it).
 """
 
 from __future__ import annotations
@@ -124,6 +125,33 @@ def ensure_kueue_remote_qps(qps: float, burst: int) -> Path:
     return binary
 
 
+def ensure_kueuectl() -> Path:
+    """Kueue's kubectl plugin, kueuectl, from the same module copy as the stock binary (the interop test of kfed's
+    visibility API runs it); Go's build cache shares Kueue's packages, so this adds about two minutes once."""
+    _stock, _crds = ensure_kueue()
+    root = kueue_dir()
+    binary, stamp = root / "bin" / "kueuectl", root / ".built-kueuectl"
+
+    def build() -> None:
+        go = check_go()
+        started = time.monotonic()
+        _say(f"building kueuectl {pins.KUEUE} (for the interop test of the visibility API; about 2 min)")
+        staging = root / "staging-kueuectl"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        _run(
+            [go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / "kueuectl"), "./cmd/kueuectl"],
+            cwd=root / "src",
+            label="kueuectl: compiling",
+        )
+        os.replace(staging / "kueuectl", binary)
+        shutil.rmtree(staging, ignore_errors=True)
+        _say(f"built kueuectl in {time.monotonic() - started:.0f}s: {binary}")
+
+    build_once(root, stamp=stamp, outputs=(binary,), stamp_text=pins.KUEUE + "\n", build=build)
+    return binary
+
+
 def kueue_module_file(relative: str) -> Path:
     """A file of Kueue's Go module at the pinned version, exactly as shipped: the module is downloaded once into
     Go's module cache (read-only there); nothing is built."""
@@ -137,3 +165,4 @@ def kueue_module_file(relative: str) -> Path:
 
 if __name__ == "__main__":
     print(ensure_kueue()[0])
+    print(ensure_kueuectl())
