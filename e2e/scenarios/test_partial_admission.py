@@ -19,6 +19,8 @@ from e2e.waiting import wait_for
 pytestmark = pytest.mark.e2e
 
 QUEUE = "partial-queue"
+MIN = "kueue.x-k8s.io/job-min-parallelism"
+EQUAL = "kueue.x-k8s.io/job-completions-equal-parallelism"
 
 
 @pytest.fixture
@@ -74,3 +76,47 @@ def test_a_partially_admitted_job_runs_the_admitted_count_everywhere(
 
     done = wait_complete(federation, "partial-5", timeout=120)
     assert done["status"].get("succeeded") == 3, done["status"]
+
+
+@pytest.mark.parametrize(
+    ("annotations", "spec", "says"),
+    [
+        ({MIN: "two"}, {}, 'job-min-parallelism]: Invalid value: "two": must be a whole number from 1 to 4'),
+        ({MIN: "5"}, {}, 'Invalid value: "5": must be a whole number from 1 to 4'),
+        ({MIN: "1"}, {"parallelism": 1, "completions": 1}, "the Job runs one pod"),
+        ({EQUAL: "yes"}, {"completionMode": "Indexed"}, "job-completions-equal-parallelism]: Invalid value"),
+        ({EQUAL: "true"}, {}, "true only on an Indexed Job"),
+    ],
+)
+def test_kubectl_refuses_what_kueues_webhook_refuses_in_partial_admission(
+    federation: Federation, partial_queue: None, annotations: dict[str, str], spec: dict[str, Any], says: str
+) -> None:
+    manifest = job_manifest("refused-partial", namespace="default", cpu="1", parallelism=5, seconds=1, queue=QUEUE)
+    manifest["metadata"]["annotations"] = annotations
+    manifest["spec"].update(spec)
+    result = federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest), check=False)
+    assert result.returncode != 0, f"{annotations} {spec} was accepted"
+    assert says in result.stderr, result.stderr
+    assert get(federation, MANAGER, "job", "refused-partial") is None
+
+
+def test_a_running_partially_admitted_jobs_parallelism_cannot_change(
+    federation: Federation, partial_queue: None
+) -> None:
+    manifest = job_manifest("partial-fixed", namespace="default", cpu="1", parallelism=2, seconds=600, queue=QUEUE)
+    manifest["metadata"]["annotations"] = {MIN: "1"}
+    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    try:
+        wait_for(
+            lambda: get(federation, MANAGER, "job", "partial-fixed"),
+            until=lambda job: job is not None and job["spec"].get("suspend") is False,
+            timeout=60,
+            what="partial-fixed to start",
+        )
+        result = federation.kubectl(
+            MANAGER, "patch", "job", "partial-fixed", "--type=merge", "-p", '{"spec":{"parallelism":1}}', check=False
+        )
+        assert result.returncode != 0, "parallelism changed on a running Job open to partial admission"
+        assert "cannot change when partial admission is enabled and the job is not suspended" in result.stderr
+    finally:
+        federation.kubectl(MANAGER, "delete", "job", "partial-fixed", "--wait=false", check=False)
