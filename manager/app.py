@@ -267,11 +267,13 @@ async def run(args: argparse.Namespace) -> None:
             dashboard.add_route(
                 "/api/state", lambda: ("application/json", json.dumps(terms.dashboard_state()).encode())
             )
-            dashboard_port = int(await tg.start(_serve_dashboard, dashboard, args.bind_address, args.dashboard_port))
+            dashboard_port = int(
+                await tg.start(partial(dashboard.serve, host=args.bind_address, port=args.dashboard_port))
+            )
             log.info("dashboard serving", dashboard_port=dashboard_port)
         if args.visibility_port >= 0:
             visibility = VisibilityServer(api=api, objects=partial(terms.queue_objects, api))
-            await tg.start(_serve_visibility, visibility, args.bind_address, args.visibility_port)
+            await tg.start(partial(visibility.serve, host=args.bind_address, port=args.visibility_port))
             health.add_readiness_check("visibility-api", visibility.readiness)
         health.add_readiness_check("caches", terms.ready)
         health.add_readiness_check("remotes-connected", terms.remotes_connected)
@@ -287,26 +289,6 @@ async def run(args: argparse.Namespace) -> None:
         )
         health.add_readiness_check("leader-election", lambda: (True, elector.leader or "no leader yet"))
         await elector.run()
-
-
-async def _serve_dashboard(
-    endpoints: HealthEndpoints,
-    host: str,
-    port: int,
-    *,
-    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
-) -> None:
-    await endpoints.serve(host=host, port=port, task_status=task_status)
-
-
-async def _serve_visibility(
-    server: VisibilityServer,
-    host: str,
-    port: int,
-    *,
-    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
-) -> None:
-    await server.serve(host=host, port=port, task_status=task_status)
 
 
 class Term(Protocol):

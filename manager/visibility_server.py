@@ -106,6 +106,8 @@ class VisibilityServer:
         self._proxy: FrontProxy | None = None
         self._proxy_problem = "the front-proxy configuration was not read yet"
         self._context: ssl.SSLContext | None = None
+        self._certificate: tuple[Path, Path] | None = None
+        """The serving certificate and key, made when :meth:`serve` starts."""
         self._reviews: dict[str, tuple[float, bool, str]] = {}
 
     def readiness(self) -> tuple[bool, str]:
@@ -164,6 +166,7 @@ class VisibilityServer:
     def _tls_context(self, proxy: FrontProxy | None) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
+        assert self._certificate is not None, "serve() makes the certificate first"
         context.load_cert_chain(*self._certificate)
         context.set_alpn_protocols(["http/1.1"])
         if proxy is not None:

@@ -123,6 +123,11 @@ def remote_copies(fed: Federation, job: str, *, live_only: bool = False) -> dict
     return found
 
 
+def visibility_port(fed: Federation) -> int:
+    """The shared federation's kfed-manager visibility port (its chart value)."""
+    return int(next(r for r in fed.releases if r.cluster == MANAGER).values["visibility.port"])
+
+
 def visibility_get(
     fed: Federation,
     path: str,
@@ -136,7 +141,7 @@ def visibility_get(
     apiserver's aggregator would but with a chosen client certificate from the manager cluster's rig PKI
     (``front-proxy-client`` or ``admin``); returns the status and the JSON body."""
     if port is None:
-        port = int(next(r for r in fed.releases if r.cluster == MANAGER).values["visibility.port"])
+        port = visibility_port(fed)
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE  # its certificate is self-signed, as the APIService accepts it

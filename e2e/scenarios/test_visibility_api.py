@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from e2e.rig.federation import MANAGER, Federation
-from e2e.scenarios.helpers import condition, get, pending_jobs, visibility_get
+from e2e.scenarios.helpers import condition, get, pending_jobs, visibility_get, visibility_port
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -138,8 +138,7 @@ def test_kfed_manager_answers_only_the_front_proxy_and_authorizes_each_user(
 def test_a_stalled_connection_does_not_hold_up_other_requests(federation: Federation) -> None:
     """Each connection is served on its own: clients that connect and never send (the server gives them 10 s to
     finish a handshake) do not delay a request made meanwhile, which gets its answer within 5 s."""
-    release = next(r for r in federation.releases if r.cluster == MANAGER)
-    port = int(release.values["visibility.port"])
+    port = visibility_port(federation)
     stalled = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(3)]
     try:
         code, body = visibility_get(federation, BASE, cert="front-proxy-client", timeout=5)

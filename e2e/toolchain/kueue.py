@@ -39,6 +39,23 @@ def _make_writable(root: Path) -> None:
         path.chmod(mode | stat.S_IWUSR | (stat.S_IXUSR if path.is_dir() else 0))
 
 
+def _go_build(go: str, *, src: Path, package: str, binary: Path, label: str, verbose: bool = False) -> None:
+    """``go build`` one command of the module copy ``src`` into ``binary``, through a staging directory next to
+    it, so an interrupted build never leaves a partial binary behind."""
+    staging = binary.parent.parent / f"staging-{binary.name}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    flags = ["-v"] if verbose else []
+    _run(
+        [go, "build", *flags, "-trimpath", "-ldflags", "-s -w", "-o", str(staging / binary.name), package],
+        cwd=src,
+        label=label,
+    )
+    binary.parent.mkdir(exist_ok=True)
+    os.replace(staging / binary.name, binary)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
 def ensure_kueue() -> tuple[Path, Path]:
     """(the kueue binary, its CRD directory), building them once per pinned version (under a lock)."""
     root = kueue_dir()
@@ -53,19 +70,9 @@ def ensure_kueue() -> tuple[Path, Path]:
         shutil.rmtree(src, ignore_errors=True)
         shutil.copytree(module_dir, src)
         _make_writable(src)
-        staging = root / "staging"
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir()
-        _run(
-            [go, "build", "-v", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / "kueue"), "./cmd/kueue"],
-            cwd=src,
-            label="kueue: compiling",
-        )
-        (root / "bin").mkdir(exist_ok=True)
-        os.replace(staging / "kueue", binary)
+        _go_build(go, src=src, package="./cmd/kueue", binary=binary, label="kueue: compiling", verbose=True)
         shutil.rmtree(crds, ignore_errors=True)
         shutil.copytree(src / "config" / "components" / "crd" / "bases", crds)
-        shutil.rmtree(staging, ignore_errors=True)
         _say(f"built kueue in {time.monotonic() - started:.0f}s: {binary}")
 
     build_once(root, stamp=stamp, outputs=(binary, crds), stamp_text=pins.KUEUE + "\n", build=build)
@@ -108,16 +115,7 @@ def ensure_kueue_remote_qps(qps: float, burst: int) -> Path:
         if text.count(REMOTE_CLIENT_ORIGINAL) != 1:
             raise ToolchainError(f"{REMOTE_CLIENT_FILE} of {pins.KUEUE} does not have the expected client setup")
         target.write_text(text.replace(REMOTE_CLIENT_ORIGINAL, remote_qps_patch(qps, burst)))
-        staging = root / "staging-remote-qps"
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir()
-        _run(
-            [go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / "kueue"), "./cmd/kueue"],
-            cwd=src,
-            label="kueue (equal QPS): compiling",
-        )
-        os.replace(staging / "kueue", binary)
-        shutil.rmtree(staging, ignore_errors=True)
+        _go_build(go, src=src, package="./cmd/kueue", binary=binary, label="kueue (equal QPS): compiling")
         shutil.rmtree(src, ignore_errors=True)
         _say(f"built it in {time.monotonic() - started:.0f}s: {binary}")
 
@@ -136,16 +134,7 @@ def ensure_kueuectl() -> Path:
         go = check_go()
         started = time.monotonic()
         _say(f"building kueuectl {pins.KUEUE} (for the interop test of the visibility API; about 2 min)")
-        staging = root / "staging-kueuectl"
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir()
-        _run(
-            [go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / "kueuectl"), "./cmd/kueuectl"],
-            cwd=root / "src",
-            label="kueuectl: compiling",
-        )
-        os.replace(staging / "kueuectl", binary)
-        shutil.rmtree(staging, ignore_errors=True)
+        _go_build(go, src=root / "src", package="./cmd/kueuectl", binary=binary, label="kueuectl: compiling")
         _say(f"built kueuectl in {time.monotonic() - started:.0f}s: {binary}")
 
     build_once(root, stamp=stamp, outputs=(binary,), stamp_text=pins.KUEUE + "\n", build=build)
