@@ -97,6 +97,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="seconds a worker has to admit a dispatched workload before it is withdrawn and dispatched again",
     )
     parser.add_argument(
+        "--reservation-hold",
+        type=float,
+        default=ManagerConfig.reservation_hold,
+        help="seconds a quota reservation for a kfed-agent worker may wait to be written together with the worker's "
+        "admission (one Workload status write instead of two; 0: never)",
+    )
+    parser.add_argument(
         "--dispatch-policy",
         choices=[p.value for p in DispatchPolicy],
         default=ManagerConfig.dispatch_policy.value,
@@ -206,6 +213,7 @@ async def run(args: argparse.Namespace) -> None:
         worker_lost_timeout=args.worker_lost_timeout,
         gc_interval=args.gc_interval,
         dispatch_timeout=args.dispatch_timeout,
+        reservation_hold=args.reservation_hold,
         dispatch_policy=DispatchPolicy(args.dispatch_policy),
         workers=args.concurrent_reconciles,
         dispatch_large_share=args.dispatch_large_share,

@@ -25,6 +25,9 @@ class ManagerConfig:
     gc_interval: float = 60.0
     dispatch_timeout: float = 300.0
     """Seconds a worker has to admit a dispatched workload before it is withdrawn and dispatched again."""
+    reservation_hold: float = 2.0
+    """Seconds a reservation for a kfed-agent worker may wait to be written with the worker's admission, in one
+    Workload status write (``manager.reservation_holds``; 0: each is written on its own)."""
     dispatch_policy: DispatchPolicy = DispatchPolicy.BALANCED
     """How to choose among workers that fit equally well (``manager.decisions.dispatch``)."""
     dispatch_large_share: float = DEFAULT_LARGE_SHARE

@@ -77,6 +77,7 @@ from manager.decisions.withdrawal import (
 from manager.decisions.workload_from_job import workload_priority_class
 from manager.evictions import Evictions
 from manager.manager_jobs import start_manager_job_spec
+from manager.reservation_holds import ReservationHolds
 from manager.workers import WorkerConnection, WorkerPool
 from manager.workload_writes import WorkloadWrites
 
@@ -123,7 +124,9 @@ class RemoteSync:
         metrics: Metrics,
         cleaner: CopyCleaner,
         cohorts: WatchCache | None = None,
+        holds: ReservationHolds | None = None,
     ) -> None:
+        """``holds``: the reservations the scheduler holds back, written with the Workload's next status write."""
         self._api = api
         self._config = config
         self._workload_view = workloads
@@ -140,7 +143,9 @@ class RemoteSync:
         self._cleaner = cleaner
         self._cohorts = cohorts
         """Cohorts, for the cohort chain of ``kueue_cohort_subtree_admitted_workloads_total`` (None: not counted)."""
-        self._writes = WorkloadWrites(api=api, field_manager=config.field_manager, workloads=workloads, jobs=jobs)
+        self._writes = WorkloadWrites(
+            api=api, field_manager=config.field_manager, workloads=workloads, jobs=jobs, holds=holds
+        )
         self._evictions = Evictions(
             api=api,
             config=config,
@@ -390,8 +395,11 @@ class RemoteSync:
             assert started_copy is not None
             await self._create(conn, JOBS, started_copy)
 
+        # A reservation not written yet is written with Admitted before the Job copy may start: a manager stopping
+        # in between must not leave a running Job its successor does not know the workload holds there.
+        start_after_admit = "mark_admitted" in steps and self._writes.reservation_unwritten(workload)
         first: list[Callable[[], Awaitable[Any]]] = []
-        if "create_started_job" in steps and started_copy is not None:
+        if "create_started_job" in steps and started_copy is not None and not start_after_admit:
             first.append(create_started_job)
         if "create_remote_workload" in steps:
             first.append(create_copies)
@@ -431,8 +439,15 @@ class RemoteSync:
                 )
                 self._mirrored_at[key] = time.monotonic()
 
-        # The Workload's status and the Job are different objects: Admitted and the Job's unsuspend go together.
-        await concurrently(*([admit] if "mark_admitted" in steps else []), job_side)
+        if start_after_admit:
+            await admit()
+            if self._writes.reservation_unwritten(workload):
+                return workload  # Admitted was not written (a check is not Ready): no Job copy without the reservation
+            later = [create_started_job] if "create_started_job" in steps and started_copy is not None else []
+            await concurrently(*later, job_side)
+        else:
+            # The Workload's status and the Job are different objects: Admitted and the Job's unsuspend go together.
+            await concurrently(*([admit] if "mark_admitted" in steps else []), job_side)
         if "finish_manager_workload" in steps:
             await self._finish(workload, remote_job=remote_jb, worker=worker)
             self._mirrored_at.pop(key, None)
@@ -676,28 +691,17 @@ class RemoteSync:
             and status.get("clusterName") == worker
         ):
             return workload  # already recorded; waits for another check to become Ready again
+        # Kueue's rule: once admitted, clusterName replaces the nomination (they are mutually exclusive).
         patch: Obj = {
-            "metadata": {"resourceVersion": workload["metadata"]["resourceVersion"]},
-            # Kueue's rule: once admitted, clusterName replaces the nomination (they are mutually exclusive).
-            "status": {
-                "conditions": conditions,
-                "clusterName": worker,
-                "nominatedClusterNames": None,
-                "admissionChecks": checks,
-            },
+            "conditions": conditions,
+            "clusterName": worker,
+            "nominatedClusterNames": None,
+            "admissionChecks": checks,
         }
         if admission is not None:  # delayedTopologyRequest Pending -> Ready: the worker assigned the topology
-            patch["status"]["admission"] = admission
-        updated = self._writes.wrote(
-            workload,
-            await self._api.patch_status(
-                WORKLOADS,
-                workload["metadata"]["name"],
-                patch,
-                namespace=workload["metadata"]["namespace"],
-                field_manager=self._config.field_manager,
-            ),
-        )
+            patch["admission"] = admission
+        # a reservation still held back (manager.reservation_holds) is written with it: one write records both
+        updated = await self._writes.patch_status(workload, patch)
         key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
         reserved = find_condition(remote_workload, "QuotaReserved") if remote_workload else None
         if reserved is not None and reserved.get("lastTransitionTime"):

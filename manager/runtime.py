@@ -64,6 +64,7 @@ from manager.local_queues_config import LocalQueuesConfig
 from manager.quota_automation import KEY as QUOTA_AUTOMATION_KEY
 from manager.quota_automation import QuotaAutomation
 from manager.remote_sync import RemoteSync, owner_job_name
+from manager.reservation_holds import ReservationHolds
 from manager.retention import RetentionSweeper
 from manager.scheduler import GlobalScheduler, SchedulerCaches
 from manager.workers import HEALTH_CHANGED, WorkerPool
@@ -148,6 +149,11 @@ class ManagerRuntime:
             metrics=self.metrics,
         )
         self.copy_cleaner = CopyCleaner(pool=self.pool, workloads=self.workload_view)
+        self.reservation_holds = ReservationHolds(
+            seconds=config.reservation_hold,
+            workloads=self.workload_view,
+            on_hold=lambda key: self.sync_queue.add(key, urgent=True),  # its copy goes out now
+        )
         self.remote_sync = RemoteSync(
             api=api,
             config=config,
@@ -162,6 +168,7 @@ class ManagerRuntime:
             events=self.events,
             metrics=metrics,
             cohorts=self.cohorts,
+            holds=self.reservation_holds,
         )
         self.retention = RetentionSweeper(
             api=api, policy=config.retention, workloads=self.workloads, jobs=self.jobs, events=self.events
@@ -184,6 +191,7 @@ class ManagerRuntime:
             ledger=self.ledger,
             metrics=metrics,
             events=self.events,
+            holds=self.reservation_holds,
         )
         self.admission_check_status = AdmissionCheckStatus(
             api=api,

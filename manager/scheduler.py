@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
@@ -66,6 +67,7 @@ from manager.decisions.reservation import (
     workload_checks,
 )
 from manager.decisions.withdrawal import excluded_workers, preemption_status, withdrawn_from
+from manager.reservation_holds import HeldReservation, ReservationHolds
 from manager.workers import WorkerAvailability
 
 log = structlog.get_logger(__name__)
@@ -115,9 +117,12 @@ class GlobalScheduler:
         ledger: InFlightLedger,
         metrics: Metrics,
         events: EventSink,
+        holds: ReservationHolds | None = None,
     ) -> None:
         """``workload_view``: the Workloads with this process's own writes laid over ``caches.workloads`` (shared
-        with the remote sync); ``ledger``: the dispatches whose copies the workers' reports may not show yet."""
+        with the remote sync); ``ledger``: the dispatches whose copies the workers' reports may not show yet;
+        ``holds``: where reservations wait to be written with the worker's admission (``manager.reservation_holds``).
+        """
         self._api = api
         self._config = config
         self._caches = caches
@@ -126,6 +131,7 @@ class GlobalScheduler:
         self._ledger = ledger
         self._metrics = metrics
         self._events = events
+        self._holds = holds
         self._refusals = RefusalReporter(
             events=events, component="kfed-manager", lookup=workload_view.get, action="Schedule"
         )
@@ -426,11 +432,15 @@ class GlobalScheduler:
             self._requeue_wake_at = expiry
             self._task_group.start_soon(self._wake_at, expiry)
         preempting: set[str] = set()
+        holdable: set[str] = set()
+        """Reservations no other admission check needs to see, for a kfed-agent worker: held back (see ``_hold``)."""
         for decision in decisions:
             raw = raw_of(decision.workload)
             if isinstance(decision, Admit):
                 dispatch, every_check, check_names, tas = chosen[decision.workload.key]
                 waited = max(0.0, now.timestamp() - decision.workload.creation_time)
+                if not tas and set(every_check) <= set(check_names) and self._admits_first(dispatch.worker):
+                    holdable.add(decision.workload.key)
                 updates.append(
                     reservation_update(
                         raw,
@@ -469,14 +479,12 @@ class GlobalScheduler:
                 self.parking.unpark(update.key)
                 continue  # decided on the Workload as its write in flight makes it; looked at again once answered
             self._changed.add(update.key)
-            self._writing[update.key] = (
-                update,
-                {**update.raw, "status": apply_merge_patch(update.raw.get("status") or {}, update.status)},
-            )
-            self._write_queue.append(update)
-            if self._writers < config.workers:
-                self._writers += 1
-                self._task_group.start_soon(self._send_writes)
+            shown = {**update.raw, "status": apply_merge_patch(update.raw.get("status") or {}, update.status)}
+            self._writing[update.key] = (update, shown)
+            if update.key in holdable and update.outcome == "reserved":
+                self._hold(update, shown)
+            else:
+                self._queue_write(update)
         admitted_in = {d.workload.cluster_queue for d in decisions if isinstance(d, Admit)}
         await self._write_queue_status(state, queues, admitted=set(admitted), admitted_in=admitted_in, now=now)
 
@@ -562,6 +570,52 @@ class GlobalScheduler:
             )
         return updates
 
+    def _queue_write(self, update: WorkloadUpdate) -> None:
+        self._write_queue.append(update)
+        if self._writers < self._config.workers:
+            self._writers += 1
+            self._task_group.start_soon(self._send_writes)
+
+    def _admits_first(self, worker: str) -> bool:
+        """A hold is worth it: reservations are held, and ``worker`` runs kfed-agent, whose admission of the copy
+        the remote sync waits for before it sends the Job copy (a stock Kueue worker gets both at once)."""
+        conn = self._pool.connections.get(worker)
+        return self._holds is not None and self._holds.seconds > 0 and conn is not None and conn.report is not None
+
+    def _hold(self, update: WorkloadUpdate, shown: dict[str, Any]) -> None:
+        """Hold the reservation back: the remote sync sends the Workload copy at once, and the Workload's next status
+        write (normally Admitted, once the worker admitted the copy) records both; if none comes within the hold,
+        the reservation is written on its own."""
+        assert self._holds is not None
+        held = HeldReservation(
+            status=update.status, before=update.raw, shown=shown, settle=partial(self._settle_held, update)
+        )
+        self._holds.hold(update.key, held)
+        self._task_group.start_soon(self._hold_runs_out, update, held)
+
+    async def _hold_runs_out(self, update: WorkloadUpdate, held: HeldReservation) -> None:
+        assert self._holds is not None
+        await anyio.sleep(self._holds.seconds)
+        if self._holds.take_if(update.key, held):
+            self._queue_write(update)
+
+    def _settle_held(self, update: WorkloadUpdate, written: dict[str, Any] | None, err: BaseException | None) -> None:
+        """The write that carried a held reservation was answered (the remote sync's, with its own patch)."""
+        try:
+            if written is not None:
+                self._after_write(update, written)
+            else:
+                self._after_refusal(update, err)
+        finally:
+            self._answered_for(update)
+
+    def _answered_for(self, update: WorkloadUpdate) -> None:
+        if self._writing.get(update.key, (None,))[0] is update:
+            del self._writing[update.key]
+            self._changed.add(update.key)
+        if self._answered is not None:
+            self._answered.set()
+
     async def _send_writes(self) -> None:
         """One writer: sends queued status writes until none is left."""
         try:
@@ -570,11 +624,9 @@ class GlobalScheduler:
                 try:
                     await self._write(update)
                 finally:
-                    if self._writing.get(update.key, (None,))[0] is update:
-                        del self._writing[update.key]
-                        self._changed.add(update.key)
-                    if self._answered is not None:
-                        self._answered.set()
+                    if self._holds is not None:
+                        self._holds.sent(update.key)
+                    self._answered_for(update)
         finally:
             self._writers -= 1
 
@@ -589,19 +641,29 @@ class GlobalScheduler:
                 field_manager=self._config.field_manager,
             )
         except (Conflict, KubeError) as err:
-            self.parking.unpark(update.key)  # its verdict is not written: decided again on the next pass
-            self._ledger.forget(update.key)
-            self._preemptors.pop(update.key, None)
-            if is_refusal(err):  # RBAC: named on the Workload once; decided again, at the latest after a pause
-                self._refusals.refused(update.key, err, retry_in=REFUSED_RETRY_SECONDS, regarding=update.raw)
-                at = time.time() + REFUSED_RETRY_SECONDS
-                if self._requeue_wake_at is None or at < self._requeue_wake_at:
-                    self._requeue_wake_at = at
-                    self._task_group.start_soon(self._wake_at, at)
-                return
-            log.info("workload status write failed; will decide again", workload=update.key, error=str(err))
-            self.trigger()
+            self._after_refusal(update, err)
             return
+        self._after_write(update, written)
+
+    def _after_refusal(self, update: WorkloadUpdate, err: BaseException | None) -> None:
+        self.parking.unpark(update.key)  # its verdict is not written: decided again on the next pass
+        self._ledger.forget(update.key)
+        self._preemptors.pop(update.key, None)
+        shown = self._writing.get(update.key, (None, None))[1]
+        if shown is not None:
+            self._workload_view.unshow(shown)  # a held reservation was shown: the cache is the truth again
+        if isinstance(err, KubeError) and is_refusal(err):
+            # RBAC: named on the Workload once; decided again, at the latest after a pause
+            self._refusals.refused(update.key, err, retry_in=REFUSED_RETRY_SECONDS, regarding=update.raw)
+            at = time.time() + REFUSED_RETRY_SECONDS
+            if self._requeue_wake_at is None or at < self._requeue_wake_at:
+                self._requeue_wake_at = at
+                self._task_group.start_soon(self._wake_at, at)
+            return
+        log.info("workload status write failed; will decide again", workload=update.key, error=str(err))
+        self.trigger()
+
+    def _after_write(self, update: WorkloadUpdate, written: dict[str, Any]) -> None:
         self._refusals.succeeded(update.key)
         self._workload_view.wrote(update.raw, written)  # the next pass sees it even before the cache does
         namespace, local_queue, priority_class = workload_labels(update.raw)

@@ -74,6 +74,11 @@ class ReportedCapacity(Protocol):
     @property
     def current(self) -> ParsedReport | None: ...
 
+    @property
+    def report(self) -> ParsedReport | None:
+        """The kfed-agent's own report (None: a worker without an agent, probed through its queues)."""
+        ...
+
 
 class WorkerAvailability(Protocol):
     """What placement reads of the worker pool (:class:`WorkerPool`): the connections with their reports, why the

@@ -14,6 +14,10 @@ order (Kubernetes says they are opaque): only by equality. An object this proces
 way until the cache lists it (:meth:`WriteOverlay.created`; :meth:`get` only, iteration shows the cache's objects).
 Deletions are not laid over: a deleted object stays visible until the cache drops it (a Job deleted in the
 foreground still has pods until then).
+
+A write this process has decided but not sent yet can be shown the same way (:meth:`WriteOverlay.show`): the object
+as the write will make it, at the version the write will be based on, until the write's answer replaces it or the
+cache moves on (:meth:`WriteOverlay.unshow` takes it back when the write is refused).
 """
 
 from __future__ import annotations
@@ -96,6 +100,24 @@ class WriteOverlay:
         if _version(obj) is not None:
             key = _key(obj)
             self._written[key] = _Written(obj, frozenset({_ABSENT}))
+            self._laid(key)
+
+    def show(self, before: Obj, shown: Obj) -> None:
+        """Show ``shown`` (a write decided on ``before`` and not sent yet, at ``before``'s version) while the cache
+        still holds ``before``'s version; the write's answer, fed to :meth:`wrote` with ``shown`` as its base,
+        replaces it."""
+        base = _version(before)
+        if base is not None:
+            key = _key(before)
+            self._written[key] = _Written(shown, frozenset({base}))
+            self._laid(key)
+
+    def unshow(self, shown: Obj) -> None:
+        """Take back what :meth:`show` showed (its write was refused), unless something replaced it since."""
+        key = _key(shown)
+        entry = self._written.get(key)
+        if entry is not None and entry.obj is shown:
+            del self._written[key]
             self._laid(key)
 
     def forget(self, key: str) -> None:

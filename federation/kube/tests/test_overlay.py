@@ -76,3 +76,37 @@ def test_a_created_object_shows_until_the_cache_lists_it() -> None:
     store.upsert(obj("d", "6"))  # listed at a later version without an event seen here (a relist)
     assert view.get("ns/d") == obj("d", "6")
     assert view.pending == 0
+
+
+def test_a_shown_write_is_seen_until_its_answer_replaces_it() -> None:
+    store = Store()
+    store.upsert(obj("a", "1", "pending"))
+    view = WriteOverlay(store)
+    laid: list[str] = []
+    view.add_listener(laid.append)
+    shown = obj("a", "1", "reserved")  # decided, not sent: still at the cached version
+    view.show(obj("a", "1", "pending"), shown)
+    assert laid == ["ns/a"]
+    assert view.get("ns/a") == shown
+    assert [o["status"]["state"] for o in view] == ["reserved"]
+    view.wrote(shown, obj("a", "4", "admitted"))  # the write that carried it was answered
+    assert view.get("ns/a") == obj("a", "4", "admitted")
+    store.upsert(obj("a", "4", "admitted"))
+    view.observe(MODIFIED, obj("a", "4", "admitted"))
+    assert view.pending == 0
+
+
+def test_a_shown_write_goes_when_refused_or_when_the_cache_moves_on() -> None:
+    store = Store()
+    store.upsert(obj("a", "1", "pending"))
+    view = WriteOverlay(store)
+    shown = obj("a", "1", "reserved")
+    view.show(obj("a", "1", "pending"), shown)
+    view.unshow(obj("a", "1", "reserved"))  # an equal object that is not the one shown: nothing happens
+    assert view.get("ns/a") == shown
+    view.unshow(shown)
+    assert view.get("ns/a") == obj("a", "1", "pending")
+    view.show(obj("a", "1", "pending"), shown)
+    store.upsert(obj("a", "3", "pending"))  # someone else changed it: the held write will be refused
+    view.observe(MODIFIED, obj("a", "3", "pending"))
+    assert view.get("ns/a") == obj("a", "3", "pending")
