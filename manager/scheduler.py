@@ -41,7 +41,7 @@ from federation.admission.queue_metrics import (
     queued_since,
     workload_labels,
 )
-from federation.conditions import is_true, parse_time
+from federation.conditions import find_condition, is_true, parse_time
 from federation.kube.api import KubeApi
 from federation.kube.cache import SyncedCache
 from federation.kube.errors import Conflict, KubeError
@@ -439,7 +439,7 @@ class GlobalScheduler:
             if isinstance(decision, Admit):
                 dispatch, every_check, check_names, tas = chosen[decision.workload.key]
                 waited = max(0.0, now.timestamp() - decision.workload.creation_time)
-                if not tas and set(every_check) <= set(check_names) and self._admits_first(dispatch.worker):
+                if set(every_check) <= set(check_names) and self._admits_first(dispatch.worker):
                     holdable.add(decision.workload.key)
                 updates.append(
                     reservation_update(
@@ -681,12 +681,15 @@ class GlobalScheduler:
                 self._metrics.preempted(preempting_cluster_queue=preemptor[0], reason=preemptor[1])
             log.info("workload preempted", workload=update.key, queue=update.cluster_queue, message=update.message)
         if update.outcome == "reserved":
+            # from the reservation's own time: a held one is written later than it was decided
+            reserved = find_condition({"status": update.status}, "QuotaReserved") or {}
+            at = parse_time(str(reserved["lastTransitionTime"])) if reserved.get("lastTransitionTime") else None
             self._metrics.quota_reserved(
                 cluster_queue=update.cluster_queue or "",
                 namespace=namespace,
                 local_queue=local_queue,
                 priority_class=priority_class,
-                waited=(dt.datetime.now(dt.UTC) - parse_time(queued_since(update.raw))).total_seconds(),
+                waited=((at or dt.datetime.now(dt.UTC)) - parse_time(queued_since(update.raw))).total_seconds(),
             )
             log.info(
                 "quota reserved and worker nominated",

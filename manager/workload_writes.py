@@ -73,8 +73,13 @@ class WorkloadWrites:
         return written
 
     def wrote(self, before: Obj, after: Obj) -> Obj:
-        """Lay a Workload write's answer over the cache until the cache shows it (returns the answer)."""
+        """Lay a Workload write's answer over the cache until the cache shows it (returns the answer). A reservation
+        still held for it is now based on an old resourceVersion: the scheduler decides again at once."""
         self._workloads.wrote(before, after)
+        meta = after["metadata"]
+        held = self._holds.take(f"{meta['namespace']}/{meta['name']}") if self._holds is not None else None
+        if held is not None:
+            held.settle(None, Conflict("the Workload was written while its reservation was held; deciding again"))
         return after
 
     def wrote_job(self, before: Obj, after: Obj) -> Obj:

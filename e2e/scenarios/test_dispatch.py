@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from e2e.queues import job_manifest
+from e2e.rig.audit import calls
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import (
     condition,
@@ -108,6 +109,58 @@ def test_the_job_copy_comes_started_once_the_agent_admitted_its_workload_copy(fe
         timeout=30,
         what="both copies deleted after the final sync (the Job by the garbage collector, with its Workload copy)",
     )
+
+
+def test_the_reservation_and_the_admission_take_one_status_write_and_the_job_copy_comes_after_it(
+    federation: Federation,
+) -> None:
+    """A kfed-agent worker admits the copy within the reservation hold: kfed-manager records the reservation and the
+    admission in one Workload status write, still records Kueue's two Events, and creates the Job copy only after
+    that write (per both clusters' audit logs). The shared federation runs with waitForPodsReady, so the status is
+    written three times in all: reserved and admitted, PodsReady, Finished."""
+    submit(federation, "onewrite", cpu="1", seconds=2)
+    wait_complete(federation, "onewrite")
+    wait_for(
+        lambda: remote_copies(federation, "onewrite"),
+        until=lambda c: c == {},
+        timeout=30,
+        what="onewrite's copies deleted after the final sync",
+    )
+    wl = workload_of(federation, "onewrite")
+    assert wl is not None
+    for kind in ("QuotaReserved", "Admitted", "PodsReady", "Finished"):
+        assert is_true(wl, kind), wl["status"]
+    assert wl["status"]["clusterName"] in federation.workers
+    assert not wl["status"].get("nominatedClusterNames")
+    reserved, admitted = condition(wl, "QuotaReserved"), condition(wl, "Admitted")
+    assert reserved is not None
+    assert admitted is not None
+    assert reserved["lastTransitionTime"] <= admitted["lastTransitionTime"]
+    key = f"default/{wl['metadata']['name']}"
+    with federation.clusters[MANAGER].audit_log.open(encoding="utf-8", errors="replace") as log:
+        writes = [
+            c
+            for c in calls(log)
+            if c.client == "kfed-manager" and c.resource == "workloads/status" and c.key == key and c.accepted
+        ]
+    assert len(writes) == 3, [(c.verb, c.at) for c in writes]
+    worker = wl["status"]["clusterName"]
+    with federation.clusters[worker].audit_log.open(encoding="utf-8", errors="replace") as log:
+        job_creates = [
+            c
+            for c in calls(log)
+            if (c.client, c.verb, c.resource, c.key) == ("kfed-manager", "create", "jobs", "default/onewrite")
+        ]
+    assert len(job_creates) == 1, job_creates
+    assert job_creates[0].accepted, job_creates
+    assert writes[0].at is not None
+    assert job_creates[0].at is not None
+    before_start = [c for c in writes if c.at is not None and c.at <= job_creates[0].at]
+    assert len(before_start) == 1, "the Job copy must start after one write recording reservation and admission"
+    regarding = f"involvedObject.name={wl['metadata']['name']}"
+    reasons = [e.get("reason") for e in items(federation, MANAGER, "events", "--field-selector", regarding)]
+    assert reasons.count("QuotaReserved") == 1, reasons
+    assert reasons.count("Admitted") == 1, reasons
 
 
 def test_the_pods_on_the_worker_carry_kueues_queue_and_pod_set_labels(federation: Federation) -> None:
