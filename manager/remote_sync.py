@@ -77,7 +77,7 @@ from manager.decisions.withdrawal import (
 from manager.decisions.workload_from_job import workload_priority_class
 from manager.evictions import Evictions
 from manager.manager_jobs import start_manager_job_spec
-from manager.reservation_holds import ReservationHolds
+from manager.reservation_holds import ReservationHolds, ReservationNotWritten
 from manager.workers import WorkerConnection, WorkerPool
 from manager.workload_writes import WorkloadWrites
 
@@ -176,6 +176,15 @@ class RemoteSync:
         return job if job is not None and job["metadata"]["uid"] == owner_uid else None
 
     async def reconcile(self, key: str) -> float | None:
+        try:
+            return await self._reconcile(key)
+        except ReservationNotWritten as err:
+            # A write of this pass carried the reservation the scheduler held back, and was refused: the scheduler
+            # names the refusal and decides again (which brings the Workload back here).
+            log.info("held reservation refused; the scheduler decides again", workload=key, error=str(err)[:300])
+            return None
+
+    async def _reconcile(self, key: str) -> float | None:
         """One pass over a workload, as ordered cases: gone → garbage; its manager Job already finished → finish it;
         copies where they do not belong → delete;
         not dispatched → nothing; its worker unreachable → wait, requeue past the worker-lost timeout; stale copies

@@ -88,6 +88,11 @@ class ReservationHolds:
         self._workloads.unshow(held.shown)
 
 
+class ReservationNotWritten(RuntimeError):
+    """The apiserver refused a write that carried a held reservation (a missing permission): the scheduler names the
+    refusal and decides again; the writer's own pass stops without naming it a second time."""
+
+
 def carried(held: HeldReservation | None, status: Obj) -> Obj:
     """``status`` (decided on the Workload as the held reservation shows it) with the reservation's own fields under
     it: what one merge patch must carry to record both."""

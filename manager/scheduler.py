@@ -132,6 +132,9 @@ class GlobalScheduler:
         self._metrics = metrics
         self._events = events
         self._holds = holds
+        self._write_alone: set[str] = set()
+        """Workloads whose held reservation's write failed other than by a Conflict: not held again until one of
+        their reservations is written (a write that failed once with another's patch is not tried that way again)."""
         self._refusals = RefusalReporter(
             events=events, component="kfed-manager", lookup=workload_view.get, action="Schedule"
         )
@@ -439,7 +442,11 @@ class GlobalScheduler:
             if isinstance(decision, Admit):
                 dispatch, every_check, check_names, tas = chosen[decision.workload.key]
                 waited = max(0.0, now.timestamp() - decision.workload.creation_time)
-                if set(every_check) <= set(check_names) and self._admits_first(dispatch.worker):
+                if (
+                    set(every_check) <= set(check_names)
+                    and self._admits_first(dispatch.worker)
+                    and decision.workload.key not in self._write_alone
+                ):
                     holdable.add(decision.workload.key)
                 updates.append(
                     reservation_update(
@@ -605,6 +612,8 @@ class GlobalScheduler:
             if written is not None:
                 self._after_write(update, written)
             else:
+                if not isinstance(err, Conflict):  # refused or invalid: its next reservation is written on its own
+                    self._write_alone.add(update.key)
                 self._after_refusal(update, err)
         finally:
             self._answered_for(update)
@@ -681,6 +690,7 @@ class GlobalScheduler:
                 self._metrics.preempted(preempting_cluster_queue=preemptor[0], reason=preemptor[1])
             log.info("workload preempted", workload=update.key, queue=update.cluster_queue, message=update.message)
         if update.outcome == "reserved":
+            self._write_alone.discard(update.key)
             # from the reservation's own time: a held one is written later than it was decided
             reserved = find_condition({"status": update.status}, "QuotaReserved") or {}
             at = parse_time(str(reserved["lastTransitionTime"])) if reserved.get("lastTransitionTime") else None

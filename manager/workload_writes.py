@@ -15,8 +15,9 @@ from typing import Any
 from federation.kube.api import KubeApi
 from federation.kube.errors import Conflict
 from federation.kube.overlay import WriteOverlay
+from federation.kube.refusal import is_refusal
 from federation.kube.resources import WORKLOADS
-from manager.reservation_holds import ReservationHolds, carried
+from manager.reservation_holds import ReservationHolds, ReservationNotWritten, carried
 
 Obj = dict[str, Any]
 
@@ -66,6 +67,8 @@ class WorkloadWrites:
             if held is not None and self._holds is not None:
                 self._holds.refused(held)
                 held.settle(None, err)
+                if is_refusal(err):
+                    raise ReservationNotWritten(str(err)) from err
             raise
         written = self.wrote(workload, answer)
         if held is not None:
