@@ -1,8 +1,12 @@
 """The kwok Stage configuration that plays kubelet for the rig's fake nodes and pods.
 
-Nodes become Ready at once and keep a heartbeat; pods go Running as soon as they are bound; pods owned by a
-Job succeed after ``job_seconds`` (overridable per pod with kwok's ``pod-complete.stage.kwok.x-k8s.io/delay``
-annotation, e.g. "30s"); deleted pods are removed.
+Nodes become Ready at once and stay so through their Lease, which kwok renews (``--node-lease-duration-seconds``);
+there is no delayed status heartbeat. kwok v0.8.0 can lose track of a delayed node job when a node's updates come in
+a burst (right after it is created): such an orphaned heartbeat later wrote ``Ready=True`` over a node a test had
+taken out of kwok's hands and made NotReady, and the TAS repair test read ``unhealthyNodes`` empty.
+
+Pods go Running as soon as they are bound; pods owned by a Job succeed after ``job_seconds`` (overridable per pod
+with kwok's ``pod-complete.stage.kwok.x-k8s.io/delay`` annotation, e.g. "30s"); deleted pods are removed.
 """
 
 from __future__ import annotations
@@ -143,29 +147,6 @@ spec:
     - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
       operator: NotIn
       values: ["True"]
-  next:
-    statusTemplate: |
-{_indent(_NODE_STATUS, 6)}
----
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: kfed-node-heartbeat
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Node
-  selector:
-    matchExpressions:
-    - key: '.status.phase'
-      operator: In
-      values: ["Running"]
-    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
-      operator: In
-      values: ["True"]
-  delay:
-    durationMilliseconds: 20000
-    jitterDurationMilliseconds: 25000
   next:
     statusTemplate: |
 {_indent(_NODE_STATUS, 6)}

@@ -202,6 +202,7 @@ def test_a_node_not_ready_past_the_delay_moves_only_its_pods_and_leaves_unhealth
         assert after is not None
         assert {pod: node for pod, node in after.items() if pod in survivors} == survivors
         assert domains(tas, W2, list(after.values()), RACK_LABEL) == rack
+        assert node_faults.node_ready(tas, W2, victim) is False, f"the rig reported {victim} Ready again"
         assert victim in _unhealthy(tas, job)
         node_faults.make_ready(tas, W2, victim)
         wait_for(
