@@ -83,10 +83,6 @@ class ReservationHolds:
     def sent(self, key: str) -> None:
         self._sending.discard(key)
 
-    def refused(self, held: HeldReservation) -> None:
-        """The write carrying ``held`` was refused: the Workload is shown as the cache has it again."""
-        self._workloads.unshow(held.shown)
-
 
 class ReservationNotWritten(RuntimeError):
     """The apiserver refused a write that carried a held reservation (a missing permission): the scheduler names the

@@ -64,8 +64,7 @@ class WorkloadWrites:
                 field_manager=self._field_manager,
             )
         except BaseException as err:
-            if held is not None and self._holds is not None:
-                self._holds.refused(held)
+            if held is not None:  # the scheduler shows the Workload as the cache has it again, and decides again
                 held.settle(None, err)
                 if is_refusal(err):
                     raise ReservationNotWritten(str(err)) from err

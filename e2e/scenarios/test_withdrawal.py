@@ -223,9 +223,20 @@ def test_f9_a_worker_that_does_not_admit_in_time_is_withdrawn_and_the_job_runs_e
     federation: Federation,
 ) -> None:
     """Both agents frozen: the copy sits unadmitted past the dispatch timeout on whichever worker got it; it is
-    withdrawn and sent to the other worker, where it runs once that agent is back."""
+    withdrawn and sent to the other worker, where it runs once that agent is back. Meanwhile the reservation, held
+    back for the agent's admission, is written on its own once the hold runs out (``--reservation-hold``, 2 s)."""
     with federation.paused_controller("kfed-agent-worker-1"), federation.paused_controller("kfed-agent-worker-2"):
         submit(federation, "f9-timeout", cpu="1", seconds=1)
+        wait_for(
+            lambda: workload_of(federation, "f9-timeout"),
+            until=lambda wl: (
+                wl is not None
+                and is_true(wl, "QuotaReserved")
+                and bool((wl.get("status") or {}).get("nominatedClusterNames"))
+            ),
+            timeout=DISPATCH_TIMEOUT / 2,
+            what="f9-timeout's reservation written on its own once the hold ran out (no agent admits the copy)",
+        )
         first = wait_for(
             lambda: _withdrawn_from(federation, "f9-timeout"),
             until=bool,

@@ -74,7 +74,7 @@ def test_a_refused_carrier_shows_the_cached_workload_again() -> None:
     holds.hold("ns/wl", held)
     taken = holds.take("ns/wl")
     assert taken is not None
-    holds.refused(taken)
+    view.unshow(taken.shown)  # what the scheduler does when it is told the carrier was refused
     assert view.get("ns/wl") == before
 
 
