@@ -22,7 +22,9 @@ Environment: ``KFED_COMPARE_SIZES`` (default ``300``; e.g. ``300,1000``), ``KFED
 ``direct,kfed``, add ``kueue,kueue-qps,kueue-equal-qps``), ``KFED_COMPARE_WORKERS`` (default 2),
 ``KFED_BENCH_PROFILE`` (py-spy profiles of kfed's processes, and a Go CPU profile of every apiserver over the first
 ``KFED_BENCH_PROFILE_SECONDS`` (default 60) of the run, ``apiserver-SYSTEM-CLUSTER.pprof``: read it with
-``go tool pprof -top``), ``KFED_COMPARE_MANAGER_ARGS`` /
+``go tool pprof -top``), ``KFED_COMPARE_FROM_CHARTS`` (default 1: kfed installed with helm from ``charts/`` and run
+with its ServiceAccounts' tokens, as the e2e tests run it; 0 runs it with the rig's admin certificates),
+``KFED_COMPARE_MANAGER_ARGS`` /
 ``KFED_COMPARE_AGENT_ARGS`` (extra flags for kfed-manager / kfed-agent), ``KFED_BENCH_KEEP_LOGS`` (logs and audit
 logs to the output dir), ``KFED_BENCH_OUT`` (default ``.bench/compare`` under the repository),
 ``KFED_COMPARE_STREAMS`` (kubectl processes creating the burst at once, default one per worker; direct gives each
@@ -91,7 +93,14 @@ def record_true_conditions(first_true: dict[str, dict[str, float]], document: ob
 
 
 class ConditionWatch:
-    """``kubectl get RESOURCE -w``: when each object first showed each True condition, as seen by the bench."""
+    """``kubectl get RESOURCE -w``: when each object first showed each True condition, as seen by the bench.
+
+    The reader thread starts kubectl again at once whenever it ends (the server closed the watch, kubectl failed):
+    the new one lists everything first, so nothing is lost, but a condition is only seen when it is read, so a
+    restart that waited for the bench's main loop (busy creating the burst) would date every Job that finished
+    meanwhile to the restart."""
+
+    MAX_RESTARTS = 20
 
     def __init__(self, fed: Federation, cluster: str, resource: str) -> None:
         self.first_true: dict[str, dict[str, float]] = {}
@@ -108,29 +117,42 @@ class ConditionWatch:
             "json",
         ]
         self.restarts = 0
-        self._start()
-
-    def _start(self) -> None:
-        self._proc = subprocess.Popen(self._argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self._thread = threading.Thread(target=self._read, daemon=True)
+        self.errors: list[str] = []
+        self._stopped = threading.Event()
+        self._proc = self._popen()
+        self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
-    def ensure_running(self) -> None:
-        """A watch the server or kubectl ended is started again (it lists everything first, so nothing is lost:
-        only first sightings are kept)."""
-        if self._proc.poll() is not None:
-            self._thread.join(timeout=10)
-            self.restarts += 1
-            if self.restarts > 20:
-                raise RuntimeError(f"kubectl get -w keeps ending: {self.error()}")
-            self._start()
+    def _popen(self) -> subprocess.Popen[str]:
+        return subprocess.Popen(self._argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def _read(self) -> None:
+    def _run(self) -> None:
+        while True:
+            self._read(self._proc)
+            self._proc.wait()
+            if self._stopped.is_set():
+                return
+            error = (self._proc.stderr.read() if self._proc.stderr else "").strip()
+            with self._lock:
+                self.errors.append(error or f"exit {self._proc.returncode}")
+                self.restarts += 1
+                if self.restarts > self.MAX_RESTARTS:
+                    return
+            print(f"  kubectl get -w ended ({error or self._proc.returncode}); watching again", flush=True)
+            self._proc = self._popen()
+
+    def ensure_running(self) -> None:
+        """Raises once kubectl kept ending (more than ``MAX_RESTARTS`` times)."""
+        with self._lock:
+            if self.restarts > self.MAX_RESTARTS:
+                raise RuntimeError(f"kubectl get -w keeps ending: {self.errors[-1]}")
+
+    def _read(self, proc: subprocess.Popen[str]) -> None:
         """kubectl prints one JSON document per object and change, back to back."""
-        assert self._proc.stdout is not None
+        assert proc.stdout is not None
         decoder = json.JSONDecoder()
         buffer = ""
-        for line in self._proc.stdout:
+        for line in proc.stdout:
             buffer += line
             if not line.startswith("}"):
                 continue
@@ -145,12 +167,6 @@ class ConditionWatch:
         with self._lock:
             record_true_conditions(self.first_true, document, now)
 
-    def alive(self) -> bool:
-        return self._proc.poll() is None
-
-    def error(self) -> str:
-        return self._proc.stderr.read() if self._proc.stderr and self._proc.poll() is not None else ""
-
     def count(self, condition: str) -> int:
         with self._lock:
             return sum(1 for seen in self.first_true.values() if condition in seen)
@@ -161,12 +177,15 @@ class ConditionWatch:
         return max(times) if times else None
 
     def stop(self) -> None:
-        self._proc.terminate()
+        self._stopped.set()
+        proc = self._proc
+        proc.terminate()
         try:
-            self._proc.wait(timeout=10)
+            proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+            proc.kill()
+            proc.wait()
+        self._thread.join(timeout=10)
 
 
 @dataclass
@@ -288,6 +307,8 @@ class Result:
     after_last_create: float | None = None
     """Seconds from the last create to the last Complete: how far the system lags behind its submitters."""
     apiserver_requests: dict[str, dict[str, int]] = field(default_factory=dict)
+    watch_restarts: int = 0
+    """How often the bench's own ``kubectl get -w`` had to be started again (each time, at once)."""
     """cluster → the 12 most served ``verb resource`` and ``watch-event kind`` during the run (all clients)."""
 
 
@@ -395,6 +416,9 @@ def run_system(system: System, jobs: int, bins: Path) -> Result:
         apiserver_profiling=bool(os.environ.get("KFED_BENCH_PROFILE")),
     )
     spec.controllers = system.controllers
+    # kfed as users install it: both charts with helm, each process with only its ServiceAccount's token (the
+    # apiserver caches a token's review; an admin client certificate is verified again on every request)
+    spec.from_charts = system.name == "kfed" and os.environ.get("KFED_COMPARE_FROM_CHARTS", "1") != "0"
     if system.name == "kfed":  # e.g. KFED_COMPARE_MANAGER_ARGS="--concurrent-reconciles 32" to try a setting
         spec.manager_args = tuple(shlex.split(os.environ.get("KFED_COMPARE_MANAGER_ARGS", "")))
         spec.agent_args = tuple(shlex.split(os.environ.get("KFED_COMPARE_AGENT_ARGS", "")))
@@ -469,6 +493,7 @@ def run_system(system: System, jobs: int, bins: Path) -> Result:
             burst={f"{NAMESPACE}/{m['metadata']['name']}" for m in manifests},
         )
         result.apiserver_requests = requests
+        result.watch_restarts = sum(w.restarts for w in [*watches, *([workload_watch] if workload_watch else [])])
         return result
 
 

@@ -5,7 +5,9 @@ Kueue v0.19.1 (built from its Go module by ``e2e.toolchain.kueue``) runs as one 
 registered (so the manager's Jobs carry ``suspend: true`` and ``managedBy`` themselves), only ``batch/job``,
 ``VisibilityOnDemand`` off. Its CRDs replace kfed's on every cluster. The manager's Kueue gets the same
 AdmissionCheck, MultiKueueConfig, MultiKueueClusters and kubeconfig Secrets as kfed (in ``kueue-system``), and the
-same queues, so the Jobs and the quota are the same.
+same queues, so the Jobs and the quota are the same. As deployed, Kueue authenticates with ServiceAccount tokens:
+its own one in each cluster, and in the MultiKueueClusters' Secrets the kubeconfigs Kueue's
+create-multikueue-kubeconfig.sh makes (``e2e.interop``), as kfed runs from its charts.
 
 Three variants: ``kueue`` with its shipped client settings, ``kueue-qps`` with kfed's QPS/burst on its own
 cluster's client (``clientConnection``), which is all v0.19.1 lets one set: its MultiKueue clients to the workers keep
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from e2e.interop import kueue_manager_kubeconfig
 from e2e.queues import apply_sample_queues
 from e2e.rig.cluster import RigError
 from e2e.rig.controllers import multikueue_objects
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
     from e2e.rig.federation import Federation
 
 NAMESPACE = "kueue-system"
+KUEUE_SA = "kueue-controller-manager"
 METRICS_CERTS = Path("/etc/kueue/metrics/certs")
 KFED_QPS, KFED_BURST = 300.0, 500
 
@@ -83,7 +87,7 @@ class StockKueue:
             "manager", "delete", "mutatingadmissionpolicybinding", "kfed-queued-jobs-managed-by-multikueue", check=False
         )
         install_kueue_crds(fed, list(fed.clusters))
-        kubeconfigs = {w: fed.kubeconfig(w).read_text() for w in fed.workers}
+        kubeconfigs = {w: kueue_manager_kubeconfig(fed, w) for w in fed.workers}
         objects = [o for o in multikueue_objects(fed.workers, kubeconfigs) if o["kind"] != "Namespace"]
         for obj in objects:
             if obj["kind"] == "Secret":
@@ -112,6 +116,28 @@ def install_kueue_crds(fed: Federation, clusters: list[str]) -> None:
         fed.kubectl(cluster, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
 
 
+def in_cluster_kubeconfig(fed: Federation, cluster: str) -> Path:
+    """What Kueue's Deployment authenticates with in a cluster: a token of its ServiceAccount
+    ``kueue-controller-manager``, here bound to ``cluster-admin`` (Kueue's own ClusterRole is nearly as wide), so
+    each of its requests costs the apiserver what a deployed Kueue's does: a cached token review, not the
+    verification of an admin client certificate."""
+    from e2e.rig.from_charts import token_kubeconfig
+
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": KUEUE_SA, "namespace": NAMESPACE}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{KUEUE_SA}-bench"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": KUEUE_SA, "namespace": NAMESPACE}],
+        },
+    ]
+    fed.kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    return token_kubeconfig(fed, cluster, KUEUE_SA, namespace=NAMESPACE)
+
+
 def launch_kueue(
     fed: Federation, clusters: list[str], *, qps: bool = False, remote_qps: bool = False, log_level: str = "info"
 ) -> list[ProcessRecord]:
@@ -138,7 +164,7 @@ def launch_kueue(
                 [
                     str(binary),
                     f"--config={directory / 'config.yaml'}",
-                    f"--kubeconfig={fed.kubeconfig(cluster)}",
+                    f"--kubeconfig={in_cluster_kubeconfig(fed, cluster)}",
                     f"--zap-log-level={log_level}",
                 ],
                 log_path=directory / "kueue.log",

@@ -175,11 +175,11 @@ def _mount_config_maps(
     return args
 
 
-def token_kubeconfig(fed: Federation, cluster: str, service_account: str) -> Path:
+def token_kubeconfig(fed: Federation, cluster: str, service_account: str, *, namespace: str = NAMESPACE) -> Path:
     """A kubeconfig with only a fresh TokenRequest token of the ServiceAccount and the cluster's CA (what
     in-cluster config reads from /var/run/secrets/kubernetes.io/serviceaccount), mode 0600."""
     token = fed.kubectl(
-        cluster, "-n", NAMESPACE, "create", "token", service_account, f"--duration={TOKEN_DURATION}"
+        cluster, "-n", namespace, "create", "token", service_account, f"--duration={TOKEN_DURATION}"
     ).stdout.strip()
     admin = yaml.safe_load(fed.kubeconfig(cluster).read_text())["clusters"][0]["cluster"]
     text = yaml.safe_dump(
