@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
@@ -78,6 +79,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=-1,
         help="serve Kueue's visibility API (visibility.kueue.x-k8s.io/v1beta2) over HTTPS on this port, for the "
         "APIService the chart registers (0: any free port; -1: off, the default)",
+    )
+    parser.add_argument(
+        "--visibility-cert-dir",
+        help="directory holding the visibility API's serving certificate (tls.crt, tls.key: the chart mounts its "
+        "Secret, whose CA is the APIService's caBundle); read again every minute. Unset: a self-signed certificate "
+        "made at start, which only an APIService with insecureSkipTLSVerify accepts",
     )
     parser.add_argument(
         "--dashboard-port",
@@ -280,7 +287,11 @@ async def run(args: argparse.Namespace) -> None:
             )
             log.info("dashboard serving", dashboard_port=dashboard_port)
         if args.visibility_port >= 0:
-            visibility = VisibilityServer(api=api, objects=partial(terms.queue_objects, api))
+            visibility = VisibilityServer(
+                api=api,
+                objects=partial(terms.queue_objects, api),
+                cert_dir=Path(args.visibility_cert_dir) if args.visibility_cert_dir else None,
+            )
             await tg.start(partial(visibility.serve, host=args.bind_address, port=args.visibility_port))
             health.add_readiness_check("visibility-api", visibility.readiness)
         health.add_readiness_check("caches", terms.ready)

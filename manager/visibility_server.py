@@ -4,7 +4,11 @@ The chart registers the APIService ``v1beta2.visibility.kueue.x-k8s.io`` for thi
 for its own, so ``kubectl get --raw /apis/visibility.kueue.x-k8s.io/...``, kueuectl and KueueViz work unchanged.
 What each request means and what it gets is decided in ``manager.decisions.visibility``; this module is the I/O:
 
-* **TLS.** The serving certificate is self-signed, made at start (the APIService skips verifying it, as Kueue's).
+* **TLS.** With ``--visibility-cert-dir`` (the chart mounts its Secret there), the serving certificate is that
+  directory's ``tls.crt`` and ``tls.key``, signed by the CA the chart gives the APIService as ``caBundle``, so the
+  apiserver verifies whom it talks to; the files are read again every minute (a renewed Secret), and until they can
+  be read the readiness detail and the log say why. Without it the certificate is self-signed, made at start, and
+  only an APIService that skips verification (as Kueue's chart ships its own) can use it.
 * **Who is asking.** Only the apiserver's front proxy may call: a request must present a client certificate
   signed by the CA published in ``kube-system/extension-apiserver-authentication`` and named in its allowed names.
   The user is the one that certificate's headers name. The ConfigMap is read again every minute (CA rotation).
@@ -100,9 +104,15 @@ def self_signed_certificate(directory: Path, *, names: tuple[str, ...] = ("local
 
 
 class VisibilityServer:
-    def __init__(self, *, api: KubeApi, objects: Callable[[], Awaitable[QueueObjects]]) -> None:
+    def __init__(
+        self, *, api: KubeApi, objects: Callable[[], Awaitable[QueueObjects]], cert_dir: Path | None = None
+    ) -> None:
         self._api = api
         self._objects = objects
+        self._cert_dir = cert_dir
+        self._cert_problem = ""
+        self._loaded: tuple[bytes, bytes] | None = None
+        """The certificate and key last read from ``cert_dir``."""
         self._proxy: FrontProxy | None = None
         self._proxy_problem = "the front-proxy configuration was not read yet"
         self._context: ssl.SSLContext | None = None
@@ -111,16 +121,18 @@ class VisibilityServer:
         self._reviews: dict[str, tuple[float, bool, str]] = {}
 
     def readiness(self) -> tuple[bool, str]:
-        """Readiness detail: passes always, says whether requests can be authenticated."""
-        return True, self._proxy_problem or "serving"
+        """Readiness detail: passes always, says whether requests can be authenticated and which certificate the
+        server presents."""
+        return True, "; ".join(p for p in (self._cert_problem, self._proxy_problem) if p) or "serving"
 
     async def serve(
         self, *, host: str, port: int, task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Serve until cancelled; reports the bound port through ``task_status`` (port 0 picks a free one)."""
         with tempfile.TemporaryDirectory(prefix="kfed-visibility-") as tmp:
-            cert, key = self_signed_certificate(Path(tmp))
-            self._certificate = (cert, key)
+            self._certificate = self_signed_certificate(Path(tmp))
+            if self._cert_dir is not None:
+                self._read_cert_dir(tmp=Path(tmp))
             await self._reload()
             listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
             bound = int(listener.extra(anyio.abc.SocketAttribute.local_port))
@@ -137,7 +149,48 @@ class VisibilityServer:
             await anyio.sleep(RELOAD_SECONDS)
             await self._reload()
 
+    def _read_cert_dir(self, *, tmp: Path) -> bool:
+        """Read ``cert_dir``'s pair; True when a new one is in use. It is copied to ``tmp`` (the context loads
+        files, and a Secret volume swaps its files at any moment) and used only once it loads as a pair; until
+        then the server keeps what it had (at start, the self-signed pair) and says why."""
+        assert self._cert_dir is not None
+        try:
+            pair = ((self._cert_dir / "tls.crt").read_bytes(), (self._cert_dir / "tls.key").read_bytes())
+        except OSError as err:
+            return self._cert_failed(f"cannot read the serving certificate in {self._cert_dir}: {err}")
+        if pair == self._loaded:
+            return False
+        candidate = (tmp / "candidate.crt", tmp / "candidate.key")
+        candidate[0].write_bytes(pair[0])
+        candidate[1].touch(mode=0o600)
+        candidate[1].write_bytes(pair[1])
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(*candidate)
+        except (ssl.SSLError, OSError) as err:
+            return self._cert_failed(f"the serving certificate in {self._cert_dir} does not load: {err}")
+        mounted = (tmp / "mounted.crt", tmp / "mounted.key")
+        candidate[0].replace(mounted[0])
+        candidate[1].replace(mounted[1])
+        self._certificate = mounted
+        self._loaded = pair
+        self._cert_problem = ""
+        log.info("visibility API serving certificate loaded", directory=str(self._cert_dir))
+        return True
+
+    def _cert_failed(self, problem: str) -> bool:
+        if problem != self._cert_problem:
+            log.error(
+                "visibility API cannot use its serving certificate",
+                reason=problem,
+                serving="the previous certificate" if self._loaded else "a self-signed certificate",
+            )
+        self._cert_problem = problem
+        return False
+
     async def _reload(self) -> None:
+        renewed = False
+        if self._cert_dir is not None and self._certificate is not None:
+            renewed = self._read_cert_dir(tmp=self._certificate[0].parent)
         namespace, name = AUTHENTICATION_CONFIG_MAP
         try:
             with anyio.fail_after(REQUEST_TIMEOUT_SECONDS):
@@ -145,8 +198,8 @@ class VisibilityServer:
         except (KubeError, TimeoutError) as err:
             self._proxy_problem = f"cannot read ConfigMap {namespace}/{name}: {err}"
             log.warning("visibility API cannot authenticate requests", reason=self._proxy_problem)
-            if self._context is None:
-                self._context = self._tls_context(None)
+            if self._context is None or renewed:
+                self._context = self._tls_context(self._proxy)
             return
         proxy = FrontProxy.from_config_map(config_map.get("data") or {})
         if proxy is None:
@@ -157,7 +210,7 @@ class VisibilityServer:
             log.warning("visibility API cannot authenticate requests", reason=self._proxy_problem)
         elif proxy != self._proxy:
             log.info("visibility API front proxy configured", allowed_names=list(proxy.allowed_names))
-        if proxy != self._proxy or self._context is None:
+        if proxy != self._proxy or self._context is None or renewed:
             self._context = self._tls_context(proxy)
         self._proxy = proxy
         if proxy is not None:

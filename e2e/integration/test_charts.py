@@ -1,13 +1,15 @@
 """Both charts with the toolchain's helm: `helm lint --strict` and `helm template` with the default values, with
 every option on and with every option off; the rendered RBAC is exactly the rule files, no ClusterRole reads a
 Secret, the Deployments' args are accepted by the binaries' own parsers with the values given, and the manager's
-visibility API (Service, APIService, bindings, flag) is there exactly when it is on.
+visibility API (Service, APIService, bindings, flag, serving certificate and its CA as the APIService's caBundle)
+is there exactly when it is on.
 
 No cluster needed (helm only), but helm comes from the toolchain build, hence the integration marker.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -146,6 +148,10 @@ CASES = {
     "manager-kueue-config": (MANAGER_CHART, {"managerConfig.controllerManagerConfigYaml": KUEUE_CONFIG}),
     "manager-retention": (MANAGER_CHART, {"manager.workloadRetention.afterFinished": 0}),
     "manager-visibility-without-rbac": (MANAGER_CHART, {"rbac.create": False, "rbac.aggregatedRoles": False}),
+    "manager-visibility-own-certificate": (
+        MANAGER_CHART,
+        {"visibility.certificate.secretName": "team-visibility-tls", "visibility.certificate.caBundle": "Q0EtUEVN"},
+    ),
     "agent-kueue-config": (AGENT_CHART, {"managerConfig.controllerManagerConfigYaml": KUEUE_CONFIG}),
 }
 
@@ -362,6 +368,58 @@ def test_deployment_args_are_what_the_binary_accepts(
     assert bool(pdbs) == values.get("podDisruptionBudget.enabled", True)
 
 
+def _serving_certificate(fullname: str, deployment: Obj, objects: list[Obj], values: dict[str, Any]) -> str:
+    """The visibility API's serving certificate: the Secret (the chart's, or the one values name) mounted where
+    ``--visibility-cert-dir`` points; the chart's own holds a certificate for the Service's DNS names signed by the
+    CA it also holds. Returns the caBundle the APIService must carry."""
+    from cryptography import x509
+
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (cert_dir,) = [a.split("=", 1)[1] for a in container["args"] if str(a).startswith("--visibility-cert-dir=")]
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == cert_dir]
+    assert mount.get("readOnly") is True
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    own = values.get("visibility.certificate.secretName")
+    made = find(objects, "Secret", f"{fullname}-visibility-cert")
+    if own:
+        assert volume["secret"] == {"secretName": own}
+        assert made == [], "the chart makes no certificate when one is given"
+        return str(values["visibility.certificate.caBundle"])
+    assert volume["secret"] == {"secretName": f"{fullname}-visibility-cert"}
+    (secret,) = made
+    assert secret["type"] == "kubernetes.io/tls"
+    assert secret["metadata"]["namespace"] == NAMESPACE
+    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
+    assert set(data) == {"ca.crt", "tls.crt", "tls.key"}
+    ca = x509.load_pem_x509_certificate(data["ca.crt"])
+    cert = x509.load_pem_x509_certificate(data["tls.crt"])
+    cert.verify_directly_issued_by(ca)
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(x509.DNSName)
+    service = f"{fullname}-visibility"
+    assert f"{service}.{NAMESPACE}.svc" in names, "the name the aggregator checks: <service>.<namespace>.svc"
+    assert set(names) >= {service, f"{service}.{NAMESPACE}", f"{service}.{NAMESPACE}.svc.cluster.local"}
+    return str(secret["data"]["ca.crt"])
+
+
+def test_an_own_visibility_certificate_needs_its_ca(bins: Path) -> None:
+    """A Secret of one's own without the CA that signed it would leave the APIService unable to verify the server:
+    helm refuses it, saying what is missing."""
+    result = helm(
+        bins,
+        "template",
+        "kfed-test",
+        str(MANAGER_CHART),
+        f"--namespace={NAMESPACE}",
+        f"--kube-version={KUBE_VERSION}",
+        *set_args({"visibility.certificate.secretName": "team-visibility-tls"}),
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "visibility.certificate.caBundle" in result.stderr
+    assert "is required" in result.stderr
+
+
 def test_visibility_api_is_registered_only_when_on(case: tuple[str, Path, dict[str, Any], list[Obj]]) -> None:
     """visibility.enabled: the flag and the container port, the Service in front of it, Kueue's APIService naming
     that Service, and (with rbac.create) the two bindings to built-in roles an aggregated API server needs."""
@@ -384,6 +442,7 @@ def test_visibility_api_is_registered_only_when_on(case: tuple[str, Path, dict[s
     port = values.get("visibility.port", 8443)
     assert flags == [f"--visibility-port={port}"]
     assert ports == [{"name": "visibility", "containerPort": port, "protocol": "TCP"}]
+    ca_bundle = _serving_certificate(fullname, deployment, objects, values)
     (service,) = services
     assert service["metadata"]["namespace"] == NAMESPACE
     assert service["spec"]["type"] == "ClusterIP"
@@ -396,7 +455,7 @@ def test_visibility_api_is_registered_only_when_on(case: tuple[str, Path, dict[s
         "version": "v1beta2",
         "groupPriorityMinimum": 100,
         "versionPriority": 100,
-        "insecureSkipTLSVerify": True,
+        "caBundle": ca_bundle,
         "service": {"name": f"{fullname}-visibility", "namespace": NAMESPACE, "port": 443},
     }
     if values.get("rbac.create") is False:

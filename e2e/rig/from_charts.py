@@ -19,6 +19,7 @@ APIService's port>``) and the APIService's ``spec.service.port`` to the process'
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -151,26 +152,43 @@ def rendered_container(fed: Federation, release: Release) -> dict[str, Any]:
     pod = deployment["spec"]["template"]["spec"]
     container: dict[str, Any] = pod["containers"][0]
     container["serviceAccountName"] = pod["serviceAccountName"]
-    container["args"] = _mount_config_maps(fed, release, pod, container, docs)
+    container["args"] = _mount_volumes(fed, release, pod, container, docs)
     return container
 
 
-def _mount_config_maps(
+def _mount_volumes(
     fed: Federation, release: Release, pod: dict[str, Any], container: dict[str, Any], docs: list[dict[str, Any]]
 ) -> list[str]:
-    """The kubelet's part for ConfigMap volumes (the configuration file): their keys written as files under the
-    rig's directory, and the container's args pointing there instead of at the mount path."""
+    """The kubelet's part for ConfigMap and Secret volumes (the configuration file, the visibility API's serving
+    certificate): their keys written as files under the rig's directory (a Secret's decoded, mode 0600), and the
+    container's args pointing there instead of at the mount path. A Secret the release did not render is read from
+    the cluster, as the kubelet would."""
     args = [str(a) for a in container.get("args") or []]
     volumes = {v["name"]: v for v in pod.get("volumes") or ()}
     for mount in container.get("volumeMounts") or ():
-        source = volumes.get(mount["name"], {}).get("configMap")
-        if not source:
+        volume = volumes.get(mount["name"], {})
+        files: dict[str, bytes] = {}
+        if "configMap" in volume:
+            name = volume["configMap"]["name"]
+            config_map = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == name)
+            files = {key: text.encode() for key, text in (config_map.get("data") or {}).items()}
+        elif "secret" in volume:
+            name = volume["secret"]["secretName"]
+            secret = next((d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"] == name), None)
+            if secret is None:
+                secret = json.loads(
+                    fed.kubectl(release.cluster, "-n", NAMESPACE, "get", "secret", name, "-o", "json").stdout
+                )
+            files = {key: base64.b64decode(value) for key, value in (secret.get("data") or {}).items()}
+        else:
             continue
-        config_map = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == source["name"])
         directory = fed.directory / "volumes" / release.process / mount["name"]
         directory.mkdir(parents=True, exist_ok=True)
-        for key, text in (config_map.get("data") or {}).items():
-            (directory / key).write_text(text)
+        for key, content in files.items():
+            path = directory / key
+            path.write_bytes(content)
+            if "secret" in volume:
+                path.chmod(0o600)
         args = [a.replace(mount["mountPath"], str(directory)) for a in args]
     return args
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import ssl
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -128,6 +129,19 @@ def visibility_port(fed: Federation) -> int:
     return int(next(r for r in fed.releases if r.cluster == MANAGER).values["visibility.port"])
 
 
+class _LocalHTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS to 127.0.0.1 whose certificate is checked for the host name given (the aggregator dials the Service,
+    which the rig points at the local process, and checks ``<service>.<namespace>.svc``)."""
+
+    def __init__(self, host: str, port: int, *, context: ssl.SSLContext, timeout: float) -> None:
+        super().__init__(host, port, context=context, timeout=timeout)
+        self._verifying = context
+
+    def connect(self) -> None:
+        sock = socket.create_connection(("127.0.0.1", self.port), self.timeout)
+        self.sock = self._verifying.wrap_socket(sock, server_hostname=self.host)
+
+
 def visibility_get(
     fed: Federation,
     path: str,
@@ -136,19 +150,28 @@ def visibility_get(
     cert: str | None = None,
     headers: dict[str, str] | None = None,
     timeout: float = 10,
+    ca: bytes | None = None,
+    server_name: str | None = None,
 ) -> tuple[int, Any]:
     """GET from a kfed-manager's visibility port straight (the shared federation's, unless ``port``), as the
     apiserver's aggregator would but with a chosen client certificate from the manager cluster's rig PKI
-    (``front-proxy-client`` or ``admin``); returns the status and the JSON body."""
+    (``front-proxy-client`` or ``admin``); returns the status and the JSON body. With ``ca`` the server's
+    certificate is verified against it for ``server_name``, as the aggregator does with the APIService's caBundle;
+    without, it is not checked."""
     if port is None:
         port = visibility_port(fed)
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # its certificate is self-signed, as the APIService accepts it
+    context = ssl.create_default_context(cadata=ca.decode()) if ca is not None else ssl.create_default_context()
+    if ca is None:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
     if cert is not None:
         pki = Path(fed.clusters[MANAGER].directory) / "pki"
         context.load_cert_chain(pki / f"{cert}.crt", pki / f"{cert}.key")
-    conn = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=timeout)
+    conn = (
+        http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=timeout)
+        if server_name is None
+        else _LocalHTTPSConnection(server_name, port, context=context, timeout=timeout)
+    )
     try:
         conn.request("GET", path, headers=headers or {})
         response = conn.getresponse()

@@ -9,6 +9,7 @@ would name a real user. Only the chart's RBAC is in play: kfed-manager runs with
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import ssl
@@ -133,6 +134,23 @@ def test_kfed_manager_answers_only_the_front_proxy_and_authorizes_each_user(
     )
     assert code == 200, body
     assert [row[0] for row in _rows(body)] == list(JOBS)
+
+
+def test_the_apiserver_verifies_kfed_managers_certificate_with_the_charts_ca(federation: Federation) -> None:
+    """The APIService carries the CA the chart made (no insecureSkipTLSVerify), and kfed-manager, reading the
+    chart's Secret through --visibility-cert-dir, presents a certificate that CA signed for the name the aggregator
+    checks, ``<service>.<namespace>.svc``; for any other name the handshake fails. (The APIService turning Available
+    and every request through the apiserver above are the aggregator making the same check.)"""
+    api_service = get(federation, MANAGER, "apiservice", APISERVICE)
+    assert api_service is not None
+    spec = api_service["spec"]
+    assert not spec.get("insecureSkipTLSVerify"), spec
+    ca = base64.b64decode(spec["caBundle"])
+    service = f"{spec['service']['name']}.{spec['service']['namespace']}.svc"
+    code, body = visibility_get(federation, BASE, cert="front-proxy-client", ca=ca, server_name=service)
+    assert code == 200, body
+    with pytest.raises(ssl.SSLCertVerificationError):
+        visibility_get(federation, BASE, cert="front-proxy-client", ca=ca, server_name="elsewhere.example")
 
 
 def test_a_stalled_connection_does_not_hold_up_other_requests(federation: Federation) -> None:

@@ -106,7 +106,7 @@ def test_the_visibility_api_is_granted_only_the_built_in_roles_its_server_uses()
     assert "name: system:auth-delegator" in lines
     assert "rules:" not in lines
     values = yaml.safe_load((MANAGER_CHART / "values.yaml").read_text())
-    assert values["visibility"] == {"enabled": True, "port": 8443}
+    assert values["visibility"] == {"enabled": True, "port": 8443, "certificate": {"secretName": "", "caBundle": ""}}
     assert values["visibility"]["port"] != values["dashboard"]["port"]
 
 

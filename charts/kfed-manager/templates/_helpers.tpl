@@ -42,3 +42,8 @@ app.kubernetes.io/component: manager
 {{- define "kfed-manager.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
+
+{{- /* The Secret holding the visibility API's serving certificate: the user's, or the one the chart makes. */ -}}
+{{- define "kfed-manager.visibilityCertSecret" -}}
+{{- .Values.visibility.certificate.secretName | default (printf "%s-visibility-cert" (include "kfed-manager.fullname" .)) -}}
+{{- end -}}
