@@ -15,6 +15,8 @@ import json
 import os
 import signal
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -122,6 +124,25 @@ def test_killing_the_leading_manager_hands_over_to_the_standby_without_duplicate
         timeout=LEASE_DURATION + 3 * RETRY_PERIOD,
         what="the restarted kfed-manager to lead again",
     )
+    # ... and to have connected every worker, as the shared federation was before this test (a test run after it,
+    # e.g. the dashboard's, reads the workers connected at once)
+    connected = f"{len(fed.workers)}/{len(fed.workers)} connected"
+    wait_for(
+        lambda: _readyz_verbose(fed.launches["kfed-manager"].health_port),
+        until=lambda text: connected in text,
+        timeout=60,
+        what=f"the restarted kfed-manager's /readyz to say {connected}",
+    )
+
+
+def _readyz_verbose(port: int) -> str:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz?verbose", timeout=5) as response:
+            return str(response.read().decode())
+    except urllib.error.HTTPError as err:  # 503 while a check fails: its body still lists every check
+        return str(err.read().decode())
+    except OSError as err:
+        return str(err)
 
 
 def created_names_on_workers(fed: Federation, job: str) -> list[str]:
