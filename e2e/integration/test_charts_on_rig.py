@@ -692,3 +692,29 @@ integrations:
     assert code == 0, process.log()[-3000:] if process is not None else ""
     assert process is not None
     assert_no_forbidden(process, "kfed-manager")
+
+
+def test_an_upgrade_keeps_the_visibility_certificate_and_the_apiservices_ca(installed: Installed) -> None:
+    """The chart makes the visibility API's CA and certificate once: `helm upgrade` finds its Secret (lookup) and
+    keeps the pair, so the APIService's caBundle and the certificate kfed-manager serves still match."""
+    rig = installed.rig
+
+    def current() -> tuple[dict[str, str], str]:
+        secret = json.loads(
+            rig.kubectl(
+                MANAGER, "-n", NAMESPACE, "get", "secret", f"{MANAGER_RELEASE}-visibility-cert", "-o", "json"
+            ).stdout
+        )
+        api_service = json.loads(
+            rig.kubectl(MANAGER, "get", "apiservice", "v1beta2.visibility.kueue.x-k8s.io", "-o", "json").stdout
+        )
+        return secret["data"], api_service["spec"]["caBundle"]
+
+    before, ca_bundle = current()
+    assert set(before) == {"ca.crt", "tls.crt", "tls.key"}
+    assert ca_bundle == before["ca.crt"]
+    assert base64.b64decode(ca_bundle).startswith(b"-----BEGIN CERTIFICATE-----")
+    upgrade = ["upgrade", MANAGER_RELEASE, str(MANAGER_CHART), f"--kubeconfig={rig.kubeconfig(MANAGER)}"]
+    upgrade += [f"--namespace={NAMESPACE}", "--reuse-values", "--skip-crds", "--wait", "--timeout=120s"]
+    helm(rig.bin_dir, *upgrade)
+    assert current() == (before, ca_bundle)
