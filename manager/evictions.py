@@ -259,9 +259,17 @@ class Evictions:
         self._on_requeued(key)
         return key
 
-    async def evict_for_checks(self, workload: Obj, eviction: CheckEviction, *, worker: str) -> None:
+    async def evict_for_checks(
+        self,
+        workload: Obj,
+        eviction: CheckEviction,
+        *,
+        worker: str,
+        admission_checks: list[dict[str, Any]] | None = None,
+    ) -> None:
         """Start Kueue's eviction for a Rejected (deactivate first) or Retry check: ``Evicted=True`` while the
-        reservation is held; the eviction path then withdraws any copies and releases the quota."""
+        reservation is held; the eviction path then withdraws any copies and releases the quota.
+        ``admission_checks``: the check list to write with it (kfed's own check Rejected)."""
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         if eviction.deactivate and (workload.get("spec") or {}).get("active", True) is not False:
@@ -281,6 +289,7 @@ class Evictions:
             {
                 "conditions": eviction_conditions(workload, eviction, now=now),
                 "schedulingStats": scheduling_stats_after(workload, eviction.reason),
+                **({"admissionChecks": admission_checks} if admission_checks is not None else {}),
             },
         )
         self.count_eviction(workload, cause=eviction.reason, worker=worker)

@@ -41,9 +41,13 @@ from manager.decisions.admission_checks import (
     CheckGate,
     admitted_checks,
     check_eviction,
+    check_states,
     dispatch_gate,
     dispatched_message,
     multikueue_check_names,
+    owner_check_eviction,
+    owner_rejection,
+    rejected_checks,
     waiting_message,
     with_multikueue_message,
     worker_checks_message,
@@ -175,6 +179,33 @@ class RemoteSync:
         owner_uid = next(r["uid"] for r in workload["metadata"]["ownerReferences"] if r["name"] == name)
         return job if job is not None and job["metadata"]["uid"] == owner_uid else None
 
+    def _owner_rejection(self, workload: Obj, manager_job: Obj | None) -> tuple[str, str] | None:
+        """(kfed's check, Kueue's message) when kfed cannot run this reserved Workload's Job on a worker: no owner,
+        an owner of another kind, a Job not managed by MultiKueue (``owner_rejection``). Sent anyway, its copy would
+        wait for a Job copy that never comes, be evicted by the worker and come back, again and again."""
+        multikueue = multikueue_check_names(self._admission_checks.store)
+        checks = [c for c in check_states(workload) if c.get("name") in multikueue]
+        if not checks or (workload.get("spec") or {}).get("active", True) is False:
+            return None
+        job = manager_job
+        if job is None and (name := owner_job_name(workload)) is not None:
+            job = self._job_view.get_by_name(name, namespace=workload["metadata"]["namespace"])
+        message = owner_rejection(workload, owner_job=job)
+        return None if message is None else (str(checks[0]["name"]), message)
+
+    async def _reject_for_owner(self, workload: Obj, rejection: tuple[str, str], *, worker: str) -> None:
+        """kfed's check Rejected with Kueue's message, the Workload deactivated and evicted, as Kueue does."""
+        check, message = rejection
+        multikueue = multikueue_check_names(self._admission_checks.store)
+        await self._evictions.evict_for_checks(
+            workload,
+            owner_check_eviction(check, message),
+            worker=worker,
+            admission_checks=rejected_checks(
+                workload, multikueue_checks=multikueue, message=message, now=dt.datetime.now(dt.UTC)
+            ),
+        )
+
     async def reconcile(self, key: str) -> float | None:
         try:
             return await self._reconcile(key)
@@ -187,7 +218,8 @@ class RemoteSync:
     async def _reconcile(self, key: str) -> float | None:
         """One pass over a workload, as ordered cases: gone → garbage; its manager Job already finished → finish it;
         copies where they do not belong → delete;
-        not dispatched → nothing; its worker unreachable → wait, requeue past the worker-lost timeout; stale copies
+        not dispatched → nothing; a Job kfed cannot run on a worker → MultiKueue check Rejected, deactivated;
+        its worker unreachable → wait, requeue past the worker-lost timeout; stale copies
         of an earlier incarnation → remove them first; evicting → withdraw; dispatch unsound → evict; otherwise
         carry out the sync plan."""
         workload = self._workload_view.get(key)
@@ -213,6 +245,13 @@ class RemoteSync:
             return None
         if worker is None or not is_true(workload, "QuotaReserved"):
             return backoff_left
+        if (unrunnable := self._owner_rejection(workload, manager_job)) is not None:
+            if self._writes.reservation_unwritten(workload):
+                # held back by the scheduler (for a copy that is not sent now): written on its own within
+                # --reservation-hold, and this Workload is back here then
+                return max(self._config.reservation_hold, 0.5)
+            await self._reject_for_owner(workload, unrunnable, worker=worker)
+            return None
         conn = self._pool.connections.get(worker)
         if conn is None or not conn.connected:
             # The execution time clock is the manager's: it runs out on time even while the worker cannot be reached

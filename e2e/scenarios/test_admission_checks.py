@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
 
-from e2e.queues import CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE
+from e2e.queues import CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE, job_manifest
+from e2e.rig.audit import created_names
 from e2e.rig.controllers import ADMISSION_CHECK
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import (
@@ -388,3 +390,98 @@ def test_a_waiting_job_relabelled_with_another_queue_moves_its_workload_there(
     final = workload_of(federation, "ac-moved")
     assert final is not None
     assert final["status"]["admission"]["clusterQueue"] != GATED_CQ
+
+
+def _workload(name: str, *, owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A Workload made by hand in the MultiKueue LocalQueue (one pod of 1 cpu), owned by ``owner`` if given."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            **({"ownerReferences": [{**owner, "controller": True}]} if owner else {}),
+        },
+        "spec": {
+            "queueName": LOCAL_QUEUE,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def _rejected_events(fed: Federation, workload: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in items(fed, MANAGER, "events.events.k8s.io")
+        if e.get("reason") == "AdmissionCheckRejected" and e["regarding"]["name"] == workload
+    ]
+
+
+def test_a_workload_whose_job_multikueue_cannot_run_is_rejected_deactivated_and_never_sent(
+    federation: Federation,
+) -> None:
+    """As Kueue's MultiKueue does: a Workload with no owner, or owned by a Job that another controller manages, gets
+    the MultiKueue check Rejected with Kueue's message, is deactivated and evicted (its quota released, an
+    AdmissionCheckRejected Event), and no copy of it ever reaches a worker. Before, its copy went out without a Job
+    copy, the worker evicted it 60 s later (JobCopyMissing), the manager sent it again, and so on."""
+    other = job_manifest("ac-other-controller", namespace="default", cpu="1", seconds=1)
+    other["spec"]["managedBy"] = "example.com/other"  # left alone by kfed (and by the cluster's Job controller)
+    created = json.loads(federation.kubectl(MANAGER, "create", "-f", "-", "-o", "json", input=json.dumps(other)).stdout)
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": created["metadata"]["name"]}
+    owner["uid"] = created["metadata"]["uid"]
+    cases = {
+        "ac-no-owner": (None, "No multikueue adapter found"),
+        "ac-other-controller": (
+            owner,
+            'The owner is not managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" '
+            'not "example.com/other"',
+        ),
+    }
+    items_ = {"apiVersion": "v1", "kind": "List", "items": [_workload(n, owner=o) for n, (o, _) in cases.items()]}
+    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(items_))
+    try:
+        for name, (_, message) in cases.items():
+            workload = wait_for(
+                partial(get, federation, MANAGER, "workloads.kueue.x-k8s.io", name),
+                until=lambda w: (
+                    w is not None and condition(w, "Evicted") is not None and not is_true(w, "QuotaReserved")
+                ),
+                timeout=60,
+                what=f"{name} to be evicted and its quota released",
+            )
+            assert workload is not None
+            assert workload["spec"]["active"] is False
+            # Rejected, then (the quota released) reset to Pending as after every eviction; the Event keeps the why
+            (check,) = [c for c in workload["status"]["admissionChecks"] if c["name"] == ADMISSION_CHECK]
+            assert check["state"] == "Pending", check
+            evicted = condition(workload, "Evicted")
+            assert evicted is not None
+            assert (evicted["status"], evicted["reason"]) == ("True", "DeactivatedDueToAdmissionCheck")
+            events = wait_for(
+                partial(_rejected_events, federation, name),
+                until=bool,
+                timeout=30,
+                what=f"an AdmissionCheckRejected event on {name}",
+            )
+            assert events[0]["note"] == (
+                f"Deactivating workload because AdmissionCheck for {ADMISSION_CHECK} was Rejected: {message}"
+            )
+            for worker in federation.workers:
+                sent = created_names(federation.clusters[worker].audit_log, resource="workloads", client="kfed-manager")
+                assert f"default/{name}" not in sent, f"{name} was sent to {worker}"
+    finally:
+        federation.kubectl(
+            MANAGER, "delete", "workloads.kueue.x-k8s.io", *cases, "--ignore-not-found", "--wait=false", check=False
+        )
+        federation.kubectl(MANAGER, "delete", "job", "ac-other-controller", "--ignore-not-found", check=False)

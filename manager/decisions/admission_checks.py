@@ -207,6 +207,58 @@ def eviction_conditions(
     return list(conditions)
 
 
+def owner_rejection(workload: Mapping[str, Any], *, owner_job: Mapping[str, Any] | None) -> str | None:
+    """Kueue's MultiKueue check is Rejected for a Workload whose Job it cannot run on a worker, with Kueue's
+    messages: no controller owner, an owner of a kind kfed has no adapter for (kfed runs batch/v1 Jobs), or a Job
+    not managed by MultiKueue (its own cluster's Job controller runs it). ``owner_job``: the controlling Job as the
+    manager's cache holds it; None while it is not known (or gone, and the garbage collector takes the Workload):
+    no verdict then. None when the owner is a MultiKueue Job."""
+    refs = (workload.get("metadata") or {}).get("ownerReferences") or ()
+    owner = next((ref for ref in refs if ref.get("controller")), None)
+    if owner is None:
+        return "No multikueue adapter found"
+    api_version, kind = str(owner.get("apiVersion") or ""), str(owner.get("kind") or "")
+    if (api_version, kind) != ("batch/v1", "Job"):
+        group_version = api_version if "/" in api_version else f"/{api_version}"  # the core group is empty
+        return f'No multikueue adapter found for owner kind "{group_version}, Kind={kind}"'
+    if owner_job is None:
+        return None
+    managed_by = str((owner_job.get("spec") or {}).get("managedBy") or "")
+    if managed_by != MULTIKUEUE_CONTROLLER:
+        return (
+            "The owner is not managed by Kueue: "
+            f'Expecting spec.managedBy to be "{MULTIKUEUE_CONTROLLER}" not "{managed_by}"'
+        )
+    return None
+
+
+def owner_check_eviction(check: str, message: str) -> CheckEviction:
+    """What Kueue does once its MultiKueue check ``check`` is Rejected with ``message``: deactivate and evict."""
+    return CheckEviction(
+        deactivate=True,
+        reason=f"{EVICTED_BY_DEACTIVATION}DueTo{EVICTED_BY_ADMISSION_CHECK}",
+        message=f"The workload is deactivated due to Admission check(s): {check}, were rejected",
+        event_reason="AdmissionCheckRejected",
+        event_message=f"Deactivating workload because AdmissionCheck for {check} was Rejected: {message}",
+    )
+
+
+def rejected_checks(
+    workload: Mapping[str, Any], *, multikueue_checks: Collection[str], message: str, now: dt.datetime
+) -> list[dict[str, Any]]:
+    """The Workload's check list with kfed's checks ``Rejected`` with ``message``."""
+    checks = []
+    for check in check_states(workload):
+        updated = dict(check)
+        if check.get("name") in multikueue_checks:
+            updated["message"] = message
+            if check.get("state") != CHECK_REJECTED:
+                updated["state"] = CHECK_REJECTED
+                updated["lastTransitionTime"] = format_time(now)
+        checks.append(updated)
+    return checks
+
+
 def worker_checks_message(remote_workload: Mapping[str, Any] | None, worker: str) -> str | None:
     """What the worker's own admission checks (e.g. a ProvisioningRequest) are doing with the copy, for the
     MultiKueue check's message on the manager; None when the worker has none left to pass."""

@@ -10,6 +10,9 @@ from manager.decisions.admission_checks import (
     eviction_conditions,
     multikueue_check_names,
     multikueue_check_verdict,
+    owner_check_eviction,
+    owner_rejection,
+    rejected_checks,
     with_multikueue_message,
 )
 
@@ -159,3 +162,67 @@ def test_a_retry_check_evicts_to_requeue_and_rejected_wins_over_retry() -> None:
 def test_pending_or_ready_checks_evict_nothing() -> None:
     wl = reserved(("mk", "Retry"), ("prov", "Pending"), ("b", "Ready"))
     assert check_eviction(dispatch_gate(wl, multikueue_checks=MK)) is None, "kfed's own check is not another's"
+
+
+def _owned(*refs: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "wl", "namespace": "ns", "ownerReferences": list(refs)}}
+
+
+JOB_REF = {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u1", "controller": True}
+MK_JOB = {"spec": {"managedBy": "kueue.x-k8s.io/multikueue"}}
+
+
+def test_a_multikueue_job_owner_is_runnable_and_an_unknown_job_gets_no_verdict() -> None:
+    assert owner_rejection(_owned(JOB_REF), owner_job=MK_JOB) is None
+    assert owner_rejection(_owned(JOB_REF), owner_job=None) is None
+
+
+def test_kueues_messages_for_what_multikueue_cannot_run() -> None:
+    assert owner_rejection(_owned(), owner_job=None) == "No multikueue adapter found"
+    not_controller = {**JOB_REF, "controller": False}
+    assert owner_rejection(_owned(not_controller), owner_job=MK_JOB) == "No multikueue adapter found"
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d", "uid": "u2", "controller": True}
+    assert (
+        owner_rejection(_owned(deployment), owner_job=None)
+        == 'No multikueue adapter found for owner kind "apps/v1, Kind=Deployment"'
+    )
+    pod = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u3", "controller": True}
+    assert owner_rejection(_owned(pod), owner_job=None) == 'No multikueue adapter found for owner kind "/v1, Kind=Pod"'
+    assert owner_rejection(_owned(JOB_REF), owner_job={"spec": {}}) == (
+        'The owner is not managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not ""'
+    )
+    other = {"spec": {"managedBy": "example.com/other"}}
+    assert owner_rejection(_owned(JOB_REF), owner_job=other) == (
+        "The owner is not managed by Kueue: "
+        'Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not "example.com/other"'
+    )
+
+
+def test_a_rejected_multikueue_check_deactivates_with_kueues_words() -> None:
+    now = dt.datetime(2026, 11, 25, 2, 0, tzinfo=dt.UTC)
+    workload = {
+        "status": {
+            "admissionChecks": [
+                {"name": "kfed", "state": "Pending", "message": "", "lastTransitionTime": "2026-11-25T01:00:00Z"},
+                {"name": "prov", "state": "Ready", "message": "ok", "lastTransitionTime": "2026-11-25T01:00:00Z"},
+            ]
+        }
+    }
+    checks = rejected_checks(workload, multikueue_checks={"kfed"}, message="No multikueue adapter found", now=now)
+    assert checks == [
+        {
+            "name": "kfed",
+            "state": "Rejected",
+            "message": "No multikueue adapter found",
+            "lastTransitionTime": "2026-11-25T02:00:00Z",
+        },
+        {"name": "prov", "state": "Ready", "message": "ok", "lastTransitionTime": "2026-11-25T01:00:00Z"},
+    ]
+    eviction = owner_check_eviction("kfed", "No multikueue adapter found")
+    assert eviction.deactivate
+    assert eviction.reason == "DeactivatedDueToAdmissionCheck"
+    assert eviction.message == "The workload is deactivated due to Admission check(s): kfed, were rejected"
+    assert eviction.event_reason == "AdmissionCheckRejected"
+    assert eviction.event_message == (
+        "Deactivating workload because AdmissionCheck for kfed was Rejected: No multikueue adapter found"
+    )
