@@ -17,6 +17,7 @@ import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from federation.admission.check_reset import checks_reset_on_eviction
 from federation.admission.deactivation import deactivation_eviction
 from federation.admission.queue_metrics import eviction_labels
 from federation.admission.requeued import requeued_on_release
@@ -317,17 +318,14 @@ def requeue_status(workload: Obj, *, reason: str, message: str, now: dt.datetime
             now=now,
             observed_generation=generation,
         )
-    stamp = format_time(now)
-    checks = [
-        {**check, "state": "Pending", "message": message, "lastTransitionTime": stamp}
-        for check in (workload.get("status") or {}).get("admissionChecks") or ()
-    ]
     patch: dict[str, Any] = {
         "conditions": conditions,
         "admission": None,
         "clusterName": None,
         "nominatedClusterNames": None,
-        "admissionChecks": checks,
+        "admissionChecks": checks_reset_on_eviction(
+            (workload.get("status") or {}).get("admissionChecks") or (), now=now
+        ),
     }
     if deactivated(workload):
         # Deactivation is done: its target marker goes, and a reactivated workload starts its requeue count and its

@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from federation.admission.check_reset import checks_reset_on_eviction
 from federation.api.workload import ADMITTED, EVICTED, QUOTA_RESERVED, REQUEUED
 from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
 from federation.protocol import REASON_ADMITTED
@@ -162,29 +163,6 @@ def _released(workload: Mapping[str, Any], *, reason: str, message: str, now: dt
     return {"conditions": conditions, "admission": None}
 
 
-def _reset_checks(checks: Sequence[Mapping[str, Any]], *, now: dt.datetime) -> list[Obj]:
-    """Kueue's ``resetChecksOnEviction``: every check back to Pending; a Retry one counts one more retry."""
-    out: list[Obj] = []
-    for check in checks:
-        if check.get("state") == PENDING:
-            out.append(dict(check))
-            continue
-        reset: Obj = {
-            "name": check.get("name"),
-            "state": PENDING,
-            "message": f"Reset to Pending after eviction. Previously: {check.get('state')}",
-            "lastTransitionTime": format_time(now),
-        }
-        if check.get("requeueAfterSeconds") is not None:
-            reset["requeueAfterSeconds"] = check["requeueAfterSeconds"]
-        if check.get("state") == RETRY:
-            reset["retryCount"] = int(check.get("retryCount") or 0) + 1
-        elif check.get("retryCount") is not None:
-            reset["retryCount"] = check["retryCount"]
-        out.append(reset)
-    return out
-
-
 def retry_at(checks: Sequence[Mapping[str, Any]]) -> dt.datetime | None:
     """Kueue's ``GetMaxRetryTime``: the latest ``lastTransitionTime + requeueAfterSeconds`` of the Retry checks."""
     latest: dt.datetime | None = None
@@ -228,7 +206,7 @@ def checks_step(workload: Mapping[str, Any], *, now: dt.datetime) -> ChecksStep 
     if retry:
         message = f"Evicted due to {_message_of(retry, RETRY)}"
         status = _released(workload, reason=EVICTED_BY_ADMISSION_CHECK, message=message, now=now)
-        status["admissionChecks"] = _reset_checks(checks, now=now)
+        status["admissionChecks"] = checks_reset_on_eviction(checks, now=now)
         requeue = dict((workload.get("status") or {}).get("requeueState") or {})
         requeue["count"] = int(requeue.get("count") or 0) + 1
         at = retry_at(checks)
@@ -338,6 +316,6 @@ def requeue_invalid(workload: Mapping[str, Any], problem: str, *, now: dt.dateti
     return {
         "conditions": conditions,
         "admission": None,
-        "admissionChecks": _reset_checks(check_states(workload), now=now),
+        "admissionChecks": checks_reset_on_eviction(check_states(workload), now=now),
         "requeueState": {"count": count, "requeueAt": format_time(now + dt.timedelta(seconds=wait))},
     }

@@ -1,0 +1,39 @@
+"""Kueue's reset of a Workload's admission checks when its reservation goes (pure; manager and agent).
+
+Why this module exists: both kfed-manager (its Workloads) and kfed-agent (the copies) release reservations, and a
+user, a dashboard or an admission check controller reads what the checks say afterwards. Kueue (``evict.go``,
+``resetChecksOnEviction``) leaves a ``Pending`` check as it is and turns every other one into ``Pending`` saying
+what it was ("Reset to Pending after eviction. Previously: Rejected"), keeping ``requeueAfterSeconds``; a ``Retry``
+counts one more retry (``retryCount``), and the others lose their count.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from federation.conditions import format_time
+
+PENDING, RETRY = "Pending", "Retry"
+
+
+def checks_reset_on_eviction(checks: Iterable[Mapping[str, Any]], *, now: dt.datetime) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for check in checks:
+        state = check.get("state")
+        if state == PENDING:
+            out.append(dict(check))
+            continue
+        reset: dict[str, Any] = {
+            "name": check.get("name"),
+            "state": PENDING,
+            "message": f"Reset to Pending after eviction. Previously: {state}",
+            "lastTransitionTime": format_time(now),
+        }
+        if check.get("requeueAfterSeconds") is not None:
+            reset["requeueAfterSeconds"] = check["requeueAfterSeconds"]
+        if state == RETRY:
+            reset["retryCount"] = int(check.get("retryCount") or 0) + 1
+        out.append(reset)
+    return out
