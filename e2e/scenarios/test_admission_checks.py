@@ -462,9 +462,12 @@ def test_a_workload_whose_job_multikueue_cannot_run_is_rejected_deactivated_and_
             )
             assert workload is not None
             assert workload["spec"]["active"] is False
-            # Rejected, then (the quota released) reset to Pending as after every eviction; the Event keeps the why
+            # Rejected, then (the quota released) reset to Pending as Kueue resets checks after an eviction
             (check,) = [c for c in workload["status"]["admissionChecks"] if c["name"] == ADMISSION_CHECK]
-            assert check["state"] == "Pending", check
+            assert (check["state"], check["message"]) == (
+                "Pending",
+                "Reset to Pending after eviction. Previously: Rejected",
+            )
             evicted = condition(workload, "Evicted")
             assert evicted is not None
             assert (evicted["status"], evicted["reason"]) == ("True", "DeactivatedDueToAdmissionCheck")
