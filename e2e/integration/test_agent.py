@@ -69,6 +69,15 @@ class RunningAgent:
                 continue
         return lines
 
+    @contextlib.contextmanager
+    def log_on_failure(self, lines: int = 80) -> Iterator[None]:
+        """A failed assertion inside carries the last ``lines`` lines of the agent's log (what it decided)."""
+        try:
+            yield
+        except AssertionError as err:
+            tail = "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+            raise AssertionError(f"{err}\n--- last {lines} lines of {self.log_path}:\n{tail}") from err
+
     def get(self, path: str) -> tuple[int, str]:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}{path}", timeout=2) as response:
@@ -464,10 +473,11 @@ def test_a_gated_copy_preempts_nothing_until_its_manager_opens_the_gate(rig: Fed
         "-p",
         json.dumps({"status": {"preemptionGates": [opened]}}),
     )
-    evicted = wait_for("low preempted", lambda: condition(workload("low"), "Evicted"), timeout=30)
-    assert (evicted["status"], evicted["reason"]) == ("True", "Preempted")
-    assert (condition(workload("low"), "Preempted") or {}).get("reason") == "InClusterQueue"
-    wait_for("high admitted", lambda: is_true(workload("high"), "Admitted"), timeout=60)
+    with agent.log_on_failure():  # it once timed out here, only after other suites ran (session 17): keep the why
+        evicted = wait_for("low preempted", lambda: condition(workload("low"), "Evicted"), timeout=30)
+        assert (evicted["status"], evicted["reason"]) == ("True", "Preempted")
+        assert (condition(workload("low"), "Preempted") or {}).get("reason") == "InClusterQueue"
+        wait_for("high admitted", lambda: is_true(workload("high"), "Admitted"), timeout=60)
     assert (job("low") or {})["spec"]["suspend"] is True
     low_after = workload("low") or {}
     assert not is_true(low_after, "QuotaReserved")
