@@ -170,13 +170,7 @@ def check_eviction(gate: CheckGate) -> CheckEviction | None:
     if gate.rejected:
         names = ", ".join(name for name, _ in gate.rejected)
         first, first_message = gate.rejected[0]
-        return CheckEviction(
-            deactivate=True,
-            reason=f"{EVICTED_BY_DEACTIVATION}DueTo{EVICTED_BY_ADMISSION_CHECK}",
-            message=f"The workload is deactivated due to Admission check(s): {names}, were rejected",
-            event_reason="AdmissionCheckRejected",
-            event_message=f"Deactivating workload because AdmissionCheck for {first} was Rejected: {first_message}",
-        )
+        return _rejection(names, first, first_message)
     if gate.retry:
         names = ", ".join(name for name, _ in gate.retry)
         message = f"At least one admission check is false: {names} asked to retry"
@@ -234,12 +228,17 @@ def owner_rejection(workload: Mapping[str, Any], *, owner_job: Mapping[str, Any]
 
 def owner_check_eviction(check: str, message: str) -> CheckEviction:
     """What Kueue does once its MultiKueue check ``check`` is Rejected with ``message``: deactivate and evict."""
+    return _rejection(check, check, message)
+
+
+def _rejection(names: str, first: str, first_message: str) -> CheckEviction:
+    """Kueue's deactivation for Rejected checks ``names``, its Event naming the ``first`` and its message."""
     return CheckEviction(
         deactivate=True,
         reason=f"{EVICTED_BY_DEACTIVATION}DueTo{EVICTED_BY_ADMISSION_CHECK}",
-        message=f"The workload is deactivated due to Admission check(s): {check}, were rejected",
+        message=f"The workload is deactivated due to Admission check(s): {names}, were rejected",
         event_reason="AdmissionCheckRejected",
-        event_message=f"Deactivating workload because AdmissionCheck for {check} was Rejected: {message}",
+        event_message=f"Deactivating workload because AdmissionCheck for {first} was Rejected: {first_message}",
     )
 
 
