@@ -307,9 +307,9 @@ class Result:
     after_last_create: float | None = None
     """Seconds from the last create to the last Complete: how far the system lags behind its submitters."""
     apiserver_requests: dict[str, dict[str, int]] = field(default_factory=dict)
+    """cluster → the 12 most served ``verb resource`` and ``watch-event kind`` during the run (all clients)."""
     watch_restarts: int = 0
     """How often the bench's own ``kubectl get -w`` had to be started again (each time, at once)."""
-    """cluster → the 12 most served ``verb resource`` and ``watch-event kind`` during the run (all clients)."""
 
 
 def _profile(fed: Federation, system: str) -> list[subprocess.Popen[bytes]]:
