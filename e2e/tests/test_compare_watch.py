@@ -1,10 +1,10 @@
-"""The compare bench's reading of ``kubectl get -w -o json``: each object's first True conditions."""
+"""The compare bench's pure parts: its reading of ``kubectl get -w -o json`` and how it counts writes."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from e2e.bench.compare_bench import record_true_conditions
+from e2e.bench.compare_bench import record_true_conditions, write_kind
 
 
 def _job(name: str, *conditions: str) -> dict[str, Any]:
@@ -29,3 +29,10 @@ def test_only_the_first_sighting_counts_and_other_documents_are_skipped() -> Non
     record_true_conditions(seen, _job("a", "Complete"), 5.0)
     record_true_conditions(seen, {"kind": "Status", "status": "Failure"}, 6.0)
     assert seen == {"a": {"Complete": 1.0}}
+
+
+def test_writes_by_the_clock_are_told_apart_from_writes_for_a_job() -> None:
+    # leases, capacity reports and queue counts are written by time, so they count against a slow run more
+    assert [write_kind(r) for r in ("leases", "clustercapacities/status", "localqueues/status")] == ["by time"] * 3
+    assert [write_kind(r) for r in ("workloads", "workloads/status", "jobs", "jobs/status")] == ["per job"] * 4
+    assert write_kind("events") == "events"
