@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 import json
 import sys
+import tempfile
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -37,6 +38,7 @@ from manager.decisions.pods_ready import BACKOFF_BASE_SECONDS, BACKOFF_MAX_SECON
 from manager.decisions.retention import RetentionPolicy
 from manager.decisions.visibility import QueueObjects
 from manager.runtime import ManagerRuntime
+from manager.visibility_certificate import CertificateKeeper
 from manager.visibility_server import VisibilityServer
 
 log = structlog.get_logger("kfed-manager")
@@ -85,6 +87,23 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="directory holding the visibility API's serving certificate (tls.crt, tls.key: the chart mounts its "
         "Secret, whose CA is the APIService's caBundle); read again every minute. Unset: a self-signed certificate "
         "made at start, which only an APIService with insecureSkipTLSVerify accepts",
+    )
+    parser.add_argument(
+        "--visibility-cert-secret",
+        metavar="NAMESPACE/NAME",
+        help="keep the visibility API's CA and serving certificate in this Secret: made when missing, renewed 30 days "
+        "before it ends, its CA written into the APIService's caBundle (the chart's visibility.certificate.generatedBy"
+        "=kfed-manager, for helm template, Argo CD and Flux); replaces --visibility-cert-dir",
+    )
+    parser.add_argument(
+        "--visibility-service",
+        default="kfed-manager-visibility",
+        help="with --visibility-cert-secret: the Service the APIService sends to, in the Secret's namespace",
+    )
+    parser.add_argument(
+        "--visibility-api-service",
+        default="v1beta2.visibility.kueue.x-k8s.io",
+        help="with --visibility-cert-secret: the APIService whose caBundle is kept",
     )
     parser.add_argument(
         "--dashboard-port",
@@ -287,13 +306,7 @@ async def run(args: argparse.Namespace) -> None:
             )
             log.info("dashboard serving", dashboard_port=dashboard_port)
         if args.visibility_port >= 0:
-            visibility = VisibilityServer(
-                api=api,
-                objects=partial(terms.queue_objects, api),
-                cert_dir=Path(args.visibility_cert_dir) if args.visibility_cert_dir else None,
-            )
-            await tg.start(partial(visibility.serve, host=args.bind_address, port=args.visibility_port))
-            health.add_readiness_check("visibility-api", visibility.readiness)
+            await _serve_visibility(tg, args, api=api, terms=terms, health=health, field_manager=config.field_manager)
         health.add_readiness_check("caches", terms.ready)
         health.add_readiness_check("remotes-connected", terms.remotes_connected)
         if not args.leader_elect:
@@ -322,6 +335,46 @@ class Term(Protocol):
     def queue_objects(self) -> QueueObjects: ...
 
     async def run(self) -> None: ...
+
+
+async def _serve_visibility(
+    tg: anyio.abc.TaskGroup,
+    args: argparse.Namespace,
+    *,
+    api: KubeApi,
+    terms: LeadershipTerms,
+    health: HealthEndpoints,
+    field_manager: str,
+) -> None:
+    """Start the visibility API server, and with ``--visibility-cert-secret`` the keeper of its certificate (its
+    first round before the server starts, so the server starts with the Secret's pair when it can be had)."""
+    cert_dir = Path(args.visibility_cert_dir) if args.visibility_cert_dir else None
+    keeper: CertificateKeeper | None = None
+    visibility: VisibilityServer | None = None
+
+    async def renewed() -> None:
+        if visibility is not None:
+            await visibility.reload()
+
+    if args.visibility_cert_secret:
+        namespace, _, name = str(args.visibility_cert_secret).rpartition("/")
+        cert_dir = Path(tempfile.mkdtemp(prefix="kfed-visibility-cert-"))
+        keeper = CertificateKeeper(
+            api=api,
+            secret=(namespace or args.namespace, name),
+            service=args.visibility_service,
+            api_service=args.visibility_api_service,
+            cert_dir=cert_dir,
+            field_manager=field_manager,
+            on_renewed=renewed,
+        )
+        await keeper.sync_once()
+    visibility = VisibilityServer(api=api, objects=partial(terms.queue_objects, api), cert_dir=cert_dir)
+    await tg.start(partial(visibility.serve, host=args.bind_address, port=args.visibility_port))
+    health.add_readiness_check("visibility-api", visibility.readiness)
+    if keeper is not None:
+        tg.start_soon(keeper.run)
+        health.add_readiness_check("visibility-certificate", keeper.readiness)
 
 
 class LeadershipTerms:

@@ -187,6 +187,10 @@ class VisibilityServer:
         self._cert_problem = problem
         return False
 
+    async def reload(self) -> None:
+        """Read the certificate directory and the front-proxy configuration now (after a new pair was written)."""
+        await self._reload()
+
     async def _reload(self) -> None:
         renewed = False
         if self._cert_dir is not None and self._certificate is not None:

@@ -152,6 +152,10 @@ CASES = {
         MANAGER_CHART,
         {"visibility.certificate.secretName": "team-visibility-tls", "visibility.certificate.caBundle": "Q0EtUEVN"},
     ),
+    "manager-visibility-certificate-by-kfed-manager": (
+        MANAGER_CHART,
+        {"visibility.certificate.generatedBy": "kfed-manager"},
+    ),
     "agent-kueue-config": (AGENT_CHART, {"managerConfig.controllerManagerConfigYaml": KUEUE_CONFIG}),
 }
 
@@ -216,7 +220,10 @@ def test_rendered_rbac_is_exactly_the_rule_files(case: tuple[str, Path, dict[str
     else:
         fullname = f"kfed-test-{chart.name}"
         assert cluster_roles[fullname]["rules"] == _rules(chart, "cluster", prefix)
-        (role,) = roles
+        by_manager = values.get("visibility.certificate.generatedBy") == "kfed-manager"
+        names = {r["metadata"]["name"] for r in roles}
+        assert names == {fullname} | ({f"{fullname}-visibility-cert"} if by_manager else set()), names
+        (role,) = [r for r in roles if r["metadata"]["name"] == fullname]
         assert role["metadata"]["namespace"] == NAMESPACE
         assert role["rules"] == _rules(chart, "namespace", prefix)
         sa = values.get("serviceAccount.name") or fullname
@@ -376,6 +383,8 @@ def _serving_certificate(fullname: str, deployment: Obj, objects: list[Obj], val
 
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
+    if values.get("visibility.certificate.generatedBy") == "kfed-manager":
+        return _certificate_by_kfed_manager(fullname, container, pod, objects)
     (cert_dir,) = [a.split("=", 1)[1] for a in container["args"] if str(a).startswith("--visibility-cert-dir=")]
     (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == cert_dir]
     assert mount.get("readOnly") is True
@@ -400,6 +409,66 @@ def _serving_certificate(fullname: str, deployment: Obj, objects: list[Obj], val
     assert f"{service}.{NAMESPACE}.svc" in names, "the name the aggregator checks: <service>.<namespace>.svc"
     assert set(names) >= {service, f"{service}.{NAMESPACE}", f"{service}.{NAMESPACE}.svc.cluster.local"}
     return str(secret["data"]["ca.crt"])
+
+
+def _certificate_by_kfed_manager(fullname: str, container: Obj, pod: Obj, objects: list[Obj]) -> str:
+    """generatedBy: kfed-manager renders nothing that changes between renders: the Secret empty (Opaque, so it can
+    hold the pair without the chart naming its keys), no volume, and no caBundle (returns ""); kfed-manager gets
+    the flags that name the Secret and the Service, and may get and update that one Secret and patch that one
+    APIService."""
+    secret_name = f"{fullname}-visibility-managed-cert"
+    assert f"--visibility-cert-secret={NAMESPACE}/{secret_name}" in container["args"]
+    assert f"--visibility-service={fullname}-visibility" in container["args"]
+    assert not [a for a in container["args"] if str(a).startswith("--visibility-cert-dir")]
+    assert not [v for v in pod["volumes"] if "secret" in v]
+    (secret,) = find(objects, "Secret", secret_name)
+    assert (secret["type"], secret.get("data")) == ("Opaque", None)
+    assert find(objects, "Secret", f"{fullname}-visibility-cert") == []
+    (role,) = find(objects, "Role", f"{fullname}-visibility-cert")
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [secret_name], "verbs": ["get", "update"]}
+    ]
+    (cluster_role,) = find(objects, "ClusterRole", f"{fullname}-visibility-apiservice")
+    assert cluster_role["rules"] == [
+        {
+            "apiGroups": ["apiregistration.k8s.io"],
+            "resources": ["apiservices"],
+            "resourceNames": ["v1beta2.visibility.kueue.x-k8s.io"],
+            "verbs": ["get", "patch"],
+        }
+    ]
+    return ""
+
+
+def test_a_certificate_kept_by_kfed_manager_renders_the_same_every_time(bins: Path) -> None:
+    """helm template (Argo CD, Flux) has no lookup: with generatedBy: kfed-manager two renders are identical, where
+    the chart's own certificate differs each time. A value other than chart or kfed-manager is refused."""
+
+    def render(values: dict[str, Any]) -> str:
+        args = [
+            "template",
+            "kfed-test",
+            str(MANAGER_CHART),
+            f"--namespace={NAMESPACE}",
+            f"--kube-version={KUBE_VERSION}",
+        ]
+        return helm(bins, *args, *set_args(values)).stdout
+
+    kept = {"visibility.certificate.generatedBy": "kfed-manager"}
+    assert render(kept) == render(kept)
+    assert render({}) != render({}), "the chart's own certificate is made anew where lookup sees nothing"
+    bad = helm(
+        bins,
+        "template",
+        "kfed-test",
+        str(MANAGER_CHART),
+        f"--namespace={NAMESPACE}",
+        f"--kube-version={KUBE_VERSION}",
+        *set_args({"visibility.certificate.generatedBy": "cert-manager"}),
+        check=False,
+    )
+    assert bad.returncode != 0
+    assert "generatedBy" in bad.stderr
 
 
 def test_an_own_visibility_certificate_needs_its_ca(bins: Path) -> None:
@@ -455,7 +524,7 @@ def test_visibility_api_is_registered_only_when_on(case: tuple[str, Path, dict[s
         "version": "v1beta2",
         "groupPriorityMinimum": 100,
         "versionPriority": 100,
-        "caBundle": ca_bundle,
+        **({"caBundle": ca_bundle} if ca_bundle else {}),
         "service": {"name": f"{fullname}-visibility", "namespace": NAMESPACE, "port": 443},
     }
     if values.get("rbac.create") is False:

@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -718,3 +719,90 @@ def test_an_upgrade_keeps_the_visibility_certificate_and_the_apiservices_ca(inst
     upgrade += [f"--namespace={NAMESPACE}", "--reuse-values", "--skip-crds", "--wait", "--timeout=120s"]
     helm(rig.bin_dir, *upgrade)
     assert current() == (before, ca_bundle)
+
+
+def test_kfed_manager_keeps_its_own_visibility_certificate(installed: Installed) -> None:
+    """visibility.certificate.generatedBy: kfed-manager (helm template, Argo CD, Flux): the chart renders the Secret
+    empty and the APIService without caBundle; kfed-manager, with nothing but its ServiceAccount's token, fills the
+    Secret with a CA and a certificate, writes that CA into the APIService, and serves the certificate, which the CA
+    verifies for the name the aggregator checks (and no other). Started again, it keeps the pair."""
+    import ssl
+
+    from e2e.rig import from_charts
+    from e2e.rig.ports import free_port
+    from e2e.scenarios.helpers import visibility_get
+
+    rig = installed.rig
+    secret_name = f"{MANAGER_RELEASE}-visibility-managed-cert"
+    port = free_port()
+    upgrade = ["upgrade", MANAGER_RELEASE, str(MANAGER_CHART), f"--kubeconfig={rig.kubeconfig(MANAGER)}"]
+    upgrade += [f"--namespace={NAMESPACE}", "--reuse-values", "--skip-crds", "--wait", "--timeout=120s"]
+    helm(
+        rig.bin_dir,
+        *upgrade,
+        *set_args({"visibility.certificate.generatedBy": "kfed-manager", "visibility.port": port}),
+    )
+
+    def secret_data() -> dict[str, str]:
+        found = rig.kubectl(MANAGER, "-n", NAMESPACE, "get", "secret", secret_name, "-o", "json", check=False)
+        return (json.loads(found.stdout).get("data") or {}) if found.returncode == 0 else {}
+
+    def ca_bundle() -> str:
+        api_service = rig.kubectl(MANAGER, "get", "apiservice", "v1beta2.visibility.kueue.x-k8s.io", "-o", "json")
+        return str(json.loads(api_service.stdout)["spec"].get("caBundle") or "")
+
+    assert secret_data() == {}, "the chart renders the Secret empty"
+    assert ca_bundle() == "", "the chart renders no caBundle"
+    release = from_charts.Release(MANAGER, MANAGER_RELEASE, MANAGER_CHART, "kfed-manager-own-cert", 0, {})
+    container = from_charts.rendered_container(rig, release)
+    argv, _ = from_charts.process_argv(container, installed.kubeconfig_for(MANAGER, MANAGER_RELEASE))
+    service = f"{MANAGER_RELEASE}-visibility.{NAMESPACE}.svc"
+    pairs = []
+    try:
+        for attempt in range(2):
+            process = Process(argv, installed.directory / f"kfed-manager-own-cert-{attempt}.log")
+            try:
+                with explained(process, "kfed-manager"):
+                    data = wait_for(
+                        secret_data,
+                        until=lambda d: set(d) == {"ca.crt", "tls.crt", "tls.key"} and ca_bundle() == d["ca.crt"],
+                        timeout=60,
+                        what="kfed-manager to fill its Secret and write the CA into the APIService",
+                    )
+                    ca = base64.b64decode(data["ca.crt"])
+                    wait_for(
+                        partial(_served_by, rig, port, ca, service),
+                        until=bool,
+                        timeout=60,
+                        what="kfed-manager to serve the Secret's certificate",
+                    )
+                    with pytest.raises(ssl.SSLCertVerificationError):
+                        visibility_get(
+                            rig, "/apis", port=port, cert="front-proxy-client", ca=ca, server_name="x.example"
+                        )
+                    pairs.append(data)
+            finally:
+                code = process.stop()
+            assert code == 0, process.log()[-3000:]
+            assert_no_forbidden(process, "kfed-manager")
+        assert pairs[0] == pairs[1], "a restart keeps the pair"
+    finally:
+        # kfed-manager's writes made it the caBundle's field manager: Helm's server-side apply takes it back only with
+        # --force-conflicts (the chart's README says so for this switch)
+        helm(rig.bin_dir, *upgrade, "--force-conflicts", *set_args({"visibility.certificate.generatedBy": "chart"}))
+
+
+VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2"
+
+
+def _served_by(rig: Federation, port: int, ca: bytes, server_name: str) -> bool:
+    """kfed-manager's visibility port presents a certificate ``ca`` verifies for ``server_name``."""
+    import ssl
+
+    from e2e.scenarios.helpers import visibility_get
+
+    try:
+        code, _ = visibility_get(rig, VISIBILITY, port=port, cert="front-proxy-client", ca=ca, server_name=server_name)
+    except (ssl.SSLError, OSError):
+        return False
+    return code == 200

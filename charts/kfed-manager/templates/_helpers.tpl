@@ -44,6 +44,18 @@ app.kubernetes.io/component: manager
 {{- end -}}
 
 {{- /* The Secret holding the visibility API's serving certificate: the user's, or the one the chart makes. */ -}}
+{{- /* kfed-manager's own is another Secret (Opaque, rendered empty): switching modes must not change a Secret's type. */ -}}
 {{- define "kfed-manager.visibilityCertSecret" -}}
+{{- if include "kfed-manager.visibilityCertByManager" . -}}
+{{- printf "%s-visibility-managed-cert" (include "kfed-manager.fullname" .) -}}
+{{- else -}}
 {{- .Values.visibility.certificate.secretName | default (printf "%s-visibility-cert" (include "kfed-manager.fullname" .)) -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* "true" when kfed-manager makes and keeps the visibility certificate itself (no Secret of the user's). */ -}}
+{{- define "kfed-manager.visibilityCertByManager" -}}
+{{- if and (eq (.Values.visibility.certificate.generatedBy | default "chart") "kfed-manager") (not .Values.visibility.certificate.secretName) -}}
+true
+{{- end -}}
 {{- end -}}
