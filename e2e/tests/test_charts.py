@@ -95,7 +95,9 @@ def test_the_manager_writes_workload_and_queue_status_and_deletes_only_workloads
 
 def test_the_visibility_api_is_granted_only_the_built_in_roles_its_server_uses() -> None:
     """kfed-manager's visibility server reads one ConfigMap in kube-system and creates SubjectAccessReviews: the chart
-    binds the two built-in roles made for that (what an aggregated API server needs) and adds no rule of its own."""
+    binds the two built-in roles made for that (what an aggregated API server needs) and adds no rule of its own,
+    except, with generatedBy: kfed-manager only, the two that let it keep its certificate (one Secret, one
+    APIService; rendered in e2e/integration/test_charts.py)."""
     from manager.visibility_server import AUTHENTICATION_CONFIG_MAP
 
     assert AUTHENTICATION_CONFIG_MAP == ("kube-system", "extension-apiserver-authentication")
@@ -104,9 +106,14 @@ def test_the_visibility_api_is_granted_only_the_built_in_roles_its_server_uses()
     lines = {line.strip() for line in template.splitlines()}
     assert {"name: extension-apiserver-authentication-reader", "namespace: kube-system"} <= lines
     assert "name: system:auth-delegator" in lines
-    assert "rules:" not in lines
+    guarded, _, rest = template.partition("{{- if and .Values.rbac.create $byManager }}")
+    kept, _, after = rest.partition("{{- end }}")
+    assert "rules:" not in guarded + after
+    assert kept.count("rules:") == 2
+    assert kept.count("resourceNames:") == 2
     values = yaml.safe_load((MANAGER_CHART / "values.yaml").read_text())
-    assert values["visibility"] == {"enabled": True, "port": 8443, "certificate": {"secretName": "", "caBundle": ""}}
+    certificate = {"generatedBy": "chart", "secretName": "", "caBundle": ""}
+    assert values["visibility"] == {"enabled": True, "port": 8443, "certificate": certificate}
     assert values["visibility"]["port"] != values["dashboard"]["port"]
 
 
