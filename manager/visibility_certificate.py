@@ -5,7 +5,8 @@ Runs with ``--visibility-cert-secret`` (the chart's ``visibility.certificate.gen
 
 1. read the Secret (the chart renders it empty); if its pair will not do
    (``manager.decisions.visibility_certificate.pair_problem``: missing, broken, not for the Service's names, or
-   ending within 30 days) make a new one and write it. Replicas race safely: the Secret is created only if absent
+   ending within 30 days) make a new one and write it, signed by the Secret's CA when that CA will still do (so the
+   caBundle does not change). Replicas race safely: the Secret is created only if absent
    (outside the chart; its Role does not allow it) and replaced only at the resourceVersion read, and the loser
    reads the winner's pair;
 2. hand the pair to the visibility server (its files in a private directory, then a reload);
@@ -30,7 +31,14 @@ import structlog
 from federation.kube.api import KubeApi
 from federation.kube.errors import AlreadyExists, Conflict, KubeError
 from federation.kube.resources import API_SERVICES, SECRETS
-from manager.decisions.visibility_certificate import Pair, new_pair, pair_from_secret, pair_problem, service_names
+from manager.decisions.visibility_certificate import (
+    Pair,
+    ca_problem,
+    new_pair,
+    pair_from_secret,
+    pair_problem,
+    service_names,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -100,7 +108,8 @@ class CertificateKeeper:
         why = pair_problem(pair, names=self._names, now=now)
         if why is None and pair is not None:
             return pair
-        fresh = new_pair(names=self._names, now=now)
+        keep_ca = pair if pair is not None and ca_problem(pair, now=now) is None else None  # the caBundle stays
+        fresh = new_pair(names=self._names, now=now, keep_ca=keep_ca)
         try:
             if secret is None:
                 body: Obj = {

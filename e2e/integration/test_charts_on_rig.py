@@ -765,7 +765,9 @@ def test_kfed_manager_keeps_its_own_visibility_certificate(installed: Installed)
                 with explained(process, "kfed-manager"):
                     data = wait_for(
                         secret_data,
-                        until=lambda d: set(d) == {"ca.crt", "tls.crt", "tls.key"} and ca_bundle() == d["ca.crt"],
+                        until=lambda d: (
+                            set(d) == {"ca.crt", "ca.key", "tls.crt", "tls.key"} and ca_bundle() == d["ca.crt"]
+                        ),
                         timeout=60,
                         what="kfed-manager to fill its Secret and write the CA into the APIService",
                     )

@@ -6,6 +6,7 @@ import base64
 import contextlib
 import datetime as dt
 import ssl
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from manager.decisions.visibility_certificate import (
     RENEW_BEFORE,
     SERVING_DAYS,
     Pair,
+    ca_problem,
     new_pair,
     pair_from_secret,
     pair_problem,
@@ -37,7 +39,7 @@ def test_the_names_include_the_one_the_aggregator_checks() -> None:
 def test_a_new_pair_does_and_survives_the_secret(pair: Pair) -> None:
     assert pair_problem(pair, names=NAMES, now=NOW) is None
     data = pair.secret_data()
-    assert sorted(data) == ["ca.crt", "tls.crt", "tls.key"]
+    assert sorted(data) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]
     assert pair_from_secret(data) == pair
 
 
@@ -67,16 +69,33 @@ def test_missing_or_broken_data_needs_a_new_pair(pair: Pair) -> None:
     partial = {k: v for k, v in pair.secret_data().items() if k != "ca.crt"}
     assert pair_from_secret(partial) is None
     assert pair_from_secret({**pair.secret_data(), "tls.key": "not base64!"}) is None
-    garbled = Pair(ca=pair.ca, cert=b"-----BEGIN CERTIFICATE-----\nxx\n-----END CERTIFICATE-----\n", key=pair.key)
+    garbled = replace(pair, cert=b"-----BEGIN CERTIFICATE-----\nxx\n-----END CERTIFICATE-----\n")
     assert (pair_problem(garbled, names=NAMES, now=NOW) or "").startswith("the certificate does not parse")
 
 
 def test_a_pair_from_another_ca_or_key_is_refused(pair: Pair) -> None:
     other = new_pair(names=NAMES, now=NOW)
-    assert pair_problem(Pair(ca=other.ca, cert=pair.cert, key=pair.key), names=NAMES, now=NOW) is not None
-    assert pair_problem(Pair(ca=pair.ca, cert=pair.cert, key=other.key), names=NAMES, now=NOW) == (
-        "tls.key is not the key of tls.crt"
-    )
+    foreign = replace(pair, ca=other.ca, ca_key=other.ca_key)
+    assert (pair_problem(foreign, names=NAMES, now=NOW) or "").startswith("tls.crt is not signed by ca.crt")
+    assert pair_problem(replace(pair, key=other.key), names=NAMES, now=NOW) == "tls.key is not the key of tls.crt"
+    assert ca_problem(replace(pair, ca_key=other.ca_key), now=NOW) == "ca.key is not the key of ca.crt"
+
+
+def test_a_renewed_serving_certificate_keeps_the_ca_and_so_the_ca_bundle(pair: Pair) -> None:
+    later = NOW + dt.timedelta(days=SERVING_DAYS - 10)
+    assert pair_problem(pair, names=NAMES, now=later) is not None
+    assert ca_problem(pair, now=later) is None
+    renewed = new_pair(names=NAMES, now=later, keep_ca=pair)
+    assert (renewed.ca, renewed.ca_key) == (pair.ca, pair.ca_key)
+    assert renewed.cert != pair.cert
+    assert pair_problem(renewed, names=NAMES, now=later) is None
+
+
+def test_a_ca_near_its_end_is_replaced(pair: Pair) -> None:
+    ends = x509.load_pem_x509_certificate(pair.ca).not_valid_after_utc
+    problem = ca_problem(pair, now=ends - dt.timedelta(days=1))
+    assert problem is not None
+    assert "the CA ends" in problem
 
 
 def test_a_pair_for_other_names_is_made_again(pair: Pair) -> None:
