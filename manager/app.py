@@ -22,6 +22,7 @@ from federation.eventloop import run_process
 from federation.kube import clients
 from federation.kube.api import KubeApi
 from federation.kube.leader import LeaderElectionConfig, LeaderElector
+from federation.kube.recorder import EventRecorder
 from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from federation.kueue_config import ConfigError, label_selector
 from federation.obs.config_file import CONFIG_HELP, add_resources_arguments, log_config_warnings, parse_with_config
@@ -306,7 +307,15 @@ async def run(args: argparse.Namespace) -> None:
             )
             log.info("dashboard serving", dashboard_port=dashboard_port)
         if args.visibility_port >= 0:
-            await _serve_visibility(tg, args, api=api, terms=terms, health=health, field_manager=config.field_manager)
+            await _serve_visibility(
+                tg,
+                args,
+                api=api,
+                terms=terms,
+                health=health,
+                field_manager=config.field_manager,
+                identity=config.identity,
+            )
         health.add_readiness_check("caches", terms.ready)
         health.add_readiness_check("remotes-connected", terms.remotes_connected)
         if not args.leader_elect:
@@ -345,6 +354,7 @@ async def _serve_visibility(
     terms: LeadershipTerms,
     health: HealthEndpoints,
     field_manager: str,
+    identity: str,
 ) -> None:
     """Start the visibility API server, and with ``--visibility-cert-secret`` the keeper of its certificate (its
     first round before the server starts, so the server starts with the Secret's pair when it can be had)."""
@@ -359,6 +369,8 @@ async def _serve_visibility(
     if args.visibility_cert_secret:
         namespace, _, name = str(args.visibility_cert_secret).rpartition("/")
         cert_dir = Path(tempfile.mkdtemp(prefix="kfed-visibility-cert-"))
+        events = EventRecorder(api, controller="kfed.io/kfed-manager", instance=identity)
+        tg.start_soon(events.run)
         keeper = CertificateKeeper(
             api=api,
             secret=(namespace or args.namespace, name),
@@ -367,6 +379,7 @@ async def _serve_visibility(
             cert_dir=cert_dir,
             field_manager=field_manager,
             on_renewed=renewed,
+            events=events,
         )
         await keeper.sync_once()
     visibility = VisibilityServer(api=api, objects=partial(terms.queue_objects, api), cert_dir=cert_dir)

@@ -13,8 +13,10 @@ Runs with ``--visibility-cert-secret`` (the chart's ``visibility.certificate.gen
 3. set the APIService's ``caBundle`` to the pair's CA, but only on the APIService that sends to kfed-manager's own
    Service: one that points elsewhere (Kueue's) is left alone, and says so.
 
-A step that fails (a refusal, an outage) is retried on the next round; until then the server keeps the pair it has,
-and the log line and the readiness detail say why.
+A step that fails (a refusal, an outage, an APIService that is not kfed-manager's) is retried on the next round;
+until then the server keeps the pair it has, and a Warning Event on the Secret (reason ``CertificateNotInPlace``),
+the log line and the readiness detail say why, once per new problem. A pair made is a Normal Event
+(``CertificateMade``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import structlog
 
 from federation.kube.api import KubeApi
 from federation.kube.errors import AlreadyExists, Conflict, KubeError
+from federation.kube.recorder import EventSink
 from federation.kube.resources import API_SERVICES, SECRETS
 from manager.decisions.visibility_certificate import (
     Pair,
@@ -58,6 +61,7 @@ class CertificateKeeper:
         cert_dir: Path,
         field_manager: str,
         on_renewed: Callable[[], Awaitable[None]],
+        events: EventSink,
     ) -> None:
         """``secret``: (namespace, name); ``service``: kfed-manager's visibility Service, in the Secret's namespace;
         ``cert_dir``: where the pair's ``tls.crt`` and ``tls.key`` go for the server; ``on_renewed``: reloads it."""
@@ -69,6 +73,12 @@ class CertificateKeeper:
         self._cert_dir = cert_dir
         self._field_manager = field_manager
         self._on_renewed = on_renewed
+        self._events = events
+        self._regarding = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": self._secret, "namespace": self._namespace},
+        }
         self._installed: Pair | None = None
         self._problem = "the certificate has not been read yet"
 
@@ -96,6 +106,13 @@ class CertificateKeeper:
             problem = f"cannot keep the visibility API certificate: {step}: {err or 'timed out'}"
         if problem and problem != self._problem:
             log.error("visibility API certificate not in place", reason=problem)
+            self._events.emit(
+                self._regarding,
+                reason="CertificateNotInPlace",
+                note=problem[:1000],
+                action="KeepCertificate",
+                event_type="Warning",
+            )
         elif not problem and self._problem:
             log.info("visibility API certificate in place", secret=f"{self._namespace}/{self._secret}")
         self._problem = problem
@@ -132,6 +149,9 @@ class CertificateKeeper:
                 raise
             return await self._pair(attempts=attempts - 1)
         log.info("visibility API certificate made", secret=f"{self._namespace}/{self._secret}", reason=why)
+        kept = "the CA kept" if keep_ca is not None else "a new CA"
+        note = f"Made the visibility API's serving certificate ({kept}): {why}"
+        self._events.emit(self._regarding, reason="CertificateMade", note=note[:1000], action="KeepCertificate")
         return fresh
 
     def _install(self, pair: Pair) -> None:

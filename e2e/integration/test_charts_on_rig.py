@@ -788,6 +788,31 @@ def test_kfed_manager_keeps_its_own_visibility_certificate(installed: Installed)
             assert code == 0, process.log()[-3000:]
             assert_no_forbidden(process, "kfed-manager")
         assert pairs[0] == pairs[1], "a restart keeps the pair"
+        assert [e["reason"] for e in _events_on(rig, secret_name)] == ["CertificateMade"], "one pair, made once"
+        # An APIService that sends elsewhere (Kueue's, say) is not kfed-manager's to change: left alone, and said.
+        elsewhere = {"spec": {"service": {"name": "someone-else"}}}
+        rig.kubectl(
+            MANAGER,
+            "patch",
+            "apiservice",
+            "v1beta2.visibility.kueue.x-k8s.io",
+            "--type=merge",
+            "-p",
+            json.dumps(elsewhere),
+        )
+        process = Process(argv, installed.directory / "kfed-manager-own-cert-elsewhere.log")
+        try:
+            warning = wait_for(
+                lambda: [e for e in _events_on(rig, secret_name) if e["reason"] == "CertificateNotInPlace"],
+                until=bool,
+                timeout=60,
+                what="a Warning Event on the Secret saying why the caBundle is not kfed-manager's to set",
+            )[0]
+            assert warning["type"] == "Warning"
+            assert f"sends to Service {NAMESPACE}/someone-else" in warning["note"], warning["note"]
+            assert ca_bundle() == pairs[0]["ca.crt"], "the APIService is left as it was"
+        finally:
+            process.stop()
     finally:
         # kfed-manager's writes made it the caBundle's field manager: Helm's server-side apply takes it back only with
         # --force-conflicts (the chart's README says so for this switch)
@@ -795,6 +820,13 @@ def test_kfed_manager_keeps_its_own_visibility_certificate(installed: Installed)
 
 
 VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2"
+
+
+def _events_on(rig: Federation, secret: str) -> list[dict[str, Any]]:
+    """The events.k8s.io Events about the Secret, oldest first."""
+    listed = json.loads(rig.kubectl(MANAGER, "-n", NAMESPACE, "get", "events.events.k8s.io", "-o", "json").stdout)
+    about = [e for e in listed["items"] if (e.get("regarding") or {}).get("name") == secret]
+    return sorted(about, key=lambda e: e["metadata"]["creationTimestamp"])
 
 
 def _served_by(rig: Federation, port: int, ca: bytes, server_name: str) -> bool:
