@@ -10,6 +10,7 @@ No cluster needed (helm only), but helm comes from the toolchain build, hence th
 from __future__ import annotations
 
 import base64
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -440,33 +441,21 @@ def _certificate_by_kfed_manager(fullname: str, container: Obj, pod: Obj, object
     return ""
 
 
+def _template_manager(bins: Path, values: dict[str, Any], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``helm template`` of the manager chart with ``values``, as Argo CD and Flux render it (no lookup)."""
+    args = ["template", "kfed-test", str(MANAGER_CHART), f"--namespace={NAMESPACE}", f"--kube-version={KUBE_VERSION}"]
+    return helm(bins, *args, *set_args(values), check=check)
+
+
 def test_a_certificate_kept_by_kfed_manager_renders_the_same_every_time(bins: Path) -> None:
     """helm template (Argo CD, Flux) has no lookup: with generatedBy: kfed-manager two renders are identical, where
     the chart's own certificate differs each time. A value other than chart or kfed-manager is refused."""
-
-    def render(values: dict[str, Any]) -> str:
-        args = [
-            "template",
-            "kfed-test",
-            str(MANAGER_CHART),
-            f"--namespace={NAMESPACE}",
-            f"--kube-version={KUBE_VERSION}",
-        ]
-        return helm(bins, *args, *set_args(values)).stdout
-
     kept = {"visibility.certificate.generatedBy": "kfed-manager"}
-    assert render(kept) == render(kept)
-    assert render({}) != render({}), "the chart's own certificate is made anew where lookup sees nothing"
-    bad = helm(
-        bins,
-        "template",
-        "kfed-test",
-        str(MANAGER_CHART),
-        f"--namespace={NAMESPACE}",
-        f"--kube-version={KUBE_VERSION}",
-        *set_args({"visibility.certificate.generatedBy": "cert-manager"}),
-        check=False,
+    assert _template_manager(bins, kept).stdout == _template_manager(bins, kept).stdout
+    assert _template_manager(bins, {}).stdout != _template_manager(bins, {}).stdout, (
+        "the chart's own certificate is made anew where lookup sees nothing"
     )
+    bad = _template_manager(bins, {"visibility.certificate.generatedBy": "cert-manager"}, check=False)
     assert bad.returncode != 0
     assert "generatedBy" in bad.stderr
 
@@ -474,16 +463,7 @@ def test_a_certificate_kept_by_kfed_manager_renders_the_same_every_time(bins: Pa
 def test_an_own_visibility_certificate_needs_its_ca(bins: Path) -> None:
     """A Secret of one's own without the CA that signed it would leave the APIService unable to verify the server:
     helm refuses it, saying what is missing."""
-    result = helm(
-        bins,
-        "template",
-        "kfed-test",
-        str(MANAGER_CHART),
-        f"--namespace={NAMESPACE}",
-        f"--kube-version={KUBE_VERSION}",
-        *set_args({"visibility.certificate.secretName": "team-visibility-tls"}),
-        check=False,
-    )
+    result = _template_manager(bins, {"visibility.certificate.secretName": "team-visibility-tls"}, check=False)
     assert result.returncode != 0
     assert "visibility.certificate.caBundle" in result.stderr
     assert "is required" in result.stderr
