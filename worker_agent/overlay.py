@@ -3,6 +3,11 @@
 Without it, a pass that runs between the agent's write and the watch event would see the stale object and decide
 again (a second admission, a second Job start). The overlay holds the apiserver's answer to each write and
 forgets it as soon as the cache delivers that resourceVersion (or a later one, or a deletion).
+
+The watch may also be ahead of the answer: on a busy machine the write's own event and later ones (the Job
+controller's status update after a suspension) can reach the cache before the writer resumes to remember its
+answer. So the answer is shown only while it is newer than what the cache holds, checked on every read, not only
+when the next event comes (a Job copy stayed "suspended with a pod active" for good when no event followed).
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ class WriteOverlay:
 
     def __init__(self) -> None:
         self._written: dict[str, Obj] = {}
+        self._in_memory: set[str] = set()
+        """Keys whose object was never sent (:meth:`show`): it carries the cached resourceVersion it was made from,
+        so the cache has caught up only with a later one."""
         self.version = next(_VERSIONS)
         """Changes whenever what the overlay shows changes (like ``federation.kube.store.Store.version``)."""
 
@@ -45,26 +53,56 @@ class WriteOverlay:
         return len(self._written)
 
     def remember(self, written: Obj) -> None:
-        self._written[_key(written)] = written
+        """``written`` is the apiserver's answer to a write: shown until the cache holds its version or a later one."""
+        key = _key(written)
+        self._written[key] = written
+        self._in_memory.discard(key)
         self.version = next(_VERSIONS)
 
+    def show(self, made: Obj) -> None:
+        """``made`` is a cached object changed only in this process (e.g. finished during a grace, not written yet),
+        at the cached resourceVersion: shown until the cache holds a later version."""
+        key = _key(made)
+        self._written[key] = made
+        self._in_memory.add(key)
+        self.version = next(_VERSIONS)
+
+    def _caught_up(self, key: str, seen: Obj, ours: Obj) -> bool:
+        seen_version, our_version = _version(seen), _version(ours)
+        if key in self._in_memory and seen_version == our_version:
+            return False
+        return _not_older(seen_version, our_version)
+
+    def _forget(self, key: str) -> None:
+        del self._written[key]
+        self._in_memory.discard(key)
+
     def observe(self, event_type: str, obj: Obj, _old: Obj | None = None) -> None:
-        """Watch-cache handler: drop the entry once the cache has our version (or the object is gone)."""
+        """Watch-cache handler: drop the entry once the cache has caught up with it (or the object is gone)."""
         key = _key(obj)
         written = self._written.get(key)
         if written is None:
             return
-        if event_type == "DELETED" or _not_older(_version(obj), _version(written)):
-            del self._written[key]
+        if event_type == "DELETED" or self._caught_up(key, obj, written):
+            self._forget(key)
             self.version = next(_VERSIONS)
 
     def view(self, cached: Obj) -> Obj:
         """The freshest known copy of ``cached``."""
-        return self._written.get(_key(cached), cached)
+        return self.view_keyed(_key(cached), cached)
 
     def view_keyed(self, key: str, cached: Obj) -> Obj:
         """:meth:`view` for a caller that has the key already (a pass over a store's items builds none)."""
-        return self._written.get(key, cached)
+        written = self._written.get(key)
+        if written is None:
+            return cached
+        if self._caught_up(key, cached, written):  # the cache got there first (the module docstring): ours is history
+            self._forget(key)  # what is shown does not change: no new version
+            return cached
+        return written
 
     def get(self, key: str, cached: Obj | None) -> Obj | None:
-        return self._written.get(key, cached)
+        """The freshest known copy under ``key``: ours when the cache has none yet (just created) or an older one."""
+        if cached is None:
+            return self._written.get(key)
+        return self.view_keyed(key, cached)

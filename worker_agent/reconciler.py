@@ -706,7 +706,7 @@ class Reconciler:
             bound.info("workload.finished", reason=finish.reason, message=finish.message, written="deferred")
         due, _ = self._finish_owed.get(key, (time.monotonic() + self.finish_grace, finish))
         self._finish_owed[key] = (due, finish)
-        self.world.workload_writes.remember(finished_view(workload, finish))
+        self.world.workload_writes.show(finished_view(workload, finish))
         self.on_released()
 
     def _write_owed_finishes(self, tg: anyio.abc.TaskGroup, limiter: anyio.CapacityLimiter) -> None:

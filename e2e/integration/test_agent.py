@@ -477,7 +477,23 @@ def test_a_gated_copy_preempts_nothing_until_its_manager_opens_the_gate(rig: Fed
         evicted = wait_for("low preempted", lambda: condition(workload("low"), "Evicted"), timeout=30)
         assert (evicted["status"], evicted["reason"]) == ("True", "Preempted")
         assert (condition(workload("low"), "Preempted") or {}).get("reason") == "InClusterQueue"
-        wait_for("high admitted", lambda: is_true(workload("high"), "Admitted"), timeout=60)
+        try:
+            wait_for("high admitted", lambda: is_true(workload("high"), "Admitted"), timeout=60)
+        except AssertionError as err:  # what low's stop and release waited on
+            low_job = job("low") or {}
+            pods = (get_json(rig, "pods", "-n", ns) or {}).get("items") or ()
+            seen = [
+                (p["metadata"]["name"], p["metadata"].get("deletionTimestamp"), p.get("status", {}).get("phase"))
+                for p in pods
+            ]
+            low_conditions = [
+                (c["type"], c["status"], c.get("reason"))
+                for c in (workload("low") or {}).get("status", {}).get("conditions", ())
+            ]
+            raise AssertionError(
+                f"{err}\nlow's Job: suspend={low_job.get('spec', {}).get('suspend')} status={low_job.get('status')}"
+                f"\npods: {seen}\nlow's conditions: {low_conditions}"
+            ) from err
     assert (job("low") or {})["spec"]["suspend"] is True
     low_after = workload("low") or {}
     assert not is_true(low_after, "QuotaReserved")

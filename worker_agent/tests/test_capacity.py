@@ -92,6 +92,41 @@ def test_overlay_serves_our_write_until_the_cache_has_it() -> None:
     assert len(overlay) == 0
 
 
+def test_overlay_shows_the_cache_when_the_watch_was_ahead_of_the_write_answer() -> None:
+    """A Job copy suspended by the agent: its own event (12) and the Job controller's (13: no pod active) reached the
+    cache before the agent remembered the answer (12). The cache is shown, with no event after to clear the entry
+    (the copy's Workload was never released otherwise, CI after session 18)."""
+    overlay = WriteOverlay()
+    written = {"metadata": {"namespace": "ns", "name": "j", "resourceVersion": "12"}, "status": {"active": 1}}
+    for version in ("12", "13"):
+        overlay.observe("MODIFIED", {"metadata": {"namespace": "ns", "name": "j", "resourceVersion": version}})
+    overlay.remember(written)
+    latest = {"metadata": {"namespace": "ns", "name": "j", "resourceVersion": "13"}, "status": {}}
+    assert overlay.view(latest) is latest
+    assert overlay.get("ns/j", latest) is latest
+    assert len(overlay) == 0
+    overlay.remember(written)
+    assert overlay.get("ns/j", None) is written  # not in the cache at all (yet): ours
+
+
+def test_overlay_shows_an_in_memory_change_until_the_cache_has_a_later_version() -> None:
+    overlay = WriteOverlay()
+    cached = {"metadata": {"namespace": "ns", "name": "w", "resourceVersion": "10"}}
+    finished = {**cached, "status": {"conditions": [{"type": "Finished", "status": "True"}]}}
+    before = overlay.version
+    overlay.show(finished)
+    assert overlay.version != before
+    assert overlay.view(cached) is finished
+    assert overlay.view(cached) is finished  # the same version again: still ours
+    later = {"metadata": {"namespace": "ns", "name": "w", "resourceVersion": "11"}}
+    assert overlay.view(later) is later
+    overlay.show(finished)
+    overlay.observe("MODIFIED", cached)
+    assert overlay.view(cached) is finished
+    overlay.observe("MODIFIED", later)
+    assert len(overlay) == 0
+
+
 def test_report_carries_the_tas_summary_that_the_capacity_schema_accepts_and_the_manager_reads_back() -> None:
     from federation.api.capacity import ClusterCapacityStatus
     from federation.topology import NodeSpec, summarize
