@@ -40,6 +40,18 @@ NO_JOB_CREATE = [
 ]
 
 
+PROBE_JOB = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {"name": "quota-probe", "namespace": "default"},
+    "spec": {
+        "template": {
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "registry.example/train:1"}]}
+        }
+    },
+}
+
+
 def _apply(fed: Federation, cluster: str, objects: list[dict[str, object]]) -> None:
     fed.kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
 
@@ -145,6 +157,18 @@ def test_a_copy_the_workers_quota_refuses_is_not_blamed_on_permissions(refusing_
         assert "lack this permission" in permission_refusal, permission_refusal
 
     fed.kubectl("worker-1", "delete", "resourcequota", "no-jobs")
+    # kube-apiserver's quota admission may keep a quota it looked up live for 30 s after the quota is gone (its
+    # liveLookupCache): clear the refusal once worker-1 really takes a Job again, or kfed is rightly refused anew
+    wait_for(
+        lambda: (
+            fed.kubectl(
+                "worker-1", "create", "--dry-run=server", "-f", "-", input=json.dumps(PROBE_JOB), check=False
+            ).returncode
+        ),
+        until=lambda code: code == 0,
+        timeout=60,
+        what="worker-1 to accept a Job again (a server-side dry run)",
+    )
     kept = ",".join(w for w in _refused_by(workload) if w != "worker-1")
     fed.kubectl(MANAGER, "annotate", "workload", name, f"kfed.io/refused-by={kept}", "--overwrite")
     wait_complete(fed, "over-quota", timeout=90)
