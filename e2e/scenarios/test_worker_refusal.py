@@ -171,7 +171,12 @@ def test_a_copy_the_workers_quota_refuses_is_not_blamed_on_permissions(refusing_
     )
     kept = ",".join(w for w in _refused_by(workload) if w != "worker-1")
     fed.kubectl(MANAGER, "annotate", "workload", name, f"kfed.io/refused-by={kept}", "--overwrite")
-    wait_complete(fed, "over-quota", timeout=90)
+    try:
+        wait_complete(fed, "over-quota", timeout=90)
+    except AssertionError as err:  # say where the Workload stands, not only that the Job did not finish
+        stands = workload_of(fed, "over-quota") or {}
+        conditions = [(c["type"], c["status"], c.get("reason"), c.get("message")) for c in _conditions(stands)]
+        raise AssertionError(f"{err}\nrefused by: {_refused_by(stands)}; conditions: {conditions}") from err
     done = workload_of(fed, "over-quota")
     assert (done or {}).get("status", {}).get("clusterName") == "worker-1"
 
@@ -179,3 +184,7 @@ def test_a_copy_the_workers_quota_refuses_is_not_blamed_on_permissions(refusing_
 def _refused_by(workload: dict[str, Any]) -> list[str]:
     annotations = (workload.get("metadata") or {}).get("annotations") or {}
     return [w for w in str(annotations.get("kfed.io/refused-by", "")).split(",") if w]
+
+
+def _conditions(workload: dict[str, Any]) -> list[dict[str, Any]]:
+    return list((workload.get("status") or {}).get("conditions") or ())
