@@ -473,7 +473,7 @@ def test_a_gated_copy_preempts_nothing_until_its_manager_opens_the_gate(rig: Fed
         "-p",
         json.dumps({"status": {"preemptionGates": [opened]}}),
     )
-    with agent.log_on_failure():  # it once timed out here, only after other suites ran (session 17): keep the why
+    with agent.log_on_failure():  # timed out here twice: the overlay showed a stale answer (worker_agent.overlay)
         evicted = wait_for("low preempted", lambda: condition(workload("low"), "Evicted"), timeout=30)
         assert (evicted["status"], evicted["reason"]) == ("True", "Preempted")
         assert (condition(workload("low"), "Preempted") or {}).get("reason") == "InClusterQueue"
