@@ -109,7 +109,7 @@ class CertificateKeeper:
             self._events.emit(
                 self._regarding,
                 reason="CertificateNotInPlace",
-                note=problem[:1000],
+                note=problem,
                 action="KeepCertificate",
                 event_type="Warning",
             )
@@ -151,7 +151,7 @@ class CertificateKeeper:
         log.info("visibility API certificate made", secret=f"{self._namespace}/{self._secret}", reason=why)
         kept = "the CA kept" if keep_ca is not None else "a new CA"
         note = f"Made the visibility API's serving certificate ({kept}): {why}"
-        self._events.emit(self._regarding, reason="CertificateMade", note=note[:1000], action="KeepCertificate")
+        self._events.emit(self._regarding, reason="CertificateMade", note=note, action="KeepCertificate")
         return fresh
 
     def _install(self, pair: Pair) -> None:

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import pytest
 
 from e2e.rig.federation import REPO_ROOT, Federation
+from federation.conditions import conditions_of
 
 pytestmark = pytest.mark.integration
 
@@ -486,10 +487,7 @@ def test_a_gated_copy_preempts_nothing_until_its_manager_opens_the_gate(rig: Fed
                 (p["metadata"]["name"], p["metadata"].get("deletionTimestamp"), p.get("status", {}).get("phase"))
                 for p in pods
             ]
-            low_conditions = [
-                (c["type"], c["status"], c.get("reason"))
-                for c in (workload("low") or {}).get("status", {}).get("conditions", ())
-            ]
+            low_conditions = [(c["type"], c["status"], c.get("reason")) for c in conditions_of(workload("low") or {})]
             raise AssertionError(
                 f"{err}\nlow's Job: suspend={low_job.get('spec', {}).get('suspend')} status={low_job.get('status')}"
                 f"\npods: {seen}\nlow's conditions: {low_conditions}"

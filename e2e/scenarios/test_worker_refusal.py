@@ -26,6 +26,7 @@ from e2e.rig.nodes import NodeShape
 from e2e.scenarios.helpers import condition, get, items, remote_copies, submit, wait_complete, workload_of
 from e2e.toolchain import ensure_built
 from e2e.waiting import wait_for
+from federation.conditions import conditions_of
 
 pytestmark = pytest.mark.e2e
 
@@ -175,7 +176,7 @@ def test_a_copy_the_workers_quota_refuses_is_not_blamed_on_permissions(refusing_
         wait_complete(fed, "over-quota", timeout=90)
     except AssertionError as err:  # say where the Workload stands, not only that the Job did not finish
         stands = workload_of(fed, "over-quota") or {}
-        conditions = [(c["type"], c["status"], c.get("reason"), c.get("message")) for c in _conditions(stands)]
+        conditions = [(c["type"], c["status"], c.get("reason"), c.get("message")) for c in conditions_of(stands)]
         raise AssertionError(f"{err}\nrefused by: {_refused_by(stands)}; conditions: {conditions}") from err
     done = workload_of(fed, "over-quota")
     assert (done or {}).get("status", {}).get("clusterName") == "worker-1"
@@ -184,7 +185,3 @@ def test_a_copy_the_workers_quota_refuses_is_not_blamed_on_permissions(refusing_
 def _refused_by(workload: dict[str, Any]) -> list[str]:
     annotations = (workload.get("metadata") or {}).get("annotations") or {}
     return [w for w in str(annotations.get("kfed.io/refused-by", "")).split(",") if w]
-
-
-def _conditions(workload: dict[str, Any]) -> list[dict[str, Any]]:
-    return list((workload.get("status") or {}).get("conditions") or ())
