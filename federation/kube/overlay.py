@@ -11,7 +11,9 @@ the write was based on and, for a chain of writes, the ones before). While the c
 overlay's object is the truth; as soon as the cache holds anything else (our write arrived, or a later one, or the
 object was deleted) the entry is dropped and the cache is the truth again. No resourceVersion is ever compared by
 order (Kubernetes says they are opaque): only by equality. An object this process created is shown the same
-way until the cache lists it (:meth:`WriteOverlay.created`; :meth:`get` only, iteration shows the cache's objects).
+way until the cache lists it (:meth:`WriteOverlay.created`; :meth:`get` only, iteration shows the cache's objects),
+unless the cache already saw it deleted: on a busy machine the watch can deliver a create and its deletion before
+the creator resumes, so the overlay remembers the uids of the last deletions it observed.
 Deletions are not laid over: a deleted object stays visible until the cache drops it (a Job deleted in the
 foreground still has pods until then).
 
@@ -41,6 +43,15 @@ def _version(obj: Obj | None) -> str | None:
     return str(version) if version else None
 
 
+RECENT_DELETIONS = 4096
+"""How many deleted objects' uids the overlay remembers (a create answered after its own deletion was seen)."""
+
+
+def _uid(obj: Obj) -> str | None:
+    uid = (obj.get("metadata") or {}).get("uid")
+    return str(uid) if uid else None
+
+
 def _key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta["name"])
@@ -62,6 +73,8 @@ class WriteOverlay:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._written: dict[str, _Written] = {}
+        self._deleted: dict[str, None] = {}
+        """uids of the last :data:`RECENT_DELETIONS` objects the cache saw deleted, oldest first."""
         self._listeners: list[Callable[[str], None]] = []
 
     def add_listener(self, listener: Callable[[str], None]) -> None:
@@ -96,8 +109,8 @@ class WriteOverlay:
 
     def created(self, obj: Obj) -> None:
         """``obj`` is what the apiserver answered to a create: shown by :meth:`get` while the cache has no object
-        under its key."""
-        if _version(obj) is not None:
+        under its key (not when the cache has already seen it deleted)."""
+        if _version(obj) is not None and _uid(obj) not in self._deleted:
             key = _key(obj)
             self._written[key] = _Written(obj, frozenset({_ABSENT}))
             self._laid(key)
@@ -128,6 +141,10 @@ class WriteOverlay:
         """A cache event: once the cache holds a version our write did not supersede, the write has arrived (or was
         overtaken) and the cache is the truth again."""
         key = _key(obj)
+        if event == DELETED and (uid := _uid(obj)) is not None:
+            self._deleted[uid] = None
+            if len(self._deleted) > RECENT_DELETIONS:
+                del self._deleted[next(iter(self._deleted))]
         entry = self._written.get(key)
         if entry is None:
             return

@@ -2,12 +2,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from federation.kube.overlay import WriteOverlay
+from federation.kube.overlay import RECENT_DELETIONS, WriteOverlay
 from federation.kube.store import ADDED, DELETED, MODIFIED, Store
 
 
 def obj(name: str, rv: str, state: str = "") -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}, "status": {"state": state}}
+
+
+def with_uid(o: dict[str, Any], uid: str) -> dict[str, Any]:
+    return {**o, "metadata": {**o["metadata"], "uid": uid}}
 
 
 def test_a_write_shows_until_the_cache_has_it() -> None:
@@ -76,6 +80,36 @@ def test_a_created_object_shows_until_the_cache_lists_it() -> None:
     store.upsert(obj("d", "6"))  # listed at a later version without an event seen here (a relist)
     assert view.get("ns/d") == obj("d", "6")
     assert view.pending == 0
+
+
+def test_a_create_answered_after_the_cache_saw_it_deleted_is_not_shown() -> None:
+    # the watch delivered the create and the deletion before the creator resumed with the create's answer
+    store = Store()
+    view = WriteOverlay(store)
+    made = with_uid(obj("c", "3"), "u-1")
+    gone = with_uid(obj("c", "5"), "u-1")
+    store.upsert(made)
+    view.observe(ADDED, made)
+    store.delete(gone)
+    view.observe(DELETED, gone)
+    view.created(made)
+    assert view.get("ns/c") is None
+    assert view.pending == 0
+    again = with_uid(obj("c", "8"), "u-2")
+    view.created(again)  # a new object under the same name is another uid: shown until the cache lists it
+    assert view.get("ns/c") == again
+
+
+def test_the_overlay_remembers_a_bounded_number_of_deletions() -> None:
+    view = WriteOverlay(Store())
+    for n in range(RECENT_DELETIONS + 1):
+        view.observe(DELETED, with_uid(obj(f"o{n}", "2"), f"u{n}"))
+    first = with_uid(obj("o0", "1"), "u0")
+    view.created(first)  # forgotten: the oldest deletion went when the bound was passed
+    assert view.get("ns/o0") == first
+    last = with_uid(obj(f"o{RECENT_DELETIONS}", "1"), f"u{RECENT_DELETIONS}")
+    view.created(last)
+    assert view.get(f"ns/o{RECENT_DELETIONS}") is None
 
 
 def test_a_shown_write_is_seen_until_its_answer_replaces_it() -> None:
