@@ -8,6 +8,8 @@ The watch may also be ahead of the answer: on a busy machine the write's own eve
 controller's status update after a suspension) can reach the cache before the writer resumes to remember its
 answer. So the answer is shown only while it is newer than what the cache holds, checked on every read, not only
 when the next event comes (a Job copy stayed "suspended with a pod active" for good when no event followed).
+The same goes for a deletion: an answer remembered after the cache saw its object deleted is not shown (the overlay
+keeps the uids of the last deletions it observed), or a read by name would find a Workload that is gone.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 
 Obj = dict[str, Any]
 _VERSIONS = itertools.count(1)
+RECENT_DELETIONS = 4096
+"""How many deleted objects' uids the overlay remembers."""
 
 
 def _key(obj: Mapping[str, Any]) -> str:
@@ -28,6 +32,11 @@ def _key(obj: Mapping[str, Any]) -> str:
 
 def _version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _uid(obj: Mapping[str, Any]) -> str | None:
+    uid = (obj.get("metadata") or {}).get("uid")
+    return str(uid) if uid else None
 
 
 def _not_older(seen: str, written: str) -> bool:
@@ -46,6 +55,8 @@ class WriteOverlay:
         self._in_memory: set[str] = set()
         """Keys whose object was never sent (:meth:`show`): it carries the cached resourceVersion it was made from,
         so the cache has caught up only with a later one."""
+        self._deleted: dict[str, None] = {}
+        """uids of the last :data:`RECENT_DELETIONS` objects the cache saw deleted, oldest first."""
         self.version = next(_VERSIONS)
         """Changes whenever what the overlay shows changes (like ``federation.kube.store.Store.version``)."""
 
@@ -54,6 +65,8 @@ class WriteOverlay:
 
     def remember(self, written: Obj) -> None:
         """``written`` is the apiserver's answer to a write: shown until the cache holds its version or a later one."""
+        if _uid(written) in self._deleted:
+            return  # the cache has seen it deleted since: the answer is history
         key = _key(written)
         self._written[key] = written
         self._in_memory.discard(key)
@@ -62,6 +75,8 @@ class WriteOverlay:
     def show(self, made: Obj) -> None:
         """``made`` is a cached object changed only in this process (e.g. finished during a grace, not written yet),
         at the cached resourceVersion: shown until the cache holds a later version."""
+        if _uid(made) in self._deleted:
+            return
         key = _key(made)
         self._written[key] = made
         self._in_memory.add(key)
@@ -80,6 +95,10 @@ class WriteOverlay:
     def observe(self, event_type: str, obj: Obj, _old: Obj | None = None) -> None:
         """Watch-cache handler: drop the entry once the cache has caught up with it (or the object is gone)."""
         key = _key(obj)
+        if event_type == "DELETED" and (uid := _uid(obj)) is not None:
+            self._deleted[uid] = None
+            if len(self._deleted) > RECENT_DELETIONS:
+                del self._deleted[next(iter(self._deleted))]
         written = self._written.get(key)
         if written is None:
             return

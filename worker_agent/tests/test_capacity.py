@@ -13,7 +13,7 @@ from federation.tests.api_builders import admitted_status, cluster_queue, flavor
 from worker_agent.capacity_publisher import CapacityPublisher
 from worker_agent.decisions.capacity import capacity_status
 from worker_agent.decisions.jobs import start_decision
-from worker_agent.overlay import WriteOverlay
+from worker_agent.overlay import RECENT_DELETIONS, WriteOverlay
 from worker_agent.world import World
 
 NOW = dt.datetime(2026, 1, 1, 0, 3, tzinfo=dt.UTC)
@@ -107,6 +107,26 @@ def test_overlay_shows_the_cache_when_the_watch_was_ahead_of_the_write_answer() 
     assert len(overlay) == 0
     overlay.remember(written)
     assert overlay.get("ns/j", None) is written  # not in the cache at all (yet): ours
+
+
+def test_overlay_does_not_show_an_answer_for_an_object_the_cache_saw_deleted() -> None:
+    """The Workload copy was patched by the agent and deleted by kfed-manager, and the watch delivered both before
+    the agent remembered the patch's answer: a read by name finds nothing, not a Workload that is gone."""
+    overlay = WriteOverlay()
+    meta = {"namespace": "ns", "name": "w", "uid": "u-1"}
+    overlay.observe("DELETED", {"metadata": {**meta, "resourceVersion": "14"}})
+    overlay.remember({"metadata": {**meta, "resourceVersion": "12"}, "status": {"admission": {}}})
+    overlay.show({"metadata": {**meta, "resourceVersion": "12"}, "status": {}})
+    assert overlay.get("ns/w", None) is None
+    assert len(overlay) == 0
+    again = {"metadata": {**meta, "uid": "u-2", "resourceVersion": "20"}}  # made again under the same name
+    overlay.remember(again)
+    assert overlay.get("ns/w", None) is again
+    for n in range(RECENT_DELETIONS):  # the overlay forgets the oldest deletions past its bound
+        overlay.observe("DELETED", {"metadata": {"namespace": "ns", "name": f"o{n}", "uid": f"o{n}"}})
+    first = {"metadata": {**meta, "resourceVersion": "12"}}
+    overlay.remember(first)
+    assert overlay.get("ns/w", None) is first
 
 
 def test_overlay_shows_an_in_memory_change_until_the_cache_has_a_later_version() -> None:
