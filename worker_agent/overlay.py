@@ -18,10 +18,10 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
+from federation.kube.overlay import RecentDeletions
+
 Obj = dict[str, Any]
 _VERSIONS = itertools.count(1)
-RECENT_DELETIONS = 4096
-"""How many deleted objects' uids the overlay remembers."""
 
 
 def _key(obj: Mapping[str, Any]) -> str:
@@ -32,11 +32,6 @@ def _key(obj: Mapping[str, Any]) -> str:
 
 def _version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
-def _uid(obj: Mapping[str, Any]) -> str | None:
-    uid = (obj.get("metadata") or {}).get("uid")
-    return str(uid) if uid else None
 
 
 def _not_older(seen: str, written: str) -> bool:
@@ -55,8 +50,7 @@ class WriteOverlay:
         self._in_memory: set[str] = set()
         """Keys whose object was never sent (:meth:`show`): it carries the cached resourceVersion it was made from,
         so the cache has caught up only with a later one."""
-        self._deleted: dict[str, None] = {}
-        """uids of the last :data:`RECENT_DELETIONS` objects the cache saw deleted, oldest first."""
+        self._deleted = RecentDeletions()
         self.version = next(_VERSIONS)
         """Changes whenever what the overlay shows changes (like ``federation.kube.store.Store.version``)."""
 
@@ -65,7 +59,7 @@ class WriteOverlay:
 
     def remember(self, written: Obj) -> None:
         """``written`` is the apiserver's answer to a write: shown until the cache holds its version or a later one."""
-        if _uid(written) in self._deleted:
+        if self._deleted.saw(written):
             return  # the cache has seen it deleted since: the answer is history
         key = _key(written)
         self._written[key] = written
@@ -75,7 +69,7 @@ class WriteOverlay:
     def show(self, made: Obj) -> None:
         """``made`` is a cached object changed only in this process (e.g. finished during a grace, not written yet),
         at the cached resourceVersion: shown until the cache holds a later version."""
-        if _uid(made) in self._deleted:
+        if self._deleted.saw(made):
             return
         key = _key(made)
         self._written[key] = made
@@ -95,10 +89,7 @@ class WriteOverlay:
     def observe(self, event_type: str, obj: Obj, _old: Obj | None = None) -> None:
         """Watch-cache handler: drop the entry once the cache has caught up with it (or the object is gone)."""
         key = _key(obj)
-        if event_type == "DELETED" and (uid := _uid(obj)) is not None:
-            self._deleted[uid] = None
-            if len(self._deleted) > RECENT_DELETIONS:
-                del self._deleted[next(iter(self._deleted))]
+        self._deleted.observe(event_type, obj)
         written = self._written.get(key)
         if written is None:
             return

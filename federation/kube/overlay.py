@@ -24,7 +24,7 @@ cache moves on (:meth:`WriteOverlay.unshow` takes it back when the write is refu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,12 +44,27 @@ def _version(obj: Obj | None) -> str | None:
 
 
 RECENT_DELETIONS = 4096
-"""How many deleted objects' uids the overlay remembers (a create answered after its own deletion was seen)."""
+"""How many deleted objects' uids an overlay remembers (an answer that arrives after its object's deletion)."""
 
 
-def _uid(obj: Obj) -> str | None:
-    uid = (obj.get("metadata") or {}).get("uid")
-    return str(uid) if uid else None
+class RecentDeletions:
+    """The uids of the last :data:`RECENT_DELETIONS` objects a cache saw deleted (both processes' overlays use it:
+    a write's answer for one of them is history, not an object to show)."""
+
+    def __init__(self) -> None:
+        self._uids: dict[str, None] = {}  # oldest first
+
+    def observe(self, event: str, obj: Mapping[str, Any]) -> None:
+        uid = (obj.get("metadata") or {}).get("uid")
+        if event == DELETED and uid:
+            self._uids[str(uid)] = None
+            if len(self._uids) > RECENT_DELETIONS:
+                del self._uids[next(iter(self._uids))]
+
+    def saw(self, obj: Mapping[str, Any]) -> bool:
+        """Whether ``obj`` (by its uid) is one the cache saw deleted."""
+        uid = (obj.get("metadata") or {}).get("uid")
+        return bool(uid) and str(uid) in self._uids
 
 
 def _key(obj: Obj) -> str:
@@ -73,8 +88,7 @@ class WriteOverlay:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._written: dict[str, _Written] = {}
-        self._deleted: dict[str, None] = {}
-        """uids of the last :data:`RECENT_DELETIONS` objects the cache saw deleted, oldest first."""
+        self._deleted = RecentDeletions()
         self._listeners: list[Callable[[str], None]] = []
 
     def add_listener(self, listener: Callable[[str], None]) -> None:
@@ -110,7 +124,7 @@ class WriteOverlay:
     def created(self, obj: Obj) -> None:
         """``obj`` is what the apiserver answered to a create: shown by :meth:`get` while the cache has no object
         under its key (not when the cache has already seen it deleted)."""
-        if _version(obj) is not None and _uid(obj) not in self._deleted:
+        if _version(obj) is not None and not self._deleted.saw(obj):
             key = _key(obj)
             self._written[key] = _Written(obj, frozenset({_ABSENT}))
             self._laid(key)
@@ -141,10 +155,7 @@ class WriteOverlay:
         """A cache event: once the cache holds a version our write did not supersede, the write has arrived (or was
         overtaken) and the cache is the truth again."""
         key = _key(obj)
-        if event == DELETED and (uid := _uid(obj)) is not None:
-            self._deleted[uid] = None
-            if len(self._deleted) > RECENT_DELETIONS:
-                del self._deleted[next(iter(self._deleted))]
+        self._deleted.observe(event, obj)
         entry = self._written.get(key)
         if entry is None:
             return

@@ -7,13 +7,14 @@ import anyio
 
 from federation.admission.api_queue_status import pending_by_cluster_queue, queue_status_patches
 from federation.admission.api_state import QuotaState
+from federation.kube.overlay import RECENT_DELETIONS
 from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES
 from federation.obs.metrics import Metrics
 from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, state, workload
 from worker_agent.capacity_publisher import CapacityPublisher
 from worker_agent.decisions.capacity import capacity_status
 from worker_agent.decisions.jobs import start_decision
-from worker_agent.overlay import RECENT_DELETIONS, WriteOverlay
+from worker_agent.overlay import WriteOverlay
 from worker_agent.world import World
 
 NOW = dt.datetime(2026, 1, 1, 0, 3, tzinfo=dt.UTC)
