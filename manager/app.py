@@ -124,6 +124,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="seconds a worker has to admit a dispatched workload before it is withdrawn and dispatched again",
     )
     parser.add_argument(
+        "--refusal-backoff",
+        type=float,
+        default=ManagerConfig.refusal_backoff,
+        help="seconds a worker that refused a workload's copy (403 Forbidden) is avoided for that workload the first "
+        "time; doubled with each further refusal, up to --refusal-backoff-max",
+    )
+    parser.add_argument(
+        "--refusal-backoff-max",
+        type=float,
+        default=ManagerConfig.refusal_backoff_max,
+        help="the longest a refusing worker is avoided for a workload in one go (seconds)",
+    )
+    parser.add_argument(
         "--reservation-hold",
         type=float,
         default=ManagerConfig.reservation_hold,
@@ -240,6 +253,8 @@ async def run(args: argparse.Namespace) -> None:
         worker_lost_timeout=args.worker_lost_timeout,
         gc_interval=args.gc_interval,
         dispatch_timeout=args.dispatch_timeout,
+        refusal_backoff=args.refusal_backoff,
+        refusal_backoff_max=args.refusal_backoff_max,
         reservation_hold=args.reservation_hold,
         dispatch_policy=DispatchPolicy(args.dispatch_policy),
         workers=args.concurrent_reconciles,

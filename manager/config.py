@@ -13,6 +13,7 @@ from federation.kube.kubeconfig import DEFAULT_KUBECONFIG_DIR
 from federation.protocol import DEFAULT_ORIGIN
 from manager.decisions.dispatch import DEFAULT_LARGE_SHARE, DispatchPolicy
 from manager.decisions.pods_ready import WaitForPodsReady
+from manager.decisions.refusals import DEFAULT_REFUSAL_BACKOFF, MAX_REFUSAL_BACKOFF
 from manager.decisions.retention import RetentionPolicy
 
 
@@ -25,6 +26,11 @@ class ManagerConfig:
     gc_interval: float = 60.0
     dispatch_timeout: float = 300.0
     """Seconds a worker has to admit a dispatched workload before it is withdrawn and dispatched again."""
+    refusal_backoff: float = DEFAULT_REFUSAL_BACKOFF
+    """Seconds a worker that refused a Workload's copy (403) is avoided for it the first time, doubling with each
+    refusal (``manager.decisions.refusals``)."""
+    refusal_backoff_max: float = MAX_REFUSAL_BACKOFF
+    """The longest such a worker is avoided in one go."""
     reservation_hold: float = 2.0
     """Seconds a reservation for a kfed-agent worker may wait to be written with the worker's admission, in one
     Workload status write (``manager.reservation_holds``; 0: each is written on its own)."""

@@ -27,10 +27,10 @@ from manager.config import ManagerConfig
 from manager.copy_cleanup import CopyCleaner
 from manager.decisions.admission_checks import CheckEviction, eviction_conditions, multikueue_check_names
 from manager.decisions.ledger import InFlightLedger
+from manager.decisions.refusals import REFUSED_UNTIL_ANNOTATION, refusal_annotations
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
     REASON_EVICTED_BY_ADMISSION_CHECK,
-    REFUSED_BY_ANNOTATION,
     WITHDRAWN_FROM_ANNOTATION,
     eviction_of,
     eviction_status,
@@ -52,6 +52,10 @@ Obj = dict[str, Any]
 
 UNREACHABLE_RECHECK_SECONDS = 30.0
 """While a workload's worker is unreachable, look again at least this often (the timeout may change meanwhile)."""
+
+
+def _until(annotations: dict[str, str]) -> dict[str, str]:
+    return {"retry_after": annotations[REFUSED_UNTIL_ANNOTATION]}
 
 
 class Evictions:
@@ -152,21 +156,30 @@ class Evictions:
 
     async def exclude(self, workload: Obj, *, worker: str, why: str, refused: bool = False) -> None:
         """Remember on the Workload that ``worker`` holds a foreign object of this name, or (``refused``) refused to
-        create our copy; the next pass withdraws, and the workload is not dispatched there again."""
+        create our copy (avoided until the time ``manager.decisions.refusals`` gives); the next pass withdraws, and
+        the workload is not dispatched there while that holds."""
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
+        annotations: dict[str, str]
         if refused:
-            log.error("worker refused a copy", workload=key, cluster=worker, error=why)
-            reason, annotation = "RemoteWriteForbidden", REFUSED_BY_ANNOTATION
+            annotations = refusal_annotations(
+                workload,
+                worker,
+                now=dt.datetime.now(dt.UTC),
+                base=self._config.refusal_backoff,
+                cap=self._config.refusal_backoff_max,
+            )
+            log.error("worker refused a copy", workload=key, cluster=worker, error=why, **_until(annotations))
+            reason = "RemoteWriteForbidden"
         else:
             log.warning("remote name taken by a foreign object", workload=key, cluster=worker, error=why)
-            reason, annotation = "RemoteObjectConflict", EXCLUDED_CLUSTERS_ANNOTATION
+            reason = "RemoteObjectConflict"
+            annotations = {EXCLUDED_CLUSTERS_ANNOTATION: exclusion_annotation(workload, worker)}
         self._events.emit(workload, reason=reason, note=why[:1000], action="Dispatch", event_type="Warning")
-        value = exclusion_annotation(workload, worker, annotation=annotation)
         updated = await self._api.patch(
             WORKLOADS,
             meta["name"],
-            {"metadata": {"annotations": {annotation: value}}},
+            {"metadata": {"annotations": annotations}},
             namespace=meta["namespace"],
             field_manager=self._config.field_manager,
         )

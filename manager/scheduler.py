@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -59,6 +59,7 @@ from manager.config import ManagerConfig
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
+from manager.decisions.refusals import RefusalEnds, refused_until
 from manager.decisions.reservation import (
     assigned_flavors,
     multikueue_workers,
@@ -66,7 +67,7 @@ from manager.decisions.reservation import (
     tas_flavor_names,
     workload_checks,
 )
-from manager.decisions.withdrawal import excluded_workers, preemption_status, withdrawn_from
+from manager.decisions.withdrawal import FOREIGN_JOB_REASON, exclusions, preemption_status, withdrawn_from
 from manager.reservation_holds import HeldReservation, ReservationHolds
 from manager.workers import WorkerAvailability
 
@@ -152,7 +153,9 @@ class GlobalScheduler:
         self._requeue_wake_at: float | None = None
         """The epoch second a pass is already scheduled for, when a requeued workload's backoff ends."""
         self._task_group: anyio.abc.TaskGroup
-        self._pass_workers: dict[tuple[tuple[str, ...], frozenset[str]], list[WorkerState]] = {}
+        self._pass_workers: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], list[WorkerState]] = {}
+        self._worker_refusal_ends = RefusalEnds()
+        """When refusals that kept a Workload from every worker end: a pass runs then, and the veto stamp changes."""
         self._preemptors: dict[str, tuple[str, str]] = {}
         """victim key -> (preempting ClusterQueue, Kueue's preemption reason), counted once the eviction is written."""
         self.last_state: QuotaState | None = None
@@ -273,21 +276,18 @@ class GlobalScheduler:
             log.warning("invalid quota object ignored", kind=ignored.kind, name=ignored.name, error=ignored.error)
         return state
 
-    def _workers(self, names: list[str], now: dt.datetime, *, excluded: frozenset[str]) -> list[WorkerState]:
-        """The workers' states for one decision; built once per pass for the same workers (their in-flight quota is
-        the ledger's live view, so the pass's own dispatches count)."""
-        key = (tuple(names), excluded)
+    def _workers(self, names: list[str], now: dt.datetime, *, excluded: Mapping[str, str]) -> list[WorkerState]:
+        """The workers' states for one decision (``excluded``: worker → why this Workload may not go there); built
+        once per pass for the same workers (their in-flight quota is the ledger's live view, so the pass's own
+        dispatches count)."""
+        key = (tuple(names), tuple(sorted(excluded.items())))
         cached = self._pass_workers.get(key)
         if cached is not None:
             return cached
         states = []
         for name in names:
             conn = self._pool.connections.get(name)
-            reason = (
-                "a Job of the same name that kfed did not create is there"
-                if name in excluded
-                else self._pool.unusable_reason(name, now)
-            )
+            reason = excluded.get(name) or self._pool.unusable_reason(name, now)
             states.append(
                 WorkerState(
                     name=name,
@@ -302,7 +302,8 @@ class GlobalScheduler:
 
     def _veto_stamp(self, now: dt.datetime, holding: list[dict[str, Any]]) -> tuple[object, ...]:
         """Everything a veto (no worker has room, no usable MultiKueue configuration, admission blocked until pods
-        are ready) depends on besides the Workload itself: a Workload parked by a veto wakes when this changes."""
+        are ready, workers refused) depends on besides the Workload itself: a Workload parked by a veto wakes when
+        this changes."""
         pool, caches = self._pool, self._caches
         names = sorted({*pool.connections, *pool.problems})
         workers = tuple(
@@ -329,7 +330,7 @@ class GlobalScheduler:
             if ready is not None and ready.block_admission
             else ()
         )
-        return (workers, versions, self._ledger.releases, holders)
+        return (workers, versions, self._ledger.releases, holders, self._worker_refusal_ends.passed(now.timestamp()))
 
     @property
     def last_inadmissible(self) -> frozenset[str]:
@@ -391,7 +392,8 @@ class GlobalScheduler:
             for psa in admit.assignment.pod_set_assignments:
                 for resource, amount in psa.resource_usage.items():
                     requests[resource] = requests.get(resource, 0) + amount
-            workers = self._workers(worker_names, now, excluded=excluded_workers(raw))
+            excluded = exclusions(raw, now=now)
+            workers = self._workers(worker_names, now, excluded=excluded)
             # The pod sets' topology requests matter only against a worker's TAS summary: parsed only then.
             summaries = any(w.capacity is not None and w.capacity.topologies for w in workers)
             result = choose_worker(
@@ -405,6 +407,8 @@ class GlobalScheduler:
                 pod_sets=topology_requests(raw) if summaries else (),
             )
             if isinstance(result, NoWorker):
+                if any(why != FOREIGN_JOB_REASON for why in excluded.values()):
+                    self._worker_refusal_ends.note(refused_until(raw))
                 return result.message
             every_check = workload_checks(queue, flavors=assigned_flavors(admit.assignment))
             capacity = next((w.capacity for w in workers if w.name == result.worker), None)
@@ -430,7 +434,8 @@ class GlobalScheduler:
             parking=self.parking,
             workers=self._veto_stamp(now, holding),
         )
-        expiry = self.parking.next_expiry()
+        ends = (self.parking.next_expiry(), self._worker_refusal_ends.next_end())
+        expiry = min((at for at in ends if at is not None), default=None)
         if expiry is not None and (self._requeue_wake_at is None or expiry < self._requeue_wake_at):
             self._requeue_wake_at = expiry
             self._task_group.start_soon(self._wake_at, expiry)

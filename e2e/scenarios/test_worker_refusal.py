@@ -1,10 +1,12 @@
 """A worker whose credentials refuse kfed-manager's copies: the Job is not stuck, and the refusal is visible.
 
 worker-2 is joined with Kueue's documented MultiKueue role less ``create`` on Jobs (a plausible slip in a
-hand-written role). kfed-manager's copy is refused with 403 Forbidden; instead of retrying forever it names the
+hand-written role). kfed-manager's copy is refused with 403 Forbidden; instead of retrying at once it names the
 refusal (a Warning Event ``RemoteWriteForbidden`` on the Workload, the Workload's ``Evicted`` condition, a log line),
-remembers it on the Workload (``kfed.io/refused-by``), removes whatever it had created there, and never dispatches
-that Workload there again: routed to worker-2 alone it waits saying why; once worker-1 is allowed too, it runs there.
+remembers it on the Workload (``kfed.io/refused-by`` until ``kfed.io/refused-until``), removes whatever it had
+created there, and tries that worker again only after a backoff (``--refusal-backoff``, short here): routed to
+worker-2 alone it waits saying why and is tried again by itself; once worker-1 is allowed too, it runs there. A
+refusal that heals (a ResourceQuota lifted) needs no one to edit the Workload.
 
 A federation of its own: the shared one fails on any 403 in kfed's logs, and the 403 is the point here.
 """
@@ -31,6 +33,7 @@ from federation.conditions import conditions_of
 pytestmark = pytest.mark.e2e
 
 QUEUE = "refusal"
+MAX_BACKOFF = 4
 REFUSING = "worker-2"
 PROBED = "probed through the worker's ClusterQueue status"
 NO_JOB_CREATE = [
@@ -41,18 +44,6 @@ NO_JOB_CREATE = [
 ]
 
 
-PROBE_JOB = {
-    "apiVersion": "batch/v1",
-    "kind": "Job",
-    "metadata": {"name": "quota-probe", "namespace": "default"},
-    "spec": {
-        "template": {
-            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "registry.example/train:1"}]}
-        }
-    },
-}
-
-
 def _apply(fed: Federation, cluster: str, objects: list[dict[str, object]]) -> None:
     fed.kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
 
@@ -60,7 +51,13 @@ def _apply(fed: Federation, cluster: str, objects: list[dict[str, object]]) -> N
 @pytest.fixture(scope="module")
 def refusing_federation() -> Iterator[Federation]:
     bins = ensure_built()
-    spec = FederationSpec(workers=2, default_shape=NodeShape(count=2), job_seconds=2, controllers=True)
+    spec = FederationSpec(
+        workers=2,
+        default_shape=NodeShape(count=2),
+        job_seconds=2,
+        controllers=True,
+        manager_args=("--refusal-backoff", "1", "--refusal-backoff-max", str(MAX_BACKOFF)),
+    )
     with tempfile.TemporaryDirectory(prefix="kfed-refusal-") as tmp, running(Path(tmp), bins, spec) as fed:
         for cluster in fed.clusters:  # the sample queues bring the ResourceFlavor
             _apply(fed, cluster, queue_objects(namespace="default", cpu="8", memory="64Gi", manager=cluster == MANAGER))
@@ -117,6 +114,14 @@ def test_a_refused_copy_is_named_and_the_job_runs_on_a_worker_that_accepts_it(
         timeout=30,
         what="no copy of refused-1 left on any worker",
     )
+    first_until = _refused_until(requeued)
+    assert first_until, "the Workload says when worker-2 is tried again"
+    wait_for(
+        lambda: workload_of(fed, "refused-1"),
+        until=lambda wl: wl is not None and _refused_until(wl) not in ("", first_until),
+        timeout=30,
+        what="kfed-manager to try worker-2 again by itself once its refusal ended (a new kfed.io/refused-until)",
+    )
 
     _apply(fed, MANAGER, routed_queue_objects(QUEUE, list(fed.workers), cpu="8")[:1])  # worker-1 allowed too
     wait_complete(fed, "refused-1", timeout=90)
@@ -126,8 +131,8 @@ def test_a_refused_copy_is_named_and_the_job_runs_on_a_worker_that_accepts_it(
 
 def test_a_copy_the_workers_quota_refuses_is_not_blamed_on_permissions(refusing_federation: Federation) -> None:
     """A 403 is not always a missing permission: worker-1's ResourceQuota allows no Job in the namespace. The refusal
-    says so (and worker-2's, if it was tried, still names the permission); removing the quota and the worker from
-    ``kfed.io/refused-by`` lets the Job run there."""
+    says so (and worker-2's, if it was tried, still names the permission); once the quota is removed, the Job runs
+    there without anyone touching the Workload."""
     fed = refusing_federation
     _apply(fed, MANAGER, routed_queue_objects(QUEUE, list(fed.workers), cpu="8")[:1])
     quota: dict[str, object] = {
@@ -158,28 +163,21 @@ def test_a_copy_the_workers_quota_refuses_is_not_blamed_on_permissions(refusing_
         assert "lack this permission" in permission_refusal, permission_refusal
 
     fed.kubectl("worker-1", "delete", "resourcequota", "no-jobs")
+    # No one edits the Workload: worker-1 is tried again after each backoff (at most MAX_BACKOFF s here).
     # kube-apiserver's quota admission may keep a quota it looked up live for 30 s after the quota is gone (its
-    # liveLookupCache): clear the refusal once worker-1 really takes a Job again, or kfed is rightly refused anew
-    wait_for(
-        lambda: (
-            fed.kubectl(
-                "worker-1", "create", "--dry-run=server", "-f", "-", input=json.dumps(PROBE_JOB), check=False
-            ).returncode
-        ),
-        until=lambda code: code == 0,
-        timeout=60,
-        what="worker-1 to accept a Job again (a server-side dry run)",
-    )
-    kept = ",".join(w for w in _refused_by(workload) if w != "worker-1")
-    fed.kubectl(MANAGER, "annotate", "workload", name, f"kfed.io/refused-by={kept}", "--overwrite")
+    # liveLookupCache), so the first tries may be refused anew.
     try:
-        wait_complete(fed, "over-quota", timeout=90)
+        wait_complete(fed, "over-quota", timeout=120)
     except AssertionError as err:  # say where the Workload stands, not only that the Job did not finish
         stands = workload_of(fed, "over-quota") or {}
         conditions = [(c["type"], c["status"], c.get("reason"), c.get("message")) for c in conditions_of(stands)]
         raise AssertionError(f"{err}\nrefused by: {_refused_by(stands)}; conditions: {conditions}") from err
     done = workload_of(fed, "over-quota")
     assert (done or {}).get("status", {}).get("clusterName") == "worker-1"
+
+
+def _refused_until(workload: dict[str, Any] | None) -> str:
+    return str(((workload or {}).get("metadata", {}).get("annotations") or {}).get("kfed.io/refused-until", ""))
 
 
 def _refused_by(workload: dict[str, Any]) -> list[str]:

@@ -7,8 +7,8 @@ copy of ours off that worker (the caller confirms they are gone before requeuein
 workers at once), release the manager's quota reservation, and put the workload back in its queue with
 ``Evicted``/``Requeued`` conditions saying why — Kueue's eviction by an admission check (reason
 ``AdmissionCheck``). A worker that holds a foreign Job of that name is remembered on the Workload (annotation
-``kfed.io/excluded-clusters``), and so is one that refused to create a copy (403 Forbidden: its credentials lack
-a permission; annotation ``kfed.io/refused-by``), so the next dispatch goes elsewhere, or waits with that reason.
+``kfed.io/excluded-clusters``), so the next dispatch goes elsewhere, or waits with that reason; one that refused to
+create a copy (403 Forbidden) is avoided the same way for a while (``manager.decisions.refusals``).
 """
 
 from __future__ import annotations
@@ -23,16 +23,13 @@ from federation.admission.queue_metrics import eviction_labels
 from federation.admission.requeued import requeued_on_release
 from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
 from manager.decisions.execution_time import ACCUMULATED_FIELD, accumulated_on_release
+from manager.decisions.refusals import refused_message, refused_until, refused_workers
 from manager.decisions.sync import job_finish
 
 Obj = Mapping[str, Any]
 
 EXCLUDED_CLUSTERS_ANNOTATION = "kfed.io/excluded-clusters"
 """Comma-separated worker clusters this Workload must not be dispatched to (a foreign Job holds its name there)."""
-
-REFUSED_BY_ANNOTATION = "kfed.io/refused-by"
-"""Comma-separated worker clusters that refused kfed-manager's copies of this Workload (403 Forbidden): the
-credentials in their MultiKueueCluster kubeconfig lack a permission. It is not dispatched there again."""
 
 WITHDRAWN_FROM_ANNOTATION = "kfed.io/withdrawn-from"
 """Comma-separated worker clusters this Workload was withdrawn from: the next dispatch prefers the others."""
@@ -50,19 +47,28 @@ def _workers_in(workload: Obj, annotation: str) -> frozenset[str]:
     return frozenset(name for name in (part.strip() for part in text.split(",")) if name)
 
 
-def excluded_workers(workload: Obj) -> frozenset[str]:
-    """The workers this Workload must not be dispatched to: a foreign Job holds its name there, or they refused."""
-    return _workers_in(workload, EXCLUDED_CLUSTERS_ANNOTATION) | _workers_in(workload, REFUSED_BY_ANNOTATION)
+FOREIGN_JOB_REASON = "a Job of the same name that kfed did not create is there"
+
+
+def exclusions(workload: Obj, *, now: dt.datetime) -> dict[str, str]:
+    """The workers this Workload must not be dispatched to at ``now``, each with why: a foreign Job holds its name
+    there, or its refusal of a copy still holds (``manager.decisions.refusals``)."""
+    found = dict.fromkeys(_workers_in(workload, EXCLUDED_CLUSTERS_ANNOTATION), FOREIGN_JOB_REASON)
+    refused = refused_workers(workload, now=now)
+    until = refused_until(workload)
+    if refused and until is not None:
+        why = f"it refused kfed-manager's copy of this Workload (403 Forbidden); tried again after {format_time(until)}"
+        found.update(dict.fromkeys(refused - found.keys(), why))
+    return found
 
 
 def withdrawn_from(workload: Obj) -> frozenset[str]:
     return _workers_in(workload, WITHDRAWN_FROM_ANNOTATION)
 
 
-def exclusion_annotation(workload: Obj, worker: str, *, annotation: str = EXCLUDED_CLUSTERS_ANNOTATION) -> str:
-    """The value of ``annotation`` (:data:`EXCLUDED_CLUSTERS_ANNOTATION` or :data:`REFUSED_BY_ANNOTATION`) that adds
-    ``worker`` to it."""
-    return ",".join(sorted(_workers_in(workload, annotation) | {worker}))
+def exclusion_annotation(workload: Obj, worker: str) -> str:
+    """The value of :data:`EXCLUDED_CLUSTERS_ANNOTATION` that adds ``worker`` to it."""
+    return ",".join(sorted(_workers_in(workload, EXCLUDED_CLUSTERS_ANNOTATION) | {worker}))
 
 
 def withdrawn_annotation(workload: Obj, worker: str) -> str:
@@ -75,16 +81,6 @@ def foreign_job_message(namespace: str, job_name: str, worker: str) -> str:
         f'Job {namespace}/{job_name} already exists in worker cluster "{worker}" and was not created by kfed; '
         "it is left untouched and the workload is dispatched elsewhere (to allow that worker again, remove it "
         f"from the Workload's {EXCLUDED_CLUSTERS_ANNOTATION} annotation)"
-    )
-
-
-def refused_message(worker: str, refusal: str) -> str:
-    return (
-        f'worker cluster "{worker}" refused kfed-manager\'s copy ({refusal}; the Warning Event '
-        "RemoteWriteForbidden on this Workload says why: a permission missing from the credentials in its "
-        "MultiKueueCluster's kubeconfig, or the worker's admission refusing the copy); the workload is dispatched "
-        f"elsewhere (to allow that worker again once that is fixed, remove it from the Workload's "
-        f"{REFUSED_BY_ANNOTATION} annotation)"
     )
 
 
@@ -131,13 +127,14 @@ def withdrawal_reason(
 
     ``remote_workload``/``remote_job`` are our copies in ``worker`` (None when absent). With ``now`` and
     ``dispatch_timeout``, a worker that has not admitted the workload within the timeout is a reason too.
+    A worker's refusal of a copy counts while it holds at ``now`` (not at all without ``now``).
     """
     if is_true(manager_workload, "Finished"):
         return None
     meta = manager_workload.get("metadata") or {}
-    if worker in _workers_in(manager_workload, REFUSED_BY_ANNOTATION):
-        return refused_message(worker, "403 Forbidden")
-    if worker in excluded_workers(manager_workload):
+    if now is not None and worker in refused_workers(manager_workload, now=now):
+        return refused_message(worker, "403 Forbidden", until=refused_until(manager_workload))
+    if worker in _workers_in(manager_workload, EXCLUDED_CLUSTERS_ANNOTATION):
         job = (manager_job or {}).get("metadata", {}).get("name", "")
         return foreign_job_message(str(meta.get("namespace", "")), str(job), worker)
     if remote_job is not None and job_finish(remote_job) is not None:

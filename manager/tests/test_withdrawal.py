@@ -9,12 +9,13 @@ import pytest
 
 from federation.admission.deactivation import deactivation_reason
 from manager.decisions.lifecycle import Phase, phase_of
+from manager.decisions.refusals import REFUSED_BY_ANNOTATION, REFUSED_UNTIL_ANNOTATION
 from manager.decisions.sync import mirrored_job_status, status_mirrored
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
-    REFUSED_BY_ANNOTATION,
-    excluded_workers,
+    FOREIGN_JOB_REASON,
     exclusion_annotation,
+    exclusions,
     pending_deactivation_status,
     preemption_status,
     requeue_status,
@@ -90,21 +91,39 @@ def test_an_excluded_worker_withdraws_even_before_admission() -> None:
 
 def test_exclusions_accumulate_sorted_and_deduplicated() -> None:
     wl = workload(excluded="worker-2, worker-1")
-    assert excluded_workers(wl) == {"worker-1", "worker-2"}
+    assert exclusions(wl, now=NOW) == {"worker-1": FOREIGN_JOB_REASON, "worker-2": FOREIGN_JOB_REASON}
     assert exclusion_annotation(wl, "worker-3") == "worker-1,worker-2,worker-3"
     assert exclusion_annotation(wl, "worker-1") == "worker-1,worker-2"
-    assert excluded_workers(workload()) == frozenset()
+    assert exclusions(workload(), now=NOW) == {}
 
 
-def test_a_worker_that_refused_a_copy_is_excluded_and_named_as_refusing() -> None:
+def test_a_worker_that_refused_a_copy_is_excluded_and_named_as_refusing_until_its_refusal_ends() -> None:
     wl = workload(cond("QuotaReserved"), excluded="worker-2")
     wl["metadata"]["annotations"][REFUSED_BY_ANNOTATION] = "worker-1"
-    assert excluded_workers(wl) == {"worker-1", "worker-2"}, "no dispatch to either"
-    assert exclusion_annotation(wl, "worker-3", annotation=REFUSED_BY_ANNOTATION) == "worker-1,worker-3"
-    found = reason(wl, remote_workload=None, remote_job=None)
+    wl["metadata"]["annotations"][REFUSED_UNTIL_ANNOTATION] = "2026-11-22T12:00:30Z"
+    found_exclusions = exclusions(wl, now=NOW)
+    assert found_exclusions.keys() == {"worker-1", "worker-2"}, "no dispatch to either"
+    assert "refused" in found_exclusions["worker-1"]
+    assert "2026-11-22T12:00:30Z" in found_exclusions["worker-1"]
+    assert exclusions(wl, now=NOW + dt.timedelta(seconds=30)) == {"worker-2": FOREIGN_JOB_REASON}, "tried again"
+    assert (
+        withdrawal_reason(
+            manager_workload=wl,
+            worker="worker-1",
+            remote_workload=None,
+            remote_job=None,
+            manager_job=JOB,
+            now=NOW + dt.timedelta(seconds=30),
+        )
+        is None
+    ), "a refusal that ended is no reason to withdraw a new dispatch"
+    found = withdrawal_reason(
+        manager_workload=wl, worker="worker-1", remote_workload=None, remote_job=None, manager_job=JOB, now=NOW
+    )
     assert found is not None
     assert 'worker cluster "worker-1" refused' in found
     assert "403 Forbidden" in found
+    assert "tried again after 2026-11-22T12:00:30Z" in found
     assert REFUSED_BY_ANNOTATION in found, "it says how to allow the worker again"
 
 
