@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -27,12 +27,11 @@ from federation.admission.deactivation import deactivation_eviction
 from federation.admission.decisions import Admit
 from federation.admission.queue_metrics import queued_since, workload_labels
 from federation.admission.requeued import queues_of, requeued_step
-from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
 from federation.conditions import find_condition, is_true, parse_time
 from federation.kube import resources as r
 from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
-from federation.kube.refusal import RefusalReporter, is_refusal
+from federation.kube.refusal import is_refusal
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
 from worker_agent.decisions.admission import plan_admissions
@@ -74,39 +73,14 @@ from worker_agent.memo import IdlePairs, PerObject
 from worker_agent.provisioning import Provisioning
 from worker_agent.tas import Tas
 from worker_agent.world import World
+from worker_agent.writes import WRITE_CONCURRENCY, Writes, copy_of_manager, limited, name_of, queue_of
 
 log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
-WRITE_CONCURRENCY = 16
 COALESCE_SECONDS = 0.005
-REFUSED_RETRY_SECONDS = 5.0
-"""After a write this cluster refused (403/401: the agent's RBAC), passes try it again this much later at the
-latest, not at once (the pass loop would otherwise send the refused write hundreds of times a second)."""
-FAILED_RETRY_SECONDS = 1.0
-"""After a write that failed otherwise (invalid, the apiserver unavailable), the same, sooner: such a failure may
-pass by itself, but a write the apiserver keeps rejecting must not be resent every few milliseconds either."""
-
-
-def _name(obj: Obj) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace", "")), str(meta.get("name", ""))
-
-
-def _copy_of_manager(obj: Obj) -> bool:
-    """A copy a MultiKueue manager created here (it carries the origin label). Its routine Events (QuotaReserved,
-    Admitted, Started, Finished) are not recorded: nobody reads them on a worker — users look at the manager's
-    objects, where the manager records the same steps — and they were a third of the agent's writes per Job.
-    What says why a copy waits (Pending) and every Warning are still recorded."""
-    return MULTIKUEUE_ORIGIN_LABEL in ((obj.get("metadata") or {}).get("labels") or {})
-
 
 _ROUTINE_ADMISSION_EVENTS = frozenset({"QuotaReserved", "Admitted"})
-
-
-def _versioned(obj: Obj, body: Obj) -> Obj:
-    """``body`` with the resourceVersion precondition of ``obj``."""
-    return {"metadata": {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion")}, **body}
 
 
 class Reconciler:
@@ -158,37 +132,7 @@ class Reconciler:
         self._term_started = clock()
         """Job copies created well before this leadership term are not checked again (``out_of_sync``)."""
         self._log = log.bind(cluster=cluster)
-        self._refusals = RefusalReporter(
-            events=events, component="kfed-agent", lookup=lambda _key: None, action="Reconcile"
-        )
-        self._retry_at: float | None = None
-        """Monotonic time of the next pass after a failed write (None: no failed write waits)."""
-
-    def _wrote(self, obj: Obj) -> None:
-        """A write for ``obj`` went through: a later refusal for it is reported again."""
-        namespace, name = _name(obj)
-        self._refusals.succeeded(f"{namespace}/{name}")
-
-    def _retry(self, obj: Obj, err: KubeError) -> None:
-        """A write for ``obj`` failed (not a conflict: those are decided again at once): decided again by the pass
-        ``FAILED_RETRY_SECONDS`` later, or ``REFUSED_RETRY_SECONDS`` when this cluster refused it (or by an earlier
-        one another change brings)."""
-        if is_refusal(err):
-            self._refused(obj, err)
-        else:
-            self._retry_after(FAILED_RETRY_SECONDS)
-
-    def _retry_after(self, seconds: float) -> None:
-        at = time.monotonic() + seconds
-        if self._retry_at is None or at < self._retry_at:
-            self._retry_at = at
-
-    def _refused(self, obj: Obj, err: KubeError) -> None:
-        """A write for ``obj`` this cluster refused: named once on it (log line, Warning Event), and tried again by
-        the pass ``REFUSED_RETRY_SECONDS`` later (or an earlier one another change brings)."""
-        namespace, name = _name(obj)
-        self._refusals.refused(f"{namespace}/{name}", err, retry_in=REFUSED_RETRY_SECONDS, regarding=obj)
-        self._retry_after(REFUSED_RETRY_SECONDS)
+        self.writes = Writes(api=world.api, trigger=self.trigger, events=events)
 
     async def run(self) -> None:
         self.trigger.pull()
@@ -203,14 +147,14 @@ class Reconciler:
             if self._finish_owed:  # a deferred Finished write falls due
                 left = max(0.0, min(due for due, _ in self._finish_owed.values()) - time.monotonic())
                 recheck = left if recheck is None else min(recheck, left)
-            if self._retry_at is not None:  # a failed write is tried again
-                left = max(0.0, self._retry_at - time.monotonic())
+            retry_at = self.writes.retry_at
+            if retry_at is not None:  # a failed write is tried again
+                left = max(0.0, retry_at - time.monotonic())
                 recheck = left if recheck is None else min(recheck, left)
             with anyio.move_on_after(recheck if recheck is not None else float("inf")):
                 await self.trigger.wait()
             await anyio.sleep(COALESCE_SECONDS)
-            if self._retry_at is not None and self._retry_at <= time.monotonic():
-                self._retry_at = None
+            self.writes.forget_due_retry()
             async with self.lock:
                 self.facts.rotate()
                 self.job_targets.rotate()
@@ -289,7 +233,7 @@ class Reconciler:
         limiter = anyio.CapacityLimiter(WRITE_CONCURRENCY)
         async with anyio.create_task_group() as tg:
             for update in updates:
-                tg.start_soon(self._limited, limiter, self._write_admission, update, now)
+                tg.start_soon(limited, limiter, self._write_admission, update, now)
 
     async def _requeued_pass(self, now: dt.datetime) -> float | None:
         """Kueue's second step of ``Requeued`` (``federation.admission.requeued``): a Workload released with
@@ -313,7 +257,7 @@ class Reconciler:
                     next_end = end if next_end is None else min(next_end, end)
                 continue
             bound = self._log.bind(workload=workload_key(workload))
-            written = await self._patch_status(r.WORKLOADS, workload, {"status": step.status}, bound)
+            written = await self.writes.patch_status(r.WORKLOADS, workload, {"status": step.status}, bound)
             if written is None:
                 continue
             self.world.workload_writes.remember(written)
@@ -366,11 +310,11 @@ class Reconciler:
                     status = admitted_status(workload, now=now, topology=placed)
                     reason, message = "Admitted", "The workload is admitted"
             if step.kind == "deactivate":
-                deactivated = await self._deactivate(workload, bound)
+                deactivated = await self.writes.deactivate(workload, bound)
                 if deactivated is None:
                     continue
                 workload = deactivated
-            written = await self._patch_status(r.WORKLOADS, workload, {"status": status}, bound)
+            written = await self.writes.patch_status(r.WORKLOADS, workload, {"status": status}, bound)
             if written is None:
                 continue
             self.world.workload_writes.remember(written)
@@ -378,7 +322,7 @@ class Reconciler:
                 self._count_admitted(written, now)
                 self.on_admitted(now.timestamp())
             bound.info("workload.checks_step", step=step.kind, reason=reason, message=message[:500])
-            if reason not in _ROUTINE_ADMISSION_EVENTS or not _copy_of_manager(written):
+            if reason not in _ROUTINE_ADMISSION_EVENTS or not copy_of_manager(written):
                 self.events.emit(written, reason=reason, note=message[:1024], action="Admission", event_type=event_type)
         return acted
 
@@ -389,7 +333,7 @@ class Reconciler:
         reserved_at = str(reserved.get("lastTransitionTime") or "")
         since = queued_since(written)
         self.metrics.admitted(
-            cluster_queue=_queue_of(written),
+            cluster_queue=queue_of(written),
             namespace=namespace,
             local_queue=local_queue,
             priority_class=priority_class,
@@ -397,14 +341,9 @@ class Reconciler:
             checks_waited=now.timestamp() - parse_time(reserved_at).timestamp() if reserved_at else None,
         )
 
-    @staticmethod
-    async def _limited(limiter: anyio.CapacityLimiter, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
-        async with limiter:
-            await fn(*args)
-
     async def _write_admission(self, update: WorkloadUpdate, now: dt.datetime) -> None:
         bound = self._log.bind(workload=update.key, queue=update.cluster_queue)
-        written = await self._patch_status(r.WORKLOADS, update.raw, {"status": update.status}, bound)
+        written = await self.writes.patch_status(r.WORKLOADS, update.raw, {"status": update.status}, bound)
         if written is None:
             return
         self.world.workload_writes.remember(written)
@@ -446,29 +385,10 @@ class Reconciler:
         else:
             bound.info("workload.pending", message=update.message)
         for event in update.events:
-            if event.reason not in _ROUTINE_ADMISSION_EVENTS or not _copy_of_manager(written):
+            if event.reason not in _ROUTINE_ADMISSION_EVENTS or not copy_of_manager(written):
                 self.events.emit(
                     written, reason=event.reason, note=event.message, action="Admission", event_type=event.event_type
                 )
-
-    async def _patch_status(self, resource: r.Resource, obj: Obj, body: Obj, bound: Any) -> Obj | None:
-        namespace, name = _name(obj)
-        try:
-            written = await self.api.patch_status(
-                resource, name, _versioned(obj, body), namespace=namespace or None, field_manager="kfed-agent"
-            )
-        except Conflict:
-            bound.debug("agent.write_conflict", resource=resource.label)
-            self.trigger.pull()
-        except NotFound:
-            bound.debug("agent.write_gone", resource=resource.label)
-        except KubeError as exc:
-            bound.warning("agent.write_failed", resource=resource.label, error=str(exc)[:300])
-            self._retry(obj, exc)
-        else:
-            self._wrote(obj)
-            return written
-        return None
 
     # -- jobs -----------------------------------------------------------------------------------------------
 
@@ -485,7 +405,7 @@ class Reconciler:
         # Evicted Workloads still holding quota; those matched to a Job below are stopped there, the others (no Job
         # yet) are released at the end.
         facts = self.facts
-        jobless = {_name(wl) for wl in self.world.all_workloads() if facts(wl).evicted_holding_quota}
+        jobless = {name_of(wl) for wl in self.world.all_workloads() if facts(wl).evicted_holding_quota}
         idle = self.idle_jobs
         idle.begin()
         async with anyio.create_task_group() as tg:
@@ -503,23 +423,23 @@ class Reconciler:
                     continue
                 bound = self._log.bind(job=key, workload=f"{namespace}/{name}")
                 if evicted_holding_quota(workload):
-                    tg.start_soon(self._limited, limiter, self._stop_evicted, job, workload, now, bound)
+                    tg.start_soon(limited, limiter, self._stop_evicted, job, workload, now, bound)
                     continue
                 if running_without_reservation(job, workload):
-                    tg.start_soon(self._limited, limiter, self._suspend_unreserved, job, workload, bound)
+                    tg.start_soon(limited, limiter, self._suspend_unreserved, job, workload, bound)
                     continue
                 finish = finish_decision(job, workload, now=now)
                 if finish is not None and finish_deferred(workload):
                     self._finish_in_memory(workload, finish, bound)
                     continue
                 if finish is not None:
-                    tg.start_soon(self._limited, limiter, self._finish_workload, workload, finish, bound)
+                    tg.start_soon(limited, limiter, self._finish_workload, workload, finish, bound)
                     continue
                 if flavors is None:
                     flavors = self.world.flavor_infos()
                 stale = self._placement_eviction(job, workload, flavors, now)
                 if stale is not None:
-                    tg.start_soon(self._limited, limiter, self._evict_job_copy_missing, stale, now)
+                    tg.start_soon(limited, limiter, self._evict_job_copy_missing, stale, now)
                     continue
                 try:
                     start = start_decision(job, workload, flavors=flavors)
@@ -532,14 +452,12 @@ class Reconciler:
                     idle.idle(key, job, workload)
                     continue
                 queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
-                tg.start_soon(
-                    self._limited, limiter, self._start_job, job, start.patch, start.flavors, str(queue), bound
-                )
+                tg.start_soon(limited, limiter, self._start_job, job, start.patch, start.flavors, str(queue), bound)
             for namespace, name in jobless:
                 evicted = self.world.workload(namespace, name)
                 if evicted is not None:
                     bound = self._log.bind(workload=f"{namespace}/{name}")
-                    tg.start_soon(self._limited, limiter, self._stop_evicted, None, evicted, now, bound)
+                    tg.start_soon(limited, limiter, self._stop_evicted, None, evicted, now, bound)
 
     def _placement_eviction(
         self, job: Obj, workload: Obj, flavors: Mapping[str, FlavorInfo], now: dt.datetime
@@ -561,30 +479,6 @@ class Reconciler:
             self._placement_checked.add(uid)
         return eviction
 
-    async def _deactivate(self, workload: Obj, bound: Any) -> Obj | None:
-        """``spec.active: false`` at the resourceVersion it was decided on; the workload as written (as it is when
-        already inactive), or None when the write failed (the trigger is pulled to decide again)."""
-        if (workload.get("spec") or {}).get("active", True) is False:
-            return workload
-        namespace, name = _name(workload)
-        try:
-            written = await self.api.patch(
-                r.WORKLOADS,
-                name,
-                _versioned(workload, {"spec": {"active": False}}),
-                namespace=namespace,
-                field_manager="kfed-agent",
-            )
-        except (Conflict, NotFound):
-            self.trigger.pull()
-            return None
-        except KubeError as exc:
-            bound.warning("agent.write_failed", resource=r.WORKLOADS.label, error=str(exc)[:300])
-            self._retry(workload, exc)
-            return None
-        self._wrote(workload)
-        return written
-
     async def deactivation_pass(self) -> None:
         """Evict the Workloads someone deactivated here (``federation.admission.deactivation``, as Kueue does): the
         job pass then stops their Jobs and releases their quota, and a MultiKueue manager takes its copy back."""
@@ -595,7 +489,7 @@ class Reconciler:
             if eviction is None:
                 continue
             bound = self._log.bind(workload=workload_key(workload))
-            written = await self._patch_status(r.WORKLOADS, workload, {"status": eviction.status}, bound)
+            written = await self.writes.patch_status(r.WORKLOADS, workload, {"status": eviction.status}, bound)
             if written is None:
                 continue
             self.world.workload_writes.remember(written)
@@ -604,7 +498,7 @@ class Reconciler:
                 continue  # Kueue reports (Event, metric) only the eviction of a workload that held quota
             namespace, local_queue, priority_class = workload_labels(written)
             self.metrics.evicted(
-                cluster_queue=_queue_of(written),
+                cluster_queue=queue_of(written),
                 namespace=namespace,
                 local_queue=local_queue,
                 priority_class=priority_class,
@@ -635,18 +529,18 @@ class Reconciler:
         bound = self._log.bind(workload=eviction.key)
         workload, status = eviction.raw, eviction.status
         if (workload.get("spec") or {}).get("active", True) is not False:
-            deactivated = await self._deactivate(workload, bound)
+            deactivated = await self.writes.deactivate(workload, bound)
             if deactivated is None:
                 return
             workload = deactivated
             status = eviction_status(workload, eviction.message, now=now, reason=eviction.reason)  # new generation
-        written = await self._patch_status(r.WORKLOADS, workload, {"status": status}, bound)
+        written = await self.writes.patch_status(r.WORKLOADS, workload, {"status": status}, bound)
         if written is None:
             return
         self.world.workload_writes.remember(written)
         namespace, local_queue, priority_class = workload_labels(written)
         self.metrics.evicted(
-            cluster_queue=_queue_of(written),
+            cluster_queue=queue_of(written),
             namespace=namespace,
             local_queue=local_queue,
             priority_class=priority_class,
@@ -664,7 +558,9 @@ class Reconciler:
             if await self._suspend(job, patch, bound) is not None:
                 bound.info("job.suspended", why="workload evicted")
             return
-        released = await self._patch_status(r.WORKLOADS, workload, {"status": release_status(workload, now=now)}, bound)
+        released = await self.writes.patch_status(
+            r.WORKLOADS, workload, {"status": release_status(workload, now=now)}, bound
+        )
         if released is not None:
             self.world.workload_writes.remember(released)
             bound.info("workload.quota_released", why="evicted")
@@ -672,7 +568,7 @@ class Reconciler:
     async def _suspend(self, job: Obj, patch: Obj, bound: Any) -> Obj | None:
         """``patch`` (a ``suspend_patch``) guarded by the Job's uid; the Job as written, or None when the write
         failed (the trigger is pulled to decide again)."""
-        namespace, name = _name(job)
+        namespace, name = name_of(job)
         body = {**patch, "metadata": {"uid": (job.get("metadata") or {}).get("uid")}}
         try:
             written = await self.api.patch(r.JOBS, name, body, namespace=namespace, field_manager="kfed-agent")
@@ -681,9 +577,9 @@ class Reconciler:
             return None
         except KubeError as exc:
             bound.warning("job.suspend_failed", error=str(exc)[:300])
-            self._retry(job, exc)
+            self.writes.retry(job, exc)
             return None
-        self._wrote(job)
+        self.writes.wrote(job)
         self.world.job_writes.remember(written)
         return written
 
@@ -700,7 +596,7 @@ class Reconciler:
     def _finish_in_memory(self, workload: Obj, finish: FinishWorkload, bound: Any) -> None:
         """A kfed-manager copy whose Job ended: finished for the agent's passes and reports at once, written only if
         it is still there after the grace (``decisions.jobs.finish_deferred``)."""
-        key = _name(workload)
+        key = name_of(workload)
         if key not in self._finish_owed:
             self._count_finished(workload)
             bound.info("workload.finished", reason=finish.reason, message=finish.message, written="deferred")
@@ -719,7 +615,7 @@ class Reconciler:
             elif now >= due:
                 del self._finish_owed[key]
                 bound = self._log.bind(workload=f"{key[0]}/{key[1]}")
-                tg.start_soon(self._limited, limiter, self._finish_workload, cached, finish, bound, False)
+                tg.start_soon(limited, limiter, self._finish_workload, cached, finish, bound, False)
 
     def _count_finished(self, workload: Obj) -> None:
         queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
@@ -729,8 +625,8 @@ class Reconciler:
         )
 
     async def _finish_workload(self, workload: Obj, finish: FinishWorkload, bound: Any, count: bool = True) -> None:
-        namespace, name = _name(workload)
-        written = await self._patch_status(r.WORKLOADS, workload, {"status": finish.status}, bound)
+        namespace, name = name_of(workload)
+        written = await self.writes.patch_status(r.WORKLOADS, workload, {"status": finish.status}, bound)
         if written is None:
             return
         self.world.workload_writes.remember(written)
@@ -738,11 +634,11 @@ class Reconciler:
             self._count_finished(written)
         bound.info("workload.finished", reason=finish.reason, message=finish.message)
         note = f"Workload '{namespace}/{name}' is declared finished: {finish.message}"
-        if not _copy_of_manager(written):
+        if not copy_of_manager(written):
             self.events.emit(written, reason="Finished", note=note, action="Finish")
 
     async def _start_job(self, job: Obj, patch: Obj, flavors: tuple[str, ...], queue: str, bound: Any) -> None:
-        namespace, name = _name(job)
+        namespace, name = name_of(job)
         started = time.monotonic()
         # Guarded by the Job's uid, not its resourceVersion: the Job controller writes the Job's status (its
         # Suspended condition) right after the copy is created, and a resourceVersion guard made that a 409
@@ -761,17 +657,13 @@ class Reconciler:
             bound.warning("job.start_failed", error=str(exc)[:300])
             if not is_refusal(exc):  # a refusal gets its own Event, once
                 self.events.emit(job, reason="StartFailed", note=str(exc)[:1000], action="Start", event_type="Warning")
-            self._retry(job, exc)
+            self.writes.retry(job, exc)
             return
-        self._wrote(job)
+        self.writes.wrote(job)
         self.world.job_writes.remember(written)
         bound.info("job.started", flavors=list(flavors), seconds=round(time.monotonic() - started, 3))
-        if not _copy_of_manager(written):
+        if not copy_of_manager(written):
             self.events.emit(written, reason="Started", note=f"Admitted by clusterQueue {queue}", action="Start")
-
-
-def _queue_of(workload: Obj) -> str:
-    return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
 
 
 def _flavors(status: Obj) -> list[str]:
