@@ -20,31 +20,19 @@ import anyio
 import anyio.abc
 import structlog
 
-from federation.admission.api_drain import WorkloadUpdate
 from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_key, workload_state
 from federation.admission.deactivation import deactivation_eviction
-from federation.admission.decisions import Admit
-from federation.admission.queue_metrics import queued_since, workload_labels
-from federation.admission.requeued import queues_of, requeued_step
-from federation.conditions import find_condition, is_true, parse_time
+from federation.admission.queue_metrics import workload_labels
+from federation.conditions import is_true
 from federation.kube import resources as r
 from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
 from federation.kube.refusal import is_refusal
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
-from worker_agent.decisions.admission import plan_admissions
-from worker_agent.decisions.checks import (
-    admitted_status,
-    checks_for,
-    checks_step,
-    requeue_invalid,
-    second_pass_failed,
-    second_pass_problem,
-)
+from worker_agent.admission_passes import AdmissionPasses
 from worker_agent.decisions.facts import WorkloadFacts, job_target, workload_facts
-from worker_agent.decisions.idle import IdleInputs
 from worker_agent.decisions.job_copies import (
     DEFAULT_JOB_COPY_TIMEOUT_SECONDS,
     JobCopyMissing,
@@ -68,7 +56,6 @@ from worker_agent.decisions.preemption import (
     stopped,
     suspend_patch,
 )
-from worker_agent.decisions.tas_admission import TasPlacer
 from worker_agent.memo import IdlePairs, PerObject
 from worker_agent.provisioning import Provisioning
 from worker_agent.tas import Tas
@@ -79,8 +66,6 @@ log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
 COALESCE_SECONDS = 0.005
-
-_ROUTINE_ADMISSION_EVENTS = frozenset({"QuotaReserved", "Admitted"})
 
 
 class Reconciler:
@@ -106,14 +91,12 @@ class Reconciler:
         self.events = events
         self.metrics = metrics
         self.lock = lock
-        self.on_admitted = on_admitted
         self.on_released = on_released
         """Quota was released without a write the watches would see (a deferred finish): report it."""
         self.clock = clock
         self.trigger = trigger or Trigger()
         self.tas = tas
         self.provisioning = provisioning
-        self.next_requeue_at: float | None = None
         self.job_copy_timeout = job_copy_timeout
         self.next_job_copy_due: float | None = None
         """When the next admitted kfed-manager copy without a Job copy reaches its timeout (epoch seconds)."""
@@ -121,8 +104,6 @@ class Reconciler:
         self._finish_owed: dict[tuple[str, str], tuple[float, FinishWorkload]] = {}
         """kfed-manager copies finished in memory only: key → (monotonic time the write is due, the finish)."""
         self.passes = 0
-        self.admission_idle = IdleInputs()
-        """The admission pass is skipped while nothing it reads changed since it last had nothing to do."""
         self.facts: PerObject[WorkloadFacts] = PerObject(workload_facts)
         self.job_targets: PerObject[tuple[str, str] | None] = PerObject(job_target)
         self.idle_jobs = IdlePairs()
@@ -133,13 +114,26 @@ class Reconciler:
         """Job copies created well before this leadership term are not checked again (``out_of_sync``)."""
         self._log = log.bind(cluster=cluster)
         self.writes = Writes(api=world.api, trigger=self.trigger, events=events)
+        self.admission = AdmissionPasses(
+            world=world,
+            writes=self.writes,
+            facts=self.facts,
+            cluster=cluster,
+            events=events,
+            metrics=metrics,
+            clock=clock,
+            on_admitted=on_admitted,
+            tas=tas,
+            provisioning=provisioning,
+        )
 
     async def run(self) -> None:
         self.trigger.pull()
         while True:
             recheck = self.tas.seconds_until_recheck() if self.tas is not None else None
-            if self.next_requeue_at is not None:  # a requeue backoff ends: admit it then
-                left = max(0.0, self.next_requeue_at - self.clock().timestamp()) + COALESCE_SECONDS
+            next_requeue_at = self.admission.next_requeue_at
+            if next_requeue_at is not None:  # a requeue backoff ends: admit it then
+                left = max(0.0, next_requeue_at - self.clock().timestamp()) + COALESCE_SECONDS
                 recheck = left if recheck is None else min(recheck, left)
             if self.next_job_copy_due is not None:  # an admitted copy's wait for its Job copy ends: evict it then
                 left = max(0.0, self.next_job_copy_due - self.clock().timestamp()) + COALESCE_SECONDS
@@ -159,7 +153,7 @@ class Reconciler:
                 self.facts.rotate()
                 self.job_targets.rotate()
                 try:
-                    await self.admission_pass()
+                    await self.admission.admission_pass()
                     if self.provisioning is not None:
                         await self.provisioning.sync(
                             self.world.all_workloads(),
@@ -178,217 +172,6 @@ class Reconciler:
                 except Exception:  # a bug in one pass must not stop the agent; the next change retries
                     self._log.exception("agent.pass_failed")
             self.passes += 1
-
-    # -- admission ------------------------------------------------------------------------------------------
-
-    def _workload_by_key(self, key: str) -> Obj | None:
-        namespace, _, name = key.partition("/")
-        return self.world.workload(namespace, name)
-
-    def _admission_stamp(self) -> tuple[int, ...] | None:
-        """The versions of everything the admission pass reads (None: it reads more than the stamp can tell)."""
-        if self.tas is not None and self.tas.index.flavors:
-            return None  # TAS placement reads the nodes and pods through the topology index: always decide afresh
-        stamp = self.world.admission_stamp()
-        if self.tas is not None:
-            stamp += (*(cache.store.version for cache in self.tas.caches()), self.tas.pod_writes.version)
-        if self.provisioning is not None:  # which checks a ClusterQueue's admission lists
-            stamp += tuple(cache.store.version for cache in self.provisioning.caches())
-        return stamp
-
-    async def admission_pass(self) -> None:
-        now = self.clock()
-        stamp = self._admission_stamp()  # before anything is read: a change during the pass makes the next one run
-        if self.admission_idle.unchanged(stamp, now=now.timestamp(), due=self.next_requeue_at):
-            return
-        backoff_ends = await self._requeued_pass(now)  # before the state: an admission then starts from its write
-        state = self.world.local_state(now_seconds=now.timestamp())
-        self.next_requeue_at = state.next_requeue_at
-        if backoff_ends is not None:
-            self.next_requeue_at = min(backoff_ends, self.next_requeue_at or backoff_ends)
-        if self.tas is not None:
-            placer = self.tas.placer(state, self.world.all_workloads())
-            placer.delay = self._delays_topology
-            acted = await self._checks_pass(now, placer)  # second passes first: they hold quota already
-            started = time.perf_counter()
-            updates = plan_admissions(
-                state,
-                now=now,
-                veto=placer.veto,
-                topology=placer.assignments,
-                checks=self._checks_of,
-                delayed=placer.delayed,
-                workload_of=self._workload_by_key,
-            )
-        else:
-            acted = await self._checks_pass(now, None)
-            started = time.perf_counter()
-            updates = plan_admissions(state, now=now, checks=self._checks_of, workload_of=self._workload_by_key)
-        if state.pending:  # Kueue counts an attempt per cycle that had heads to try
-            admitted = any(update.outcome in ("admitted", "reserved") for update in updates)
-            self.metrics.admission_attempt(admitted=admitted, seconds=time.perf_counter() - started)
-        self.admission_idle.ran(stamp, acted=acted or bool(updates))
-        if not updates:
-            return
-        limiter = anyio.CapacityLimiter(WRITE_CONCURRENCY)
-        async with anyio.create_task_group() as tg:
-            for update in updates:
-                tg.start_soon(limited, limiter, self._write_admission, update, now)
-
-    async def _requeued_pass(self, now: dt.datetime) -> float | None:
-        """Kueue's second step of ``Requeued`` (``federation.admission.requeued``): a Workload released with
-        ``Requeued=False`` gets ``True`` reason ``Reactivated`` once it is active again, or ``BackoffFinished`` once
-        its requeue backoff has passed. Returns when the next backoff ends (epoch seconds), or None."""
-        next_end: float | None = None
-        facts = self.facts
-        local_queues = self.world.local_queues.store
-        for workload in [w for w in self.world.all_workloads() if facts(w).may_take_requeued_step]:
-            local_queue, cluster_queue = queues_of(
-                workload,
-                local_queue=lambda namespace, name: local_queues.get_by_name(name, namespace=namespace),
-                cluster_queue=self.world.cluster_queues.store.get_by_name,
-            )
-            step = requeued_step(workload, now=now, local_queue=local_queue, cluster_queue=cluster_queue)
-            if step is None:
-                continue
-            if step.status is None:
-                end = step.wait_until.timestamp() if step.wait_until is not None else None
-                if end is not None:
-                    next_end = end if next_end is None else min(next_end, end)
-                continue
-            bound = self._log.bind(workload=workload_key(workload))
-            written = await self.writes.patch_status(r.WORKLOADS, workload, {"status": step.status}, bound)
-            if written is None:
-                continue
-            self.world.workload_writes.remember(written)
-            bound.info("workload.requeued", reason=step.reason, message=step.message)
-        return next_end
-
-    def _checks_of(self, admit: Admit) -> list[str]:
-        queue = self.world.cluster_queues.store.get(admit.assignment.cluster_queue)
-        flavors = {f for psa in admit.assignment.pod_set_assignments for f in psa.flavors.values()}
-        return checks_for(queue, flavors)
-
-    def _delays_topology(self, admit: Admit) -> bool:
-        """Two-phase TAS: behind a ProvisioningRequest check the nodes do not exist yet; place after the checks."""
-        if self.provisioning is None:
-            return False
-        return any(self.provisioning.is_provisioning(name) for name in self._checks_of(admit))
-
-    def _invalid_entry(self, workload: Obj, placer: TasPlacer | None) -> str | None:
-        tas = {name: placer is not None and name in placer.snapshots for name in (placer.tas if placer else {})}
-        queues = {str(q["metadata"]["name"]) for q in self.world.cluster_queues.store}
-        return second_pass_problem(workload, cluster_queues=queues, tas_flavors=tas)
-
-    async def _checks_pass(self, now: dt.datetime, placer: TasPlacer | None) -> bool:
-        """Act on the check states of quota-holding workloads (``worker_agent.decisions.checks``); returns whether
-        any workload had a step to take."""
-        acted = False
-        facts = self.facts
-        for current in [workload for workload in self.world.all_workloads() if facts(workload).may_take_checks_step]:
-            workload = current
-            step = checks_step(workload, now=now)
-            if step is None:
-                continue
-            acted = True
-            bound = self._log.bind(workload=workload_key(workload))
-            status = step.status
-            reason, message, event_type = step.event_reason, step.message, step.event_type
-            if step.kind == "place":
-                # An invalid entry (its queue, flavor or topology vanished) is requeued with backoff, not placed.
-                problem = self._invalid_entry(workload, placer)
-                placed = problem if problem is not None else placer.place_delayed(workload) if placer else {}
-                if problem is not None:
-                    status = requeue_invalid(workload, problem, now=now)
-                    reason, message, event_type = "Pending", f"Requeued: {problem}", "Warning"
-                elif isinstance(placed, str):
-                    failed = second_pass_failed(workload, placed, now=now)
-                    if failed is None:
-                        continue
-                    status, reason, message, event_type = failed, "SecondPassFailed", placed, "Warning"
-                else:
-                    status = admitted_status(workload, now=now, topology=placed)
-                    reason, message = "Admitted", "The workload is admitted"
-            if step.kind == "deactivate":
-                deactivated = await self.writes.deactivate(workload, bound)
-                if deactivated is None:
-                    continue
-                workload = deactivated
-            written = await self.writes.patch_status(r.WORKLOADS, workload, {"status": status}, bound)
-            if written is None:
-                continue
-            self.world.workload_writes.remember(written)
-            if reason == "Admitted":
-                self._count_admitted(written, now)
-                self.on_admitted(now.timestamp())
-            bound.info("workload.checks_step", step=step.kind, reason=reason, message=message[:500])
-            if reason not in _ROUTINE_ADMISSION_EVENTS or not copy_of_manager(written):
-                self.events.emit(written, reason=reason, note=message[:1024], action="Admission", event_type=event_type)
-        return acted
-
-    def _count_admitted(self, written: Obj, now: dt.datetime) -> None:
-        """Kueue's admission counters for a workload whose last admission check became Ready."""
-        namespace, local_queue, priority_class = workload_labels(written)
-        reserved = find_condition(written, "QuotaReserved") or {}
-        reserved_at = str(reserved.get("lastTransitionTime") or "")
-        since = queued_since(written)
-        self.metrics.admitted(
-            cluster_queue=queue_of(written),
-            namespace=namespace,
-            local_queue=local_queue,
-            priority_class=priority_class,
-            waited=now.timestamp() - parse_time(since).timestamp() if since else 0.0,
-            checks_waited=now.timestamp() - parse_time(reserved_at).timestamp() if reserved_at else None,
-        )
-
-    async def _write_admission(self, update: WorkloadUpdate, now: dt.datetime) -> None:
-        bound = self._log.bind(workload=update.key, queue=update.cluster_queue)
-        written = await self.writes.patch_status(r.WORKLOADS, update.raw, {"status": update.status}, bound)
-        if written is None:
-            return
-        self.world.workload_writes.remember(written)
-        queue = update.cluster_queue or ""
-        namespace, local_queue, priority_class = workload_labels(update.raw)
-        since = queued_since(update.raw)
-        waited = now.timestamp() - parse_time(since).timestamp() if since else 0.0
-        if update.outcome in ("reserved", "admitted"):
-            self.metrics.quota_reserved(
-                cluster_queue=queue,
-                namespace=namespace,
-                local_queue=local_queue,
-                priority_class=priority_class,
-                waited=waited,
-            )
-        if update.outcome == "reserved":
-            bound.info("workload.quota_reserved", flavors=_flavors(update.status), message=update.message)
-        elif update.outcome == "admitted":
-            # no admission check: quota reservation and admission are one write
-            self.metrics.admitted(
-                cluster_queue=queue,
-                namespace=namespace,
-                local_queue=local_queue,
-                priority_class=priority_class,
-                waited=waited,
-                checks_waited=0.0,
-            )
-            self.on_admitted(now.timestamp())
-            bound.info("workload.admitted", flavors=_flavors(update.status))
-        elif update.outcome == "preempted":
-            self.metrics.evicted(
-                cluster_queue=queue,
-                namespace=namespace,
-                local_queue=local_queue,
-                priority_class=priority_class,
-                reason="Preempted",
-            )
-            bound.info("workload.preempted", message=update.message)
-        else:
-            bound.info("workload.pending", message=update.message)
-        for event in update.events:
-            if event.reason not in _ROUTINE_ADMISSION_EVENTS or not copy_of_manager(written):
-                self.events.emit(
-                    written, reason=event.reason, note=event.message, action="Admission", event_type=event.event_type
-                )
 
     # -- jobs -----------------------------------------------------------------------------------------------
 
@@ -664,8 +447,3 @@ class Reconciler:
         bound.info("job.started", flavors=list(flavors), seconds=round(time.monotonic() - started, 3))
         if not copy_of_manager(written):
             self.events.emit(written, reason="Started", note=f"Admitted by clusterQueue {queue}", action="Start")
-
-
-def _flavors(status: Obj) -> list[str]:
-    admission = status.get("admission") or {}
-    return sorted({f for psa in admission.get("podSetAssignments") or () for f in (psa.get("flavors") or {}).values()})
