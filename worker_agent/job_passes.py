@@ -1,0 +1,388 @@
+"""kfed-agent's Job-side passes: starting and stopping the Jobs of admitted and evicted Workloads, and finishing them.
+
+Why this module exists: after admission, the agent's pass turns Workload states into Job states and back, reading
+mostly the Jobs and their Workloads (``memo.IdlePairs`` passes over the pairs unchanged since a pass that had
+nothing to do): the deactivation pass evicts the Workloads someone deactivated here, the Job-copy pass evicts
+admitted kfed-manager copies whose Job copy has not come in time, and the job pass stops the Jobs of evicted
+Workloads and releases their quota, suspends Jobs running without quota, starts the Jobs of admitted Workloads
+(checking a started kfed-manager Job copy's placement once) and finishes the Workloads of ended Jobs — a
+kfed-manager copy's finish in memory first, written only if the copy is still there after a grace. The loop
+(``worker_agent.reconciler``) runs them in that order after admission, and wakes when ``next_job_copy_due`` or
+``next_finish_due()`` says so.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio
+import anyio.abc
+import structlog
+
+from federation.admission.api_quotas import FlavorInfo
+from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_key, workload_state
+from federation.admission.deactivation import deactivation_eviction
+from federation.admission.queue_metrics import workload_labels
+from federation.conditions import is_true
+from federation.kube import resources as r
+from federation.kube.errors import Conflict, KubeError, NotFound
+from federation.kube.recorder import EventRecorder
+from federation.kube.refusal import is_refusal
+from federation.kube.trigger import Trigger
+from federation.obs.metrics import Metrics
+from worker_agent.decisions.facts import WorkloadFacts
+from worker_agent.decisions.job_copies import (
+    JobCopyMissing,
+    eviction_status,
+    job_copy_timeouts,
+    out_of_sync,
+)
+from worker_agent.decisions.jobs import (
+    FINISH_GRACE_SECONDS,
+    FinishWorkload,
+    finish_decision,
+    finish_deferred,
+    finished_view,
+    injections,
+    start_decision,
+)
+from worker_agent.decisions.preemption import (
+    evicted_holding_quota,
+    release_status,
+    running_without_reservation,
+    stopped,
+    suspend_patch,
+)
+from worker_agent.memo import IdlePairs, PerObject
+from worker_agent.world import World
+from worker_agent.writes import WRITE_CONCURRENCY, Writes, copy_of_manager, limited, name_of, queue_of
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+
+
+class JobPasses:
+    def __init__(
+        self,
+        *,
+        world: World,
+        writes: Writes,
+        trigger: Trigger,
+        facts: PerObject[WorkloadFacts],
+        job_targets: PerObject[tuple[str, str] | None],
+        cluster: str,
+        events: EventRecorder,
+        metrics: Metrics,
+        clock: Callable[[], dt.datetime],
+        on_released: Callable[[], None],
+        job_copy_timeout: float,
+    ) -> None:
+        """``facts``, ``job_targets``: the per-object memos the loop rotates before each pass (``facts`` shared with
+        the admission passes)."""
+        self.world = world
+        self.api = world.api
+        self.writes = writes
+        self.trigger = trigger
+        self.facts = facts
+        self.job_targets = job_targets
+        self.events = events
+        self.metrics = metrics
+        self.clock = clock
+        self.on_released = on_released
+        """Quota was released without a write the watches would see (a deferred finish): report it."""
+        self.job_copy_timeout = job_copy_timeout
+        self.next_job_copy_due: float | None = None
+        """When the next admitted kfed-manager copy without a Job copy reaches its timeout (epoch seconds)."""
+        self.finish_grace = FINISH_GRACE_SECONDS
+        self._finish_owed: dict[tuple[str, str], tuple[float, FinishWorkload]] = {}
+        """kfed-manager copies finished in memory only: key → (monotonic time the write is due, the finish)."""
+        self.idle_jobs = IdlePairs()
+        """Job key → the Job and its Workload (the very objects) for which the job pass last had nothing to do."""
+        self._placement_checked: set[str] = set()
+        """uids of started kfed-manager Job copies whose placement matched their flavors when first seen."""
+        self._term_started = clock()
+        """Job copies created well before this leadership term are not checked again (``out_of_sync``)."""
+        self._log = log.bind(cluster=cluster)
+
+    def next_finish_due(self) -> float | None:
+        """Monotonic time the first deferred Finished write falls due (None: no finish is owed)."""
+        if not self._finish_owed:
+            return None
+        return min(due for due, _ in self._finish_owed.values())
+
+    async def job_pass(self) -> None:
+        """Finish the workloads of ended Jobs and start the Jobs of admitted workloads, up to WRITE_CONCURRENCY
+        writes at once (one after the other, a burst of 150 admitted copies took seconds to start). An evicted
+        Workload's Job is stopped and its quota released (``decisions.preemption``), also when it has no Job. A Job
+        that, with its Workload, is the very same objects as in a pass that had nothing to do for it is passed over
+        (``memo.IdlePairs``: every decision below reads only the two objects, and the flavors only to start a Job or to
+        check a started Job copy's placement the first time it is seen)."""
+        flavors = None
+        now = self.clock()
+        limiter = anyio.CapacityLimiter(WRITE_CONCURRENCY)
+        # Evicted Workloads still holding quota; those matched to a Job below are stopped there, the others (no Job
+        # yet) are released at the end.
+        facts = self.facts
+        jobless = {name_of(wl) for wl in self.world.all_workloads() if facts(wl).evicted_holding_quota}
+        idle = self.idle_jobs
+        idle.begin()
+        async with anyio.create_task_group() as tg:
+            self._write_owed_finishes(tg, limiter)
+            for key, job in list(self.world.job_items()):
+                target = self.job_targets(job)
+                if target is None:
+                    continue
+                namespace, name = target
+                jobless.discard(target)
+                workload = self.world.workload(namespace, name)
+                if workload is None:
+                    continue
+                if idle.unchanged(key, job, workload):  # neither changed since a pass that had nothing to do
+                    continue
+                bound = self._log.bind(job=key, workload=f"{namespace}/{name}")
+                if evicted_holding_quota(workload):
+                    tg.start_soon(limited, limiter, self._stop_evicted, job, workload, now, bound)
+                    continue
+                if running_without_reservation(job, workload):
+                    tg.start_soon(limited, limiter, self._suspend_unreserved, job, workload, bound)
+                    continue
+                finish = finish_decision(job, workload, now=now)
+                if finish is not None and finish_deferred(workload):
+                    self._finish_in_memory(workload, finish, bound)
+                    continue
+                if finish is not None:
+                    tg.start_soon(limited, limiter, self._finish_workload, workload, finish, bound)
+                    continue
+                if flavors is None:
+                    flavors = self.world.flavor_infos()
+                stale = self._placement_eviction(job, workload, flavors, now)
+                if stale is not None:
+                    tg.start_soon(limited, limiter, self._evict_job_copy_missing, stale, now)
+                    continue
+                try:
+                    start = start_decision(job, workload, flavors=flavors)
+                except KeyError as missing:
+                    message = f"ResourceFlavor {missing.args[0]} assigned to the workload doesn't exist"
+                    bound.warning("job.start_blocked", message=message)
+                    self.events.emit(job, reason="FlavorNotFound", note=message, action="Start", event_type="Warning")
+                    continue
+                if start is None:
+                    idle.idle(key, job, workload)
+                    continue
+                queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+                tg.start_soon(limited, limiter, self._start_job, job, start.patch, start.flavors, str(queue), bound)
+            for namespace, name in jobless:
+                evicted = self.world.workload(namespace, name)
+                if evicted is not None:
+                    bound = self._log.bind(workload=f"{namespace}/{name}")
+                    tg.start_soon(limited, limiter, self._stop_evicted, None, evicted, now, bound)
+
+    def _placement_eviction(
+        self, job: Obj, workload: Obj, flavors: Mapping[str, FlavorInfo], now: dt.datetime
+    ) -> JobCopyMissing | None:
+        """The first time a started Job copy of an admitted kfed-manager copy is seen, check that it carries its
+        flavors' placement as this cluster has them (``decisions.job_copies.out_of_sync``); the copy's eviction
+        when it does not. Checked once per Job, and only for Jobs created in this term: a ResourceFlavor edited while
+        the Job runs does not stop it, also across an agent restart."""
+        uid = str((job.get("metadata") or {}).get("uid") or "")
+        if not uid or uid in self._placement_checked or (job.get("spec") or {}).get("suspend") is not False:
+            return None
+        try:
+            eviction = out_of_sync(job, workload, flavors=injections(flavors), now=now, term_started=self._term_started)
+        except KeyError:
+            return None  # a flavor of its admission is gone: nothing to compare with
+        if eviction is None and is_admitted(workload):
+            if len(self._placement_checked) > 2 * len(self.world.jobs.store) + 64:  # forget deleted Jobs
+                self._placement_checked &= {str(j["metadata"].get("uid")) for j in self.world.all_jobs()}
+            self._placement_checked.add(uid)
+        return eviction
+
+    async def deactivation_pass(self) -> None:
+        """Evict the Workloads someone deactivated here (``federation.admission.deactivation``, as Kueue does): the
+        job pass then stops their Jobs and releases their quota, and a MultiKueue manager takes its copy back."""
+        facts = self.facts
+        now = self.clock()
+        for workload in [w for w in self.world.all_workloads() if facts(w).needs_deactivation_eviction]:
+            eviction = deactivation_eviction(workload, now=now)
+            if eviction is None:
+                continue
+            bound = self._log.bind(workload=workload_key(workload))
+            written = await self.writes.patch_status(r.WORKLOADS, workload, {"status": eviction.status}, bound)
+            if written is None:
+                continue
+            self.world.workload_writes.remember(written)
+            bound.warning("workload.evicted", reason=eviction.reason, message=eviction.message)
+            if not is_true(workload, "QuotaReserved"):
+                continue  # Kueue reports (Event, metric) only the eviction of a workload that held quota
+            namespace, local_queue, priority_class = workload_labels(written)
+            self.metrics.evicted(
+                cluster_queue=queue_of(written),
+                namespace=namespace,
+                local_queue=local_queue,
+                priority_class=priority_class,
+                reason=eviction.reason,
+            )
+            self.events.emit(written, reason=f"EvictedDueTo{eviction.reason}", note=eviction.message, action="Evict")
+
+    async def job_copy_pass(self) -> None:
+        """Evict the admitted kfed-manager copies whose Job copy has not come within ``job_copy_timeout``
+        (``decisions.job_copies``) and note when the next one falls due, for the loop to wake then."""
+        targets = self.job_targets
+        named = {f"{target[0]}/{target[1]}" for target in map(targets, self.world.all_jobs()) if target is not None}
+        facts = self.facts
+        waiting = [  # only these can time out (job_copy_timeouts would pass over the others)
+            workload
+            for key, workload in self.world.workload_items()
+            if facts(workload).job_copy_admitted_since is not None and key not in named
+        ]
+        now = self.clock()
+        timeouts = job_copy_timeouts(waiting, named_by_jobs=named, now=now, timeout=self.job_copy_timeout)
+        self.next_job_copy_due = timeouts.next_due
+        for eviction in timeouts.evictions:
+            await self._evict_job_copy_missing(eviction, now)
+
+    async def _evict_job_copy_missing(self, eviction: JobCopyMissing, now: dt.datetime) -> None:
+        """Deactivate the copy (so it is not admitted again at once), then evict it with the eviction's reason
+        (``JobCopyMissing`` or ``OutOfSync``); the job pass releases it."""
+        bound = self._log.bind(workload=eviction.key)
+        workload, status = eviction.raw, eviction.status
+        if (workload.get("spec") or {}).get("active", True) is not False:
+            deactivated = await self.writes.deactivate(workload, bound)
+            if deactivated is None:
+                return
+            workload = deactivated
+            status = eviction_status(workload, eviction.message, now=now, reason=eviction.reason)  # new generation
+        written = await self.writes.patch_status(r.WORKLOADS, workload, {"status": status}, bound)
+        if written is None:
+            return
+        self.world.workload_writes.remember(written)
+        namespace, local_queue, priority_class = workload_labels(written)
+        self.metrics.evicted(
+            cluster_queue=queue_of(written),
+            namespace=namespace,
+            local_queue=local_queue,
+            priority_class=priority_class,
+            reason=eviction.reason,
+        )
+        bound.warning("workload.evicted", reason=eviction.reason, message=eviction.message)
+        self.events.emit(written, reason=eviction.reason, note=eviction.message, action="Evict", event_type="Warning")
+
+    async def _stop_evicted(self, job: Obj | None, workload: Obj, now: dt.datetime, bound: Any) -> None:
+        """An evicted Workload's Job is suspended first; once no pod of it is active, its quota is released."""
+        if job is not None and not stopped(job):
+            patch = suspend_patch(job, workload)
+            if patch is None:
+                return  # suspended, pods still terminating: the Job's next status change pulls the trigger
+            if await self._suspend(job, patch, bound) is not None:
+                bound.info("job.suspended", why="workload evicted")
+            return
+        released = await self.writes.patch_status(
+            r.WORKLOADS, workload, {"status": release_status(workload, now=now)}, bound
+        )
+        if released is not None:
+            self.world.workload_writes.remember(released)
+            bound.info("workload.quota_released", why="evicted")
+
+    async def _suspend(self, job: Obj, patch: Obj, bound: Any) -> Obj | None:
+        """``patch`` (a ``suspend_patch``) guarded by the Job's uid; the Job as written, or None when the write
+        failed (the trigger is pulled to decide again)."""
+        namespace, name = name_of(job)
+        body = {**patch, "metadata": {"uid": (job.get("metadata") or {}).get("uid")}}
+        try:
+            written = await self.api.patch(r.JOBS, name, body, namespace=namespace, field_manager="kfed-agent")
+        except (Conflict, NotFound):
+            self.trigger.pull()
+            return None
+        except KubeError as exc:
+            bound.warning("job.suspend_failed", error=str(exc)[:300])
+            self.writes.retry(job, exc)
+            return None
+        self.writes.wrote(job)
+        self.world.job_writes.remember(written)
+        return written
+
+    async def _suspend_unreserved(self, job: Obj, workload: Obj, bound: Any) -> None:
+        """Suspend a started Job whose Workload holds no quota here (``running_without_reservation``)."""
+        patch = suspend_patch(job, workload)
+        written = await self._suspend(job, patch, bound) if patch is not None else None
+        if written is None:
+            return
+        message = "the Job runs but its Workload holds no quota in this cluster"
+        bound.warning("job.suspended", why=message)
+        self.events.emit(written, reason="Suspended", note=message, action="Suspend", event_type="Warning")
+
+    def _finish_in_memory(self, workload: Obj, finish: FinishWorkload, bound: Any) -> None:
+        """A kfed-manager copy whose Job ended: finished for the agent's passes and reports at once, written only if
+        it is still there after the grace (``decisions.jobs.finish_deferred``)."""
+        key = name_of(workload)
+        if key not in self._finish_owed:
+            self._count_finished(workload)
+            bound.info("workload.finished", reason=finish.reason, message=finish.message, written="deferred")
+        due, _ = self._finish_owed.get(key, (time.monotonic() + self.finish_grace, finish))
+        self._finish_owed[key] = (due, finish)
+        self.world.workload_writes.show(finished_view(workload, finish))
+        self.on_released()
+
+    def _write_owed_finishes(self, tg: anyio.abc.TaskGroup, limiter: anyio.CapacityLimiter) -> None:
+        """Deferred finishes whose copy the manager has not deleted within the grace are written now."""
+        now = time.monotonic()
+        for key, (due, finish) in list(self._finish_owed.items()):
+            cached = self.world.workloads.store.get(f"{key[0]}/{key[1]}")
+            if cached is None or workload_state(cached) == FINISHED_STATE:
+                del self._finish_owed[key]  # deleted by the manager (the usual end), or finished by someone else
+            elif now >= due:
+                del self._finish_owed[key]
+                bound = self._log.bind(workload=f"{key[0]}/{key[1]}")
+                tg.start_soon(limited, limiter, self._finish_workload, cached, finish, bound, False)
+
+    def _count_finished(self, workload: Obj) -> None:
+        queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+        namespace, local_queue, priority_class = workload_labels(workload)
+        self.metrics.finished(
+            cluster_queue=queue, namespace=namespace, local_queue=local_queue, priority_class=priority_class
+        )
+
+    async def _finish_workload(self, workload: Obj, finish: FinishWorkload, bound: Any, count: bool = True) -> None:
+        namespace, name = name_of(workload)
+        written = await self.writes.patch_status(r.WORKLOADS, workload, {"status": finish.status}, bound)
+        if written is None:
+            return
+        self.world.workload_writes.remember(written)
+        if count:
+            self._count_finished(written)
+        bound.info("workload.finished", reason=finish.reason, message=finish.message)
+        note = f"Workload '{namespace}/{name}' is declared finished: {finish.message}"
+        if not copy_of_manager(written):
+            self.events.emit(written, reason="Finished", note=note, action="Finish")
+
+    async def _start_job(self, job: Obj, patch: Obj, flavors: tuple[str, ...], queue: str, bound: Any) -> None:
+        namespace, name = name_of(job)
+        started = time.monotonic()
+        # Guarded by the Job's uid, not its resourceVersion: the Job controller writes the Job's status (its
+        # Suspended condition) right after the copy is created, and a resourceVersion guard made that a 409
+        # Conflict and another pass for about every other Job. The patch only sets spec fields decided from the
+        # Workload; a Job re-created under the same name has another uid and is refused.
+        body = {**patch, "metadata": {"uid": (job.get("metadata") or {}).get("uid")}}
+        try:
+            written = await self.api.patch(r.JOBS, name, body, namespace=namespace, field_manager="kfed-agent")
+        except Conflict:
+            bound.debug("agent.write_conflict", resource=r.JOBS.label)
+            self.trigger.pull()
+            return
+        except NotFound:
+            return
+        except KubeError as exc:
+            bound.warning("job.start_failed", error=str(exc)[:300])
+            if not is_refusal(exc):  # a refusal gets its own Event, once
+                self.events.emit(job, reason="StartFailed", note=str(exc)[:1000], action="Start", event_type="Warning")
+            self.writes.retry(job, exc)
+            return
+        self.writes.wrote(job)
+        self.world.job_writes.remember(written)
+        bound.info("job.started", flavors=list(flavors), seconds=round(time.monotonic() - started, 3))
+        if not copy_of_manager(written):
+            self.events.emit(written, reason="Started", note=f"Admitted by clusterQueue {queue}", action="Start")
