@@ -1,11 +1,11 @@
 """kfed-agent's admission passes: local admission of pending Workloads, and the steps after it that Kueue takes.
 
 Why this module exists: admission is the part of the agent's pass that reads the queues, quotas, flavors and checks
-(``decisions.idle`` skips it while none of them changed) and writes only Workload statuses: the ``Requeued`` step
-of released Workloads (``federation.admission.requeued``), the steps of quota-holding Workloads' admission checks
-(``decisions.checks``), then the admissions, reservations, preemptions and pending reasons that
-``decisions.admission`` plans. The loop (``worker_agent.reconciler``) runs it first in each pass, and wakes when
-``next_requeue_at`` says a requeue backoff ends.
+(``decisions.idle`` skips it while none of them changed) and writes only Workloads, mostly their status: the
+``Requeued`` step of released Workloads (``federation.admission.requeued``), the steps of quota-holding Workloads'
+admission checks (``decisions.checks``, which may also deactivate one), then the admissions, reservations,
+preemptions and pending reasons that ``decisions.admission`` plans. The loop (``worker_agent.reconciler``) runs it
+first in each pass, and wakes when ``next_requeue_at`` says a requeue backoff ends.
 """
 
 from __future__ import annotations
