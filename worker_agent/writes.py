@@ -70,7 +70,6 @@ class Writes:
             events=events, component="kfed-agent", lookup=lambda _key: None, action="Reconcile"
         )
         self._retry_at: float | None = None
-        """Monotonic time of the next pass after a failed write (None: no failed write waits)."""
 
     @property
     def retry_at(self) -> float | None:
