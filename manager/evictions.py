@@ -54,10 +54,6 @@ UNREACHABLE_RECHECK_SECONDS = 30.0
 """While a workload's worker is unreachable, look again at least this often (the timeout may change meanwhile)."""
 
 
-def _until(annotations: dict[str, str]) -> dict[str, str]:
-    return {"retry_after": annotations[REFUSED_UNTIL_ANNOTATION]}
-
-
 class Evictions:
     def __init__(
         self,
@@ -169,7 +165,8 @@ class Evictions:
                 base=self._config.refusal_backoff,
                 cap=self._config.refusal_backoff_max,
             )
-            log.error("worker refused a copy", workload=key, cluster=worker, error=why, **_until(annotations))
+            retry_after = annotations[REFUSED_UNTIL_ANNOTATION]
+            log.error("worker refused a copy", workload=key, cluster=worker, error=why, retry_after=retry_after)
             reason = "RemoteWriteForbidden"
         else:
             log.warning("remote name taken by a foreign object", workload=key, cluster=worker, error=why)

@@ -59,7 +59,7 @@ from manager.config import ManagerConfig
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
-from manager.decisions.refusals import RefusalEnds, refused_until
+from manager.decisions.refusals import RefusalEnds, refusal_end
 from manager.decisions.reservation import (
     assigned_flavors,
     multikueue_workers,
@@ -67,7 +67,7 @@ from manager.decisions.reservation import (
     tas_flavor_names,
     workload_checks,
 )
-from manager.decisions.withdrawal import FOREIGN_JOB_REASON, exclusions, preemption_status, withdrawn_from
+from manager.decisions.withdrawal import exclusions, preemption_status, withdrawn_from
 from manager.reservation_holds import HeldReservation, ReservationHolds
 from manager.workers import WorkerAvailability
 
@@ -407,8 +407,7 @@ class GlobalScheduler:
                 pod_sets=topology_requests(raw) if summaries else (),
             )
             if isinstance(result, NoWorker):
-                if any(why != FOREIGN_JOB_REASON for why in excluded.values()):
-                    self._worker_refusal_ends.note(refused_until(raw))
+                self._worker_refusal_ends.note(refusal_end(raw, now=now))
                 return result.message
             every_check = workload_checks(queue, flavors=assigned_flavors(admit.assignment))
             capacity = next((w.capacity for w in workers if w.name == result.worker), None)

@@ -21,7 +21,9 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
+from federation.api.workload import EVICTED_BY_ADMISSION_CHECK
 from federation.conditions import format_time, parse_time
+from manager.decisions.worker_lists import workers_in
 
 Obj = Mapping[str, Any]
 
@@ -40,21 +42,10 @@ MAX_REFUSAL_BACKOFF = 900.0
 """The longest a refusing worker is avoided in one go by default (``--refusal-backoff-max``; Kueue's remote-create
 retries grow to about 1000 s)."""
 
-_EVICTED_BY_ADMISSION_CHECK = "AdmissionCheck"
-
-
-def _annotations(workload: Obj) -> Mapping[str, Any]:
-    return (workload.get("metadata") or {}).get("annotations") or {}
-
-
-def _listed(workload: Obj) -> frozenset[str]:
-    text = str(_annotations(workload).get(REFUSED_BY_ANNOTATION) or "")
-    return frozenset(name for name in (part.strip() for part in text.split(",")) if name)
-
 
 def refused_until(workload: Obj) -> dt.datetime | None:
     """When the listed refusals end (None: no time, or one that cannot be read)."""
-    text = _annotations(workload).get(REFUSED_UNTIL_ANNOTATION)
+    text = ((workload.get("metadata") or {}).get("annotations") or {}).get(REFUSED_UNTIL_ANNOTATION)
     if not text:
         return None
     try:
@@ -63,13 +54,19 @@ def refused_until(workload: Obj) -> dt.datetime | None:
         return None
 
 
+def refusal_end(workload: Obj, *, now: dt.datetime) -> dt.datetime | None:
+    """When the refusals of this Workload that hold at ``now`` end (None: none holds)."""
+    if not workers_in(workload, REFUSED_BY_ANNOTATION):
+        return None
+    until = refused_until(workload)
+    return until if until is not None and now < until else None
+
+
 def refused_workers(workload: Obj, *, now: dt.datetime) -> frozenset[str]:
     """The workers whose refusal of this Workload still holds at ``now``."""
-    listed = _listed(workload)
-    if not listed:
+    if refusal_end(workload, now=now) is None:
         return frozenset()
-    until = refused_until(workload)
-    return listed if until is not None and now < until else frozenset()
+    return workers_in(workload, REFUSED_BY_ANNOTATION)
 
 
 def refusal_backoff(workload: Obj, *, base: float, cap: float = MAX_REFUSAL_BACKOFF) -> float:
@@ -79,7 +76,7 @@ def refusal_backoff(workload: Obj, *, base: float, cap: float = MAX_REFUSAL_BACK
     evictions = sum(
         int(entry.get("count") or 0)
         for entry in stats.get("evictions") or ()
-        if entry.get("reason") == _EVICTED_BY_ADMISSION_CHECK
+        if entry.get("reason") == EVICTED_BY_ADMISSION_CHECK
     )
     return float(min(cap, base * 2 ** min(evictions, 32)))
 

@@ -23,8 +23,9 @@ from federation.admission.queue_metrics import eviction_labels
 from federation.admission.requeued import requeued_on_release
 from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
 from manager.decisions.execution_time import ACCUMULATED_FIELD, accumulated_on_release
-from manager.decisions.refusals import refused_message, refused_until, refused_workers
+from manager.decisions.refusals import refusal_end, refused_message, refused_until, refused_workers
 from manager.decisions.sync import job_finish
+from manager.decisions.worker_lists import workers_in
 
 Obj = Mapping[str, Any]
 
@@ -41,34 +42,27 @@ REASON_EVICTED_BY_ADMISSION_CHECK = "AdmissionCheck"
 """Kueue's eviction reason when an admission check (here MultiKueue) takes the reservation back."""
 
 
-def _workers_in(workload: Obj, annotation: str) -> frozenset[str]:
-    annotations = (workload.get("metadata") or {}).get("annotations") or {}
-    text = str(annotations.get(annotation) or "")
-    return frozenset(name for name in (part.strip() for part in text.split(",")) if name)
-
-
 FOREIGN_JOB_REASON = "a Job of the same name that kfed did not create is there"
 
 
 def exclusions(workload: Obj, *, now: dt.datetime) -> dict[str, str]:
     """The workers this Workload must not be dispatched to at ``now``, each with why: a foreign Job holds its name
     there, or its refusal of a copy still holds (``manager.decisions.refusals``)."""
-    found = dict.fromkeys(_workers_in(workload, EXCLUDED_CLUSTERS_ANNOTATION), FOREIGN_JOB_REASON)
-    refused = refused_workers(workload, now=now)
-    until = refused_until(workload)
-    if refused and until is not None:
+    found = dict.fromkeys(workers_in(workload, EXCLUDED_CLUSTERS_ANNOTATION), FOREIGN_JOB_REASON)
+    until = refusal_end(workload, now=now)
+    if until is not None:
         why = f"it refused kfed-manager's copy of this Workload (403 Forbidden); tried again after {format_time(until)}"
-        found.update(dict.fromkeys(refused - found.keys(), why))
+        found.update(dict.fromkeys(refused_workers(workload, now=now) - found.keys(), why))
     return found
 
 
 def withdrawn_from(workload: Obj) -> frozenset[str]:
-    return _workers_in(workload, WITHDRAWN_FROM_ANNOTATION)
+    return workers_in(workload, WITHDRAWN_FROM_ANNOTATION)
 
 
 def exclusion_annotation(workload: Obj, worker: str) -> str:
     """The value of :data:`EXCLUDED_CLUSTERS_ANNOTATION` that adds ``worker`` to it."""
-    return ",".join(sorted(_workers_in(workload, EXCLUDED_CLUSTERS_ANNOTATION) | {worker}))
+    return ",".join(sorted(workers_in(workload, EXCLUDED_CLUSTERS_ANNOTATION) | {worker}))
 
 
 def withdrawn_annotation(workload: Obj, worker: str) -> str:
@@ -134,7 +128,7 @@ def withdrawal_reason(
     meta = manager_workload.get("metadata") or {}
     if now is not None and worker in refused_workers(manager_workload, now=now):
         return refused_message(worker, "403 Forbidden", until=refused_until(manager_workload))
-    if worker in _workers_in(manager_workload, EXCLUDED_CLUSTERS_ANNOTATION):
+    if worker in workers_in(manager_workload, EXCLUDED_CLUSTERS_ANNOTATION):
         job = (manager_job or {}).get("metadata", {}).get("name", "")
         return foreign_job_message(str(meta.get("namespace", "")), str(job), worker)
     if remote_job is not None and job_finish(remote_job) is not None:

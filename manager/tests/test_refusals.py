@@ -12,6 +12,7 @@ from manager.decisions.refusals import (
     RefusalEnds,
     refusal_annotations,
     refusal_backoff,
+    refusal_end,
     refused_until,
     refused_workers,
 )
@@ -38,6 +39,8 @@ def test_a_refusal_holds_until_its_time_and_not_after() -> None:
     assert refused_workers(wl, now=NOW) == {"worker-1", "worker-2"}
     assert refused_workers(wl, now=NOW + dt.timedelta(seconds=29)) == {"worker-1", "worker-2"}
     assert refused_workers(wl, now=NOW + dt.timedelta(seconds=30)) == frozenset()
+    assert refusal_end(wl, now=NOW) == NOW + dt.timedelta(seconds=30)
+    assert refusal_end(wl, now=NOW + dt.timedelta(seconds=30)) is None
 
 
 def test_a_refusal_without_a_readable_time_does_not_hold() -> None:
