@@ -44,7 +44,7 @@ from manager.decisions.workload_from_job import (
     workload_name_for_job,
 )
 from manager.decisions.workload_match import WorkloadEdit, edit_for_job
-from manager.manager_jobs import stop_manager_job
+from manager.manager_jobs import needs_stopping, stop_manager_job
 
 log = structlog.get_logger(__name__)
 
@@ -233,9 +233,9 @@ class JobController:
             return await self._follow_edit(job, existing)
         if job_finish(job) is not None:
             return None  # a finished Job keeps its final status; it needs no new Workload
-        if not (job.get("spec") or {}).get("suspend", False) and not await self._workload_exists(name, meta):
-            # Running without a Workload (someone deleted it): stop it before queueing it again, as Kueue does;
-            # its copies on the worker are garbage-collected with the old Workload.
+        if needs_stopping(job) and not await self._workload_exists(name, meta):
+            # Running without a Workload (someone deleted it), or its stop was cut short: stop it before queueing it
+            # again, as Kueue does; its copies on the worker are garbage-collected with the old Workload.
             await self._stop(job)
         try:
             workload = workload_for_job(job, priority=self._priority(job))

@@ -2,8 +2,9 @@
 
 A manager Job runs nowhere while its Workload is not admitted on a worker: when a workload is requeued (withdrawn
 from its worker) or its Workload disappears, the Job is suspended again and the status mirrored from the worker
-is cleared, so ``kubectl get job`` never shows pods that no longer exist. One function, so both paths stop a Job
-the same way.
+is cleared, so ``kubectl get job`` never shows pods that no longer exist, except what the apiserver never lets a
+Job's status lose (``succeeded``, ``failed``: ``manager.decisions.job_status``). One function, so both paths stop a
+Job the same way, and stopping a stopped Job writes nothing.
 
 A Job open to partial admission (``kueue.x-k8s.io/job-min-parallelism``) starts with the pod count its Workload was
 admitted with and gets its Workload's full count back when it is stopped (Kueue's rule,
@@ -17,6 +18,7 @@ from typing import Any
 from federation.kube.api import KubeApi
 from federation.kube.resources import JOBS
 from federation.pod_injection import admitted_count, pod_count_patch
+from manager.decisions.job_status import stopped_job_status
 
 Obj = dict[str, Any]
 
@@ -31,8 +33,9 @@ def start_manager_job_spec(job: Obj, workload: Obj) -> Obj:
 
 
 async def stop_manager_job(api: KubeApi, job: Obj, *, field_manager: str, pod_count: int | None = None) -> Obj:
-    """Suspend ``job`` (if it is not) and clear its status; returns the Job as last written. ``pod_count`` (the
-    Workload's count) is given back to a Job that partial admission had shrunk, in the same write."""
+    """Suspend ``job`` (if it is not) and clear its status of its run (:func:`stopped_job_status`); returns the
+    Job as last written. ``pod_count`` (the Workload's count) is given back to a Job that partial admission had
+    shrunk, in the same write."""
     meta = job["metadata"]
     spec = job.get("spec") or {}
     restore = pod_count_patch(spec, _annotations(job), pod_count)
@@ -44,6 +47,12 @@ async def stop_manager_job(api: KubeApi, job: Obj, *, field_manager: str, pod_co
             namespace=meta["namespace"],
             field_manager=field_manager,
         )
-    if job.get("status"):
-        job = await api.replace_status(JOBS, {**job, "status": {}}, field_manager=field_manager)
+    stopped = stopped_job_status(job)
+    if (job.get("status") or {}) != stopped:
+        job = await api.replace_status(JOBS, {**job, "status": stopped}, field_manager=field_manager)
     return job
+
+
+def needs_stopping(job: Obj) -> bool:
+    """``job`` runs, or a stop of it is not finished (suspended, its status not cleared yet)."""
+    return not (job.get("spec") or {}).get("suspend", False) or (job.get("status") or {}) != stopped_job_status(job)

@@ -36,10 +36,11 @@ from manager.decisions.admission_checks import (
     worker_rejection,
 )
 from manager.decisions.execution_time import execution_time_left
+from manager.decisions.job_status import mirrored_job_status
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.lifecycle import Phase, held_worker, phase_of
 from manager.decisions.remote_copies import is_ours, started_remote_job
-from manager.decisions.sync import Step, job_finish, mirror_wait, mirrored_job_status, plan
+from manager.decisions.sync import Step, job_finish, mirror_wait, plan
 from manager.decisions.withdrawal import (
     deactivated,
     dispatch_time_left,
@@ -409,7 +410,7 @@ class RemoteSync:
                     manager_job,
                     await self._api.replace_status(
                         JOBS,
-                        {**manager_job, "status": mirrored_job_status(remote_jb)},
+                        {**manager_job, "status": mirrored_job_status(remote_jb, manager_job=manager_job)},
                         field_manager=self._config.field_manager,
                     ),
                 )

@@ -377,3 +377,45 @@ def test_deactivating_a_running_workload_withdraws_it_and_reactivating_runs_it_a
     assert reactivated is not None
     assert (reactivated["reason"], reactivated["message"]) == ("Reactivated", "The workload was reactivated")
     _complete_on_one_worker_at_a_time(federation, "deact")
+
+
+@pytest.mark.parametrize("taken", ["copy", "workload"])
+def test_a_job_taken_back_after_some_pods_succeeded_runs_again_and_ends_complete(
+    federation: Federation, taken: str
+) -> None:
+    """The apiserver never lets a Job's ``succeeded`` count go down: a manager Job stopped after a pod succeeded
+    keeps its count, runs again from the start on its new copy, and ends Complete with the copy's count. Before,
+    the stop's status write was refused for good and the Job stayed stopped (its copy deleted) or never ended (its
+    Workload deleted)."""
+    name = f"partly-done-{taken}"
+    manifest = job_manifest(name, namespace="default", cpu="1", seconds=4)
+    manifest["spec"]["completions"] = 4  # one pod at a time, four in all
+    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    wait_for(
+        lambda: get(federation, MANAGER, "job", name),
+        until=lambda j: int(((j or {}).get("status") or {}).get("succeeded", 0)) >= 1,
+        timeout=90,
+        what=f"{name} with a pod succeeded",
+    )
+    first = workload_of(federation, name)
+    assert first is not None
+    if taken == "copy":
+        worker = worker_of(federation, name)
+        assert worker is not None
+        federation.kubectl(worker, "delete", "job", name, "--wait=false")
+    else:
+        federation.kubectl(MANAGER, "delete", "workloads.kueue.x-k8s.io", first["metadata"]["name"], "--wait=false")
+    _complete_on_one_worker_at_a_time(federation, name, timeout=180)
+    job = get(federation, MANAGER, "job", name)
+    assert job is not None
+    assert job["status"]["succeeded"] == 4
+    done = workload_of(federation, name)
+    assert done is not None
+    assert is_true(done, "Finished")
+    if taken == "copy":
+        assert is_true(done, "Requeued")
+        assert done["metadata"]["uid"] == first["metadata"]["uid"]
+    else:
+        assert done["metadata"]["uid"] != first["metadata"]["uid"]
+    assert not _events(federation, "SyncFailed", name), "no status write of the Job was refused"
+    wait_for(lambda: remote_copies(federation, name), until=lambda c: c == {}, timeout=30, what="copies removed")

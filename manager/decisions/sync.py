@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from federation.conditions import find_condition, is_true
+from manager.decisions.job_status import status_mirrored
 
 Obj = Mapping[str, Any]
 
@@ -57,27 +58,6 @@ def remote_reserved(remote_workload: Obj | None) -> bool:
     return is_true(remote_workload, "Admitted") or not (remote_workload.get("status") or {}).get("admissionChecks")
 
 
-def mirrored_job_status(remote_job: Obj) -> dict[str, Any]:
-    """The manager Job's status for a remote Job's status.
-
-    A copy, except that a finished Job always has ``startTime``: the apiserver refuses a finished status without
-    one for a Job managed by another controller, and a Job that never ran a pod (``parallelism: 0``) finishes
-    without it. Its ``completionTime`` (or the finish condition's time) stands in, so the Job ends instead of
-    looping on a rejected write.
-    """
-    status = dict(remote_job.get("status") or {})
-    if status.get("startTime") or job_finish(remote_job) is None:
-        return status
-    finished_at = status.get("completionTime")
-    if not finished_at:
-        for condition in status.get("conditions") or ():
-            if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
-                finished_at = condition.get("lastTransitionTime")
-    if finished_at:
-        status["startTime"] = finished_at
-    return status
-
-
 MIRROR_INTERVAL = 5.0
 """Seconds between two mirrors of a running Job's status (each pod changes it)."""
 
@@ -90,10 +70,6 @@ def mirror_wait(last_mirror: float | None, *, now: float, finished: object) -> f
     if finished or last_mirror is None:
         return 0.0
     return max(0.0, last_mirror + MIRROR_INTERVAL - now)
-
-
-def status_mirrored(manager_job: Obj, remote_job: Obj) -> bool:
-    return (manager_job.get("status") or {}) == mirrored_job_status(remote_job)
 
 
 def worth_mirroring(remote_job: Obj) -> bool:

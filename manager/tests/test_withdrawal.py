@@ -10,7 +10,6 @@ import pytest
 from federation.admission.deactivation import deactivation_reason
 from manager.decisions.lifecycle import Phase, phase_of
 from manager.decisions.refusals import REFUSED_BY_ANNOTATION, REFUSED_UNTIL_ANNOTATION
-from manager.decisions.sync import mirrored_job_status, status_mirrored
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
     FOREIGN_JOB_REASON,
@@ -143,23 +142,6 @@ def test_requeue_status_releases_the_reservation_and_says_why() -> None:
     assert status["clusterName"] is None
     assert status["nominatedClusterNames"] is None
     assert [(c["name"], c["state"]) for c in status["admissionChecks"]] == [("mk", "Pending")]
-
-
-def test_a_finished_status_without_start_time_gets_one_so_the_mirror_is_accepted() -> None:
-    remote = {
-        "status": {
-            "completionTime": "2026-11-22T12:00:05Z",
-            "conditions": [{"type": "Complete", "status": "True", "lastTransitionTime": "2026-11-22T12:00:05Z"}],
-        }
-    }
-    mirrored = mirrored_job_status(remote)
-    assert mirrored["startTime"] == "2026-11-22T12:00:05Z"
-    assert mirrored["completionTime"] == remote["status"]["completionTime"]
-    assert status_mirrored({"status": mirrored}, remote)
-    running = {"status": {"active": 1}}
-    assert mirrored_job_status(running) == {"active": 1}
-    started = {"status": {"startTime": "t0", "completionTime": "t1", "conditions": [cond("Complete")]}}
-    assert mirrored_job_status(started)["startTime"] == "t0"
 
 
 def test_a_workload_kfed_deactivated_says_why_and_its_requeue_leaves_a_clean_slate() -> None:
