@@ -6,16 +6,18 @@ probing, ``manager.decisions.dispatch``), so quota is only reserved where it can
 to queues, quotas, workloads or a worker's capacity report; bursts of triggers coalesce into one pass. A Workload
 that did not fit is parked (``federation.admission.parking``) and left out of later passes until something that
 could change its verdict happens, so a pass costs what changed, not the length of the backlog.
+
+A pass decides in memory and does not wait for its writes: the Workloads' status writes are sent after it by
+``manager.verdict_writes`` (and the next pass decides on the Workloads as those in flight make them), the queues'
+status by ``manager.queue_status_writes``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import time
-from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import anyio
@@ -23,35 +25,17 @@ import anyio.abc
 import structlog
 
 from federation.admission.api_drain import EventSpec, WorkloadUpdate, drain, pending_update
-from federation.admission.api_queue_status import (
-    finalizer_changes,
-    local_queue_status_patches,
-    pending_by_cluster_queue,
-    pending_by_local_queue,
-    queue_status_patches,
-)
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.decisions import Admit, Preempt, Wait
 from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot
-from federation.admission.queue_metrics import (
-    Sample,
-    pods_ready_to_evicted,
-    queue_samples,
-    queued_since,
-    workload_labels,
-)
-from federation.conditions import find_condition, is_true, parse_time
+from federation.admission.queue_metrics import Sample, queue_samples
+from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import SyncedCache
-from federation.kube.errors import Conflict, KubeError
 from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventSink
-from federation.kube.refusal import RefusalReporter, is_refusal
-from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
-from federation.kube.status_writes import write_finalizers, write_status_patches
 from federation.kube.trigger import Trigger
-from federation.merge_patch import apply_merge_patch
 from federation.obs.metrics import Metrics
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from federation.topology.report import topology_requests
@@ -68,7 +52,9 @@ from manager.decisions.reservation import (
     workload_checks,
 )
 from manager.decisions.withdrawal import exclusions, preemption_status, withdrawn_from
-from manager.reservation_holds import HeldReservation, ReservationHolds
+from manager.queue_status_writes import QueueStatusWrites
+from manager.reservation_holds import ReservationHolds
+from manager.verdict_writes import VerdictWrites
 from manager.workers import WorkerAvailability
 
 log = structlog.get_logger(__name__)
@@ -77,10 +63,6 @@ _COALESCE_SECONDS = 0.02
 MIN_PASS_INTERVAL = 0.2
 """Seconds from the start of one pass to the start of the next, at least: passes do not wait for their writes, and
 in a burst every new Workload triggers one (a pass over 1,000 Workloads takes ~20 ms)."""
-QUEUE_STATUS_INTERVAL = 1.0
-REFUSED_RETRY_SECONDS = 5.0
-"""After a status write this cluster refused (403/401), the next pass is made this much later at the latest (an
-earlier one, for other changes, decides the Workload again too)."""
 
 
 def _key(raw: dict[str, Any]) -> str:
@@ -124,59 +106,54 @@ class GlobalScheduler:
         with the remote sync); ``ledger``: the dispatches whose copies the workers' reports may not show yet;
         ``holds``: where reservations wait to be written with the worker's admission (``manager.reservation_holds``).
         """
-        self._api = api
         self._config = config
         self._caches = caches
         self._workload_view = workload_view
         self._pool = workers
         self._ledger = ledger
         self._metrics = metrics
-        self._events = events
-        self._holds = holds
-        self._write_alone: set[str] = set()
-        """Workloads whose held reservation's write failed other than by a Conflict: not held again until one of
-        their reservations is written (a write that failed once with another's patch is not tried that way again)."""
-        self._refusals = RefusalReporter(
-            events=events, component="kfed-manager", lookup=workload_view.get, action="Schedule"
-        )
         self._wakeup = Trigger()
         self.passes = 0
         self._state_builder = QuotaStateBuilder(rules=config.resource_rules)
-        self._queue_status_written_at = -QUEUE_STATUS_INTERVAL
-        self._cluster_queue_view = WriteOverlay(caches.cluster_queues.store)
-        self._local_queue_view = WriteOverlay(caches.local_queues.store)
-        """The queues with this scheduler's status writes the caches do not show yet: on a busy apiserver the watch
-        can lag more than the status interval, and a write at the old resourceVersion is a 409 Conflict."""
-        caches.cluster_queues.add_handler(self._cluster_queue_view.observe)
-        caches.local_queues.add_handler(self._local_queue_view.observe)
-        self._queue_status_deferred = False
         self._requeue_wake_at: float | None = None
         """The epoch second a pass is already scheduled for, when a requeued workload's backoff ends."""
         self._task_group: anyio.abc.TaskGroup
         self._pass_workers: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], list[WorkerState]] = {}
         self._worker_refusal_ends = RefusalEnds()
         """When refusals that kept a Workload from every worker end: a pass runs then, and the veto stamp changes."""
-        self._preemptors: dict[str, tuple[str, str]] = {}
-        """victim key -> (preempting ClusterQueue, Kueue's preemption reason), counted once the eviction is written."""
         self.last_state: QuotaState | None = None
         """The quota state of the last pass, with the keys it admitted and found inadmissible: the queue gauges are
         computed from it when Prometheus scrapes (``queue_gauges``), never during a pass."""
         self.last_admitted: frozenset[str] = frozenset()
         self._last_waiting: frozenset[str] = frozenset()
-        self._writing: dict[str, tuple[WorkloadUpdate, dict[str, Any]]] = {}
-        """Status writes sent and not answered yet: key -> (the update, the Workload as it will be). Passes do not wait
-        for their writes (each waits on a busy apiserver: new Workloads waited a whole batch of writes for the next
-        pass); the next pass decides on the Workloads as these writes make them, and leaves them alone until the
-        answer is in (a refused write is decided again)."""
-        self._write_queue: deque[WorkloadUpdate] = deque()
-        """Status writes not sent yet, sent in order by at most ``config.workers`` writer tasks: one task per write
-        (and a limiter) cost more than the pass itself when a pass decided 100,000 Workloads."""
-        self._writers = 0
-        self._lq_counts: dict[str, tuple[list[Any], dict[str, int]]] = {}
         self.parking = ParkingLot()
         """Pending Workloads that did not fit, left out of later passes until something that could change the
         answer happens (``federation.admission.parking``)."""
-        self._answered: anyio.Event | None = None
+        self._writes = VerdictWrites(
+            api=api,
+            field_manager=config.field_manager,
+            writers=config.workers,
+            workload_view=workload_view,
+            ledger=ledger,
+            parking=self.parking,
+            metrics=metrics,
+            events=events,
+            holds=holds,
+            start_soon=self._start_soon,
+            changed=self._workload_changed,
+            trigger=self.trigger,
+            wake_by=self._wake_by,
+        )
+        """The status writes of the passes: the next pass decides on the Workloads as those in flight make them."""
+        self._queue_status = QueueStatusWrites(
+            api=api,
+            field_manager=config.field_manager,
+            fair_sharing=config.cycle.fair_sharing,
+            cluster_queues=caches.cluster_queues,
+            local_queues=caches.local_queues,
+            start_soon=self._start_soon,
+            trigger=self.trigger,
+        )
         self._changed: set[str] = set()
         """Workload keys whose object changed since the last pass's quota state (cache events, writes laid over the
         cache, status writes sent or answered): only these are classified again (``ClassificationMemo``)."""
@@ -194,28 +171,30 @@ class GlobalScheduler:
     @property
     def writing(self) -> int:
         """Status writes in flight."""
-        return len(self._writing)
+        return len(self._writes)
 
     async def writes_answered(self) -> None:
         """Wait until every status write sent so far is answered."""
-        while self._writing:
-            self._answered = anyio.Event()
-            await self._answered.wait()
+        await self._writes.answered()
 
     def _workloads(self) -> Iterable[dict[str, Any]]:
         view = self._workload_view
-        if not self._writing:
+        writing = self._writes.in_flight
+        if not writing:
             return view
-        writing = self._writing
         return (writing[key][1] if (key := _key(raw)) in writing else raw for raw in view)
 
     def trigger(self) -> None:
         self._wakeup.pull()
 
-    async def _trigger_after(self, delay: float) -> None:
-        await anyio.sleep(delay)
-        self._queue_status_deferred = False
-        self.trigger()
+    def _start_soon(self, func: Any, *args: Any) -> None:
+        self._task_group.start_soon(func, *args)
+
+    def _wake_by(self, at: float) -> None:
+        """A pass at epoch second ``at`` at the latest (none is started when one is already due by then)."""
+        if self._requeue_wake_at is None or at < self._requeue_wake_at:
+            self._requeue_wake_at = at
+            self._task_group.start_soon(self._wake_at, at)
 
     async def _wake_at(self, at: float) -> None:
         await anyio.sleep(max(0.0, at - time.time()) + 0.05)
@@ -247,7 +226,7 @@ class GlobalScheduler:
         cached = self._workload_view.get_listed(key)
         if cached is None:
             return None
-        writing = self._writing.get(key)
+        writing = self._writes.in_flight.get(key)
         return cached if writing is None else writing[1]
 
     def _state(self, now: dt.datetime) -> QuotaState:
@@ -355,10 +334,8 @@ class GlobalScheduler:
         started = time.perf_counter()
         self._pass_workers = {}
         state = self._state(now)
-        at = state.next_requeue_at
-        if at is not None and (self._requeue_wake_at is None or at < self._requeue_wake_at):
-            self._requeue_wake_at = at
-            self._task_group.start_soon(self._wake_at, at)
+        if state.next_requeue_at is not None:
+            self._wake_by(state.next_requeue_at)
         raws: dict[str, dict[str, Any]] = {}
         indexed: set[str] = set()
 
@@ -369,7 +346,7 @@ class GlobalScheduler:
                 raws.update((wl.key, raw) for wl, raw in state.pending.get(workload.cluster_queue, ()))
             return raws[workload.key]
 
-        queues = _by_name(self._cluster_queue_view)
+        queues = _by_name(self._queue_status.cluster_queues)
         checks = _by_name(caches.admission_checks.store)
         configs = _by_name(caches.multikueue_configs.store)
         chosen: dict[str, tuple[Dispatch, list[str], list[str], frozenset[str]]] = {}
@@ -435,9 +412,8 @@ class GlobalScheduler:
         )
         ends = (self.parking.next_expiry(), self._worker_refusal_ends.next_end())
         expiry = min((at for at in ends if at is not None), default=None)
-        if expiry is not None and (self._requeue_wake_at is None or expiry < self._requeue_wake_at):
-            self._requeue_wake_at = expiry
-            self._task_group.start_soon(self._wake_at, expiry)
+        if expiry is not None:
+            self._wake_by(expiry)
         preempting: set[str] = set()
         holdable: set[str] = set()
         """Reservations no other admission check needs to see, for a kfed-agent worker: held back (see ``_hold``)."""
@@ -446,10 +422,8 @@ class GlobalScheduler:
             if isinstance(decision, Admit):
                 dispatch, every_check, check_names, tas = chosen[decision.workload.key]
                 waited = max(0.0, now.timestamp() - decision.workload.creation_time)
-                if (
-                    set(every_check) <= set(check_names)
-                    and self._admits_first(dispatch.worker)
-                    and decision.workload.key not in self._write_alone
+                if set(every_check) <= set(check_names) and self._writes.may_hold(
+                    decision.workload.key, dispatch.worker, worker_admits_first=self._runs_kfed_agent(dispatch.worker)
                 ):
                     holdable.add(decision.workload.key)
                 updates.append(
@@ -486,75 +460,19 @@ class GlobalScheduler:
         # a workload waiting for its preemptions stays active in Kueue (requeued at once); one that cannot fit is parked
         self._last_waiting = frozenset(d.workload.key for d in decisions if isinstance(d, Wait))
         for update in updates:
-            if update.key in self._writing:
+            if update.key in self._writes.in_flight:
                 self.parking.unpark(update.key)
                 continue  # decided on the Workload as its write in flight makes it; looked at again once answered
             self._changed.add(update.key)
-            shown = {**update.raw, "status": apply_merge_patch(update.raw.get("status") or {}, update.status)}
-            self._writing[update.key] = (update, shown)
-            if update.key in holdable and update.outcome == "reserved":
-                self._hold(update, shown)
-            else:
-                self._queue_write(update)
+            self._writes.send(update, hold=update.key in holdable)
         admitted_in = {d.workload.cluster_queue for d in decisions if isinstance(d, Admit)}
-        await self._write_queue_status(state, queues, admitted=set(admitted), admitted_in=admitted_in, now=now)
+        await self._queue_status.write(state, queues, admitted=set(admitted), admitted_in=admitted_in, now=now)
 
-    async def _write_queue_status(
-        self,
-        state: QuotaState,
-        queues: dict[str, dict[str, Any]],
-        *,
-        admitted: set[str],
-        admitted_in: set[str],
-        now: dt.datetime,
-    ) -> None:
-        """Kueue's ClusterQueue and LocalQueue status (counts, usage, Active), written only on change and at most
-        once per ``QUEUE_STATUS_INTERVAL`` seconds: they are aggregates, and a busy queue would otherwise cost a write
-        per scheduling pass. A skipped write is made by a pass scheduled for when the interval is over."""
-        api, field_manager = self._api, self._config.field_manager
-        wait = self._queue_status_written_at + QUEUE_STATUS_INTERVAL - time.monotonic()
-        if wait > 0:
-            if not self._queue_status_deferred:
-                self._queue_status_deferred = True
-                self._task_group.start_soon(self._trigger_after, wait)
-            return
-        self._queue_status_written_at = time.monotonic()
-        pending = pending_by_cluster_queue(state, admitted)
-        finalized, updated = await write_finalizers(
-            api,
-            CLUSTER_QUEUES,
-            finalizer_changes(state, queues),
-            current=queues,
-            field_manager=field_manager,
-            overlay=self._cluster_queue_view,
-        )
-        queues = {**queues, **updated}  # the status below is written at the resourceVersion the finalizers made
-        written = await write_status_patches(
-            api,
-            CLUSTER_QUEUES,
-            queue_status_patches(state, queues, pending=pending, now=now, fair_sharing=self._config.cycle.fair_sharing),
-            current=queues,
-            field_manager=field_manager,
-            overlay=self._cluster_queue_view,
-        )
-        written &= finalized
-        local_queues = {f"{q['metadata']['namespace']}/{q['metadata']['name']}": q for q in self._local_queue_view}
-        lq_patches = local_queue_status_patches(
-            state,
-            local_queues,
-            pending=pending_by_local_queue(state, admitted, memo=self._lq_counts, admitted_in=admitted_in),
-            now=now,
-        )
-        written &= await write_status_patches(
-            api,
-            LOCAL_QUEUES,
-            lq_patches,
-            current=local_queues,
-            field_manager=field_manager,
-            overlay=self._local_queue_view,
-        )
-        if not written:
-            self.trigger()
+    def _runs_kfed_agent(self, worker: str) -> bool:
+        """``worker`` publishes kfed-agent's capacity report: the remote sync waits for its admission of the copy
+        before it sends the Job copy (a stock Kueue worker gets both at once)."""
+        conn = self._pool.connections.get(worker)
+        return conn is not None and conn.report is not None
 
     def _preempt(self, decision: Preempt, *, now: dt.datetime, already: set[str]) -> list[WorkloadUpdate]:
         """Evict the decision's victims that are not being evicted yet (one victim set per preemptor: while they give
@@ -565,7 +483,7 @@ class GlobalScheduler:
             if raw is None or victim.key in already or is_true(raw, "Evicted"):
                 continue
             already.add(victim.key)
-            self._preemptors[victim.key] = (decision.workload.cluster_queue, victim.reason)
+            self._writes.preempting(victim.key, cluster_queue=decision.workload.cluster_queue, reason=victim.reason)
             status = preemption_status(raw, preemption_reason=victim.reason, message=victim.message, now=now)
             note = f"{victim.message}; preempted by {decision.workload.key}"
             updates.append(
@@ -580,138 +498,3 @@ class GlobalScheduler:
                 )
             )
         return updates
-
-    def _queue_write(self, update: WorkloadUpdate) -> None:
-        self._write_queue.append(update)
-        if self._writers < self._config.workers:
-            self._writers += 1
-            self._task_group.start_soon(self._send_writes)
-
-    def _admits_first(self, worker: str) -> bool:
-        """A hold is worth it: reservations are held, and ``worker`` runs kfed-agent, whose admission of the copy
-        the remote sync waits for before it sends the Job copy (a stock Kueue worker gets both at once)."""
-        conn = self._pool.connections.get(worker)
-        return self._holds is not None and self._holds.seconds > 0 and conn is not None and conn.report is not None
-
-    def _hold(self, update: WorkloadUpdate, shown: dict[str, Any]) -> None:
-        """Hold the reservation back: the remote sync sends the Workload copy at once, and the Workload's next status
-        write (normally Admitted, once the worker admitted the copy) records both; if none comes within the hold,
-        the reservation is written on its own."""
-        assert self._holds is not None
-        held = HeldReservation(
-            status=update.status, before=update.raw, shown=shown, settle=partial(self._settle_held, update)
-        )
-        self._holds.hold(update.key, held)
-        self._task_group.start_soon(self._hold_runs_out, update, held)
-
-    async def _hold_runs_out(self, update: WorkloadUpdate, held: HeldReservation) -> None:
-        assert self._holds is not None
-        await anyio.sleep(self._holds.seconds)
-        if self._holds.take_if(update.key, held):
-            self._queue_write(update)
-
-    def _settle_held(self, update: WorkloadUpdate, written: dict[str, Any] | None, err: BaseException | None) -> None:
-        """The write that carried a held reservation was answered (the remote sync's, with its own patch)."""
-        try:
-            if written is not None:
-                self._after_write(update, written)
-            else:
-                if not isinstance(err, Conflict):  # refused or invalid: its next reservation is written on its own
-                    self._write_alone.add(update.key)
-                self._after_refusal(update, err)
-        finally:
-            self._answered_for(update)
-
-    def _answered_for(self, update: WorkloadUpdate) -> None:
-        if self._writing.get(update.key, (None,))[0] is update:
-            del self._writing[update.key]
-            self._changed.add(update.key)
-        if self._answered is not None:
-            self._answered.set()
-
-    async def _send_writes(self) -> None:
-        """One writer: sends queued status writes until none is left."""
-        try:
-            while self._write_queue:
-                update = self._write_queue.popleft()
-                try:
-                    await self._write(update)
-                finally:
-                    if self._holds is not None:
-                        self._holds.sent(update.key)
-                    self._answered_for(update)
-        finally:
-            self._writers -= 1
-
-    async def _write(self, update: WorkloadUpdate) -> None:
-        meta = update.raw["metadata"]
-        try:
-            written = await self._api.patch_status(
-                WORKLOADS,
-                meta["name"],
-                {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": update.status},
-                namespace=meta["namespace"],
-                field_manager=self._config.field_manager,
-            )
-        except (Conflict, KubeError) as err:
-            self._after_refusal(update, err)
-            return
-        self._after_write(update, written)
-
-    def _after_refusal(self, update: WorkloadUpdate, err: BaseException | None) -> None:
-        self.parking.unpark(update.key)  # its verdict is not written: decided again on the next pass
-        self._ledger.forget(update.key)
-        self._preemptors.pop(update.key, None)
-        shown = self._writing.get(update.key, (None, None))[1]
-        if shown is not None:
-            self._workload_view.unshow(shown)  # a held reservation was shown: the cache is the truth again
-        if isinstance(err, KubeError) and is_refusal(err):
-            # RBAC: named on the Workload once; decided again, at the latest after a pause
-            self._refusals.refused(update.key, err, retry_in=REFUSED_RETRY_SECONDS, regarding=update.raw)
-            at = time.time() + REFUSED_RETRY_SECONDS
-            if self._requeue_wake_at is None or at < self._requeue_wake_at:
-                self._requeue_wake_at = at
-                self._task_group.start_soon(self._wake_at, at)
-            return
-        log.info("workload status write failed; will decide again", workload=update.key, error=str(err))
-        self.trigger()
-
-    def _after_write(self, update: WorkloadUpdate, written: dict[str, Any]) -> None:
-        self._refusals.succeeded(update.key)
-        self._workload_view.wrote(update.raw, written)  # the next pass sees it even before the cache does
-        namespace, local_queue, priority_class = workload_labels(update.raw)
-        if update.outcome == "preempted":
-            self._metrics.evicted(
-                cluster_queue=update.cluster_queue or "",
-                namespace=namespace,
-                local_queue=local_queue,
-                priority_class=priority_class,
-                reason="Preempted",
-                pods_ready_for=pods_ready_to_evicted(update.raw, now=dt.datetime.now(dt.UTC)),
-            )
-            preemptor = self._preemptors.pop(update.key, None)
-            if preemptor is not None:
-                self._metrics.preempted(preempting_cluster_queue=preemptor[0], reason=preemptor[1])
-            log.info("workload preempted", workload=update.key, queue=update.cluster_queue, message=update.message)
-        if update.outcome == "reserved":
-            self._write_alone.discard(update.key)
-            # from the reservation's own time: a held one is written later than it was decided
-            reserved = find_condition({"status": update.status}, "QuotaReserved") or {}
-            at = parse_time(str(reserved["lastTransitionTime"])) if reserved.get("lastTransitionTime") else None
-            self._metrics.quota_reserved(
-                cluster_queue=update.cluster_queue or "",
-                namespace=namespace,
-                local_queue=local_queue,
-                priority_class=priority_class,
-                waited=((at or dt.datetime.now(dt.UTC)) - parse_time(queued_since(update.raw))).total_seconds(),
-            )
-            log.info(
-                "quota reserved and worker nominated",
-                workload=update.key,
-                queue=update.cluster_queue,
-                cluster=update.status["nominatedClusterNames"][0],
-            )
-        for event in update.events:
-            self._events.emit(
-                update.raw, reason=event.reason, note=event.message, action="Schedule", event_type=event.event_type
-            )
