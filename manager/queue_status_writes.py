@@ -1,10 +1,11 @@
 """Kueue's ClusterQueue and LocalQueue status on the manager, written from what a scheduling pass saw.
 
-Why this module exists: the queues' status (pending, reserving and admitted counts, usage, ``Active``, the
-finalizer of a queue in use) is an aggregate of every Workload, so it is written only when it changed and at most
-once per :data:`QUEUE_STATUS_INTERVAL` seconds, whatever the number of passes; a write skipped for the interval is
-made by a pass scheduled for when it is over. The queues are read through :class:`WriteOverlay` views, since on a
-busy apiserver the watch can lag more than the interval, and a write at the old resourceVersion is a 409 Conflict.
+Why this module exists: the queues' status (pending, reserving and admitted counts, usage, ``Active`` with the
+queue's own reasons and its admission checks', the finalizer of a queue in use) is an aggregate of every Workload,
+so it is written only when it changed and at most once per :data:`QUEUE_STATUS_INTERVAL` seconds, whatever the
+number of passes; a write skipped for the interval is made by a pass scheduled for when it is over. The queues are
+read through :class:`WriteOverlay` views, since on a busy apiserver the watch can lag more than the interval, and a
+write at the old resourceVersion is a 409 Conflict.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from federation.kube.cache import SyncedCache
 from federation.kube.overlay import WriteOverlay
 from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES
 from federation.kube.status_writes import write_finalizers, write_status_patches
+from manager.decisions.admission_checks import cluster_queue_check_problems
 
 QUEUE_STATUS_INTERVAL = 1.0
 
@@ -42,6 +44,7 @@ class QueueStatusWrites:
         fair_sharing: bool,
         cluster_queues: SyncedCache,
         local_queues: SyncedCache,
+        admission_checks: SyncedCache,
         start_soon: Callable[..., None],
         trigger: Callable[[], None],
     ) -> None:
@@ -51,6 +54,7 @@ class QueueStatusWrites:
         self._fair_sharing = fair_sharing
         self._start_soon = start_soon
         self._trigger = trigger
+        self._admission_checks = admission_checks
         self.cluster_queues = WriteOverlay(cluster_queues.store)
         """The ClusterQueues with this process's status writes laid over the cache."""
         self._local_queues = WriteOverlay(local_queues.store)
@@ -97,7 +101,14 @@ class QueueStatusWrites:
         written = await write_status_patches(
             api,
             CLUSTER_QUEUES,
-            queue_status_patches(state, queues, pending=pending, now=now, fair_sharing=self._fair_sharing),
+            queue_status_patches(
+                state,
+                queues,
+                pending=pending,
+                now=now,
+                fair_sharing=self._fair_sharing,
+                check_problems=cluster_queue_check_problems(queues.values(), self._admission_checks.store),
+            ),
             current=queues,
             field_manager=field_manager,
             overlay=self.cluster_queues,

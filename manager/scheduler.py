@@ -151,6 +151,7 @@ class GlobalScheduler:
             fair_sharing=config.cycle.fair_sharing,
             cluster_queues=caches.cluster_queues,
             local_queues=caches.local_queues,
+            admission_checks=caches.admission_checks,
             start_soon=self._start_soon,
             trigger=self.trigger,
         )

@@ -488,3 +488,53 @@ def test_a_workload_whose_job_multikueue_cannot_run_is_rejected_deactivated_and_
             MANAGER, "delete", "workloads.kueue.x-k8s.io", *cases, "--ignore-not-found", "--wait=false", check=False
         )
         federation.kubectl(MANAGER, "delete", "job", "ac-other-controller", "--ignore-not-found", check=False)
+
+
+def test_a_cluster_queue_naming_a_missing_admission_check_says_it_cannot_admit_until_the_check_exists(
+    federation: Federation,
+) -> None:
+    """Kueue's ClusterQueue status: ``Active=False`` reason ``AdmissionCheckNotFound`` while a check it references
+    does not exist, ``Ready`` once it does. Before, kfed said ``Ready`` while no Workload of the queue could go."""
+    missing = "e2e-missing-check"
+    queue = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "e2e-missing-check-cq"},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [{"name": FLAVOR, "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
+                }
+            ],
+            "admissionChecksStrategy": {"admissionChecks": [{"name": ADMISSION_CHECK}, {"name": missing}]},
+        },
+    }
+    check = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": missing},
+        "spec": {"controllerName": "example.com/gate"},
+    }
+    try:
+        _apply(federation, MANAGER, queue)
+        active = wait_for(
+            lambda: condition(get(federation, MANAGER, "clusterqueue", "e2e-missing-check-cq"), "Active"),
+            until=lambda c: c is not None and c["reason"] == "AdmissionCheckNotFound",
+            timeout=30,
+            what="the ClusterQueue inactive for its missing check",
+        )
+        assert active is not None
+        assert active["status"] == "False"
+        assert missing in active["message"]
+        _apply(federation, MANAGER, check)
+        wait_for(
+            lambda: condition(get(federation, MANAGER, "clusterqueue", "e2e-missing-check-cq"), "Active"),
+            until=lambda c: c is not None and (c["status"], c["reason"]) == ("True", "Ready"),
+            timeout=30,
+            what="the ClusterQueue active once the check exists",
+        )
+    finally:
+        federation.kubectl(MANAGER, "delete", "clusterqueue", "e2e-missing-check-cq", "--wait=false", check=False)
+        federation.kubectl(MANAGER, "delete", "admissioncheck", missing, "--wait=false", check=False)

@@ -70,8 +70,13 @@ def queue_status_patches(
     pending: Mapping[str, int],
     now: dt.datetime,
     fair_sharing: bool = False,
+    check_problems: Mapping[str, tuple[str, str]] | None = None,
 ) -> dict[str, Obj]:
     """ClusterQueue name → ``status`` to merge, for every queue whose status would change.
+
+    ``check_problems``: ClusterQueue name → (Kueue's ``Active`` reason, what is wrong) for a queue whose admission
+    checks keep it from admitting (e.g. ``AdmissionCheckNotFound``); it is ``Active=False`` then, unless inactive
+    for a reason of its own already.
 
     With ``fair_sharing`` (Kueue's ``fairSharing`` configuration) the status also carries Kueue's
     ``fairSharing.weightedShare``, the queue's weighted dominant-resource share; without it the field is removed.
@@ -88,6 +93,9 @@ def queue_status_patches(
             for key, amount in reserved_usage(workload).items():
                 admitted_usage[key] = admitted_usage.get(key, 0) + amount
         status, reason, message = _active(node)
+        if status == "True" and check_problems and name in check_problems:
+            reason, problem = check_problems[name]
+            status, message = "False", f"Can't admit new workloads: {problem}"
         generation = (raw.get("metadata") or {}).get("generation")
         conditions, _ = set_condition(
             conditions_of(raw),

@@ -72,3 +72,14 @@ def test_a_queue_being_deleted_admits_nothing_and_says_it_is_terminating() -> No
     assert len(decisions) == 1
     assert isinstance(decisions[0], Wait)
     assert "terminating" in decisions[0].message
+
+
+def test_a_queue_kept_from_admitting_by_its_admission_checks_is_inactive_with_the_checks_reason() -> None:
+    quota = _quota(queue(), workloads=[])
+    problems = {"cq": ("AdmissionCheckNotFound", "references missing AdmissionCheck(s): mk")}
+    patch = queue_status_patches(quota, {"cq": queue()}, pending={}, now=NOW, check_problems=problems)["cq"]
+    active = next(c for c in patch["conditions"] if c["type"] == "Active")
+    assert (active["status"], active["reason"]) == ("False", "AdmissionCheckNotFound")
+    assert active["message"] == "Can't admit new workloads: references missing AdmissionCheck(s): mk"
+    ready = queue_status_patches(quota, {"cq": queue()}, pending={}, now=NOW)["cq"]
+    assert next(c for c in ready["conditions"] if c["type"] == "Active")["reason"] == "Ready"

@@ -295,3 +295,34 @@ def worker_rejection(remote_workload: Mapping[str, Any] | None, worker: str) -> 
         event_reason="AdmissionCheckRejected",
         event_message=f"Deactivating workload because {why}",
     )
+
+
+def cluster_queue_check_problems(
+    cluster_queues: Iterable[Mapping[str, Any]], admission_checks: Iterable[Mapping[str, Any]]
+) -> dict[str, tuple[str, str]]:
+    """ClusterQueue name → (Kueue's ``Active`` reason, what is wrong) for each ClusterQueue that references an
+    AdmissionCheck that does not exist (``AdmissionCheckNotFound``) or is not active (``AdmissionCheckInactive``,
+    e.g. a MultiKueue check whose MultiKueueConfig is gone): Kueue shows such a queue ``Active=False``."""
+    checks = {str(check["metadata"]["name"]): check for check in admission_checks}
+    problems: dict[str, tuple[str, str]] = {}
+    for queue in cluster_queues:
+        strategy = (queue.get("spec") or {}).get("admissionChecksStrategy") or {}
+        names = [str(rule["name"]) for rule in strategy.get("admissionChecks") or () if rule.get("name")]
+        missing = [name for name in names if name not in checks]
+        inactive = [
+            name
+            for name in names
+            if name in checks
+            and any(c.get("type") == "Active" and c.get("status") == "False" for c in conditions_of(checks[name]))
+        ]
+        if missing:
+            problems[queue["metadata"]["name"]] = (
+                "AdmissionCheckNotFound",
+                f"references missing AdmissionCheck(s): {', '.join(missing)}",
+            )
+        elif inactive:
+            problems[queue["metadata"]["name"]] = (
+                "AdmissionCheckInactive",
+                f"references inactive AdmissionCheck(s): {', '.join(inactive)}",
+            )
+    return problems

@@ -6,6 +6,7 @@ from manager.decisions.admission_checks import (
     CheckVerdict,
     admitted_checks,
     check_eviction,
+    cluster_queue_check_problems,
     dispatch_gate,
     eviction_conditions,
     multikueue_check_names,
@@ -226,3 +227,21 @@ def test_a_rejected_multikueue_check_deactivates_with_kueues_words() -> None:
     assert eviction.event_message == (
         "Deactivating workload because AdmissionCheck for kfed was Rejected: No multikueue adapter found"
     )
+
+
+def test_a_cluster_queue_with_a_missing_or_inactive_check_has_a_problem_kueue_names() -> None:
+    def cq(name: str, *checks: str) -> dict[str, Any]:
+        rules = [{"name": check} for check in checks]
+        return {"metadata": {"name": name}, "spec": {"admissionChecksStrategy": {"admissionChecks": rules}}}
+
+    def check(name: str, active: str) -> dict[str, Any]:
+        return {"metadata": {"name": name}, "status": {"conditions": [{"type": "Active", "status": active}]}}
+
+    checks = [check("mk", "True"), check("broken", "False")]
+    problems = cluster_queue_check_problems(
+        [cq("fine", "mk"), cq("gone", "mk", "nope"), cq("off", "broken"), cq("plain")], checks
+    )
+    assert problems == {
+        "gone": ("AdmissionCheckNotFound", "references missing AdmissionCheck(s): nope"),
+        "off": ("AdmissionCheckInactive", "references inactive AdmissionCheck(s): broken"),
+    }
