@@ -48,9 +48,11 @@ from manager.copy_cleanup import CopyCleaner
 from manager.decisions.dashboard_view import WorkerInput, dashboard_state
 from manager.decisions.federation_gauges import WorkerView, multikueue_cluster_samples, worker_samples
 from manager.decisions.ledger import InFlightLedger
+from manager.decisions.lifecycle import held_worker
 from manager.decisions.local_routing import default_managed_namespace_selector
 from manager.decisions.scheduling_inputs import (
     copy_admitted_first,
+    edited_while_queued,
     job_copy_finished_first,
     needs_scheduling,
     newly_reserved,
@@ -249,8 +251,8 @@ class ManagerRuntime:
             if needs_scheduling(event, workload, old):
                 self.scheduler.trigger()
             # Deleted: its Job needs a new Workload. Released: a queue its Job was relabelled with while it held
-            # quota can be taken now (manager.decisions.workload_match).
-            if event == "DELETED" or released(workload, old):
+            # quota can be taken now (manager.decisions.workload_match). Edited while queued: back in line with its Job.
+            if event == "DELETED" or released(workload, old) or edited_while_queued(event, workload, old):
                 job = owner_job_name(workload)
                 if job is not None:
                     self.job_queue.add(f"{workload['metadata']['namespace']}/{job}")
@@ -331,6 +333,9 @@ class ManagerRuntime:
                     self._remote_changed(worker, "Workload", copy)
                 for copy in conn.jobs.store:
                     self._remote_changed(worker, "Job", copy)
+            for workload in self.workload_view:  # those whose copies are not there (yet, or any more)
+                if held_worker(workload) == worker:
+                    self.sync_queue.add(f"{workload['metadata']['namespace']}/{workload['metadata']['name']}")
             return
         if kind == "ClusterCapacity":
             conn = self.pool.connections.get(worker)

@@ -57,7 +57,14 @@ from federation.kube.workqueue import WorkQueue
 from federation.protocol import CAPACITY_STALE_SECONDS
 from manager.config import ManagerConfig
 from manager.decisions.capacity_view import ParsedReport, capacity_from_queues, parse_report
-from manager.decisions.worker_health import CacheView, Health, ReconnectBackoff, connection_health, reconnect_message
+from manager.decisions.worker_health import (
+    CacheView,
+    Health,
+    ReconnectBackoff,
+    connection_health,
+    reconnect_message,
+    workloads_looked_at_again,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -468,7 +475,7 @@ class WorkerPool:
                     was=conn.health.state,
                     message=health.message,
                 )
-                was_failed = conn.health.state == "failed"
+                was = conn.health.state
                 conn.health = health
                 if health.state == "failed":
                     self._lost_at.setdefault(conn.name, dt.datetime.now(dt.UTC))
@@ -476,9 +483,7 @@ class WorkerPool:
                     self._lost_at.pop(conn.name, None)  # the next outage is timed from its own start
                 if health.state == "healthy" and conn.cluster_queues is not None and conn.report is None:
                     self._on_remote_change(conn.name, "ClusterCapacity", {})  # usable now: schedule
-                if health.state == "failed" or was_failed:
-                    # lost (its workloads start waiting for the worker-lost timeout) or back (copies there may be
-                    # stale now): every workload with a copy there is looked at again
+                if workloads_looked_at_again(was, health.state):
                     self._on_remote_change(conn.name, HEALTH_CHANGED, {})
                 self.queue.add(conn.name)
             await anyio.sleep(self._config.probe_interval if health.state != "connecting" else 0.5)

@@ -314,3 +314,35 @@ def test_a_job_for_a_missing_local_queue_waits_with_a_condition_saying_so(federa
     assert pending["message"] == "LocalQueue no-such-queue doesn't exist"
     assert remote_copies(federation, "i2") == {}
     federation.kubectl(MANAGER, "delete", "job", "i2", "--wait=false")
+
+
+def test_a_queued_workload_edited_by_hand_is_brought_back_in_line_with_its_job(federation: Federation) -> None:
+    """The Job says what its Workload asks for: a queued Workload whose pod count someone edits is put back at once
+    (Event UpdatedWorkload), as Kueue does; before, it kept asking for the edited count until kfed-manager
+    restarted."""
+    submit(federation, "hand-edited", cpu="1000")  # more than the ClusterQueue's quota: it stays queued
+    wl = wait_for(
+        lambda: workload_of(federation, "hand-edited"),
+        until=lambda w: condition(w, "QuotaReserved") is not None,
+        timeout=60,
+        what="hand-edited queued",
+    )
+    assert wl is not None
+    assert not is_true(wl, "QuotaReserved")
+    name = wl["metadata"]["name"]
+    edit = json.dumps([{"op": "replace", "path": "/spec/podSets/0/count", "value": 3}])
+    federation.kubectl(MANAGER, "patch", "workloads.kueue.x-k8s.io", name, "--type", "json", "-p", edit)
+    back = wait_for(
+        lambda: workload_of(federation, "hand-edited"),
+        until=lambda w: w is not None and int(w["metadata"]["generation"]) > int(wl["metadata"]["generation"]) + 1,
+        timeout=30,
+        what="the edited Workload put back in line with its Job",
+    )
+    assert back is not None
+    assert back["metadata"]["uid"] == wl["metadata"]["uid"]
+    assert back["spec"]["podSets"][0]["count"] == 1
+    assert any(
+        e.get("reason") == "UpdatedWorkload" and name in str(e.get("note"))
+        for e in items(federation, MANAGER, "events.events.k8s.io")
+    )
+    federation.kubectl(MANAGER, "delete", "job", "hand-edited", "--wait=false")

@@ -59,6 +59,19 @@ def released(workload: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool
     return old is not None and is_true(old, "QuotaReserved") and not is_true(workload, "QuotaReserved")
 
 
+def edited_while_queued(event: str, workload: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """Someone changed the spec of a Workload that holds no quota (``kubectl edit``): its Job decides what it asks
+    for, so the Job controller brings the Workload back in line with it, as Kueue does on any Workload change. An
+    admitted Workload is left alone: following an edit there would stop a running Job."""
+    return (
+        event == "MODIFIED"
+        and old is not None
+        and (workload.get("metadata") or {}).get("generation") != (old.get("metadata") or {}).get("generation")
+        and not is_true(workload, "QuotaReserved")
+        and not is_true(workload, "Finished")
+    )
+
+
 def copy_admitted_first(copy: Mapping[str, Any], workload: Mapping[str, Any] | None) -> bool:
     """A worker admitted the copy and the manager has not marked the Workload Admitted yet (the next step on the
     Job's critical path: the manager Job is unsuspended with it)."""

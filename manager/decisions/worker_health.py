@@ -70,6 +70,14 @@ def connection_health(*, probe_error: str | None, caches: Sequence[CacheView], g
     return CONNECTED
 
 
+def workloads_looked_at_again(was: HealthState, now: HealthState) -> bool:
+    """Whether every workload the worker holds, or with a copy there, is looked at again when its connection goes
+    from ``was`` to ``now``: lost (its workloads start waiting for the worker-lost timeout), back (copies there may
+    be stale), or connected at last (after a start or a leader change, the workloads looked at while it was
+    connecting only wait for a recheck)."""
+    return was != now and (now == "failed" or was in ("failed", "connecting"))
+
+
 def probed_message(refused: CacheView) -> str:
     """The ``Active`` message of a worker without a capacity report."""
     return (

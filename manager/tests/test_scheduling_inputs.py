@@ -2,6 +2,7 @@ from typing import Any
 
 from manager.decisions.scheduling_inputs import (
     copy_admitted_first,
+    edited_while_queued,
     job_copy_finished_first,
     needs_scheduling,
     newly_reserved,
@@ -93,3 +94,15 @@ def test_released_is_the_moment_the_reservation_goes() -> None:
     assert not released(wl(**RESERVED), pending)  # reserved, not released
     assert not released(pending, pending)
     assert not released(pending, None)
+
+
+def test_a_spec_edit_of_a_queued_workload_goes_to_its_job_and_one_of_an_admitted_workload_does_not() -> None:
+    pending = wl()
+    edited = {**pending, "metadata": {**pending["metadata"], "generation": 2}, "spec": {"queueName": "q"}}
+    assert edited_while_queued("MODIFIED", edited, pending)
+    assert not edited_while_queued("MODIFIED", pending, pending)  # a status write: same generation
+    assert not edited_while_queued("ADDED", edited, None)
+    admitted = {**edited, "status": RESERVED}
+    assert not edited_while_queued("MODIFIED", admitted, {**pending, "status": RESERVED})
+    finished = {**edited, "status": {"conditions": [cond("Finished")]}}
+    assert not edited_while_queued("MODIFIED", finished, pending)

@@ -9,6 +9,7 @@ from manager.decisions.worker_health import (
     ReconnectBackoff,
     connection_health,
     reconnect_message,
+    workloads_looked_at_again,
 )
 
 SYNCED = [CacheView("Workload", synced=True), CacheView("Job", synced=True), CacheView("ClusterCapacity", synced=True)]
@@ -106,3 +107,13 @@ def test_a_refused_capacity_report_waits_for_the_queues_it_is_probed_from() -> N
     assert connection_health(probe_error=None, caches=caches, grace=3) == Health(
         "connecting", "waiting for the first list of ClusterQueue"
     )
+
+
+def test_workloads_are_looked_at_again_when_the_worker_is_lost_back_or_connected_at_last() -> None:
+    assert workloads_looked_at_again("healthy", "failed")
+    assert workloads_looked_at_again("connecting", "failed")
+    assert workloads_looked_at_again("failed", "healthy")
+    # after a start or a leader change: the syncs made while it was connecting only wait for a recheck
+    assert workloads_looked_at_again("connecting", "healthy")
+    assert not workloads_looked_at_again("healthy", "healthy")
+    assert not workloads_looked_at_again("healthy", "connecting")
