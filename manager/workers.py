@@ -70,7 +70,8 @@ log = structlog.get_logger(__name__)
 
 RemoteHandler = Callable[[str, str, dict[str, Any]], None]
 """``handler(worker, kind, obj)`` with kind ``Workload``, ``Job`` or ``ClusterCapacity``, or ``HEALTH_CHANGED``
-(with an empty obj) when a worker's connection fails or answers again after failing."""
+(with an empty obj) when a worker's connection fails, answers again after failing, or is made at last
+(``manager.decisions.worker_health.workloads_looked_at_again``)."""
 
 HEALTH_CHANGED = "HealthChanged"
 
