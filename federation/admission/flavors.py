@@ -194,7 +194,7 @@ def _fit_in_flavor(search: _Search, flavor_name: str, requests: Mapping[str, int
         if wanted > available:
             messages.append(
                 f"insufficient unused quota for {resource} in flavor {flavor_name}, "
-                f"{format_amount(resource, wanted - max(available, 0))} more needed"
+                f"{format_amount(resource, wanted - available)} more needed"
             )
             reasons.add("WaitingForQuota")
             if not search.can_preempt:

@@ -94,6 +94,19 @@ def test_waiting_for_quota_says_how_much_more_is_needed() -> None:
     assert not decision.retry_immediately
 
 
+def test_over_a_lowered_quota_the_amount_needed_counts_the_usage_above_it_as_kueue_does() -> None:
+    # 24 cpu in use, the quota then lowered to 8: a 4-cpu workload needs 20 more (Kueue: used + request - quota)
+    snapshot = make_snapshot(
+        [make_cluster_queue("cq").flavor_quota("default", cpu="8")],
+        admitted=(make_workload("old").queue("cq").request("cpu", "24").admitted(),),
+    )
+    [decision] = run_cycle(snapshot, [make_workload("w").queue("cq").request("cpu", "4").obj()])
+    assert isinstance(decision, Wait)
+    assert decision.message == (
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 20 more needed"
+    )
+
+
 def test_resource_the_queue_does_not_cover() -> None:
     snapshot = make_snapshot([make_cluster_queue("cq").flavor_quota("default", cpu="20")])
     workload = make_workload("w").queue("cq").request("cpu", "1").request("example.com/gpu", "1").obj()
