@@ -61,6 +61,17 @@ def _label_selector(text: str) -> dict[str, Any]:
         raise argparse.ArgumentTypeError(str(err)) from err
 
 
+def _share(text: str) -> float:
+    """A share of a worker's quota: a number above 0 and at most 1."""
+    try:
+        share = float(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from err
+    if not 0 < share <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not above 0 and at most 1 (a share of a worker's quota)")
+    return share
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="kfed-manager", description="kfed manager: global queues and dispatch")
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
@@ -152,7 +163,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--dispatch-large-share",
-        type=float,
+        type=_share,
         default=ManagerConfig.dispatch_large_share,
         help="Balanced: a workload taking at least this share of a worker's quota is placed by best fit",
     )

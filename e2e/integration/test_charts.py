@@ -83,6 +83,8 @@ MANAGER_ON = {
     "manager.burst": 75,
     "manager.workerLostTimeout": 120,
     "manager.gcInterval": 5,
+    "manager.dispatchPolicy": "BestFit",
+    "manager.dispatchLargeShare": 0.5,
     "manager.logLevel": "debug",
     "manager.logFormat": "console",
     "manager.extraArgs": ["--bind-address=127.0.0.1"],
@@ -330,6 +332,8 @@ def test_deployment_args_are_what_the_binary_accepts(
         assert args.burst == values.get("manager.burst", 500)
         assert args.worker_lost_timeout == values.get("manager.workerLostTimeout", 900)
         assert args.gc_interval == values.get("manager.gcInterval", 60)
+        assert args.dispatch_policy == values.get("manager.dispatchPolicy", "Balanced")
+        assert args.dispatch_large_share == values.get("manager.dispatchLargeShare", 0.25)
         assert args.log_format == values.get("manager.logFormat", "json")
         assert args.bind_address == ("127.0.0.1" if "manager.extraArgs" in values else "0.0.0.0")
     else:
@@ -562,6 +566,24 @@ def test_job_admission_policy_is_the_file_the_rig_applies(case: tuple[str, Path,
 @pytest.mark.parametrize("chart", [MANAGER_CHART, AGENT_CHART], ids=lambda c: c.name)
 def test_inconsistent_values_are_refused(bins: Path, chart: Path, values: dict[str, Any], message: str) -> None:
     result = helm(bins, "template", "x", str(chart), f"--kube-version={KUBE_VERSION}", *set_args(values), check=False)
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"manager.dispatchPolicy": "Packed"}, "dispatchPolicy"),
+        ({"manager.dispatchLargeShare": 2}, "dispatchLargeShare"),
+        ({"manager.dispatchLargeShare": 0}, "dispatchLargeShare"),
+    ],
+)
+def test_a_dispatch_policy_the_manager_does_not_know_is_refused(
+    bins: Path, values: dict[str, Any], message: str
+) -> None:
+    result = helm(
+        bins, "template", "x", str(MANAGER_CHART), f"--kube-version={KUBE_VERSION}", *set_args(values), check=False
+    )
     assert result.returncode != 0
     assert message in result.stderr, result.stderr
 

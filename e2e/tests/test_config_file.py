@@ -139,3 +139,12 @@ def test_the_job_copy_timeout_comes_from_the_flag_or_the_file(tmp_path: Path) ->
 def test_a_job_copy_timeout_that_is_not_positive_stops_the_agent(value: str) -> None:
     with pytest.raises(SystemExit):
         agent_args(["--cluster-name=w1", f"--job-copy-timeout={value}"])
+
+
+@pytest.mark.parametrize("share", ["0", "1.5", "-0.25", "a quarter"])
+def test_a_dispatch_large_share_outside_0_to_1_stops_the_start(share: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        manager_args([f"--dispatch-large-share={share}"])
+    assert exited.value.code == 2
+    assert f"argument --dispatch-large-share: {share!r} is not" in capsys.readouterr().err
+    assert manager_args(["--dispatch-large-share=1"]).dispatch_large_share == 1.0
