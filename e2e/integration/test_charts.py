@@ -578,7 +578,7 @@ def test_inconsistent_values_are_refused(bins: Path, chart: Path, values: dict[s
         ({"manager.dispatchLargeShare": 0}, "dispatchLargeShare"),
     ],
 )
-def test_a_dispatch_policy_the_manager_does_not_know_is_refused(
+def test_dispatch_values_kfed_manager_would_refuse_are_refused_by_helm(
     bins: Path, values: dict[str, Any], message: str
 ) -> None:
     result = helm(
