@@ -1,12 +1,16 @@
 """Keeps the ``Active`` condition of MultiKueue AdmissionChecks current, as Kueue's MultiKueue controller does.
 
 Re-evaluated whenever checks, configs or clusters change, and every few seconds because a worker's usability
-also depends on time (a capacity report going stale). Written only when the condition changes.
+also depends on time (a capacity report going stale). Written only when the condition changes. A
+MultiKueueConfig whose dispatch annotations cannot be applied (``manager.decisions.dispatch_policy``) is named in
+the message of the checks that use it, in a Warning Event on the config and in a log line.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
+from typing import Any
 
 import anyio
 import structlog
@@ -21,6 +25,7 @@ from federation.kube.refusal import RefusalReporter, is_refusal
 from federation.kube.resources import ADMISSION_CHECKS
 from federation.kube.trigger import Trigger
 from manager.decisions.admission_checks import multikueue_check_verdict
+from manager.decisions.dispatch_policy import INVALID_DISPATCH_POLICY_REASON, dispatch_annotation_problem
 from manager.workers import WorkerAvailability
 
 log = structlog.get_logger(__name__)
@@ -43,6 +48,8 @@ class AdmissionCheckStatus:
         self._field_manager = field_manager
         self._multikueue_configs = multikueue_configs
         self._workers = workers
+        self._events = events
+        self._annotation_problems_seen: dict[str, str] = {}
         self.trigger = Trigger()
         self._refusals = RefusalReporter(events=events, component="kfed-manager", lookup=lambda _: None, action="Sync")
         self._checks = WriteOverlay(admission_checks.store)
@@ -59,13 +66,35 @@ class AdmissionCheckStatus:
             except KubeError as err:
                 log.info("admission check status write failed; retrying", error=str(err))
 
+    def _annotation_problems(self, configs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+        """Per MultiKueueConfig, why its dispatch annotations are not applied; each new problem is logged and
+        recorded as a Warning Event on the config once, and its end is logged."""
+        found = {name: problem for name, config in configs.items() if (problem := dispatch_annotation_problem(config))}
+        for name, problem in found.items():
+            if self._annotation_problems_seen.get(name) != problem:
+                log.warning("MultiKueueConfig dispatch annotations not applied", multikueue_config=name, reason=problem)
+                self._events.emit(
+                    configs[name],
+                    reason=INVALID_DISPATCH_POLICY_REASON,
+                    note=problem,
+                    action="Dispatch",
+                    event_type="Warning",
+                )
+        for name in self._annotation_problems_seen.keys() - found.keys():
+            log.info("MultiKueueConfig dispatch annotations applied again", multikueue_config=name)
+        self._annotation_problems_seen = found
+        return found
+
     async def update_once(self) -> None:
         now = dt.datetime.now(dt.UTC)
         configs = {c["metadata"]["name"]: c for c in self._multikueue_configs.store}
         names = {n for c in configs.values() for n in (c.get("spec") or {}).get("clusters") or ()}
         problems = {name: reason for name in names if (reason := self._workers.unusable_reason(name, now))}
+        annotation_problems = self._annotation_problems(configs)
         for check in list(self._checks):
-            verdict = multikueue_check_verdict(check, configs=configs, cluster_problems=problems)
+            verdict = multikueue_check_verdict(
+                check, configs=configs, cluster_problems=problems, config_problems=annotation_problems
+            )
             if verdict is None:
                 continue
             conditions, changed = set_condition(

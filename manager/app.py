@@ -35,6 +35,7 @@ from manager.config import ManagerConfig
 from manager.dashboard_page import PAGE
 from manager.decisions.dashboard_view import dashboard_state
 from manager.decisions.dispatch import DispatchPolicy
+from manager.decisions.dispatch_policy import DispatchChoice
 from manager.decisions.pods_ready import BACKOFF_BASE_SECONDS, BACKOFF_MAX_SECONDS, WaitForPodsReady
 from manager.decisions.retention import RetentionPolicy
 from manager.decisions.visibility import QueueObjects
@@ -157,15 +158,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--dispatch-policy",
         choices=[p.value for p in DispatchPolicy],
-        default=ManagerConfig.dispatch_policy.value,
+        default=ManagerConfig.dispatch.policy.value,
         help="among workers that fit: BestFit packs, LeastAllocated spreads, Balanced spreads small workloads and "
-        "packs large ones",
+        "packs large ones (a MultiKueueConfig's annotation kfed.io/dispatch-policy overrides it for its queues)",
     )
     parser.add_argument(
         "--dispatch-large-share",
         type=_share,
-        default=ManagerConfig.dispatch_large_share,
-        help="Balanced: a workload taking at least this share of a worker's quota is placed by best fit",
+        default=ManagerConfig.dispatch.large_share,
+        help="Balanced: a workload taking at least this share of a worker's quota is placed by best fit "
+        "(a MultiKueueConfig's annotation kfed.io/dispatch-large-share overrides it for its queues)",
     )
     ready = parser.add_argument_group(
         "waitForPodsReady", "Kueue's waitForPodsReady (off unless --wait-for-pods-ready-timeout is given)"
@@ -267,9 +269,8 @@ async def run(args: argparse.Namespace) -> None:
         refusal_backoff=args.refusal_backoff,
         refusal_backoff_max=args.refusal_backoff_max,
         reservation_hold=args.reservation_hold,
-        dispatch_policy=DispatchPolicy(args.dispatch_policy),
+        dispatch=DispatchChoice(DispatchPolicy(args.dispatch_policy), args.dispatch_large_share),
         workers=args.concurrent_reconciles,
-        dispatch_large_share=args.dispatch_large_share,
         client_qps=args.qps,
         client_burst=args.burst,
         kubeconfig_dir=args.multikueue_kubeconfig_dir,

@@ -11,7 +11,7 @@ from federation.admission.api_workloads import ResourceRules
 from federation.admission.cycle import CycleConfig
 from federation.kube.kubeconfig import DEFAULT_KUBECONFIG_DIR
 from federation.protocol import DEFAULT_ORIGIN
-from manager.decisions.dispatch import DEFAULT_LARGE_SHARE, DispatchPolicy
+from manager.decisions.dispatch_policy import MANAGER_DISPATCH_DEFAULT, DispatchChoice
 from manager.decisions.pods_ready import WaitForPodsReady
 from manager.decisions.refusals import DEFAULT_REFUSAL_BACKOFF, MAX_REFUSAL_BACKOFF
 from manager.decisions.retention import RetentionPolicy
@@ -34,10 +34,9 @@ class ManagerConfig:
     reservation_hold: float = 2.0
     """Seconds a reservation for a kfed-agent worker may wait to be written with the worker's admission, in one
     Workload status write (``manager.reservation_holds``; 0: each is written on its own)."""
-    dispatch_policy: DispatchPolicy = DispatchPolicy.BALANCED
-    """How to choose among workers that fit equally well (``manager.decisions.dispatch``)."""
-    dispatch_large_share: float = DEFAULT_LARGE_SHARE
-    """For ``Balanced``: a workload taking at least this share of a worker's quota is placed by best fit."""
+    dispatch: DispatchChoice = MANAGER_DISPATCH_DEFAULT
+    """How to choose among workers that fit equally well (``manager.decisions.dispatch``), unless a
+    MultiKueueConfig's annotations say otherwise (``manager.decisions.dispatch_policy``)."""
     cycle: CycleConfig = field(default_factory=CycleConfig)
     """Kueue's scheduler-wide switches: ``fairSharing`` (off by default) and its preemption strategies."""
     resource_rules: ResourceRules = field(default_factory=ResourceRules)

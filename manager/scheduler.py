@@ -41,6 +41,7 @@ from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from federation.topology.report import topology_requests
 from manager.config import ManagerConfig
 from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
+from manager.decisions.dispatch_policy import queue_dispatch_choice
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
 from manager.decisions.refusals import RefusalEnds, refusal_end
@@ -365,6 +366,9 @@ class GlobalScheduler:
             if isinstance(targets, str):
                 return targets
             check_names, worker_names = targets
+            choice = queue_dispatch_choice(
+                check_names, admission_checks=checks, configs=configs, default=config.dispatch
+            )
             raw = raw_of(admit.workload)
             requests: dict[str, int] = {}
             for psa in admit.assignment.pod_set_assignments:
@@ -380,8 +384,8 @@ class GlobalScheduler:
                 requests=requests,
                 workers=workers,
                 avoid=withdrawn_from(raw),
-                policy=config.dispatch_policy,
-                large_share=config.dispatch_large_share,
+                policy=choice.policy,
+                large_share=choice.large_share,
                 pod_sets=topology_requests(raw) if summaries else (),
             )
             if isinstance(result, NoWorker):

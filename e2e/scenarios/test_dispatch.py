@@ -13,8 +13,10 @@ import pytest
 
 from e2e.queues import job_manifest
 from e2e.rig.audit import calls
+from e2e.rig.controllers import ADMISSION_CHECK, MULTIKUEUE_CONFIG
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import (
+    Obj,
     condition,
     get,
     is_true,
@@ -242,6 +244,74 @@ def test_a_burst_of_small_jobs_spreads_over_workers_that_fit_equally_well(federa
         and "spread-" in str((e.get("regarding") or {}).get("name"))
     ]
     assert worker_events == []
+
+
+def _check_active(fed: Federation) -> Obj:
+    return condition(get(fed, MANAGER, "admissionchecks.kueue.x-k8s.io", ADMISSION_CHECK), "Active") or {}
+
+
+def _submit_list(fed: Federation, names: list[str]) -> dict[str, str | None]:
+    jobs = [job_manifest(n, namespace="default", cpu="1", seconds=3) for n in names]
+    fed.kubectl(MANAGER, "create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": jobs}))
+    return {n: wait_for(_worker_probe(fed, n), until=bool, timeout=60, what=f"{n} admitted") for n in names}
+
+
+def test_a_multikueue_config_annotation_sets_its_dispatch_policy_and_a_bad_one_is_named(
+    federation: Federation,
+) -> None:
+    """The rig's kfed-manager spreads (Balanced, the test above); ``kfed.io/dispatch-policy: BestFit`` on the
+    MultiKueueConfig packs its workloads instead. A value kfed cannot read is not applied: the check stays active
+    and its message, a Warning Event on the config and the manager's policy say so, and Jobs keep flowing."""
+
+    def annotate(*args: str) -> None:
+        federation.kubectl(MANAGER, "annotate", "multikueueconfig", MULTIKUEUE_CONFIG, "--overwrite", *args)
+
+    try:
+        annotate("kfed.io/dispatch-policy=Packed")
+        bad = wait_for(
+            lambda: _check_active(federation),
+            until=lambda c: c.get("reason") == "InvalidDispatchPolicy",
+            timeout=30,
+            what="the MultiKueue AdmissionCheck to name the unreadable annotation",
+        )
+        assert bad["status"] == "True", "an unreadable annotation must not stop dispatching"
+        assert "kfed.io/dispatch-policy='Packed' is not one of BestFit, LeastAllocated, Balanced" in bad["message"]
+        events = wait_for(
+            lambda: [
+                e
+                for e in items(federation, MANAGER, "events.events.k8s.io")
+                if (e.get("regarding") or {}).get("kind") == "MultiKueueConfig"
+                and e.get("reason") == "InvalidDispatchPolicy"
+            ],
+            until=bool,
+            timeout=30,
+            what="a Warning Event on the MultiKueueConfig",
+        )
+        assert events[0]["type"] == "Warning"
+        assert "kfed-manager's own dispatch policy applies instead" in events[0]["note"]
+        assert _submit_list(federation, ["policy-bad"])["policy-bad"] in federation.workers
+
+        annotate("kfed.io/dispatch-policy=BestFit")
+        wait_for(
+            lambda: _check_active(federation),
+            until=lambda c: c.get("reason") == "Active",
+            timeout=30,
+            what="the AdmissionCheck to be plainly active once the annotation reads",
+        )
+        wait_complete(federation, "policy-bad")
+        names = [f"packed-{i}" for i in range(6)]
+        chosen = _submit_list(federation, names)
+        assert len(set(chosen.values())) == 1, f"BestFit packs equally small Jobs onto one worker: {chosen}"
+        for name in names:
+            wait_complete(federation, name)
+    finally:
+        annotate("kfed.io/dispatch-policy-")
+    wait_for(
+        lambda: _check_active(federation),
+        until=lambda c: c.get("reason") == "Active",
+        timeout=30,
+        what="the AdmissionCheck to be plainly active without the annotation",
+    )
 
 
 def test_s4_a_workload_that_fits_nowhere_waits_with_a_reason_until_capacity_appears(federation: Federation) -> None:

@@ -3,7 +3,8 @@ of every check listed on a Workload (which decides when its Job may start on a w
 
 A MultiKueue check is active when its parameters name an existing MultiKueueConfig and at least one of that
 config's clusters is connected; otherwise inactive with a reason and a message naming what is missing or which
-clusters fail and why.
+clusters fail and why. An active check whose MultiKueueConfig has dispatch annotations kfed cannot apply says so,
+with the reason ``InvalidDispatchPolicy`` when nothing else is wrong.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from federation.api.workload import EVICTED, EVICTED_BY_ADMISSION_CHECK, EVICTED_BY_DEACTIVATION
 from federation.conditions import conditions_of, format_time, set_condition
 from federation.protocol import MULTIKUEUE_CONTROLLER
+from manager.decisions.dispatch_policy import INVALID_DISPATCH_POLICY_REASON
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +32,12 @@ def multikueue_check_verdict(
     *,
     configs: Mapping[str, Mapping[str, Any]],
     cluster_problems: Mapping[str, str],
+    config_problems: Mapping[str, str] | None = None,
 ) -> CheckVerdict | None:
-    """The ``Active`` condition for ``check``; None when the check belongs to another controller."""
+    """The ``Active`` condition for ``check``; None when the check belongs to another controller.
+
+    ``config_problems``: per MultiKueueConfig, why its dispatch annotations are not applied
+    (``manager.decisions.dispatch_policy``); the check stays active (the manager's policy applies) and says so."""
     spec = check.get("spec") or {}
     if spec.get("controllerName") != MULTIKUEUE_CONTROLLER:
         return None
@@ -46,10 +52,17 @@ def multikueue_check_verdict(
     if len(failing) == len(clusters):
         detail = "; ".join(f"{name}: {problem}" for name, problem in failing.items())
         return CheckVerdict(False, "NoUsableClusters", f"no usable worker cluster ({detail})")
+    annotation_problem = (config_problems or {}).get(str(params.get("name", "")))
     if failing:
         names = ", ".join(sorted(failing))
-        return CheckVerdict(True, "SomeActiveClusters", f"the admission check is active; inactive clusters: {names}")
-    return CheckVerdict(True, "Active", "the admission check is active")
+        message = f"the admission check is active; inactive clusters: {names}"
+        verdict = CheckVerdict(True, "SomeActiveClusters", message)
+    else:
+        verdict = CheckVerdict(True, "Active", "the admission check is active")
+    if annotation_problem is None:
+        return verdict
+    reason = verdict.reason if failing else INVALID_DISPATCH_POLICY_REASON
+    return CheckVerdict(True, reason, f"{verdict.message}; MultiKueueConfig {params.get('name')}: {annotation_problem}")
 
 
 # -- the admission checks of one Workload -------------------------------------------------------------------------

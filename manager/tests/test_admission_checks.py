@@ -50,6 +50,25 @@ def test_inactive_with_reasons() -> None:
     assert missing == CheckVerdict(False, "BadConfig", "MultiKueueConfig nope not found")
 
 
+def test_unreadable_dispatch_annotations_keep_the_check_active_and_say_why() -> None:
+    problem = "kfed.io/dispatch-policy='Packed' is not one of BestFit, LeastAllocated, Balanced: ..."
+    alone = multikueue_check_verdict(check(), configs=CONFIGS, cluster_problems={}, config_problems={"kfed": problem})
+    assert alone == CheckVerdict(
+        True, "InvalidDispatchPolicy", f"the admission check is active; MultiKueueConfig kfed: {problem}"
+    )
+    # an inactive cluster keeps its reason; the message names both
+    both = multikueue_check_verdict(
+        check(), configs=CONFIGS, cluster_problems={"worker-2": "not connected"}, config_problems={"kfed": problem}
+    )
+    assert both is not None
+    assert (both.active, both.reason) == (True, "SomeActiveClusters")
+    assert "inactive clusters: worker-2" in both.message
+    assert problem in both.message
+    # another config's problem is not this check's
+    other = multikueue_check_verdict(check(), configs=CONFIGS, cluster_problems={}, config_problems={"x": problem})
+    assert other == CheckVerdict(True, "Active", "the admission check is active")
+
+
 def test_other_controllers_are_not_ours() -> None:
     assert multikueue_check_verdict(check(controller="example.com/other"), configs=CONFIGS, cluster_problems={}) is None
 
