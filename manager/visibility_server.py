@@ -15,6 +15,9 @@ What each request means and what it gets is decided in ``manager.decisions.visib
 * **May they.** Every read is authorized with a SubjectAccessReview (``get`` on the ``pendingworkloads``
   subresource); answers are cached for 10 s, like Kubernetes' delegating authorizer.
 * **The data.** The leader answers from its caches; a standby lists Workloads and queues from the apiserver.
+* **Connections** are kept for the next request (HTTP/1.1 keep-alive, 60 s idle), so the aggregator does not pay a
+  TLS handshake per request; one is closed after its answer when the client asks, when a request carries a body, or
+  when the certificate or the front-proxy configuration changed since its handshake.
 
 Failures are visible: a request that cannot be authenticated or authorized is answered with a ``Status`` saying
 why, and the reason is logged; a front-proxy configuration that cannot be read is logged each time it fails and
@@ -29,6 +32,7 @@ import ssl
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +69,8 @@ AUTHENTICATION_CONFIG_MAP = ("kube-system", "extension-apiserver-authentication"
 RELOAD_SECONDS = 60.0
 REVIEW_TTL_SECONDS = 10.0
 REQUEST_TIMEOUT_SECONDS = 10.0
+KEEP_ALIVE_SECONDS = 60.0
+"""How long a connection waits for its next request (the aggregator reuses its connections for about 90 s)."""
 _MAX_HEADER_LINE = 16384
 _MAX_HEADERS = 200
 _REASONS = {
@@ -244,29 +250,41 @@ class VisibilityServer:
             await stream.aclose()
             return
         async with tls:
-            try:
-                with anyio.fail_after(REQUEST_TIMEOUT_SECONDS):
-                    method, target, headers = await _read_request(tls)
-            except (
-                TimeoutError,
-                ValueError,
-                anyio.EndOfStream,
-                anyio.IncompleteRead,
-                anyio.DelimiterNotFound,
-                anyio.BrokenResourceError,
-                ssl.SSLError,
-            ):
-                return
-            reply = await self._answer(tls, proxy, method, target, headers)
-            body = json.dumps(reply.body, separators=(",", ":")).encode()
-            head = (
-                f"HTTP/1.1 {reply.code} {_REASONS.get(reply.code, 'Error')}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"
-            )
-            try:
-                await tls.send(head.encode() + body)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError):
-                return
+            buffered = BufferedByteReceiveStream(tls)
+            wait = REQUEST_TIMEOUT_SECONDS
+            while True:
+                try:
+                    with anyio.fail_after(wait):
+                        request = await _read_request(buffered)
+                except (
+                    TimeoutError,
+                    ValueError,
+                    anyio.EndOfStream,
+                    anyio.IncompleteRead,
+                    anyio.DelimiterNotFound,
+                    anyio.BrokenResourceError,
+                    ssl.SSLError,
+                ):
+                    return
+                reply = await self._answer(tls, proxy, request.method, request.target, request.headers)
+                # The connection stays open for the next request (the aggregator's, saving a handshake each) unless
+                # the client says otherwise, or a body was sent (never read), or the certificate or front-proxy CA
+                # changed since the handshake (the next connection is verified with the new ones).
+                keep = request.keep_alive and context is self._context and proxy == self._proxy
+                body = json.dumps(reply.body, separators=(",", ":")).encode()
+                connection = "" if keep else "Connection: close\r\n"
+                head = (
+                    f"HTTP/1.1 {reply.code} {_REASONS.get(reply.code, 'Error')}\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\nCache-Control: no-store\r\n"
+                    f"{connection}\r\n"
+                )
+                try:
+                    await tls.send(head.encode() + body)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError):
+                    return
+                if not keep:
+                    return
+                wait = KEEP_ALIVE_SECONDS
 
     async def _answer(
         self,
@@ -326,8 +344,16 @@ class VisibilityServer:
         return verdict
 
 
-async def _read_request(stream: TLSStream) -> tuple[str, str, list[tuple[str, str]]]:
-    buffered = BufferedByteReceiveStream(stream)
+@dataclass(frozen=True, slots=True)
+class _Request:
+    method: str
+    target: str
+    headers: list[tuple[str, str]]
+    keep_alive: bool
+    """HTTP/1.1 without ``Connection: close`` and without a body (requests here are GETs; a body is never read)."""
+
+
+async def _read_request(buffered: BufferedByteReceiveStream) -> _Request:
     line = (await buffered.receive_until(b"\r\n", _MAX_HEADER_LINE)).decode("latin-1")
     parts = line.split()
     if len(parts) < 2:
@@ -338,7 +364,14 @@ async def _read_request(stream: TLSStream) -> tuple[str, str, list[tuple[str, st
             raise ValueError("too many headers")
         name, _, value = header.decode("latin-1").partition(":")
         headers.append((name.strip(), value.strip()))
-    return parts[0], parts[1], headers
+    fields = {name.lower(): value.lower() for name, value in headers}
+    keep_alive = (
+        parts[2:3] == ["HTTP/1.1"]
+        and "close" not in fields.get("connection", "")
+        and fields.get("content-length", "0") == "0"
+        and "transfer-encoding" not in fields
+    )
+    return _Request(parts[0], parts[1], headers, keep_alive)
 
 
 def _common_name(peer: Any) -> str | None:

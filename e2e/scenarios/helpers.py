@@ -142,6 +142,30 @@ class _LocalHTTPSConnection(http.client.HTTPSConnection):
         self.sock = self._verifying.wrap_socket(sock, server_hostname=self.host)
 
 
+def visibility_connection(
+    fed: Federation,
+    *,
+    port: int | None = None,
+    cert: str | None = None,
+    timeout: float = 10,
+    ca: bytes | None = None,
+    server_name: str | None = None,
+) -> http.client.HTTPSConnection:
+    """An HTTPS connection to a kfed-manager's visibility port (see :func:`visibility_get`), not yet opened."""
+    if port is None:
+        port = visibility_port(fed)
+    context = ssl.create_default_context(cadata=ca.decode()) if ca is not None else ssl.create_default_context()
+    if ca is None:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if cert is not None:
+        pki = Path(fed.clusters[MANAGER].directory) / "pki"
+        context.load_cert_chain(pki / f"{cert}.crt", pki / f"{cert}.key")
+    if server_name is None:
+        return http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=timeout)
+    return _LocalHTTPSConnection(server_name, port, context=context, timeout=timeout)
+
+
 def visibility_get(
     fed: Federation,
     path: str,
@@ -158,20 +182,7 @@ def visibility_get(
     (``front-proxy-client`` or ``admin``); returns the status and the JSON body. With ``ca`` the server's
     certificate is verified against it for ``server_name``, as the aggregator does with the APIService's caBundle;
     without, it is not checked."""
-    if port is None:
-        port = visibility_port(fed)
-    context = ssl.create_default_context(cadata=ca.decode()) if ca is not None else ssl.create_default_context()
-    if ca is None:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if cert is not None:
-        pki = Path(fed.clusters[MANAGER].directory) / "pki"
-        context.load_cert_chain(pki / f"{cert}.crt", pki / f"{cert}.key")
-    conn = (
-        http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=timeout)
-        if server_name is None
-        else _LocalHTTPSConnection(server_name, port, context=context, timeout=timeout)
-    )
+    conn = visibility_connection(fed, port=port, cert=cert, timeout=timeout, ca=ca, server_name=server_name)
     try:
         conn.request("GET", path, headers=headers or {})
         response = conn.getresponse()

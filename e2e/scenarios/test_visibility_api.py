@@ -19,7 +19,14 @@ from typing import Any
 import pytest
 
 from e2e.rig.federation import MANAGER, Federation
-from e2e.scenarios.helpers import condition, get, pending_jobs, visibility_get, visibility_port
+from e2e.scenarios.helpers import (
+    condition,
+    get,
+    pending_jobs,
+    visibility_connection,
+    visibility_get,
+    visibility_port,
+)
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -165,3 +172,37 @@ def test_a_stalled_connection_does_not_hold_up_other_requests(federation: Federa
     finally:
         for sock in stalled:
             sock.close()
+
+
+def test_a_connection_serves_one_request_after_another_until_the_client_closes_it(federation: Federation) -> None:
+    """HTTP/1.1 keep-alive, as the aggregator uses it: the second and third requests come over the first one's
+    connection (no new TLS handshake); a request saying ``Connection: close`` is answered and its connection
+    closed by the server."""
+    conn = visibility_connection(federation, cert="front-proxy-client")
+    try:
+        sockets = []
+        for _ in range(3):
+            conn.request("GET", BASE)
+            response = conn.getresponse()
+            assert response.status == 200
+            assert json.loads(response.read())["kind"] == "APIResourceList"
+            assert response.getheader("Connection") is None, response.getheaders()
+            sockets.append(conn.sock)
+        assert sockets[0] is not None
+        assert all(sock is sockets[0] for sock in sockets), "each request came over a new connection"
+    finally:
+        conn.close()
+    closing = visibility_connection(federation, cert="front-proxy-client", timeout=5)
+    closing.connect()  # the raw TLS socket: read until the server closes it (a timeout if it never does)
+    try:
+        sock = closing.sock
+        assert sock is not None
+        sock.sendall(f"GET {BASE} HTTP/1.1\r\nHost: kfed\r\nConnection: close\r\n\r\n".encode())
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+        head = received.split(b"\r\n\r\n", 1)[0].decode()
+        assert head.startswith("HTTP/1.1 200 "), head
+        assert "Connection: close" in head.split("\r\n"), head
+    finally:
+        closing.close()
