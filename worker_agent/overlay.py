@@ -1,8 +1,9 @@
-"""Objects the agent just wrote, shown in place of the watch cache's older copies until the cache catches up.
+"""The agent's own recent writes, shown in place of the watch cache's older copies until the cache catches up.
 
 Without it, a pass that runs between the agent's write and the watch event would see the stale object and decide
-again (a second admission, a second Job start). The overlay holds the apiserver's answer to each write and
-forgets it as soon as the cache delivers that resourceVersion (or a later one, or a deletion).
+again (a second admission, a second Job start). :class:`RecentWrites` holds the apiserver's answer to each write
+and forgets it as soon as the cache delivers that resourceVersion, a later one (compared as kube-apiserver's growing
+integers, ``federation.kube.versions``), or a deletion.
 
 The watch may also be ahead of the answer: on a busy machine the write's own event and later ones (the Job
 controller's status update after a suspension) can reach the cache before the writer resumes to remember its
@@ -10,6 +11,11 @@ answer. So the answer is shown only while it is newer than what the cache holds,
 when the next event comes (a Job copy stayed "suspended with a pod active" for good when no event followed).
 The same goes for a deletion: an answer remembered after the cache saw its object deleted is not shown (the overlay
 keeps the uids of the last deletions it observed), or a read by name would find a Workload that is gone.
+
+``federation.kube.overlay.WriteOverlay`` (the manager's views, the agent's queue status writes) does the same job
+over one store, told the version each write was based on; the agent's passes read keys and cached objects from
+several places (Workloads, Jobs, TAS pods), so this one is given the cached copy on every read and needs only the
+answers.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.kube.overlay import RecentDeletions
+from federation.kube.versions import not_older
 
 Obj = dict[str, Any]
 _VERSIONS = itertools.count(1)
@@ -34,15 +41,7 @@ def _version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
-def _not_older(seen: str, written: str) -> bool:
-    if seen == written:
-        return True
-    if seen.isdigit() and written.isdigit():  # etcd-backed versions of one object only grow
-        return int(seen) >= int(written)
-    return False
-
-
-class WriteOverlay:
+class RecentWrites:
     """Written objects by ``namespace/name`` key (``name`` for cluster-scoped ones)."""
 
     def __init__(self) -> None:
@@ -80,7 +79,7 @@ class WriteOverlay:
         seen_version, our_version = _version(seen), _version(ours)
         if key in self._in_memory and seen_version == our_version:
             return False
-        return _not_older(seen_version, our_version)
+        return not_older(seen_version, our_version)
 
     def _forget(self, key: str) -> None:
         del self._written[key]

@@ -64,7 +64,7 @@ from worker_agent.decisions.tas_objects import (
     topology_levels,
 )
 from worker_agent.decisions.tas_ungate import PodView, plan_ungates, pod_domain
-from worker_agent.overlay import WriteOverlay
+from worker_agent.overlay import RecentWrites
 
 log = structlog.get_logger(__name__)
 
@@ -137,7 +137,7 @@ class Tas:
         self.bound_pods = WatchCache(api, r.PODS, field_selector=BOUND_PODS_SELECTOR)
         self.tas_pods = WatchCache(api, r.PODS, label_selector=TAS_LABEL)
         self.topologies = WatchCache(api, r.TOPOLOGIES)
-        self.pod_writes = WriteOverlay()
+        self.pod_writes = RecentWrites()
         self.index = TopologyIndex()
         self.recheck_at: float | None = None
         self._log = log.bind(cluster=cluster)

@@ -17,7 +17,7 @@ from federation.admission.api_workloads import ALL_RESOURCES, ResourceRules
 from federation.kube import resources as r
 from federation.kube.api import KubeApi
 from federation.kube.cache import Handler, WatchCache, unsynced
-from worker_agent.overlay import WriteOverlay
+from worker_agent.overlay import RecentWrites
 
 log = structlog.get_logger(__name__)
 
@@ -37,8 +37,8 @@ class World:
         self.flavors = WatchCache(api, r.RESOURCE_FLAVORS)
         self.cohorts = WatchCache(api, r.COHORTS)
         self.namespaces = WatchCache(api, r.NAMESPACES)
-        self.workload_writes = WriteOverlay()
-        self.job_writes = WriteOverlay()
+        self.workload_writes = RecentWrites()
+        self.job_writes = RecentWrites()
         self.workloads.add_handler(self.workload_writes.observe)
         self.jobs.add_handler(self.job_writes.observe)
         self._state_builder = QuotaStateBuilder(rules=resource_rules)

@@ -9,11 +9,12 @@ reconciles this became the common case (308 Conflicts in a 300-Job burst instead
 :class:`WriteOverlay` keeps, per key, the object a write returned and the resourceVersions it supersedes (the one
 the write was based on and, for a chain of writes, the ones before). While the cache still holds one of those, the
 overlay's object is the truth; as soon as the cache holds anything else (our write arrived, or a later one, or the
-object was deleted) the entry is dropped and the cache is the truth again. No resourceVersion is ever compared by
-order (Kubernetes says they are opaque): only by equality. An object this process created is shown the same
-way until the cache lists it (:meth:`WriteOverlay.created`; :meth:`get` only, iteration shows the cache's objects),
-unless the cache already saw it deleted: on a busy machine the watch can deliver a create and its deletion before
-the creator resumes, so the overlay remembers the uids of the last deletions it observed.
+object was deleted) the entry is dropped and the cache is the truth again. Knowing what each write superseded, the
+overlay needs to compare resourceVersions only for equality (the agent's ``worker_agent.overlay``, which is not
+told, orders them as Kubernetes allows since v1.35: ``federation.kube.versions``). An object this process created is
+shown the same way until the cache lists it (:meth:`WriteOverlay.created`; :meth:`get` only, iteration shows the
+cache's objects), unless the cache already saw it deleted: on a busy machine the watch can deliver a create and its
+deletion before the creator resumes, so the overlay remembers the uids of the last deletions it observed.
 Deletions are not laid over: a deleted object stays visible until the cache drops it (a Job deleted in the
 foreground still has pods until then).
 

@@ -14,7 +14,7 @@ from federation.tests.api_builders import admitted_status, cluster_queue, flavor
 from worker_agent.capacity_publisher import CapacityPublisher
 from worker_agent.decisions.capacity import capacity_status
 from worker_agent.decisions.jobs import start_decision
-from worker_agent.overlay import WriteOverlay
+from worker_agent.overlay import RecentWrites
 from worker_agent.world import World
 
 NOW = dt.datetime(2026, 1, 1, 0, 3, tzinfo=dt.UTC)
@@ -79,7 +79,7 @@ def test_cluster_queue_status_like_kueue_and_written_only_on_change() -> None:
 
 
 def test_overlay_serves_our_write_until_the_cache_has_it() -> None:
-    overlay = WriteOverlay()
+    overlay = RecentWrites()
     cached = {"metadata": {"namespace": "ns", "name": "w", "resourceVersion": "10"}}
     written = {"metadata": {"namespace": "ns", "name": "w", "resourceVersion": "12"}, "status": {"x": 1}}
     overlay.remember(written)
@@ -97,7 +97,7 @@ def test_overlay_shows_the_cache_when_the_watch_was_ahead_of_the_write_answer() 
     """A Job copy suspended by the agent: its own event (12) and the Job controller's (13: no pod active) reached the
     cache before the agent remembered the answer (12). The cache is shown, with no event after to clear the entry
     (the copy's Workload was never released otherwise, CI after session 18)."""
-    overlay = WriteOverlay()
+    overlay = RecentWrites()
     written = {"metadata": {"namespace": "ns", "name": "j", "resourceVersion": "12"}, "status": {"active": 1}}
     for version in ("12", "13"):
         overlay.observe("MODIFIED", {"metadata": {"namespace": "ns", "name": "j", "resourceVersion": version}})
@@ -113,7 +113,7 @@ def test_overlay_shows_the_cache_when_the_watch_was_ahead_of_the_write_answer() 
 def test_overlay_does_not_show_an_answer_for_an_object_the_cache_saw_deleted() -> None:
     """The Workload copy was patched by the agent and deleted by kfed-manager, and the watch delivered both before
     the agent remembered the patch's answer: a read by name finds nothing, not a Workload that is gone."""
-    overlay = WriteOverlay()
+    overlay = RecentWrites()
     meta = {"namespace": "ns", "name": "w", "uid": "u-1"}
     overlay.observe("DELETED", {"metadata": {**meta, "resourceVersion": "14"}})
     overlay.remember({"metadata": {**meta, "resourceVersion": "12"}, "status": {"admission": {}}})
@@ -131,7 +131,7 @@ def test_overlay_does_not_show_an_answer_for_an_object_the_cache_saw_deleted() -
 
 
 def test_overlay_shows_an_in_memory_change_until_the_cache_has_a_later_version() -> None:
-    overlay = WriteOverlay()
+    overlay = RecentWrites()
     cached = {"metadata": {"namespace": "ns", "name": "w", "resourceVersion": "10"}}
     finished = {**cached, "status": {"conditions": [{"type": "Finished", "status": "True"}]}}
     before = overlay.version
