@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
-from e2e.queues import job_manifest
+from e2e.queues import job_manifest, named_queue_objects, routed_queue_objects
 from e2e.rig.audit import calls
-from e2e.rig.controllers import ADMISSION_CHECK, MULTIKUEUE_CONFIG
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import (
     Obj,
@@ -246,72 +246,92 @@ def test_a_burst_of_small_jobs_spreads_over_workers_that_fit_equally_well(federa
     assert worker_events == []
 
 
-def _check_active(fed: Federation) -> Obj:
-    return condition(get(fed, MANAGER, "admissionchecks.kueue.x-k8s.io", ADMISSION_CHECK), "Active") or {}
+POLICY_QUEUE = "policy"
 
 
-def _submit_list(fed: Federation, names: list[str]) -> dict[str, str | None]:
-    jobs = [job_manifest(n, namespace="default", cpu="1", seconds=3) for n in names]
+def _apply(fed: Federation, cluster: str, objects: list[dict[str, Any]]) -> None:
+    fed.kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+
+
+def _policy_check(fed: Federation) -> Obj:
+    return condition(get(fed, MANAGER, "admissionchecks.kueue.x-k8s.io", POLICY_QUEUE), "Active") or {}
+
+
+def _submit_to_policy_queue(fed: Federation, names: list[str]) -> dict[str, str | None]:
+    jobs = [job_manifest(n, namespace="default", cpu="1", seconds=3, queue=POLICY_QUEUE) for n in names]
     fed.kubectl(MANAGER, "create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": jobs}))
     return {n: wait_for(_worker_probe(fed, n), until=bool, timeout=60, what=f"{n} admitted") for n in names}
 
 
-def test_a_multikueue_config_annotation_sets_its_dispatch_policy_and_a_bad_one_is_named(
-    federation: Federation,
-) -> None:
-    """The rig's kfed-manager spreads (Balanced, the test above); ``kfed.io/dispatch-policy: BestFit`` on the
-    MultiKueueConfig packs its workloads instead. A value kfed cannot read is not applied: the check stays active
-    and its message, a Warning Event on the config and the manager's policy say so, and Jobs keep flowing."""
-
-    def annotate(*args: str) -> None:
-        federation.kubectl(MANAGER, "annotate", "multikueueconfig", MULTIKUEUE_CONFIG, "--overwrite", *args)
-
+@pytest.fixture
+def policy_queue(federation: Federation) -> Iterator[None]:
+    """A MultiKueueConfig, AdmissionCheck, ClusterQueue and LocalQueue ``policy`` on the manager over both workers,
+    whose own ClusterQueues ``policy`` hold 8 cpu (worker-1) and 16 cpu (worker-2): quota no other test uses, so
+    where a Job goes depends only on the dispatch policy. The config starts with an unreadable policy annotation."""
+    sizes = {"worker-1": "8", "worker-2": "16"}
+    for worker in federation.workers:
+        _apply(federation, worker, named_queue_objects(POLICY_QUEUE, cpu=sizes[worker], manager=False))
+    manager_objects = routed_queue_objects(POLICY_QUEUE, list(federation.workers), cpu="32")
+    manager_objects[0]["metadata"]["annotations"] = {"kfed.io/dispatch-policy": "Packed"}
+    _apply(federation, MANAGER, manager_objects)
     try:
-        annotate("kfed.io/dispatch-policy=Packed")
-        bad = wait_for(
-            lambda: _check_active(federation),
-            until=lambda c: c.get("reason") == "InvalidDispatchPolicy",
-            timeout=30,
-            what="the MultiKueue AdmissionCheck to name the unreadable annotation",
-        )
-        assert bad["status"] == "True", "an unreadable annotation must not stop dispatching"
-        assert "kfed.io/dispatch-policy='Packed' is not one of BestFit, LeastAllocated, Balanced" in bad["message"]
-        events = wait_for(
-            lambda: [
-                e
-                for e in items(federation, MANAGER, "events.events.k8s.io")
-                if (e.get("regarding") or {}).get("kind") == "MultiKueueConfig"
-                and e.get("reason") == "InvalidDispatchPolicy"
-            ],
-            until=bool,
-            timeout=30,
-            what="a Warning Event on the MultiKueueConfig",
-        )
-        assert events[0]["type"] == "Warning"
-        assert "kfed-manager's own dispatch policy applies instead" in events[0]["note"]
-        assert _submit_list(federation, ["policy-bad"])["policy-bad"] in federation.workers
-
-        annotate("kfed.io/dispatch-policy=BestFit")
-        wait_for(
-            lambda: _check_active(federation),
-            until=lambda c: c.get("reason") == "Active",
-            timeout=30,
-            what="the AdmissionCheck to be plainly active once the annotation reads",
-        )
-        wait_complete(federation, "policy-bad")
-        names = [f"packed-{i}" for i in range(6)]
-        chosen = _submit_list(federation, names)
-        assert len(set(chosen.values())) == 1, f"BestFit packs equally small Jobs onto one worker: {chosen}"
-        for name in names:
-            wait_complete(federation, name)
+        yield
     finally:
-        annotate("kfed.io/dispatch-policy-")
+        federation.kubectl(MANAGER, "delete", "jobs", "-l", f"kueue.x-k8s.io/queue-name={POLICY_QUEUE}", "--wait=false")
+        for kind, name in [(o["kind"].lower(), o["metadata"]["name"]) for o in reversed(manager_objects)]:
+            federation.kubectl(MANAGER, "delete", kind, name, "-n", "default", "--wait=false", "--ignore-not-found")
+        for worker in federation.workers:
+            for kind in ("localqueue", "clusterqueue"):
+                federation.kubectl(worker, "delete", kind, POLICY_QUEUE, "-n", "default", "--wait=false")
+
+
+def test_a_multikueue_config_annotation_sets_its_dispatch_policy_and_a_bad_one_is_named(
+    federation: Federation, policy_queue: None
+) -> None:
+    """The rig's kfed-manager runs the default policy, Balanced, which sends a small Job to the least allocated
+    worker; ``kfed.io/dispatch-policy: BestFit`` on a MultiKueueConfig packs its queues' Jobs instead. A value kfed
+    cannot read is not applied: the check stays active and says why in its message, a Warning Event on the config
+    and kfed-manager's log, and Jobs keep flowing with the manager's policy."""
+    bad = wait_for(
+        lambda: _policy_check(federation),
+        until=lambda c: c.get("reason") == "InvalidDispatchPolicy",
+        timeout=30,
+        what="the MultiKueue AdmissionCheck to name the unreadable annotation",
+    )
+    assert bad["status"] == "True", "an unreadable annotation must not stop dispatching"
+    assert "kfed.io/dispatch-policy='Packed' is not one of BestFit, LeastAllocated, Balanced" in bad["message"]
+    events = wait_for(
+        lambda: [
+            e
+            for e in items(federation, MANAGER, "events.events.k8s.io")
+            if (e.get("regarding") or {}).get("kind") == "MultiKueueConfig"
+            and (e.get("regarding") or {}).get("name") == POLICY_QUEUE
+            and e.get("reason") == "InvalidDispatchPolicy"
+        ],
+        until=bool,
+        timeout=30,
+        what="a Warning Event on the MultiKueueConfig",
+    )
+    assert events[0]["type"] == "Warning"
+    assert "kfed-manager's own dispatch policy applies instead" in events[0]["note"]
+    # Balanced: one cpu leaves 15/16 of worker-2's quota free and 7/8 of worker-1's: the least allocated wins
+    assert _submit_to_policy_queue(federation, ["policy-balanced"]) == {"policy-balanced": "worker-2"}
+    wait_complete(federation, "policy-balanced")
+
+    federation.kubectl(
+        MANAGER, "annotate", "multikueueconfig", POLICY_QUEUE, "--overwrite", "kfed.io/dispatch-policy=BestFit"
+    )
     wait_for(
-        lambda: _check_active(federation),
+        lambda: _policy_check(federation),
         until=lambda c: c.get("reason") == "Active",
         timeout=30,
-        what="the AdmissionCheck to be plainly active without the annotation",
+        what="the AdmissionCheck to be plainly active once the annotation reads",
     )
+    names = [f"policy-packed-{i}" for i in range(6)]
+    chosen = _submit_to_policy_queue(federation, names)
+    assert set(chosen.values()) == {"worker-1"}, f"BestFit packs the Jobs onto the fuller worker: {chosen}"
+    for name in names:
+        wait_complete(federation, name)
 
 
 def test_s4_a_workload_that_fits_nowhere_waits_with_a_reason_until_capacity_appears(federation: Federation) -> None:
