@@ -35,7 +35,7 @@ from manager.config import ManagerConfig
 from manager.dashboard_page import PAGE
 from manager.decisions.dashboard_view import dashboard_state
 from manager.decisions.dispatch import DispatchPolicy
-from manager.decisions.dispatch_policy import DispatchChoice
+from manager.decisions.dispatch_policy import DispatchChoice, large_share
 from manager.decisions.pods_ready import BACKOFF_BASE_SECONDS, BACKOFF_MAX_SECONDS, WaitForPodsReady
 from manager.decisions.retention import RetentionPolicy
 from manager.decisions.visibility import QueueObjects
@@ -64,12 +64,11 @@ def _label_selector(text: str) -> dict[str, Any]:
 
 def _share(text: str) -> float:
     """A share of a worker's quota: a number above 0 and at most 1."""
-    try:
-        share = float(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from err
-    if not 0 < share <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not above 0 and at most 1 (a share of a worker's quota)")
+    share = large_share(text)
+    if share is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number above 0 and at most 1 (a share of a worker's quota)"
+        )
     return share
 
 

@@ -14,7 +14,6 @@ MultiKueueConfig and a log line (``manager.admission_check_status``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,14 +47,14 @@ def _policy(text: Any) -> DispatchPolicy | str:
         return f"{DISPATCH_POLICY_ANNOTATION}={text!r} is not one of {allowed}"
 
 
-def _share(text: Any) -> float | str:
+def large_share(text: Any) -> float | None:
+    """``text`` as a large share (a number above 0 and at most 1), None when it is not one (the annotation's rule
+    and ``--dispatch-large-share``'s)."""
     try:
         share = float(text)
     except (TypeError, ValueError):
-        share = math.nan
-    if not 0.0 < share <= 1.0:  # NaN fails this too
-        return f"{DISPATCH_LARGE_SHARE_ANNOTATION}={text!r} is not a number in (0, 1]"
-    return share
+        return None
+    return share if 0.0 < share <= 1.0 else None  # NaN fails this too
 
 
 def _read(config: Mapping[str, Any], default: DispatchChoice) -> tuple[DispatchChoice, list[str]]:
@@ -68,9 +67,10 @@ def _read(config: Mapping[str, Any], default: DispatchChoice) -> tuple[DispatchC
         else:
             problems.append(parsed)
     if DISPATCH_LARGE_SHARE_ANNOTATION in annotations:
-        read = _share(annotations[DISPATCH_LARGE_SHARE_ANNOTATION])
-        if isinstance(read, str):
-            problems.append(read)
+        text = annotations[DISPATCH_LARGE_SHARE_ANNOTATION]
+        read = large_share(text)
+        if read is None:
+            problems.append(f"{DISPATCH_LARGE_SHARE_ANNOTATION}={text!r} is not a number in (0, 1]")
         else:
             share = read
     if (policy, share) == (default.policy, default.large_share):
