@@ -4,6 +4,19 @@ hold it, and garbage (copies no manager Workload holds, swept periodically and a
 A copy is deleted only while it is still the same object (uid precondition), so a same-named object someone else
 created since is never touched; the manager's Workload cache decides what belongs where
 (:func:`manager.decisions.lifecycle.copy_belongs`).
+
+The Workload copies of finished workloads are the exception, and the bulk: one per Job. Nothing waits for them
+(their Jobs ended, and the worker's garbage collector takes each Job copy with its Workload copy), so they are
+gathered for up to :data:`BATCH_WINDOW_SECONDS` per worker and namespace and deleted with one ``deletecollection``
+whose label selector names this manager's origin and the finished Workloads' uids
+(:func:`manager.decisions.remote_copies.copies_selector`): in a burst, one request per worker and namespace a
+second instead of one per Job. The selector stands in for the uid precondition: a copy of a finished Workload is
+never made again, and no one else's object carries our origin and that uid.
+
+A worker whose kubeconfig's identity may not ``deletecollection`` Workloads (Kueue's documented MultiKueue role
+grants ``delete`` only) gets one DELETE per copy for the next :data:`REFUSAL_RETRY_SECONDS`, and kfed-manager's log
+says what to grant. A batch that fails otherwise is logged, and RemoteSync looks at those workloads again after
+``COPIES_LOOK_AGAIN_SECONDS`` and sends their copies again.
 """
 
 from __future__ import annotations
@@ -14,17 +27,18 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+import anyio
 import structlog
 
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL
 from federation.kube.api import Propagation
-from federation.kube.errors import Conflict
+from federation.kube.errors import Conflict, Forbidden, KubeError
 from federation.kube.overlay import WriteOverlay
 from federation.kube.resources import JOBS, WORKLOADS, Resource
 from federation.protocol import MANAGER_UID_LABEL
 from manager.concurrently import concurrently
 from manager.decisions.lifecycle import copy_belongs
-from manager.decisions.remote_copies import owned_by
+from manager.decisions.remote_copies import copies_selector, owned_by
 from manager.workers import WorkerConnection, WorkerPool
 
 log = structlog.get_logger(__name__)
@@ -36,13 +50,142 @@ DELETE_RESEND_SECONDS = 10.0
 while the watch catches up); after that a copy still there gets one again."""
 
 
+BATCH_WINDOW_SECONDS = 1.0
+"""How long a finished workload's Workload copy waits for others in the same worker and namespace, to be deleted
+with them in one request."""
+BATCH_MAX = 50
+"""The most copies one ``deletecollection`` names (their uids are in the request's URL)."""
+REFUSAL_RETRY_SECONDS = 600.0
+"""How long a worker that refused ``deletecollection`` gets one DELETE per copy before a batch is tried again (its
+admin may have granted the verb since)."""
+
+
 class CopyCleaner:
-    def __init__(self, *, pool: WorkerPool, workloads: WriteOverlay) -> None:
+    def __init__(
+        self,
+        *,
+        pool: WorkerPool,
+        workloads: WriteOverlay,
+        origin: str,
+        batch_window: float = BATCH_WINDOW_SECONDS,
+    ) -> None:
         self._pool = pool
         self._workload_view = workloads
         """The manager Workloads (with this process's writes laid over): what holds a copy."""
+        self._origin = origin
+        self._batch_window = batch_window
         self._deletes_sent: dict[str, float] = {}
         """uid → when its delete was sent: a pass before the watch shows the deletion does not send it again."""
+        self._batches: dict[tuple[str, str], dict[str, Obj]] = {}
+        """(worker, namespace) → manager Workload uid → its finished Workload copy, waiting for :meth:`run`."""
+        self._batch_due = anyio.Event()
+        self._batching = False
+        """:meth:`run` is running: copies queued for a batch are sure to be sent."""
+        self._refused: dict[str, float] = {}
+        """Fingerprint of a worker connection that refused ``deletecollection`` → when: one DELETE per copy there, for
+        :data:`REFUSAL_RETRY_SECONDS`."""
+
+    async def run(self) -> None:
+        """Send the queued batches, each :data:`BATCH_WINDOW_SECONDS` after its first copy came."""
+        self._batching = True
+        try:
+            while True:
+                await self._batch_due.wait()
+                await anyio.sleep(self._batch_window)
+                self._batch_due = anyio.Event()
+                batches, self._batches = self._batches, {}
+                await concurrently(
+                    *(
+                        partial(self._delete_batch, worker, namespace, list(copies.values()))
+                        for (worker, namespace), copies in batches.items()
+                    )
+                )
+        finally:
+            self._batching = False
+
+    def _batchable(self, conn: WorkerConnection, copy: Obj, *, finished: bool) -> bool:
+        labels = copy["metadata"].get("labels") or {}
+        return (
+            finished
+            and self._batching
+            and copy.get("kind") == "Workload"
+            and bool(labels.get(MANAGER_UID_LABEL))
+            and not self._refuses(conn)
+        )
+
+    def _refuses(self, conn: WorkerConnection) -> bool:
+        return time.monotonic() - self._refused.get(conn.fingerprint, -math.inf) < REFUSAL_RETRY_SECONDS
+
+    def _queue(self, conn: WorkerConnection, copy: Obj) -> None:
+        meta = copy["metadata"]
+        self._batches.setdefault((conn.name, meta["namespace"]), {})[meta["labels"][MANAGER_UID_LABEL]] = copy
+        if meta.get("uid"):
+            self._deletes_sent[str(meta["uid"])] = time.monotonic()
+        self._batch_due.set()
+
+    async def _delete_batch(self, worker: str, namespace: str, copies: list[Obj]) -> None:
+        """Delete these finished Workload copies in ``deletecollection`` requests of up to :data:`BATCH_MAX`; never
+        raises (a failure is logged, and the workloads' next pass sends their copies again)."""
+        conn = self._pool.connections.get(worker)
+        names = sorted(str(copy["metadata"]["name"]) for copy in copies)
+        if conn is None or not conn.connected:
+            self._forget_sent(copies)
+            log.info("finished copies left for the next pass: worker not connected", cluster=worker, names=names)
+            return
+        if self._refuses(conn):
+            await self._delete_one_by_one(conn, copies)
+            return
+        for start in range(0, len(copies), BATCH_MAX):
+            chunk = copies[start : start + BATCH_MAX]
+            selector = copies_selector(
+                origin=self._origin,
+                manager_workload_uids=(str(copy["metadata"]["labels"][MANAGER_UID_LABEL]) for copy in chunk),
+            )
+            try:
+                deleted = await conn.api.delete_collection(
+                    WORKLOADS, namespace=namespace, label_selector=selector, propagation_policy=Propagation.BACKGROUND
+                )
+            except Exception as err:  # refused, an outage, a closed connection
+                if isinstance(err, Forbidden) or (isinstance(err, KubeError) and err.status == 405):
+                    self._refused[conn.fingerprint] = time.monotonic()
+                    log.warning(
+                        "worker refuses deletecollection of Workload copies: deleting them one by one",
+                        cluster=worker,
+                        error=str(err)[:300],
+                        grant="verb deletecollection on workloads.kueue.x-k8s.io to the kubeconfig's identity",
+                    )
+                    await self._delete_one_by_one(conn, copies[start:])
+                    return
+                self._forget_sent(chunk)
+                log.warning(
+                    "deleting finished copies failed; sent again on the next pass",
+                    cluster=worker,
+                    namespace=namespace,
+                    names=names,
+                    error=f"{type(err).__name__}: {err}"[:300],
+                )
+                continue
+            log.info(
+                "deleted remote objects",
+                cluster=worker,
+                kind="Workload",
+                namespace=namespace,
+                names=sorted(str(copy["metadata"]["name"]) for copy in chunk),
+                deleted=deleted,
+                reason="the workloads finished",
+            )
+
+    async def _delete_one_by_one(self, conn: WorkerConnection, copies: list[Obj]) -> None:
+        self._forget_sent(copies)
+        try:
+            await self.delete_copies(conn, copies, why="the workload finished", finished=True)
+        except Exception as err:  # the next pass sends them again
+            log.warning("deleting finished copies failed; sent again on the next pass", cluster=conn.name,
+                        error=f"{type(err).__name__}: {err}"[:300])  # fmt: skip
+
+    def _forget_sent(self, copies: Sequence[Obj]) -> None:
+        for copy in copies:
+            self._deletes_sent.pop(str(copy["metadata"].get("uid") or ""), None)
 
     async def delete_strays(self, key: str, *, job_name: str | None, holder: str | None) -> None:
         """Delete copies of this workload on reachable workers other than the one holding it (e.g. left on a worker
@@ -61,7 +204,7 @@ class CopyCleaner:
 
     async def delete_copies(
         self, conn: WorkerConnection, copies: Sequence[Obj | None], *, why: str, finished: bool = False
-    ) -> None:
+    ) -> int:
         """Delete these objects of ours from the worker, each only if it is still the same object (uid
         precondition): a same-named object created since by someone else is never touched. Jobs go with their
         pods first (foreground), so "gone from the cache" means nothing of it runs any more; a copy owned by another
@@ -69,7 +212,9 @@ class CopyCleaner:
         its Workload copy once finished) is deleted by the worker's garbage collector with it. The copies of a
         ``finished`` workload go in the background: its Job ended, no pod of it runs, and waiting for the garbage
         collector to delete every pod first cost the worker's apiserver a finalizer write and several reads per
-        Job."""
+        Job. A finished workload's Workload copy is queued for the next batch (see the module's docstring) while
+        :meth:`run` runs; returns how many copies were queued, which the caller looks at again after
+        :data:`DELETE_RESEND_SECONDS`."""
 
         async def delete(copy: Obj) -> None:
             meta = copy["metadata"]
@@ -114,13 +259,17 @@ class CopyCleaner:
                 now - self._deletes_sent.get(str(ref.get("uid")), -math.inf) < DELETE_RESEND_SECONDS for ref in owners
             )
 
-        await concurrently(
-            *(
-                partial(delete, copy)
-                for copy in present
-                if not copy["metadata"].get("deletionTimestamp") and not goes_with_its_owner(copy)
-            )
-        )
+        def recently_sent(copy: Obj) -> bool:
+            uid = str(copy["metadata"].get("uid") or "")
+            return bool(uid) and time.monotonic() - self._deletes_sent.get(uid, -math.inf) < DELETE_RESEND_SECONDS
+
+        doomed = [c for c in present if not c["metadata"].get("deletionTimestamp") and not goes_with_its_owner(c)]
+        queued = [c for c in doomed if self._batchable(conn, c, finished=finished) and not recently_sent(c)]
+        for copy in queued:
+            self._queue(conn, copy)
+        alone = [copy for copy in doomed if not self._batchable(conn, copy, finished=finished)]
+        await concurrently(*(partial(delete, copy) for copy in alone))
+        return len(queued)
 
     async def collect_garbage(self, *, only_key: str | None = None, job_name: str | None = None) -> int:
         """Delete our copies that no manager Workload holds on that worker (``copy_belongs``); returns how many. With

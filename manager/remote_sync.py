@@ -28,7 +28,7 @@ from federation.kube.resources import JOBS
 from federation.obs.metrics import Metrics
 from manager.concurrently import concurrently
 from manager.config import ManagerConfig
-from manager.copy_cleanup import CopyCleaner
+from manager.copy_cleanup import BATCH_WINDOW_SECONDS, DELETE_RESEND_SECONDS, CopyCleaner
 from manager.decisions.admission_checks import (
     check_states,
     multikueue_check_names,
@@ -62,6 +62,9 @@ Obj = dict[str, Any]
 
 INVALID_RETRY_SECONDS = 60.0
 """How long to wait before repeating a write the apiserver rejected as invalid (it is reported each time)."""
+COPIES_LOOK_AGAIN_SECONDS = DELETE_RESEND_SECONDS + BATCH_WINDOW_SECONDS
+"""How soon a finished workload whose copies went into a batched delete is looked at again: gone by then, unless
+the batch failed, in which case they are sent again."""
 REPORT_WAIT_SECONDS = 1.0
 """How soon to look again at a workload its worker admitted with a flavor the worker's last report does not list."""
 
@@ -352,6 +355,12 @@ class RemoteSync:
                 workload, reason="SyncFailed", note=f"write rejected: {err}"[:1000], action="Sync", event_type="Warning"
             )
             return INVALID_RETRY_SECONDS
+        if "delete_remote" in steps:  # after the final status and Finished: the copies have nothing more to give
+            queued = await self._cleaner.delete_copies(
+                conn, [remote_jb, remote_wl], why="the workload finished", finished=True
+            )
+            if queued:  # sent in a batch: look again once a copy still there may be sent again
+                again = min(again, COPIES_LOOK_AGAIN_SECONDS) if again is not None else COPIES_LOOK_AGAIN_SECONDS
         return again
 
     async def _carry_out(
@@ -432,8 +441,6 @@ class RemoteSync:
         if "finish_manager_workload" in steps:
             await self._progress.finish(workload, remote_job=remote_jb, worker=worker)
             self._mirrored_at.pop(key, None)
-        if "delete_remote" in steps:
-            await self._cleaner.delete_copies(conn, [remote_jb, remote_wl], why="the workload finished", finished=True)
         return workload
 
     def _drained(self, workload: Obj) -> tuple[str, str] | None:

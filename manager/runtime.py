@@ -150,7 +150,7 @@ class ManagerRuntime:
             runs_locally=self.local_queues_config.is_local,
             metrics=self.metrics,
         )
-        self.copy_cleaner = CopyCleaner(pool=self.pool, workloads=self.workload_view)
+        self.copy_cleaner = CopyCleaner(pool=self.pool, workloads=self.workload_view, origin=config.origin)
         self.reservation_holds = ReservationHolds(
             seconds=config.reservation_hold,
             workloads=self.workload_view,
@@ -445,6 +445,7 @@ class ManagerRuntime:
             tg.start_soon(partial(self.local_queues_queue.run, self.local_queues_config.reconcile, workers=1))
             self.quota_automation.queue.add(QUOTA_AUTOMATION_KEY)
             tg.start_soon(partial(self.quota_automation.queue.run, self.quota_automation.reconcile, workers=1))
+            tg.start_soon(self.copy_cleaner.run)
             tg.start_soon(self._collect_garbage_periodically)
             tg.start_soon(self.retention.run)
 

@@ -182,6 +182,45 @@ async def test_delete_of_an_object_with_finalizers_leaves_it_terminating(rig: Fe
         assert await api.get_or_none(r.CONFIG_MAPS, "held", namespace=namespace) is None
 
 
+async def test_delete_collection_deletes_what_the_selector_names_in_one_request(
+    rig: Federation, namespace: str
+) -> None:
+    """Kueue's Workload CRD: the Workloads whose label value is in the set go in one deletecollection, the others
+    (another value, no label, another namespace's) stay; an empty selector is refused before any request."""
+    api = await connect(rig, WORKER)
+    async with api:
+        other_namespace = f"{namespace}-other"
+        await api.create(r.NAMESPACES, {"metadata": {"name": other_namespace}})
+        try:
+            for name, value in (("a", "one"), ("b", "two"), ("c", "three"), ("d", None)):
+                wl = workload(name, namespace)
+                wl["metadata"]["labels"] = {LABEL: value} if value else {}
+                await api.create(r.WORKLOADS, wl)
+            elsewhere = workload("a", other_namespace)
+            elsewhere["metadata"]["labels"] = {LABEL: "one"}
+            await api.create(r.WORKLOADS, elsewhere)
+            api.counter.reset()
+
+            deleted = await api.delete_collection(
+                r.WORKLOADS,
+                namespace=namespace,
+                label_selector=f"{LABEL} in (one,two,absent)",
+                propagation_policy=Propagation.BACKGROUND,
+            )
+
+            assert deleted == 2
+            assert api.counter.snapshot() == {("deletecollection", r.WORKLOADS.label): 1}
+            assert api.counter.writes() == 1
+            left = await api.list(r.WORKLOADS, namespace=namespace)
+            assert sorted(item["metadata"]["name"] for item in left.items) == ["c", "d"]
+            assert await api.get_or_none(r.WORKLOADS, "a", namespace=other_namespace) is not None
+            assert await api.delete_collection(r.WORKLOADS, namespace=namespace, label_selector=f"{LABEL}=none") == 0
+            with pytest.raises(ValueError, match="label selector"):
+                await api.delete_collection(r.WORKLOADS, namespace=namespace, label_selector=" ")
+        finally:
+            await api.delete(r.NAMESPACES, other_namespace, missing_ok=True)
+
+
 # -- patches -------------------------------------------------------------------------------------------------
 
 

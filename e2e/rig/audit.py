@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
@@ -61,10 +63,17 @@ class Call:
     code: int
     at: float | None
     """When the apiserver received it (epoch seconds)."""
+    selector: str = ""
+    """The request's ``labelSelector`` (a list, a watch, a deletecollection); "" without one."""
 
     @property
     def accepted(self) -> bool:
         return 200 <= self.code < 300
+
+    def selected(self, label: str) -> set[str]:
+        """The values a set-based term ``label in (a,b)`` of :attr:`selector` names (empty without one)."""
+        found = re.search(rf"(?:^|,){re.escape(label)} in \(([^)]*)\)", self.selector)
+        return {value.strip() for value in found[1].split(",") if value.strip()} if found else set()
 
 
 def calls(lines: Iterable[str]) -> Iterator[Call]:
@@ -85,6 +94,7 @@ def calls(lines: Iterable[str]) -> Iterator[Call]:
             key=f"{ref.get('namespace', '')}/{ref.get('name', '')}",
             code=int((event.get("responseStatus") or {}).get("code", 0)),
             at=_stamp(event),
+            selector=_label_selector(str(event.get("requestURI", ""))),
         )
 
 
@@ -98,6 +108,12 @@ def created_names(path: Path, *, resource: str, client: str) -> list[str]:
             for call in calls(handle)
             if call.verb == "create" and call.resource == resource and call.client == client and call.accepted
         ]
+
+
+def _label_selector(uri: str) -> str:
+    if "labelSelector=" not in uri:
+        return ""
+    return (parse_qs(urlsplit(uri).query).get("labelSelector") or [""])[0]
 
 
 def _stamp(event: dict[str, object]) -> float | None:

@@ -25,6 +25,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -264,9 +265,12 @@ def refused(line: str) -> bool:
     return "forbidden" in line.lower() or bool(_STATUS_403.search(line))
 
 
-def forbidden_lines(log: Path, *, expected_clusters: set[str]) -> list[str]:
+def forbidden_lines(
+    log: Path, *, expected_clusters: set[str], expected_calls: Collection[tuple[str, str]] = ()
+) -> list[str]:
     """Lines of a kfed log where the apiserver refused a call (403 / Forbidden), except those about clusters a test
-    made refuse on purpose (``expected_clusters``: MultiKueueCluster names)."""
+    made refuse on purpose (``expected_clusters``: MultiKueueCluster names) and those about a cluster that hold a
+    text a test expects there (``expected_calls``: (cluster, text), e.g. a verb it took away)."""
     found = []
     for line in log.read_text(errors="replace").splitlines():
         if not refused(line):
@@ -276,7 +280,7 @@ def forbidden_lines(log: Path, *, expected_clusters: set[str]) -> list[str]:
         except ValueError:
             record = {}
         about = {str(record.get(k)) for k in ("cluster", "worker", "name") if isinstance(record, dict) and k in record}
-        if about & expected_clusters:
+        if about & expected_clusters or any(c in about and text in line for c, text in expected_calls):
             continue
         found.append(line)
     return found

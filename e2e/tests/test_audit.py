@@ -1,6 +1,6 @@
 import json
 
-from e2e.rig.audit import client_of, count_writes, job_of_pod, job_times
+from e2e.rig.audit import calls, client_of, count_writes, job_of_pod, job_times
 
 
 def _line(verb: str, resource: str, agent: str, *, sub: str = "", stage: str = "ResponseComplete") -> str:
@@ -87,3 +87,26 @@ def test_a_benchmark_times_its_own_burst_only() -> None:
     assert set(burst.submitted) == {"default/b-0000"}
     assert min(burst.submitted.values()) == burst.submitted["default/b-0000"]
     assert burst.running["default/b-0000"] - burst.submitted["default/b-0000"] == 1.0
+
+
+def test_a_deletecollection_keeps_the_values_its_label_selector_names() -> None:
+    uri = (
+        "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads?labelSelector="
+        "kueue.x-k8s.io%2Fmultikueue-origin%3Dmultikueue%2Ckfed.io%2Fmanager-workload-uid+in+%28u-1%2Cu-2%29"
+    )
+    event = {
+        "stage": "ResponseComplete",
+        "verb": "deletecollection",
+        "requestURI": uri,
+        "objectRef": {"resource": "workloads", "namespace": "default"},
+        "userAgent": "kfed-manager/0.1.0",
+        "responseStatus": {"code": 200},
+    }
+    plain = {**event, "verb": "list", "requestURI": "/apis/kueue.x-k8s.io/v1beta2/workloads?limit=500"}
+    found = list(calls([json.dumps(event), json.dumps(plain)]))
+    assert [c.verb for c in found] == ["deletecollection", "list"]
+    assert found[0].selected("kfed.io/manager-workload-uid") == {"u-1", "u-2"}
+    assert found[0].selected("kueue.x-k8s.io/multikueue-origin") == set()  # an equality term, not a set
+    assert found[0].selected("uid") == set()  # a label's name is matched whole
+    assert found[1].selector == ""
+    assert found[1].selected("kfed.io/manager-workload-uid") == set()

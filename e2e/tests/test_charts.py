@@ -65,7 +65,10 @@ def test_agent_reads_no_secret_at_all() -> None:
 
 def test_the_manager_on_a_worker_only_handles_its_copies_and_reads_capacity() -> None:
     rules = next(f for f in RULE_FILES if f.name == "manager-access-rules.yaml").rules()
-    assert grants(rules, "kueue.x-k8s.io", "workloads") == {"get", "list", "watch", "create", "patch", "delete"}
+    # deletecollection: the finished Workload copies, in batches (manager/copy_cleanup.py); a Job copy goes alone
+    assert grants(rules, "kueue.x-k8s.io", "workloads") == {
+        "get", "list", "watch", "create", "patch", "delete", "deletecollection"
+    }  # fmt: skip
     assert grants(rules, "batch", "jobs") == {"get", "list", "watch", "create", "patch", "delete"}
     assert grants(rules, "kfed.io", "clustercapacities") == {"list", "watch"}
     # without a report (no agent running), capacity is probed through the queues' status, as Kueue's role allows

@@ -534,6 +534,29 @@ class KubeApi:
                 return None
             raise
 
+    async def delete_collection(
+        self,
+        resource: Resource,
+        *,
+        namespace: str,
+        label_selector: str,
+        propagation_policy: Propagation | None = None,
+    ) -> int:
+        """DELETE the collection: every object of ``resource`` in ``namespace`` that ``label_selector`` matches, in
+        one request (verb ``deletecollection``); returns how many the apiserver deleted. A selector is required,
+        since an empty one would delete the whole namespace's objects of that kind. There are no per-object
+        preconditions: the selector alone says which objects go."""
+        if not label_selector.strip():
+            raise ValueError("delete_collection needs a label selector")
+        options: Obj = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy.value
+        request = self._request(
+            "DELETE", resource.path(namespace=namespace), query=(("labelSelector", label_selector),), body=options
+        )
+        deleted = await self._call("deletecollection", resource.label, request)
+        return len(deleted.get("items") or ())
+
     async def create_event(
         self,
         regarding: Mapping[str, Any],

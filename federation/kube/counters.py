@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 READ_VERBS = frozenset({"get", "list", "watch"})
-WRITE_VERBS = frozenset({"create", "update", "patch", "delete"})
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
 class ApiCallCounter:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from federation.api.labels import (
@@ -76,6 +76,15 @@ def _copied_meta(meta: Mapping[str, Any], *, extra_labels: Mapping[str, str]) ->
 
 def ownership_labels(*, origin: str, manager_workload_uid: str) -> dict[str, str]:
     return {MULTIKUEUE_ORIGIN_LABEL: origin, MANAGER_UID_LABEL: manager_workload_uid}
+
+
+def copies_selector(*, origin: str, manager_workload_uids: Iterable[str]) -> str:
+    """The label selector that matches this manager's copies of the Workloads with these uids (and nothing else:
+    the origin label says whose copy it is, the uid label which Workload it copies), for one deletecollection."""
+    uids = sorted(set(manager_workload_uids))
+    if not uids:
+        raise ValueError("copies_selector needs at least one manager Workload uid")
+    return f"{MULTIKUEUE_ORIGIN_LABEL}={origin},{MANAGER_UID_LABEL} in ({','.join(uids)})"
 
 
 def owned_by(copy_: Mapping[str, Any] | None, owner: Mapping[str, Any] | None) -> bool:

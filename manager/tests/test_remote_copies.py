@@ -1,7 +1,17 @@
 import json
 
+import pytest
+
+from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
 from federation.pod_injection import INJECTED_ANNOTATION
-from manager.decisions.remote_copies import owned_by, remote_job, remote_workload, started_remote_job
+from federation.protocol import MANAGER_UID_LABEL
+from manager.decisions.remote_copies import (
+    copies_selector,
+    owned_by,
+    remote_job,
+    remote_workload,
+    started_remote_job,
+)
 from manager.tests.builders import make_job
 
 MANAGER_WORKLOAD = {"metadata": {"name": "job-train-abc12", "namespace": "team-a", "uid": "wl-uid"}}
@@ -120,3 +130,13 @@ def test_a_job_admitted_at_its_minimum_is_sent_as_one_that_cannot_shrink() -> No
     assert job_copy["spec"]["parallelism"] == 2
     assert "kueue.x-k8s.io/job-min-parallelism" not in (job_copy["metadata"].get("annotations") or {})
     assert job["metadata"]["annotations"]["kueue.x-k8s.io/job-min-parallelism"] == "2", "the manager Job keeps it"
+
+
+def test_the_batch_selector_names_the_origin_and_each_uid_once_in_order() -> None:
+    selector = copies_selector(origin="multikueue", manager_workload_uids=["uid-b", "uid-a", "uid-b"])
+    assert selector == f"{MULTIKUEUE_ORIGIN_LABEL}=multikueue,{MANAGER_UID_LABEL} in (uid-a,uid-b)"
+
+
+def test_the_batch_selector_refuses_an_empty_set_which_would_match_every_copy() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        copies_selector(origin="multikueue", manager_workload_uids=[])
