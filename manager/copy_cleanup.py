@@ -213,15 +213,19 @@ class CopyCleaner:
         ``finished`` workload go in the background: its Job ended, no pod of it runs, and waiting for the garbage
         collector to delete every pod first cost the worker's apiserver a finalizer write and several reads per
         Job. A finished workload's Workload copy is queued for the next batch (see the module's docstring) while
-        :meth:`run` runs; returns how many copies were queued, which the caller looks at again after
-        :data:`DELETE_RESEND_SECONDS`."""
+        :meth:`run` runs; returns how many copies were queued (the caller looks at them again once
+        :data:`DELETE_RESEND_SECONDS` have passed, and a copy still there is sent again)."""
+
+        def recently_sent(copy: Obj) -> bool:
+            uid = str(copy["metadata"].get("uid") or "")
+            return bool(uid) and time.monotonic() - self._deletes_sent.get(uid, -math.inf) < DELETE_RESEND_SECONDS
 
         async def delete(copy: Obj) -> None:
             meta = copy["metadata"]
             resource = JOBS if copy.get("kind") == "Job" else WORKLOADS
             uid = str(meta.get("uid") or "")
             now = time.monotonic()
-            if uid and now - self._deletes_sent.get(uid, -math.inf) < DELETE_RESEND_SECONDS:
+            if recently_sent(copy):
                 return
             self._deletes_sent = {u: t for u, t in self._deletes_sent.items() if now - t < DELETE_RESEND_SECONDS}
             try:
@@ -258,10 +262,6 @@ class CopyCleaner:
             return any(
                 now - self._deletes_sent.get(str(ref.get("uid")), -math.inf) < DELETE_RESEND_SECONDS for ref in owners
             )
-
-        def recently_sent(copy: Obj) -> bool:
-            uid = str(copy["metadata"].get("uid") or "")
-            return bool(uid) and time.monotonic() - self._deletes_sent.get(uid, -math.inf) < DELETE_RESEND_SECONDS
 
         doomed = [c for c in present if not c["metadata"].get("deletionTimestamp") and not goes_with_its_owner(c)]
         queued = [c for c in doomed if self._batchable(conn, c, finished=finished) and not recently_sent(c)]
