@@ -10,8 +10,10 @@ The Workload copies of finished workloads are the exception, and the bulk: one p
 gathered for up to :data:`BATCH_WINDOW_SECONDS` per worker and namespace and deleted with one ``deletecollection``
 whose label selector names this manager's origin and the finished Workloads' uids
 (:func:`manager.decisions.remote_copies.copies_selector`): in a burst, one request per worker and namespace a
-second instead of one per Job. The selector stands in for the uid precondition: a copy of a finished Workload is
-never made again, and no one else's object carries our origin and that uid.
+second instead of one per Job. Each worker's and namespace's batches go on their own
+(:class:`federation.kube.batches.Batches`), so a worker that stopped answering holds up only its own. The selector
+stands in for the uid precondition: a copy of a finished Workload is never made again, and no one else's object
+carries our origin and that uid.
 
 A worker whose kubeconfig's identity may not ``deletecollection`` Workloads (Kueue's documented MultiKueue role
 grants ``delete`` only) gets one DELETE per copy for the next :data:`REFUSAL_RETRY_SECONDS`, and kfed-manager's log
@@ -27,11 +29,11 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-import anyio
 import structlog
 
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL
 from federation.kube.api import Propagation
+from federation.kube.batches import Batches
 from federation.kube.errors import Conflict, Forbidden, KubeError
 from federation.kube.overlay import WriteOverlay
 from federation.kube.resources import JOBS, WORKLOADS, Resource
@@ -73,41 +75,26 @@ class CopyCleaner:
         self._workload_view = workloads
         """The manager Workloads (with this process's writes laid over): what holds a copy."""
         self._origin = origin
-        self._batch_window = batch_window
         self._deletes_sent: dict[str, float] = {}
         """uid → when its delete was sent: a pass before the watch shows the deletion does not send it again."""
-        self._batches: dict[tuple[str, str], dict[str, Obj]] = {}
-        """(worker, namespace) → manager Workload uid → its finished Workload copy, waiting for :meth:`run`."""
-        self._batch_due = anyio.Event()
-        self._batching = False
-        """:meth:`run` is running: copies queued for a batch are sure to be sent."""
+        self._batches: Batches[tuple[str, str], Obj] = Batches(
+            "finished copies", self._delete_batch, window=batch_window
+        )
+        """Finished Workload copies by (worker, namespace), by manager Workload uid; a worker that stopped answering
+        holds up only its own."""
         self._refused: dict[str, float] = {}
         """Fingerprint of a worker connection that refused ``deletecollection`` → when: one DELETE per copy there, for
         :data:`REFUSAL_RETRY_SECONDS`."""
 
     async def run(self) -> None:
-        """Send the queued batches, each :data:`BATCH_WINDOW_SECONDS` after its first copy came."""
-        self._batching = True
-        try:
-            while True:
-                await self._batch_due.wait()
-                await anyio.sleep(self._batch_window)
-                self._batch_due = anyio.Event()
-                batches, self._batches = self._batches, {}
-                await concurrently(
-                    *(
-                        partial(self._delete_batch, worker, namespace, list(copies.values()))
-                        for (worker, namespace), copies in batches.items()
-                    )
-                )
-        finally:
-            self._batching = False
+        """Send the finished copies' batches, each worker's and namespace's on its own (until cancelled)."""
+        await self._batches.run()
 
     def _batchable(self, conn: WorkerConnection, copy: Obj, *, finished: bool) -> bool:
         labels = copy["metadata"].get("labels") or {}
         return (
             finished
-            and self._batching
+            and self._batches.running
             and copy.get("kind") == "Workload"
             and bool(labels.get(MANAGER_UID_LABEL))
             and not self._refuses(conn)
@@ -118,14 +105,14 @@ class CopyCleaner:
 
     def _queue(self, conn: WorkerConnection, copy: Obj) -> None:
         meta = copy["metadata"]
-        self._batches.setdefault((conn.name, meta["namespace"]), {})[meta["labels"][MANAGER_UID_LABEL]] = copy
+        self._batches.add((conn.name, meta["namespace"]), meta["labels"][MANAGER_UID_LABEL], copy)
         if meta.get("uid"):
             self._deletes_sent[str(meta["uid"])] = time.monotonic()
-        self._batch_due.set()
 
-    async def _delete_batch(self, worker: str, namespace: str, copies: list[Obj]) -> None:
+    async def _delete_batch(self, where: tuple[str, str], copies: list[Obj]) -> None:
         """Delete these finished Workload copies in ``deletecollection`` requests of up to :data:`BATCH_MAX`; never
         raises (a failure is logged, and the workloads' next pass sends their copies again)."""
+        worker, namespace = where
         conn = self._pool.connections.get(worker)
         names = sorted(str(copy["metadata"]["name"]) for copy in copies)
         if conn is None or not conn.connected:
