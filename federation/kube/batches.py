@@ -36,7 +36,7 @@ class Batches(Generic[K, V]):
         """Keys with a task that waits out their window or flushes them."""
         self._tg: anyio.abc.TaskGroup | None = None
         self.flushes = 0
-        """Batches handed to ``flush`` so far (a test's and a benchmark's count)."""
+        """Batches handed to ``flush`` so far."""
 
     @property
     def running(self) -> bool:
