@@ -64,7 +64,7 @@ def _manager_deletes(fed: Federation, worker: str) -> list[Call]:
 
 
 def test_the_copies_of_jobs_that_finish_together_go_in_batched_deletes(federation: Federation) -> None:
-    workloads = _submit(federation, [f"batched-{i}" for i in range(8)])
+    workloads = _submit(federation, [f"batched-{i}" for i in range(12)])
     _wait_copies_gone(federation, workloads)
     for worker in {wl["status"]["clusterName"] for wl in workloads.values()}:
         mine = {wl["metadata"]["uid"]: wl["metadata"]["name"] for wl in workloads.values()
@@ -83,7 +83,7 @@ def test_the_copies_of_jobs_that_finish_together_go_in_batched_deletes(federatio
         for c in _manager_deletes(federation, worker)
         if c.verb == "deletecollection"
     )
-    assert largest >= 2, "eight Jobs finishing within seconds of each other never shared a request"
+    assert largest >= 2, "twelve Jobs finishing within seconds of each other never shared a request"
 
 
 @pytest.fixture
