@@ -200,8 +200,9 @@ class CopyCleaner:
         ``finished`` workload go in the background: its Job ended, no pod of it runs, and waiting for the garbage
         collector to delete every pod first cost the worker's apiserver a finalizer write and several reads per
         Job. A finished workload's Workload copy is queued for the next batch (see the module's docstring) while
-        :meth:`run` runs; returns how many copies were queued (the caller looks at them again once
-        :data:`DELETE_RESEND_SECONDS` have passed, and a copy still there is sent again)."""
+        :meth:`run` runs; returns how many copies wait for a batch, queued now or on an earlier pass (the
+        caller looks at them again once :data:`DELETE_RESEND_SECONDS` have passed, and a copy still there is sent
+        again: so a finished workload is looked at again for as long as its copies last)."""
 
         def recently_sent(copy: Obj) -> bool:
             uid = str(copy["metadata"].get("uid") or "")
@@ -251,12 +252,13 @@ class CopyCleaner:
             )
 
         doomed = [c for c in present if not c["metadata"].get("deletionTimestamp") and not goes_with_its_owner(c)]
-        queued = [c for c in doomed if self._batchable(conn, c, finished=finished) and not recently_sent(c)]
-        for copy in queued:
-            self._queue(conn, copy)
+        batched = [c for c in doomed if self._batchable(conn, c, finished=finished)]
+        for copy in batched:
+            if not recently_sent(copy):
+                self._queue(conn, copy)
         alone = [copy for copy in doomed if not self._batchable(conn, copy, finished=finished)]
         await concurrently(*(partial(delete, copy) for copy in alone))
-        return len(queued)
+        return len(batched)
 
     async def collect_garbage(self, *, only_key: str | None = None, job_name: str | None = None) -> int:
         """Delete our copies that no manager Workload holds on that worker (``copy_belongs``); returns how many. With

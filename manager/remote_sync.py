@@ -356,10 +356,10 @@ class RemoteSync:
             )
             return INVALID_RETRY_SECONDS
         if "delete_remote" in steps:  # after the final status and Finished: the copies have nothing more to give
-            queued = await self._cleaner.delete_copies(
+            batched = await self._cleaner.delete_copies(
                 conn, [remote_jb, remote_wl], why="the workload finished", finished=True
             )
-            if queued:  # sent in a batch: look again once a copy still there may be sent again
+            if batched:  # left to a batch: look again while the copies last, to send them again if it failed
                 again = min(again, COPIES_LOOK_AGAIN_SECONDS) if again is not None else COPIES_LOOK_AGAIN_SECONDS
         return again
 
