@@ -106,8 +106,15 @@ class CopyCleaner:
     def _queue(self, conn: WorkerConnection, copy: Obj) -> None:
         meta = copy["metadata"]
         self._batches.add((conn.name, meta["namespace"]), meta["labels"][MANAGER_UID_LABEL], copy)
-        if meta.get("uid"):
-            self._deletes_sent[str(meta["uid"])] = time.monotonic()
+        self._mark_sent(str(meta.get("uid") or ""))
+
+    def _mark_sent(self, uid: str) -> None:
+        """Remember that ``uid``'s delete went out now, forgetting the deletes older than
+        :data:`DELETE_RESEND_SECONDS` (so the map holds only the last few seconds' deletes, batched or not)."""
+        now = time.monotonic()
+        self._deletes_sent = {u: t for u, t in self._deletes_sent.items() if now - t < DELETE_RESEND_SECONDS}
+        if uid:
+            self._deletes_sent[uid] = now
 
     async def _delete_batch(self, where: tuple[str, str], copies: list[Obj]) -> None:
         """Delete these finished Workload copies in ``deletecollection`` requests of up to :data:`BATCH_MAX`; never
@@ -211,11 +218,8 @@ class CopyCleaner:
         async def delete(copy: Obj) -> None:
             meta = copy["metadata"]
             resource = JOBS if copy.get("kind") == "Job" else WORKLOADS
-            uid = str(meta.get("uid") or "")
-            now = time.monotonic()
             if recently_sent(copy):
                 return
-            self._deletes_sent = {u: t for u, t in self._deletes_sent.items() if now - t < DELETE_RESEND_SECONDS}
             try:
                 await conn.api.delete(
                     resource,
@@ -229,8 +233,7 @@ class CopyCleaner:
                 )
             except Conflict:
                 return  # replaced by another object meanwhile: not ours to delete
-            if uid:
-                self._deletes_sent[uid] = now
+            self._mark_sent(str(meta.get("uid") or ""))
             log.info("deleted remote object", cluster=conn.name, kind=resource.kind, name=meta["name"], reason=why)
 
         present = [copy for copy in copies if copy is not None]
@@ -252,11 +255,13 @@ class CopyCleaner:
             )
 
         doomed = [c for c in present if not c["metadata"].get("deletionTimestamp") and not goes_with_its_owner(c)]
-        batched = [c for c in doomed if self._batchable(conn, c, finished=finished)]
+        batched: list[Obj] = []
+        alone: list[Obj] = []
+        for copy in doomed:
+            (batched if self._batchable(conn, copy, finished=finished) else alone).append(copy)
         for copy in batched:
             if not recently_sent(copy):
                 self._queue(conn, copy)
-        alone = [copy for copy in doomed if not self._batchable(conn, copy, finished=finished)]
         await concurrently(*(partial(delete, copy) for copy in alone))
         return len(batched)
 
