@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 import anyio
@@ -26,6 +27,7 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 
 from federation.kube import transport as tp
 from federation.kube.api import KubeApi, RetryPolicy
+from federation.kube.connections import Http1Transport
 from federation.kube.errors import Unavailable
 from federation.kube.jsoncodec import encode as encode_json
 from federation.kube.kubeconfig import KubeconfigError, load_kubeconfig_text, parse_validated_kubeconfig
@@ -178,16 +180,70 @@ def _skip_netrc(api_client: Any) -> None:
         session._trust_env = False
 
 
+def _proxied(configuration: Any) -> bool:
+    return bool(configuration.proxy) or any(os.environ.get(name) for name in _PROXY_VARIABLES)
+
+
+def _tls_context(configuration: Any) -> ssl.SSLContext:
+    """The TLS settings a kubernetes_asyncio Configuration describes (CA, client certificate, verification)."""
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
+    if not configuration.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if getattr(configuration, "disable_strict_ssl_verification", False):
+        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    return context
+
+
+def _transport(api_client: Any, *, cluster: str, max_connections: int) -> tp.Transport:
+    """kfed's own connections (:mod:`federation.kube.connections`), with the ApiClient supplying the server, TLS
+    material and credentials; through the ApiClient's aiohttp session when a proxy is named (the only case they do
+    not cover)."""
+    configuration = api_client.configuration
+    if _proxied(configuration):
+        return ApiClientTransport(api_client, cluster=cluster)
+    url = urlsplit(configuration.host)
+    secure = url.scheme == "https"
+    if not url.hostname or url.scheme not in ("http", "https"):
+        raise KubeconfigError([f"server {configuration.host!r} is not an http(s) URL"])
+
+    async def headers() -> dict[str, str]:
+        found = dict(api_client.default_headers)
+        if api_client.cookie:
+            found["Cookie"] = api_client.cookie
+        if "BearerToken" in configuration.api_key:  # else there is nothing to add (client certificates)
+            await api_client.update_params_for_auth(found, None, ["BearerToken"])
+        return found
+
+    return Http1Transport(
+        host=url.hostname,
+        port=url.port or (443 if secure else 80),
+        netloc=url.netloc,
+        path_prefix=url.path,
+        ssl_context=_tls_context(configuration) if secure else None,
+        server_hostname=configuration.tls_server_name,
+        headers=headers,
+        max_connections=max_connections,
+        cluster=cluster,
+        on_close=api_client.close,
+    )
+
+
 def _api_from_configuration(configuration: Any, *, cluster: str, options: ClientOptions) -> KubeApi:
     configuration.connection_pool_maxsize = options.max_connections
     try:
         api_client = ApiClient(configuration=configuration)
+        api_client.user_agent = options.user_agent
+        _skip_netrc(api_client)
+        transport = _transport(api_client, cluster=cluster, max_connections=options.max_connections)
+    except KubeconfigError:
+        raise
     except (OSError, ValueError) as exc:  # ssl errors (bad CA / cert data) are OSErrors
         raise KubeconfigError([f"TLS material in kubeconfig is unusable: {exc}"]) from exc
-    api_client.user_agent = options.user_agent
-    _skip_netrc(api_client)
     return KubeApi(
-        ApiClientTransport(api_client, cluster=cluster),
+        transport,
         cluster=cluster,
         qps=options.qps,
         burst=options.burst,
