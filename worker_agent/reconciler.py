@@ -37,7 +37,11 @@ from worker_agent.writes import Writes
 
 log = structlog.get_logger(__name__)
 
-COALESCE_SECONDS = 0.005
+COALESCE_SECONDS = 0.02
+"""How long a pass waits after the first change that pulls the trigger, so the changes around it share the pass.
+Each pass reads the whole cluster, so in a burst the passes, not the changes, are the agent's CPU: 20 ms instead of
+5 took a tenth off its CPU per Job in a 300-Job burst (50 ms took nothing more off) and adds at most 20 ms to a
+Job's admission."""
 
 
 class Reconciler:
