@@ -7,12 +7,13 @@ import uuid
 
 import anyio
 import pytest
+import yaml
 
 from e2e.integration.kube_support import WORKER
 from e2e.rig.federation import Federation
 from federation.kube import resources as r
 from federation.kube.api import KubeApi, RetryPolicy
-from federation.kube.clients import ClientOptions, connect_kubeconfig_text
+from federation.kube.clients import ApiClientTransport, ClientOptions, connect_kubeconfig_text
 from federation.kube.connections import Http1Transport
 from federation.kube.errors import Unavailable
 
@@ -54,16 +55,17 @@ async def test_many_requests_at_once_share_a_capped_pool_of_reused_connections(r
 
 
 async def test_a_long_list_arrives_whole(rig: Federation, namespace: str) -> None:
-    # Well over the few KiB after which the apiserver's answer is chunked instead of carrying a Content-Length.
-    api, _ = await _connect(rig)
+    # Chunked (far over the few KiB after which the apiserver drops Content-Length), and larger than what a watch
+    # may leave unread before its connection stops reading (4 MiB): a plain request always reads to the end.
+    api, _ = await _connect(rig, request_timeout=30.0)
     async with api:
         async with anyio.create_task_group() as tg:
             for i in range(60):
-                tg.start_soon(api.create, r.CONFIG_MAPS, _config_map(f"big-{i}", namespace, size=16 * 1024))
+                tg.start_soon(api.create, r.CONFIG_MAPS, _config_map(f"big-{i}", namespace, size=96 * 1024))
         listed = await api.list(r.CONFIG_MAPS, namespace=namespace, page_size=None)
         big = [o for o in listed.items if o["metadata"]["name"].startswith("big-")]
         assert len(big) == 60
-        assert all(len(o["data"]["v"]) == 16 * 1024 for o in big)
+        assert all(len(o["data"]["v"]) == 96 * 1024 for o in big)
 
 
 async def test_a_watch_sees_each_change_and_ends_when_the_server_ends_it(rig: Federation, namespace: str) -> None:
@@ -105,3 +107,24 @@ async def test_an_apiserver_that_stops_answering_is_unavailable_within_the_timeo
                     break
                 except Unavailable:
                     await anyio.sleep(0.2)
+
+
+async def test_closing_the_client_ends_an_open_watch_as_unavailable(rig: Federation, namespace: str) -> None:
+    api, _ = await _connect(rig)
+    start = await api.list(r.CONFIG_MAPS, namespace=namespace)
+    with anyio.fail_after(30):
+        async with api.watch(
+            r.CONFIG_MAPS, resource_version=start.resource_version, namespace=namespace, timeout_seconds=60
+        ) as stream:
+            await api.aclose()
+            with pytest.raises(Unavailable, match="connection closed"):
+                async for _ in stream:
+                    pass
+
+
+async def test_a_kubeconfig_that_names_a_proxy_goes_through_aiohttp(rig: Federation) -> None:
+    config = yaml.safe_load(rig.kubeconfig(WORKER).read_text())
+    config["clusters"][0]["cluster"]["proxy-url"] = "http://127.0.0.1:3128"
+    api = await connect_kubeconfig_text(yaml.safe_dump(config), cluster=WORKER, validate=False)
+    async with api:
+        assert isinstance(api.transport, ApiClientTransport)  # this transport cannot speak to a proxy

@@ -60,6 +60,7 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self._waiter: asyncio.Future[bool] | None = None
         self._paused = False
+        self._pause_above: int | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's TLS transport is not a subclass
@@ -74,7 +75,8 @@ class _Connection(asyncio.Protocol):
             self.failure = exc
             self.close()
         else:
-            if reader.buffered > PAUSE_ABOVE and not self._paused and self.transport is not None:
+            limit = self._pause_above
+            if limit is not None and reader.buffered > limit and not self._paused and self.transport is not None:
                 self._paused = True
                 self.transport.pause_reading()
         self._wake()
@@ -111,17 +113,21 @@ class _Connection(asyncio.Protocol):
             if timer is not None:
                 timer.cancel()
 
-    def begin(self, method: str, data: bytes) -> ResponseReader:
-        """Send one request; the returned reader collects its answer."""
+    def begin(self, method: str, data: bytes, *, pause_above: int | None = None) -> ResponseReader:
+        """Send one request; the returned reader collects its answer. With ``pause_above``, reading stops while that
+        many body bytes wait to be taken (a stream's consumer takes them as they come; a plain request's caller takes
+        the whole body at the end, so it must never pause)."""
         reader = ResponseReader(method=method)
         self.reader = reader
+        self._pause_above = pause_above
         assert self.transport is not None
         self.transport.write(data)
         return reader
 
     def taken(self) -> None:
         """The caller took the buffered body: read again if reading was paused."""
-        if self._paused and self.reader is not None and self.reader.buffered < PAUSE_ABOVE // 2:
+        limit = self._pause_above
+        if self._paused and limit is not None and self.reader is not None and self.reader.buffered < limit // 2:
             self._paused = False
             if self.transport is not None and not self.closed:
                 self.transport.resume_reading()
@@ -131,7 +137,7 @@ class _Connection(asyncio.Protocol):
         if self.failure is not None:
             return self.failure
         if self.closed:
-            return ConnectionResetError("connection closed by the server")
+            return ConnectionResetError("connection closed")
         return None
 
     def close(self) -> None:
@@ -215,6 +221,7 @@ class Http1Transport:
         self._headers = headers
         self._slots = anyio.Semaphore(max_connections)
         self._idle: list[_Connection] = []
+        self._busy: set[_Connection] = set()
         self._cluster = cluster
         self._on_close = on_close
         self._closed = False
@@ -249,14 +256,18 @@ class Http1Transport:
             while self._idle:
                 conn = self._idle.pop()
                 if not conn.closed:
-                    return conn
-            return await self._connect()
+                    break
+            else:
+                conn = await self._connect()
+            self._busy.add(conn)
+            return conn
         except BaseException:
             self._slots.release()
             raise
 
     def _release(self, conn: _Connection, *, reusable: bool) -> None:
         self._slots.release()
+        self._busy.discard(conn)
         conn.reader = None
         if reusable and not conn.closed and not self._closed:
             self._idle.append(conn)
@@ -312,7 +323,7 @@ class Http1Transport:
         reusable = False
         try:
             try:
-                reader = conn.begin(request.method, data)
+                reader = conn.begin(request.method, data, pause_above=PAUSE_ABOVE)
                 stream = _Stream(conn, reader, silence=request.timeout, description=self._describe(request))
                 while reader.head is None:
                     await stream._more()
@@ -328,7 +339,7 @@ class Http1Transport:
             return
         self._closed = True
         idle, self._idle = self._idle, []
-        for conn in idle:
+        for conn in [*idle, *self._busy]:  # a request or watch still under way ends Unavailable, as on a dropped link
             conn.close()
         if self._on_close is not None:
             with anyio.CancelScope(shield=True):
