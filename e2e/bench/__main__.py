@@ -17,6 +17,7 @@ BENCHMARKS = {
     "node-failures": "e2e.bench.node_failure_bench",
     "agent-tas": "e2e.bench.agent_tas_bench",
     "handover": "e2e.bench.handover_bench",
+    "requests": "e2e.bench.requests_bench",
 }
 
 
