@@ -4,7 +4,9 @@ An apiserver answers kfed in three shapes: a body with ``Content-Length`` (most 
 and every watch, whose events arrive one chunk after another for minutes), and rarely a body that ends when the
 server closes the connection. :class:`ResponseReader` takes the bytes as they arrive and hands back the head once it
 is complete, then the body's bytes as they are decoded, and says when the response is over and whether the connection
-may carry another request. Malformed input raises :class:`ProtocolError`; nothing is guessed.
+may carry another request. Of the head it reads the status line, the headers that frame the body (``Content-Length``,
+``Transfer-Encoding``, ``Connection``) and ``Retry-After``, and nothing else. A bad status line, bad framing, or bytes
+after the end raise :class:`ProtocolError`; nothing is guessed.
 """
 
 from __future__ import annotations
