@@ -1,11 +1,12 @@
-"""kubernetes_asyncio clients built from kubeconfigs, one connection pool per cluster.
+"""Clients built from kubeconfigs, one connection pool per cluster.
 
 This is the only module that touches kubernetes_asyncio and aiohttp. It turns a kubeconfig (a file the operator
-mounts, or YAML text the manager reads from a worker's Secret) into a :class:`~federation.kube.api.KubeApi` whose
-transport sends raw requests through the ApiClient's aiohttp session (with the ApiClient's host, TLS, proxy and
-credentials) and reads the response bytes itself, so no generated model class is ever built and no body walks
-through its serialisation helpers. :class:`ClusterClients` keeps many clusters
-open at once and closes every session on shutdown.
+mounts, or YAML text the manager reads from a worker's Secret) into a :class:`~federation.kube.api.KubeApi`.
+kubernetes_asyncio reads the kubeconfig and supplies the server, the TLS material and the credentials; requests go
+over kfed's own connections (:mod:`federation.kube.connections`), or through the ApiClient's aiohttp session when a
+proxy is named. Either way raw bytes go out and come back, so no generated model class is ever built and no body
+walks through its serialisation helpers. :class:`ClusterClients` keeps many clusters open at once and closes every
+client on shutdown.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class ClientOptions:
     qps: float = DEFAULT_QPS
     burst: int = DEFAULT_BURST
     max_connections: int = 100
-    """Size of this cluster's aiohttp pool; every open watch holds one connection."""
+    """Connections to this cluster at most; every open watch holds one."""
     request_timeout: float = 30.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     user_agent: str = USER_AGENT
@@ -167,13 +168,17 @@ async def _configuration_from_dict(config: dict[str, Any], *, context: str | Non
 _PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
 
+def _proxy_in_environment() -> bool:
+    return any(os.environ.get(name) for name in _PROXY_VARIABLES)
+
+
 def _skip_netrc(api_client: Any) -> None:
     """kubernetes_asyncio's aiohttp session trusts the environment, so aiohttp looks for ~/.netrc credentials on
     every request that carries no auth header (client certificates: every request of the rig, in-cluster tokens
     aside) — in a thread-pool hop each time: two thirds of the agent's CPU and a third of the manager's in a
     300-Job burst. A Kubernetes client never uses .netrc; the environment is still trusted when it names a proxy
     (client-go honours HTTPS_PROXY too)."""
-    if any(os.environ.get(name) for name in _PROXY_VARIABLES):
+    if _proxy_in_environment():
         return
     session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
     if session is not None and hasattr(session, "_trust_env"):
@@ -181,7 +186,7 @@ def _skip_netrc(api_client: Any) -> None:
 
 
 def _proxied(configuration: Any) -> bool:
-    return bool(configuration.proxy) or any(os.environ.get(name) for name in _PROXY_VARIABLES)
+    return bool(configuration.proxy) or _proxy_in_environment()
 
 
 def _tls_context(configuration: Any) -> ssl.SSLContext:

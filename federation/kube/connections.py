@@ -160,6 +160,10 @@ class _Stream:
         assert self._reader.head is not None
         return self._reader.head.status
 
+    async def wait_head(self) -> None:
+        while self._reader.head is None:
+            await self._more()
+
     async def _more(self) -> None:
         failure = self._conn.broken()
         if failure is not None:
@@ -325,8 +329,7 @@ class Http1Transport:
             try:
                 reader = conn.begin(request.method, data, pause_above=PAUSE_ABOVE)
                 stream = _Stream(conn, reader, silence=request.timeout, description=self._describe(request))
-                while reader.head is None:
-                    await stream._more()
+                await stream.wait_head()
             except _FAILURES as exc:
                 raise Unavailable(f"{self._describe(request)}: {type(exc).__name__}: {exc}") from exc
             yield stream

@@ -90,6 +90,13 @@ class ResponseReader:
             self._body.append(piece)
             self._body_size += size
 
+    def _take_remaining(self) -> bool:
+        """Take what has come of the ``_remaining`` bytes of a body or chunk; True once all of them have."""
+        size = min(self._remaining, len(self._buffer))
+        self._take(size)
+        self._remaining -= size
+        return not self._remaining
+
     def _advance(self) -> None:
         while True:
             state = self._state
@@ -97,10 +104,7 @@ class ResponseReader:
                 if not self._read_head():
                     return
             elif state == _LENGTH:
-                size = min(self._remaining, len(self._buffer))
-                self._take(size)
-                self._remaining -= size
-                if self._remaining:
+                if not self._take_remaining():
                     return
                 self._state = _DONE
             elif state == _CHUNK_SIZE:
@@ -120,10 +124,7 @@ class ResponseReader:
                 self._remaining = size
                 self._state = _CHUNK_DATA if size else _TRAILERS
             elif state == _CHUNK_DATA:
-                size = min(self._remaining, len(self._buffer))
-                self._take(size)
-                self._remaining -= size
-                if self._remaining:
+                if not self._take_remaining():
                     return
                 self._state = _CHUNK_END
             elif state == _CHUNK_END:
