@@ -36,10 +36,9 @@ from worker_agent.decisions.checks import (
     second_pass_failed,
     second_pass_problem,
 )
-from worker_agent.decisions.facts import WorkloadFacts
 from worker_agent.decisions.idle import IdleInputs
 from worker_agent.decisions.tas_admission import TasPlacer
-from worker_agent.memo import PerObject
+from worker_agent.indexes import WorkloadIndex
 from worker_agent.provisioning import Provisioning
 from worker_agent.tas import Tas
 from worker_agent.world import World
@@ -58,7 +57,7 @@ class AdmissionPasses:
         *,
         world: World,
         writes: Writes,
-        facts: PerObject[WorkloadFacts],
+        workload_index: WorkloadIndex,
         cluster: str,
         events: EventRecorder,
         metrics: Metrics,
@@ -67,10 +66,11 @@ class AdmissionPasses:
         tas: Tas | None,
         provisioning: Provisioning | None,
     ) -> None:
-        """``facts``: the per-Workload facts the loop rotates before each pass, shared with the Job-side passes."""
+        """``workload_index``: the Workloads' facts by key (``worker_agent.indexes``), shared with the Job-side
+        passes."""
         self.world = world
         self.writes = writes
-        self.facts = facts
+        self.workload_index = workload_index
         self.events = events
         self.metrics = metrics
         self.clock = clock
@@ -142,9 +142,12 @@ class AdmissionPasses:
         ``Requeued=False`` gets ``True`` reason ``Reactivated`` once it is active again, or ``BackoffFinished`` once
         its requeue backoff has passed. Returns when the next backoff ends (epoch seconds), or None."""
         next_end: float | None = None
-        facts = self.facts
         local_queues = self.world.local_queues.store
-        for workload in [w for w in self.world.all_workloads() if facts(w).may_take_requeued_step]:
+        self.workload_index.refresh()
+        for key in self.workload_index.holding("may_take_requeued_step"):
+            workload = self.world.workload_by_key(key)
+            if workload is None:
+                continue
             local_queue, cluster_queue = queues_of(
                 workload,
                 local_queue=lambda namespace, name: local_queues.get_by_name(name, namespace=namespace),
@@ -186,8 +189,11 @@ class AdmissionPasses:
         """Act on the check states of quota-holding workloads (``worker_agent.decisions.checks``); returns whether
         any workload had a step to take."""
         acted = False
-        facts = self.facts
-        for current in [workload for workload in self.world.all_workloads() if facts(workload).may_take_checks_step]:
+        self.workload_index.refresh()
+        for key in self.workload_index.holding("may_take_checks_step"):
+            current = self.world.workload_by_key(key)
+            if current is None:
+                continue
             workload = current
             step = checks_step(workload, now=now)
             if step is None:

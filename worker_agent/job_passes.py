@@ -1,14 +1,14 @@
 """kfed-agent's Job-side passes: starting and stopping the Jobs of admitted and evicted Workloads, and finishing them.
 
 Why this module exists: after admission, the agent's pass turns Workload states into Job states and back, reading
-mostly the Jobs and their Workloads (``memo.IdlePairs`` passes over the pairs unchanged since a pass that had
-nothing to do): the deactivation pass evicts the Workloads someone deactivated here, the Job-copy pass evicts
-admitted kfed-manager copies whose Job copy has not come in time, and the job pass stops the Jobs of evicted
-Workloads and releases their quota, suspends Jobs running without quota, starts the Jobs of admitted Workloads
-(checking a started kfed-manager Job copy's placement once) and finishes the Workloads of ended Jobs — a
-kfed-manager copy's finish in memory first, written only if the copy is still there after a grace. The loop
-(``worker_agent.reconciler``) runs them in that order after admission, and wakes when ``next_job_copy_due`` or
-``next_finish_due()`` says so.
+mostly the Jobs and their Workloads, found through ``worker_agent.indexes`` rather than by walking the caches (the
+job pass looks only at the Jobs that changed, or whose Workload did, since the last one): the deactivation pass
+evicts the Workloads someone deactivated here, the Job-copy pass evicts admitted kfed-manager copies whose Job copy
+has not come in time, and the job pass stops the Jobs of evicted Workloads and releases their quota, suspends Jobs
+running without quota, starts the Jobs of admitted Workloads (checking a started kfed-manager Job copy's placement
+once) and finishes the Workloads of ended Jobs — a kfed-manager copy's finish in memory first, written only if the
+copy is still there after a grace. The loop (``worker_agent.reconciler``) runs them in that order after admission,
+and wakes when ``next_job_copy_due`` or ``next_finish_due()`` says so.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import anyio.abc
 import structlog
 
 from federation.admission.api_quotas import FlavorInfo
-from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_key, workload_state
+from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_state
 from federation.admission.deactivation import deactivation_eviction
 from federation.admission.queue_metrics import workload_labels
 from federation.conditions import is_true
@@ -33,7 +33,6 @@ from federation.kube.recorder import EventRecorder
 from federation.kube.refusal import is_refusal
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
-from worker_agent.decisions.facts import WorkloadFacts
 from worker_agent.decisions.job_copies import (
     JobCopyMissing,
     eviction_status,
@@ -56,7 +55,7 @@ from worker_agent.decisions.preemption import (
     stopped,
     suspend_patch,
 )
-from worker_agent.memo import IdlePairs, PerObject
+from worker_agent.indexes import JobIndex, WorkloadIndex
 from worker_agent.world import World
 from worker_agent.writes import WRITE_CONCURRENCY, Writes, copy_of_manager, limited, name_of, queue_of
 
@@ -72,8 +71,8 @@ class JobPasses:
         world: World,
         writes: Writes,
         trigger: Trigger,
-        facts: PerObject[WorkloadFacts],
-        job_targets: PerObject[tuple[str, str] | None],
+        workload_index: WorkloadIndex,
+        job_index: JobIndex,
         cluster: str,
         events: EventRecorder,
         metrics: Metrics,
@@ -81,14 +80,20 @@ class JobPasses:
         on_released: Callable[[], None],
         job_copy_timeout: float,
     ) -> None:
-        """``facts``, ``job_targets``: the per-object memos the loop rotates before each pass (``facts`` shared with
-        the admission passes)."""
+        """``workload_index``, ``job_index``: the indexes the passes bring up to date and read
+        (``worker_agent.indexes``; ``workload_index`` shared with the admission passes)."""
         self.world = world
         self.api = world.api
         self.writes = writes
         self.trigger = trigger
-        self.facts = facts
-        self.job_targets = job_targets
+        self.workload_index = workload_index
+        self.job_index = job_index
+        self._jobs_changed = world.job_changes.reader()
+        self._workloads_changed = world.workload_changes.reader()
+        """The changes since the last job pass: the Jobs to look at again are the changed ones and those naming a
+        changed Workload (``job_pass``)."""
+        self._unsettled: set[str] = set()
+        """Jobs the last job pass acted on or could not decide for: looked at again in the next one."""
         self.events = events
         self.metrics = metrics
         self.clock = clock
@@ -100,8 +105,6 @@ class JobPasses:
         self.finish_grace = FINISH_GRACE_SECONDS
         self._finish_owed: dict[tuple[str, str], tuple[float, FinishWorkload]] = {}
         """kfed-manager copies finished in memory only: key → (monotonic time the write is due, the finish)."""
-        self.idle_jobs = IdlePairs()
-        """Job key → the Job and its Workload (the very objects) for which the job pass last had nothing to do."""
         self._placement_checked: set[str] = set()
         """uids of started kfed-manager Job copies whose placement matched their flavors when first seen."""
         self._term_started = clock()
@@ -117,32 +120,33 @@ class JobPasses:
     async def job_pass(self) -> None:
         """Finish the workloads of ended Jobs and start the Jobs of admitted workloads, up to WRITE_CONCURRENCY
         writes at once (one after the other, a burst of 150 admitted copies took seconds to start). An evicted
-        Workload's Job is stopped and its quota released (``decisions.preemption``), also when it has no Job. A Job
-        that, with its Workload, is the very same objects as in a pass that had nothing to do for it is passed over
-        (``memo.IdlePairs``: every decision below reads only the two objects, and the flavors only to start a Job or to
-        check a started Job copy's placement the first time it is seen)."""
+        Workload's Job is stopped and its quota released (``decisions.preemption``), also when it has no Job. Only the
+        Jobs that changed, that name a Workload that changed, or that the last pass acted on or could not decide for
+        are looked at (``_candidates``): every decision below reads only the Job and its Workload, and the flavors only
+        to start a Job or to check a started Job copy's placement the first time it is seen."""
         flavors = None
         now = self.clock()
         limiter = anyio.CapacityLimiter(WRITE_CONCURRENCY)
-        # Evicted Workloads still holding quota; those matched to a Job below are stopped there, the others (no Job
-        # yet) are released at the end.
-        facts = self.facts
-        jobless = {name_of(wl) for wl in self.world.all_workloads() if facts(wl).evicted_holding_quota}
-        idle = self.idle_jobs
-        idle.begin()
+        self.workload_index.refresh()
+        candidates = self._candidates()
+        named = self.job_index.named
+        # Evicted Workloads still holding quota that no Job names: released at the end (the others are stopped with
+        # their Job below).
+        jobless = [key for key in self.workload_index.holding("evicted_holding_quota") if key not in named]
+        unsettled: set[str] = set()
+        self._unsettled = unsettled
         async with anyio.create_task_group() as tg:
             self._write_owed_finishes(tg, limiter)
-            for key, job in list(self.world.job_items()):
-                target = self.job_targets(job)
-                if target is None:
+            for key in sorted(candidates):
+                job = self.world.job_by_key(key)
+                target = self.job_index.target.get(key)
+                if job is None or target is None:
                     continue
                 namespace, name = target
-                jobless.discard(target)
                 workload = self.world.workload(namespace, name)
                 if workload is None:
-                    continue
-                if idle.unchanged(key, job, workload):  # neither changed since a pass that had nothing to do
-                    continue
+                    continue  # looked at again when it comes: it changes then
+                unsettled.add(key)
                 bound = self._log.bind(job=key, workload=f"{namespace}/{name}")
                 if evicted_holding_quota(workload):
                     tg.start_soon(limited, limiter, self._stop_evicted, job, workload, now, bound)
@@ -171,15 +175,30 @@ class JobPasses:
                     self.events.emit(job, reason="FlavorNotFound", note=message, action="Start", event_type="Warning")
                     continue
                 if start is None:
-                    idle.idle(key, job, workload)
+                    unsettled.discard(key)  # nothing to do until it or its Workload changes
                     continue
                 queue = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
                 tg.start_soon(limited, limiter, self._start_job, job, start.patch, start.flavors, str(queue), bound)
-            for namespace, name in jobless:
-                evicted = self.world.workload(namespace, name)
+            for jobless_key in jobless:
+                evicted = self.world.workload_by_key(jobless_key)
                 if evicted is not None:
-                    bound = self._log.bind(workload=f"{namespace}/{name}")
+                    bound = self._log.bind(workload=jobless_key)
                     tg.start_soon(limited, limiter, self._stop_evicted, None, evicted, now, bound)
+
+    def _candidates(self) -> set[str]:
+        """The keys of the Jobs the job pass looks at: those changed since the last one, those naming a Workload
+        changed since, and those it left unsettled; every Job when the changes are not known (the first pass, or the
+        Job index had to start over)."""
+        jobs_changed = self._jobs_changed.take()
+        workloads_changed = self._workloads_changed.take()
+        rebuilt = self.job_index.refresh() is None
+        if rebuilt or jobs_changed is None or workloads_changed is None:
+            return set(self.job_index.target)
+        named = self.job_index.named
+        candidates = jobs_changed | self._unsettled
+        for workload_key_changed in workloads_changed:
+            candidates.update(named.get(workload_key_changed, ()))
+        return candidates
 
     def _placement_eviction(
         self, job: Obj, workload: Obj, flavors: Mapping[str, FlavorInfo], now: dt.datetime
@@ -204,13 +223,14 @@ class JobPasses:
     async def deactivation_pass(self) -> None:
         """Evict the Workloads someone deactivated here (``federation.admission.deactivation``, as Kueue does): the
         job pass then stops their Jobs and releases their quota, and a MultiKueue manager takes its copy back."""
-        facts = self.facts
         now = self.clock()
-        for workload in [w for w in self.world.all_workloads() if facts(w).needs_deactivation_eviction]:
-            eviction = deactivation_eviction(workload, now=now)
-            if eviction is None:
+        self.workload_index.refresh()
+        for key in self.workload_index.holding("needs_deactivation_eviction"):
+            workload = self.world.workload_by_key(key)
+            eviction = deactivation_eviction(workload, now=now) if workload is not None else None
+            if workload is None or eviction is None:
                 continue
-            bound = self._log.bind(workload=workload_key(workload))
+            bound = self._log.bind(workload=key)
             written = await self.writes.patch_status(r.WORKLOADS, workload, {"status": eviction.status}, bound)
             if written is None:
                 continue
@@ -231,13 +251,13 @@ class JobPasses:
     async def job_copy_pass(self) -> None:
         """Evict the admitted kfed-manager copies whose Job copy has not come within ``job_copy_timeout``
         (``decisions.job_copies``) and note when the next one falls due, for the loop to wake then."""
-        targets = self.job_targets
-        named = {f"{target[0]}/{target[1]}" for target in map(targets, self.world.all_jobs()) if target is not None}
-        facts = self.facts
+        self.workload_index.refresh()
+        self.job_index.refresh()
+        named = self.job_index.named
         waiting = [  # only these can time out (job_copy_timeouts would pass over the others)
             workload
-            for key, workload in self.world.workload_items()
-            if facts(workload).job_copy_admitted_since is not None and key not in named
+            for key in sorted(self.workload_index.job_copy_admitted_since)
+            if key not in named and (workload := self.world.workload_by_key(key)) is not None
         ]
         now = self.clock()
         timeouts = job_copy_timeouts(waiting, named_by_jobs=named, now=now, timeout=self.job_copy_timeout)

@@ -21,7 +21,7 @@ answers.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from federation.kube.overlay import RecentDeletions
@@ -44,7 +44,10 @@ def _version(obj: Mapping[str, Any]) -> str:
 class RecentWrites:
     """Written objects by ``namespace/name`` key (``name`` for cluster-scoped ones)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_change: Callable[[str], None] = lambda _key: None) -> None:
+        """``on_change(key)``: what is shown under ``key`` changed because of :meth:`remember` or :meth:`show` (the
+        cache's own changes are its handlers' to report)."""
+        self._on_change = on_change
         self._written: dict[str, Obj] = {}
         self._in_memory: set[str] = set()
         """Keys whose object was never sent (:meth:`show`): it carries the cached resourceVersion it was made from,
@@ -64,6 +67,7 @@ class RecentWrites:
         self._written[key] = written
         self._in_memory.discard(key)
         self.version = next(_VERSIONS)
+        self._on_change(key)
 
     def show(self, made: Obj) -> None:
         """``made`` is a cached object changed only in this process (e.g. finished during a grace, not written yet),
@@ -74,6 +78,10 @@ class RecentWrites:
         self._written[key] = made
         self._in_memory.add(key)
         self.version = next(_VERSIONS)
+        self._on_change(key)
+
+    def keys(self) -> list[str]:
+        return list(self._written)
 
     def _caught_up(self, key: str, seen: Obj, ours: Obj) -> bool:
         seen_version, our_version = _version(seen), _version(ours)

@@ -26,10 +26,8 @@ from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
 from worker_agent.admission_passes import AdmissionPasses
-from worker_agent.decisions.facts import WorkloadFacts, job_target, workload_facts
 from worker_agent.decisions.job_copies import DEFAULT_JOB_COPY_TIMEOUT_SECONDS
 from worker_agent.job_passes import JobPasses
-from worker_agent.memo import PerObject
 from worker_agent.provisioning import Provisioning
 from worker_agent.tas import Tas
 from worker_agent.world import World
@@ -70,14 +68,14 @@ class Reconciler:
         self.tas = tas
         self.provisioning = provisioning
         self.passes = 0
-        self.facts: PerObject[WorkloadFacts] = PerObject(workload_facts)
-        self.job_targets: PerObject[tuple[str, str] | None] = PerObject(job_target)
+        self.workload_index = world.workload_index()
+        self.job_index = world.job_index()
         self._log = log.bind(cluster=cluster)
         self.writes = Writes(api=world.api, trigger=self.trigger, events=events)
         self.admission = AdmissionPasses(
             world=world,
             writes=self.writes,
-            facts=self.facts,
+            workload_index=self.workload_index,
             cluster=cluster,
             events=events,
             metrics=metrics,
@@ -90,8 +88,8 @@ class Reconciler:
             world=world,
             writes=self.writes,
             trigger=self.trigger,
-            facts=self.facts,
-            job_targets=self.job_targets,
+            workload_index=self.workload_index,
+            job_index=self.job_index,
             cluster=cluster,
             events=events,
             metrics=metrics,
@@ -125,8 +123,6 @@ class Reconciler:
             await anyio.sleep(COALESCE_SECONDS)
             self.writes.forget_due_retry()
             async with self.lock:
-                self.facts.rotate()
-                self.job_targets.rotate()
                 try:
                     await self.admission.admission_pass()
                     if self.provisioning is not None:

@@ -15,8 +15,9 @@ from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.api_workloads import ALL_RESOURCES, ResourceRules
 from federation.kube import resources as r
-from federation.kube.api import KubeApi
+from federation.kube.api import KubeApi, object_key
 from federation.kube.cache import Handler, WatchCache, unsynced
+from worker_agent.indexes import ChangedKeys, JobIndex, WorkloadIndex
 from worker_agent.overlay import RecentWrites
 
 log = structlog.get_logger(__name__)
@@ -37,10 +38,15 @@ class World:
         self.flavors = WatchCache(api, r.RESOURCE_FLAVORS)
         self.cohorts = WatchCache(api, r.COHORTS)
         self.namespaces = WatchCache(api, r.NAMESPACES)
-        self.workload_writes = RecentWrites()
-        self.job_writes = RecentWrites()
+        self.workload_changes = ChangedKeys()
+        self.job_changes = ChangedKeys()
+        """The keys whose freshest copy changed (a watch event or one of the agent's writes), for the indexes."""
+        self.workload_writes = RecentWrites(on_change=self.workload_changes.mark)
+        self.job_writes = RecentWrites(on_change=self.job_changes.mark)
         self.workloads.add_handler(self.workload_writes.observe)
         self.jobs.add_handler(self.job_writes.observe)
+        self.workloads.add_handler(lambda _event, obj, _old: self.workload_changes.mark(object_key(obj)))
+        self.jobs.add_handler(lambda _event, obj, _old: self.job_changes.mark(object_key(obj)))
         self._state_builder = QuotaStateBuilder(rules=resource_rules)
 
     def caches(self) -> tuple[WatchCache, ...]:
@@ -65,11 +71,35 @@ class World:
     def unsynced(self) -> list[str]:
         return unsynced(self.caches())
 
+    def workload_index(self) -> WorkloadIndex:
+        """A new index of the Workloads' facts (``worker_agent.indexes``), told of every change from now on."""
+        return WorkloadIndex(
+            changes=self.workload_changes.reader(),
+            lookup=self.workload_by_key,
+            keys=lambda: [*self.workloads.store.keys(), *self.workload_writes.keys()],
+            generation=lambda: (self.workloads.store, self.workloads.store.relists),
+        )
+
+    def job_index(self) -> JobIndex:
+        """A new index of the Workloads the Jobs name (``worker_agent.indexes``), told of every change from now on."""
+        return JobIndex(
+            changes=self.job_changes.reader(),
+            lookup=self.job_by_key,
+            keys=lambda: [*self.jobs.store.keys(), *self.job_writes.keys()],
+            generation=lambda: (self.jobs.store, self.jobs.store.relists),
+        )
+
     # -- reads ------------------------------------------------------------------------------------------------
 
     def workload(self, namespace: str, name: str) -> Obj | None:
         key = f"{namespace}/{name}"
         return self.workload_writes.get(key, self.workloads.store.get(key))
+
+    def workload_by_key(self, key: str) -> Obj | None:
+        return self.workload_writes.get(key, self.workloads.store.get(key))
+
+    def job_by_key(self, key: str) -> Obj | None:
+        return self.job_writes.get(key, self.jobs.store.get(key))
 
     def all_workloads(self) -> Iterator[Obj]:
         writes = self.workload_writes

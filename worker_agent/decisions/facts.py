@@ -1,11 +1,10 @@
-"""What the agent's passes ask of every Workload and Job on every pass, read once per object.
+"""What the agent's passes ask of every Workload and Job, derived from the object alone.
 
-Why this module exists: the reconciler's passes each walk all Workloads and Jobs (which Workloads are evicted but
-still hold quota, which have an admission-check step to take, which kfed-manager copies wait for their Job copy,
-which Workload each Job names), and most of a pass's cost in a burst was these condition scans over objects that
-had not changed since the pass before. The answers depend on the object alone, so the reconciler keeps them per
-object (``worker_agent.memo.PerObject``) and asks the full decisions only where an answer says there may be
-something to do. Pure.
+Why this module exists: the reconciler's passes ask the same questions of every Workload and Job (which Workloads are
+evicted but still hold quota, which may have an admission-check or requeue step to take, which kfed-manager copies
+wait for their Job copy, which Workload each Job names). The answers depend on the object alone, so
+``worker_agent.indexes`` keeps them by key, derives them again only for the objects that changed, and the passes ask
+the full decisions only where an answer says there may be something to do. Pure.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-object memos of the agent's passes (``worker_agent.memo``) and what they remember (``decisions.facts``)."""
+"""What the agent's passes ask of each Workload and Job (``worker_agent.decisions.facts``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from worker_agent.decisions.checks import checks_step, may_take_checks_step
 from worker_agent.decisions.facts import job_change_matters, job_target, workload_facts
 from worker_agent.decisions.job_copies import admitted_since, waits_for_job_copy
 from worker_agent.decisions.preemption import evicted_holding_quota
-from worker_agent.memo import IdlePairs, PerObject
 
 NOW = dt.datetime(2026, 1, 1, 0, 5, tzinfo=dt.UTC)
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
@@ -78,58 +77,6 @@ def test_a_job_names_its_workload_by_annotation_or_label() -> None:
         "metadata": {**labelled["metadata"], "annotations": {"kueue.x-k8s.io/prebuilt-workload-name": "x"}},
     }
     assert job_target(annotated) == ("ns", "x")
-
-
-def test_a_value_is_derived_once_per_object_and_again_for_a_replaced_object() -> None:
-    memo = PerObject(workload_facts)
-    first = memo(COPY)
-    assert memo(COPY) is first
-    assert memo.derived == 1
-    evicted = WORKLOADS["evicted copy"]  # the watch cache's new object after the change
-    assert memo(evicted).evicted_holding_quota, "a changed workload is looked at again"
-    assert not first.evicted_holding_quota
-    same_content = {**COPY}
-    assert memo(same_content) == first
-    assert memo.derived == 3, "a new object is derived again, whatever its content"
-
-
-def test_rotation_forgets_what_no_pass_asked_for() -> None:
-    calls: list[str] = []
-
-    def name(obj: dict[str, Any]) -> str:
-        calls.append(obj["metadata"]["name"])
-        return str(obj["metadata"]["name"])
-
-    memo = PerObject(name)
-    kept, dropped = workload("kept"), workload("dropped")
-    memo(kept)
-    memo(dropped)
-    memo.rotate()
-    memo(kept)  # asked in this pass
-    memo.rotate()
-    assert len(memo) == 1
-    memo(kept)
-    memo(dropped)
-    assert calls == ["kept", "dropped", "dropped"]
-
-
-def test_an_idle_pair_stays_idle_only_while_both_objects_are_the_same() -> None:
-    job, wl = {"metadata": {"name": "j"}}, workload("w")
-    pairs = IdlePairs()
-    pairs.begin()
-    assert not pairs.unchanged("ns/j", job, wl)
-    pairs.idle("ns/j", job, wl)
-    pairs.begin()
-    assert pairs.unchanged("ns/j", job, wl)
-    pairs.begin()
-    assert pairs.unchanged("ns/j", job, wl), "still idle in the pass after"
-    pairs.begin()
-    assert not pairs.unchanged("ns/j", job, {**wl}), "its workload changed: decide again"
-    pairs.begin()
-    assert not pairs.unchanged("ns/j", job, wl), "not recorded idle in the pass before"
-    pairs.idle("ns/j", job, wl)
-    pairs.begin()
-    assert not pairs.unchanged("ns/j", {**job}, wl), "its Job changed: decide again"
 
 
 RUNNING_JOB: dict[str, Any] = {

@@ -1,0 +1,128 @@
+"""The agent's indexes (``worker_agent.indexes``): they answer what a walk over every object would, while deriving
+only for the keys that changed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from federation.tests.api_builders import admitted_status, workload
+from worker_agent.decisions.facts import workload_facts
+from worker_agent.indexes import ChangedKeys, JobIndex, WorkloadIndex
+from worker_agent.tests.test_facts import COPY, WORKLOADS
+
+Obj = dict[str, Any]
+BOOLEAN_FACTS = (
+    "evicted_holding_quota",
+    "may_take_checks_step",
+    "may_take_requeued_step",
+    "needs_deactivation_eviction",
+)
+
+
+class Source:
+    """A store and its change notes, as ``worker_agent.world.World`` wires them."""
+
+    def __init__(self, objects: dict[str, Obj]) -> None:
+        self.objects = dict(objects)
+        self.changes = ChangedKeys()
+        self.relists = 0
+
+    def put(self, key: str, obj: Obj | None) -> None:
+        if obj is None:
+            self.objects.pop(key, None)
+        else:
+            self.objects[key] = obj
+        self.changes.mark(key)
+
+    def workload_index(self) -> WorkloadIndex:
+        return WorkloadIndex(
+            changes=self.changes.reader(),
+            lookup=self.objects.get,
+            keys=lambda: list(self.objects),
+            generation=lambda: (self, self.relists),
+        )
+
+    def job_index(self) -> JobIndex:
+        return JobIndex(
+            changes=self.changes.reader(),
+            lookup=self.objects.get,
+            keys=lambda: list(self.objects),
+            generation=lambda: (self, self.relists),
+        )
+
+
+def walked(objects: dict[str, Obj], fact: str) -> list[str]:
+    return sorted(key for key, obj in objects.items() if getattr(workload_facts(obj), fact))
+
+
+def test_the_index_answers_what_a_walk_would() -> None:
+    source = Source({f"ns/{name}": obj for name, obj in WORKLOADS.items()})
+    index = source.workload_index()
+    assert index.refresh() is None, "the first refresh looks at everything"
+    for fact in BOOLEAN_FACTS:
+        assert index.holding(fact) == walked(source.objects, fact), fact
+    waiting = {key: workload_facts(obj).job_copy_admitted_since for key, obj in source.objects.items()}
+    assert index.job_copy_admitted_since == {key: since for key, since in waiting.items() if since is not None}
+    assert index.holding("evicted_holding_quota"), "the sample has evicted copies holding quota"
+
+
+def test_after_the_first_refresh_only_changed_keys_are_derived_again() -> None:
+    source = Source({f"ns/w{i}": workload(f"w{i}") for i in range(200)})
+    index = source.workload_index()
+    index.refresh()
+    assert index.derived == 200
+    assert index.refresh() == set()
+    assert index.derived == 200, "nothing changed: nothing derived"
+    evicted = WORKLOADS["evicted copy"]
+    source.put("ns/w7", evicted)
+    assert index.refresh() == {"ns/w7"}
+    assert index.derived == 201
+    assert index.holding("evicted_holding_quota") == ["ns/w7"]
+    source.put("ns/w7", WORKLOADS["evicted, released"])
+    index.refresh()
+    assert index.holding("evicted_holding_quota") == [], "released: no longer holding quota"
+    source.put("ns/copy", COPY)
+    index.refresh()
+    assert list(index.job_copy_admitted_since) == ["ns/copy"]
+    source.put("ns/copy", None)
+    index.refresh()
+    assert index.job_copy_admitted_since == {}, "a deleted Workload leaves every answer"
+    assert index.derived == 203
+
+
+def test_a_relist_makes_the_index_look_at_everything_again() -> None:
+    source = Source({"ns/a": WORKLOADS["evicted copy"]})
+    index = source.workload_index()
+    index.refresh()
+    source.objects = {"ns/b": workload("b", status=admitted_status("cq", "rf", "1"))}  # replaced without notes
+    source.relists += 1
+    assert index.refresh() is None
+    assert index.holding("evicted_holding_quota") == []
+
+
+def test_every_reader_gets_every_change() -> None:
+    source = Source({})
+    first, second = source.workload_index(), source.workload_index()
+    first.refresh()
+    second.refresh()
+    source.put("ns/e", WORKLOADS["evicted copy"])
+    assert first.refresh() == {"ns/e"}
+    assert first.refresh() == set(), "taken once"
+    assert second.refresh() == {"ns/e"}, "the other reader still has it"
+
+
+def job(name: str, target: str | None) -> Obj:
+    labels = {"kueue.x-k8s.io/prebuilt-workload-name": target} if target else {}
+    return {"metadata": {"namespace": "ns", "name": name, "labels": labels}}
+
+
+def test_the_job_index_follows_which_workload_each_job_names() -> None:
+    source = Source({"ns/j1": job("j1", "w"), "ns/j2": job("j2", "w"), "ns/plain": job("plain", None)})
+    index = source.job_index()
+    index.refresh()
+    assert index.target == {"ns/j1": ("ns", "w"), "ns/j2": ("ns", "w")}
+    assert dict(index.named) == {"ns/w": {"ns/j1", "ns/j2"}}
+    source.put("ns/j1", job("j1", "other"))
+    source.put("ns/j2", None)
+    assert index.refresh() == {"ns/j1", "ns/j2"}
+    assert dict(index.named) == {"ns/other": {"ns/j1"}}, "a Workload no Job names any more is forgotten"
