@@ -1,7 +1,9 @@
 """What the agent knows about its cluster: one watch cache per kind it reads, plus the writes it just made.
 
 ``World.local_state()`` turns the caches into the pure snapshot the decisions need (through the shared
-``QuotaStateBuilder``, which parses quota objects once per resourceVersion); Workloads and Jobs stay raw dicts.
+``QuotaStateBuilder``, which parses quota objects once per resourceVersion and classifies again only the Workloads
+that changed since the last build); Workloads and Jobs stay raw dicts. ``workload_changes`` and ``job_changes`` note
+every key whose freshest copy changed, for the state builder and the indexes (``worker_agent.indexes``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ class World:
         self.workloads.add_handler(lambda _event, obj, _old: self.workload_changes.mark(object_key(obj)))
         self.jobs.add_handler(lambda _event, obj, _old: self.job_changes.mark(object_key(obj)))
         self._state_builder = QuotaStateBuilder(rules=resource_rules)
+        self._state_changes = self.workload_changes.reader()
+        """The Workloads changed since the last ``local_state``: only those are classified again."""
+        self._state_from: tuple[object, int] | None = None
 
     def caches(self) -> tuple[WatchCache, ...]:
         return (
@@ -142,15 +147,26 @@ class World:
 
     def local_state(self, *, now_seconds: float | None = None) -> QuotaState:
         """``now_seconds``: keep workloads whose requeue backoff (``status.requeueState.requeueAt``) is ahead out."""
-        state = self._state_builder.build(
-            flavors=self.flavors.store,
-            cluster_queues=self.cluster_queues.store,
-            cohorts=self.cohorts.store,
-            local_queues=self.local_queues.store,
-            namespaces=self.namespaces.store,
-            workloads=self.all_workloads(),
-            now_seconds=now_seconds,
-        )
+        changed = self._state_changes.take()
+        store = self.workloads.store
+        if changed is None or self._state_from != (store, store.relists):
+            self._state_builder.look_at_all()  # the first build, a new store, or a relist whose events are coming
+            self._state_from = (store, store.relists)
+        try:
+            state = self._state_builder.build(
+                flavors=self.flavors.store,
+                cluster_queues=self.cluster_queues.store,
+                cohorts=self.cohorts.store,
+                local_queues=self.local_queues.store,
+                namespaces=self.namespaces.store,
+                workloads=self.all_workloads(),
+                now_seconds=now_seconds,
+                changed=changed or (),
+                lookup=self.workload_by_key,
+            )
+        except BaseException:
+            self._state_builder.look_at_all()  # the changes taken are not lost: the next build looks at everything
+            raise
         for ignored in self._state_builder.ignored:
             log.warning("agent.object_ignored", kind=ignored.kind, name=ignored.name, error=ignored.error)
         return state

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from federation.tests.api_builders import admitted_status, workload
+from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, workload
 from worker_agent.decisions.facts import workload_facts
 from worker_agent.indexes import ChangedKeys, JobIndex, WorkloadIndex
 from worker_agent.tests.test_facts import COPY, WORKLOADS
+from worker_agent.world import World
 
 Obj = dict[str, Any]
 BOOLEAN_FACTS = (
@@ -126,3 +127,24 @@ def test_the_job_index_follows_which_workload_each_job_names() -> None:
     source.put("ns/j2", None)
     assert index.refresh() == {"ns/j1", "ns/j2"}
     assert dict(index.named) == {"ns/other": {"ns/j1"}}, "a Workload no Job names any more is forgotten"
+
+
+class NoApi:
+    """Nothing here talks to an apiserver: the caches are filled by hand."""
+
+    cluster = "w"
+
+
+def test_the_local_state_classifies_again_what_changed_and_everything_after_a_relist() -> None:
+    world = World(NoApi())  # type: ignore[arg-type]
+    world.flavors.store.upsert(flavor("rf"))
+    world.cluster_queues.store.upsert(cluster_queue("cq", {"rf": {"cpu": 4}}))
+    world.local_queues.store.upsert(local_queue("ns", "lq", "cq"))
+    for name in ("a", "b"):
+        world.workloads.store.upsert(workload(name, queue="lq"))
+    assert sum(len(items) for items in world.local_state().pending.values()) == 2
+    world.workloads.store.upsert(workload("c", queue="lq"))
+    world.workload_changes.mark("ns/c")  # as the cache's handlers note every change
+    assert sum(len(items) for items in world.local_state().pending.values()) == 3
+    world.workloads.store.replace_all([workload("d", queue="lq")])  # a relist: its notes come after the content
+    assert [raw["metadata"]["name"] for items in world.local_state().pending.values() for _, raw in items] == ["d"]
