@@ -105,6 +105,8 @@ class JobPasses:
         self.finish_grace = FINISH_GRACE_SECONDS
         self._finish_owed: dict[tuple[str, str], tuple[float, FinishWorkload]] = {}
         """kfed-manager copies finished in memory only: key → (monotonic time the write is due, the finish)."""
+        self._owed_changes = world.workload_changes.reader()
+        """The Workloads changed since the last look at the finishes owed (``_write_owed_finishes``)."""
         self._placement_checked: set[str] = set()
         """uids of started kfed-manager Job copies whose placement matched their flavors when first seen."""
         self._term_started = clock()
@@ -250,18 +252,25 @@ class JobPasses:
 
     async def job_copy_pass(self) -> None:
         """Evict the admitted kfed-manager copies whose Job copy has not come within ``job_copy_timeout``
-        (``decisions.job_copies``) and note when the next one falls due, for the loop to wake then."""
+        (``decisions.job_copies``) and note when the next one falls due, for the loop to wake then. The index's
+        admission times pass over the copies not due yet; the decision is taken on the due ones."""
         self.workload_index.refresh()
         self.job_index.refresh()
         named = self.job_index.named
-        waiting = [  # only these can time out (job_copy_timeouts would pass over the others)
-            workload
-            for key in sorted(self.workload_index.job_copy_admitted_since)
-            if key not in named and (workload := self.world.workload_by_key(key)) is not None
-        ]
         now = self.clock()
-        timeouts = job_copy_timeouts(waiting, named_by_jobs=named, now=now, timeout=self.job_copy_timeout)
-        self.next_job_copy_due = timeouts.next_due
+        next_due: float | None = None
+        due: list[Obj] = []
+        for key, since in sorted(self.workload_index.job_copy_admitted_since.items()):
+            if key in named:
+                continue
+            if now.timestamp() < since + self.job_copy_timeout:
+                next_due = min(next_due or since + self.job_copy_timeout, since + self.job_copy_timeout)
+            elif (workload := self.world.workload_by_key(key)) is not None:
+                due.append(workload)
+        timeouts = job_copy_timeouts(due, named_by_jobs=named, now=now, timeout=self.job_copy_timeout)
+        if timeouts.next_due is not None:
+            next_due = min(next_due or timeouts.next_due, timeouts.next_due)
+        self.next_job_copy_due = next_due
         for eviction in timeouts.evictions:
             await self._evict_job_copy_missing(eviction, now)
 
@@ -342,21 +351,27 @@ class JobPasses:
         if key not in self._finish_owed:
             self._count_finished(workload)
             bound.info("workload.finished", reason=finish.reason, message=finish.message, written="deferred")
+            self._owed_changes.mark(f"{key[0]}/{key[1]}")  # looked at in the next pass, changed or not
         due, _ = self._finish_owed.get(key, (time.monotonic() + self.finish_grace, finish))
         self._finish_owed[key] = (due, finish)
         self.world.workload_writes.show(finished_view(workload, finish))
         self.on_released()
 
     def _write_owed_finishes(self, tg: anyio.abc.TaskGroup, limiter: anyio.CapacityLimiter) -> None:
-        """Deferred finishes whose copy the manager has not deleted within the grace are written now."""
+        """Deferred finishes whose copy the manager has not deleted within the grace are written now. Only the copies
+        that changed since the last pass, and those due, are looked at (the others are as they were then)."""
+        changed = self._owed_changes.take()
         now = time.monotonic()
         for key, (due, finish) in list(self._finish_owed.items()):
-            cached = self.world.workloads.store.get(f"{key[0]}/{key[1]}")
+            text = f"{key[0]}/{key[1]}"
+            if changed is not None and now < due and text not in changed:
+                continue
+            cached = self.world.workloads.store.get(text)
             if cached is None or workload_state(cached) == FINISHED_STATE:
                 del self._finish_owed[key]  # deleted by the manager (the usual end), or finished by someone else
             elif now >= due:
                 del self._finish_owed[key]
-                bound = self._log.bind(workload=f"{key[0]}/{key[1]}")
+                bound = self._log.bind(workload=text)
                 tg.start_soon(limited, limiter, self._finish_workload, cached, finish, bound, False)
 
     def _count_finished(self, workload: Obj) -> None:

@@ -1,6 +1,7 @@
 """kfed-agent against a real worker apiserver: a Workload copy kfed-manager sent and the agent admitted, whose Job
 copy never comes, is deactivated and evicted after ``--job-copy-timeout`` and its quota released; a copy whose Job
-exists is left alone. The manager is played by kubectl; the agent runs with a 3 s timeout (its own process, so
+exists is left alone; a finished copy nobody deletes gets its ``Finished`` written after the grace. The manager
+is played by kubectl; the agent runs with a 3 s timeout (its own process, so
 the module-scoped agent of ``test_agent`` keeps the default)."""
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def workload_copy(namespace: str, name: str, *, queue: str, cpu: str) -> dict[st
     }
 
 
-def job_copy(workload: dict[str, Any]) -> dict[str, Any]:
+def job_copy(workload: dict[str, Any], *, runs_for: str = "600s") -> dict[str, Any]:
     meta = workload["metadata"]
     pod_spec = workload["spec"]["podSets"][0]["template"]["spec"]
     return {
@@ -76,7 +77,7 @@ def job_copy(workload: dict[str, Any]) -> dict[str, Any]:
             "suspend": True,
             "backoffLimit": 0,
             "template": {
-                "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": "600s"}},
+                "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": runs_for}},
                 "spec": pod_spec,
             },
         },
@@ -185,5 +186,60 @@ def test_an_admitted_copy_whose_job_copy_never_comes_is_evicted_and_its_quota_re
             ),
             seconds=TIMEOUT,
         )
+    finally:
+        rig.kubectl(WORKER, "delete", "namespace", ns, "--wait=false", check=False)
+
+
+def test_a_finished_copy_nobody_deletes_gets_its_finished_written_after_the_grace(
+    rig: Federation, short_agent: RunningAgent
+) -> None:
+    """kfed-manager deletes the copy of a finished Job, so the agent finishes it in memory first (its quota free at
+    once) and writes ``Finished`` only if the copy is still there ``FINISH_GRACE_SECONDS`` later: here the manager
+    (kubectl) never deletes it."""
+    q = make_queues(rig)
+    ns = q.namespace
+    try:
+        wait_for(
+            lambda: capacity_of(rig, q.cluster_queue),
+            until=bool,
+            timeout=30,
+            what="the capacity report to list the new ClusterQueue",
+        )
+        copy = workload_copy(ns, "done", queue=q.local_queue, cpu="2")
+        rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(copy))
+        rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(job_copy(copy, runs_for="1s")))
+        wait_for(
+            lambda: cpu_of(capacity_of(rig, q.cluster_queue)),
+            until=lambda cpu: cpu is not None and cpu["usage"] == "0",
+            timeout=60,
+            what="the copy's quota free in the report once its Job completed",
+        )
+        deferred_at = wait_for(
+            lambda: logged_at(short_agent, "workload.finished", f"{ns}/done"),
+            until=lambda at: at is not None,
+            timeout=10,
+            what="the finish in memory logged",
+        )
+        assert deferred_at is not None
+        wl = get_json(rig, "workloads.kueue.x-k8s.io", "done", "-n", ns) or {}
+        assert not is_true(wl, "Finished"), "not written while the grace runs"
+        finished = wait_for(
+            lambda: condition(get_json(rig, "workloads.kueue.x-k8s.io", "done", "-n", ns) or {}, "Finished"),
+            until=lambda c: c is not None and c.get("status") == "True",
+            timeout=40,
+            what="Finished written on the copy after the grace",
+        )
+        assert finished is not None
+        assert finished["reason"] == "Succeeded"
+        written = [
+            line
+            for line in short_agent.log_lines()
+            if line.get("event") == "workload.finished"
+            and line.get("workload") == f"{ns}/done"
+            and "written" not in line
+        ]
+        assert len(written) == 1, "written once"
+        written_at = dt.datetime.fromisoformat(str(written[0]["ts"]).replace("Z", "+00:00"))
+        assert (written_at - deferred_at).total_seconds() >= 10, "not before the grace"
     finally:
         rig.kubectl(WORKER, "delete", "namespace", ns, "--wait=false", check=False)
