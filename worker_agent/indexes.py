@@ -5,8 +5,9 @@ but still hold quota, which may take an admission-check or a requeue step, which
 kfed-manager copies wait for their Job copy, which Workload each Job names, which Jobs may have something to do),
 and answering them by walking every cached object made about ten walks a pass: in a burst, most of the agent's CPU,
 while each pass follows a handful of changes. Here every change to a key — a watch event, or one of the agent's own
-writes shown by its overlay (``worker_agent.overlay``) — is noted (:class:`ChangedKeys`), and each index brings the
-answers for those keys up to date when a pass asks (``refresh``), so a pass costs what changed, not what exists.
+writes shown by its overlay (``worker_agent.overlay``), but not the event that only echoes that write — is noted
+(:class:`ChangedKeys`, wired by ``worker_agent.world``), and each index brings the answers for those keys up to date
+when a pass asks (``refresh``), so a pass costs what changed, not what exists.
 An index that cannot tell what changed (its first use, a re-list, a new store) answers afresh for every key.
 
 The answers come from the object alone (``decisions.facts``), so they are exactly what a walk would find. No I/O:

@@ -93,6 +93,15 @@ class RecentWrites:
         del self._written[key]
         self._in_memory.discard(key)
 
+    def echoes(self, event_type: str, obj: Obj) -> bool:
+        """Whether a watch event only brings the answer to one of our writes, shown already (the same
+        resourceVersion): what readers see does not change. Asked before :meth:`observe` forgets the answer."""
+        if event_type == "DELETED":
+            return False
+        key = _key(obj)
+        written = self._written.get(key)
+        return written is not None and key not in self._in_memory and _version(written) == _version(obj)
+
     def observe(self, event_type: str, obj: Obj, _old: Obj | None = None) -> None:
         """Watch-cache handler: drop the entry once the cache has caught up with it (or the object is gone)."""
         key = _key(obj)

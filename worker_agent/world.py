@@ -43,12 +43,13 @@ class World:
         self.workload_changes = ChangedKeys()
         self.job_changes = ChangedKeys()
         """The keys whose freshest copy changed (a watch event or one of the agent's writes), for the indexes."""
-        self.workload_writes = RecentWrites(on_change=self.workload_changes.mark)
+        self.workload_writes = RecentWrites(on_change=self._workload_shown)
         self.job_writes = RecentWrites(on_change=self.job_changes.mark)
-        self.workloads.add_handler(self.workload_writes.observe)
-        self.jobs.add_handler(self.job_writes.observe)
-        self.workloads.add_handler(lambda _event, obj, _old: self.workload_changes.mark(object_key(obj)))
-        self.jobs.add_handler(lambda _event, obj, _old: self.job_changes.mark(object_key(obj)))
+        self.workloads_shown = 0
+        """Counts the changes of what the Workloads show (a watch event, or one of the agent's writes), not counting
+        the events that only echo a write shown already: ``admission_stamp`` uses it."""
+        self.workloads.add_handler(self._workload_event)
+        self.jobs.add_handler(self._job_event)
         self._state_builder = QuotaStateBuilder(rules=resource_rules)
         self._state_changes = self.workload_changes.reader()
         """The Workloads changed since the last ``local_state``: only those are classified again."""
@@ -75,6 +76,20 @@ class World:
 
     def unsynced(self) -> list[str]:
         return unsynced(self.caches())
+
+    def _workload_shown(self, key: str) -> None:
+        self.workloads_shown += 1
+        self.workload_changes.mark(key)
+
+    def _workload_event(self, event_type: str, obj: Obj, old: Obj | None) -> None:
+        if not self.workload_writes.echoes(event_type, obj):
+            self._workload_shown(object_key(obj))
+        self.workload_writes.observe(event_type, obj, old)
+
+    def _job_event(self, event_type: str, obj: Obj, old: Obj | None) -> None:
+        if not self.job_writes.echoes(event_type, obj):
+            self.job_changes.mark(object_key(obj))
+        self.job_writes.observe(event_type, obj, old)
 
     def workload_index(self) -> WorkloadIndex:
         """A new index of the Workloads' facts (``worker_agent.indexes``), told of every change from now on."""
@@ -129,12 +144,12 @@ class World:
             yield key, writes.view_keyed(key, obj)
 
     def admission_stamp(self) -> tuple[int, ...]:
-        """Changes whenever something local admission reads changes: every cache but the Jobs', and the agent's own
-        Workload writes (``Store.version``): the reconciler skips an admission pass whose inputs are as they were
+        """Changes whenever something local admission reads changes: every cache but the Jobs' (``Store.version``;
+        for the Workloads ``workloads_shown``, which also counts the agent's own writes and not their echoes): the
+        reconciler skips an admission pass whose inputs are as they were
         when the last one found nothing to do (most passes in a burst follow a Job's status change)."""
         return (
-            self.workloads.store.version,
-            self.workload_writes.version,
+            self.workloads_shown,
             self.cluster_queues.store.version,
             self.local_queues.store.version,
             self.flavors.store.version,

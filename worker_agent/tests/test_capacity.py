@@ -279,8 +279,7 @@ def test_queue_status_written_again_before_the_watch_shows_the_last_write_goes_a
 
     async def twice() -> None:
         await publisher._write_queue_status(world.local_state(), {"cq": 0})
-        world.workloads.store.upsert(workload("w1", queue="lq"))  # one more pending: both statuses change
-        world.workload_changes.mark("ns/w1")  # as the cache's handlers note every change
+        world.workloads._apply("ADDED", workload("w1", queue="lq"))  # one more pending: both statuses change
         await publisher._write_queue_status(world.local_state(), {"cq": 1})
 
     anyio.run(twice)

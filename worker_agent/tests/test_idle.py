@@ -78,9 +78,9 @@ def test_no_stamp_means_always_run() -> None:
 
 ADMITTED = workload("a", status=admitted_status("cq", "rf", "1"))
 CHANGES: dict[str, Callable[[World], object]] = {
-    "a workload changed": lambda w: w.workloads.store.upsert(ADMITTED),
-    "a workload added": lambda w: w.workloads.store.upsert(workload("b")),
-    "a workload deleted": lambda w: w.workloads.store.delete("ns/a"),
+    "a workload changed": lambda w: w.workloads._apply("MODIFIED", ADMITTED),  # the watch's event, handlers too
+    "a workload added": lambda w: w.workloads._apply("ADDED", workload("b")),
+    "a workload deleted": lambda w: w.workloads._apply("DELETED", workload("a")),
     "the agent's own write": lambda w: w.workload_writes.remember(ADMITTED),
     "a ClusterQueue": lambda w: w.cluster_queues.store.upsert(cluster_queue("cq", {"rf": {"cpu": 8}})),
     "a LocalQueue": lambda w: w.local_queues.store.upsert(local_queue("ns", "other", "cq")),
@@ -106,11 +106,15 @@ def test_the_admission_stamp_ignores_the_jobs() -> None:
     assert built.admission_stamp() == before
 
 
-def test_the_stamp_changes_when_the_cache_catches_up_with_a_write() -> None:
+def test_the_echo_of_the_agents_own_write_leaves_the_stamp_and_a_later_version_changes_it() -> None:
     built = world()
     written = workload("a", status={"conditions": []})
     written["metadata"]["resourceVersion"] = "9"
     built.workload_writes.remember(written)
     before = built.admission_stamp()
-    built.workload_writes.observe("MODIFIED", written)  # the overlay lets go: the cache's copy shows now
+    built.workloads._apply("MODIFIED", written)  # the write's own event: what is shown is the same
+    assert built.admission_stamp() == before
+    assert built.workload_writes.get("ns/a", None) is None, "the overlay let go: the cache's copy shows now"
+    later = {**written, "metadata": {**written["metadata"], "resourceVersion": "10"}}
+    built.workloads._apply("MODIFIED", later)
     assert built.admission_stamp() != before

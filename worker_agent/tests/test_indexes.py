@@ -143,8 +143,22 @@ def test_the_local_state_classifies_again_what_changed_and_everything_after_a_re
     for name in ("a", "b"):
         world.workloads.store.upsert(workload(name, queue="lq"))
     assert sum(len(items) for items in world.local_state().pending.values()) == 2
-    world.workloads.store.upsert(workload("c", queue="lq"))
-    world.workload_changes.mark("ns/c")  # as the cache's handlers note every change
+    world.workloads._apply("ADDED", workload("c", queue="lq"))  # the watch's event, handlers too
     assert sum(len(items) for items in world.local_state().pending.values()) == 3
     world.workloads.store.replace_all([workload("d", queue="lq")])  # a relist: its notes come after the content
     assert [raw["metadata"]["name"] for items in world.local_state().pending.values() for _, raw in items] == ["d"]
+
+
+def test_the_echo_of_the_agents_own_write_is_not_a_change_and_its_write_is() -> None:
+    world = World(NoApi())  # type: ignore[arg-type]
+    index = world.workload_index()
+    world.workloads._apply("ADDED", workload("a"))
+    index.refresh()
+    written = WORKLOADS["evicted copy"]
+    written = {**written, "metadata": {**written["metadata"], "name": "a", "resourceVersion": "9"}}
+    world.workload_writes.remember(written)
+    assert index.refresh() == {"ns/a"}, "the agent's write shows at once"
+    assert index.holding("evicted_holding_quota") == ["ns/a"]
+    world.workloads._apply("MODIFIED", written)
+    assert index.refresh() == set(), "its echo changes nothing shown"
+    assert index.holding("evicted_holding_quota") == ["ns/a"]
