@@ -135,20 +135,20 @@ class JobPasses:
         # Evicted Workloads still holding quota that no Job names: released at the end (the others are stopped with
         # their Job below).
         jobless = [key for key in self.workload_index.holding("evicted_holding_quota") if key not in named]
-        unsettled: set[str] = set()
+        # Every candidate stays unsettled until this pass settles it: a pass cut short by a failure leaves the ones it
+        # did not get to for the next.
+        unsettled = set(candidates)
         self._unsettled = unsettled
         async with anyio.create_task_group() as tg:
             self._write_owed_finishes(tg, limiter)
             for key in sorted(candidates):
                 job = self.world.job_by_key(key)
                 target = self.job_index.target.get(key)
-                if job is None or target is None:
+                workload = self.world.workload(*target) if job is not None and target is not None else None
+                if job is None or target is None or workload is None:
+                    unsettled.discard(key)  # looked at again when the Job, or its Workload, comes or changes
                     continue
                 namespace, name = target
-                workload = self.world.workload(namespace, name)
-                if workload is None:
-                    continue  # looked at again when it comes: it changes then
-                unsettled.add(key)
                 bound = self._log.bind(job=key, workload=f"{namespace}/{name}")
                 if evicted_holding_quota(workload):
                     tg.start_soon(limited, limiter, self._stop_evicted, job, workload, now, bound)

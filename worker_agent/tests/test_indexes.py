@@ -3,13 +3,22 @@ only for the keys that changed."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
+import anyio
+import pytest
+
+from federation.kube.recorder import EventRecorder
+from federation.kube.trigger import Trigger
+from federation.obs.metrics import Metrics
 from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, workload
 from worker_agent.decisions.facts import workload_facts
 from worker_agent.indexes import ChangedKeys, JobIndex, WorkloadIndex
+from worker_agent.job_passes import JobPasses
 from worker_agent.tests.test_facts import COPY, WORKLOADS
 from worker_agent.world import World
+from worker_agent.writes import Writes
 
 Obj = dict[str, Any]
 BOOLEAN_FACTS = (
@@ -162,3 +171,53 @@ def test_the_echo_of_the_agents_own_write_is_not_a_change_and_its_write_is() -> 
     world.workloads._apply("MODIFIED", written)
     assert index.refresh() == set(), "its echo changes nothing shown"
     assert index.holding("evicted_holding_quota") == ["ns/a"]
+
+
+def job_passes(world: World) -> JobPasses:
+    api = world.api
+    events = EventRecorder(api, controller="kfed.io/kfed-agent", instance="test")
+    trigger = Trigger()
+    return JobPasses(
+        world=world,
+        writes=Writes(api=api, trigger=trigger, events=events),
+        trigger=trigger,
+        workload_index=world.workload_index(),
+        job_index=world.job_index(),
+        cluster="w",
+        events=events,
+        metrics=Metrics(),
+        clock=lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+        on_released=lambda: None,
+        job_copy_timeout=60.0,
+    )
+
+
+def suspended_job(name: str, target: str) -> Obj:
+    meta = {"namespace": "ns", "name": name, "uid": f"u-{name}", "resourceVersion": "1"}
+    labels = {"kueue.x-k8s.io/prebuilt-workload-name": target}
+    return {"metadata": {**meta, "labels": labels}, "spec": {"suspend": True}, "status": {}}
+
+
+def test_the_job_pass_looks_again_only_at_what_changed_and_at_what_a_failed_pass_did_not_settle() -> None:
+    world = World(NoApi())  # type: ignore[arg-type]
+    for name in ("j1", "j2"):
+        world.workloads._apply("ADDED", workload(f"w{name[1]}"))  # pending: its Job has nothing to do
+        world.jobs._apply("ADDED", suspended_job(name, f"w{name[1]}"))
+    world.jobs._apply("ADDED", suspended_job("other", "x"))  # its Workload has not come
+    passes = job_passes(world)
+    anyio.run(passes.job_pass)
+    assert passes._candidates() == set(), "nothing changed and nothing was left unsettled"
+    for name in ("w1", "w2"):
+        admitted = workload(name, status=admitted_status("cq", "rf", "1"))
+        world.workloads._apply("MODIFIED", {**admitted, "metadata": {**admitted["metadata"], "resourceVersion": "2"}})
+
+    def broken() -> dict[str, Any]:
+        raise RuntimeError("a bug in the pass")
+
+    world.flavor_infos = broken  # type: ignore[method-assign]  # read to start an admitted Workload's Job
+    with pytest.raises(ExceptionGroup) as failed:
+        anyio.run(passes.job_pass)
+    assert [str(exc) for exc in failed.value.exceptions] == ["a bug in the pass"]
+    assert passes._candidates() == {"ns/j1", "ns/j2"}, "the pass failed at j1: j2, not reached, is looked at again"
+    world.workloads._apply("ADDED", workload("x"))
+    assert "ns/other" in passes._candidates(), "a Workload that comes brings the Job naming it"
