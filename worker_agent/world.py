@@ -42,7 +42,8 @@ class World:
         self.namespaces = WatchCache(api, r.NAMESPACES)
         self.workload_changes = ChangedKeys()
         self.job_changes = ChangedKeys()
-        """The keys whose freshest copy changed (a watch event or one of the agent's writes), for the indexes."""
+        """The keys whose freshest copy changed (a watch event, not one that only echoes the agent's own write, or one
+        of the agent's writes), for the indexes and the state builder."""
         self.workload_writes = RecentWrites(on_change=self._workload_shown)
         self.job_writes = RecentWrites(on_change=self.job_changes.mark)
         self.workloads_shown = 0
@@ -112,8 +113,7 @@ class World:
     # -- reads ------------------------------------------------------------------------------------------------
 
     def workload(self, namespace: str, name: str) -> Obj | None:
-        key = f"{namespace}/{name}"
-        return self.workload_writes.get(key, self.workloads.store.get(key))
+        return self.workload_by_key(f"{namespace}/{name}")
 
     def workload_by_key(self, key: str) -> Obj | None:
         return self.workload_writes.get(key, self.workloads.store.get(key))
