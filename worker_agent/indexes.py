@@ -17,7 +17,7 @@ the indexes read through the lookups they are given.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from worker_agent.decisions.facts import WorkloadFacts, job_target, workload_facts
@@ -65,15 +65,17 @@ class ChangedKeys:
             reader.mark(key)
 
 
-class _Generation:
+class StoreGeneration:
     """Whether the keys a reader was told of still cover the source: not after its store was replaced or re-listed
     (the handlers hear of a re-list's difference only after the new content is in place)."""
 
     def __init__(self, generation: Callable[[], tuple[object, int]]) -> None:
+        """``generation``: the source's store and its re-list count."""
         self._read = generation
         self._seen: tuple[int, int] | None = None
 
     def moved(self) -> bool:
+        """True on the first call and whenever the store or its re-list count changed since the call before."""
         store, relists = self._read()
         now = (id(store), relists)
         if now == self._seen:
@@ -82,32 +84,26 @@ class _Generation:
         return True
 
 
-_FACT_FIELDS = tuple(f.name for f in fields(WorkloadFacts) if f.name != "job_copy_admitted_since")
+@dataclass(frozen=True, slots=True)
+class KeySource:
+    """Where an index reads from: the changes noted for it, the freshest copy by key, every key there is (the cache's
+    and the overlay's), and the cache's store with its re-list count."""
+
+    changes: KeyReader
+    lookup: Lookup
+    keys: Callable[[], Iterable[str]]
+    generation: Callable[[], tuple[object, int]]
 
 
-class WorkloadIndex:
-    """The keys of the Workloads for which each of ``decisions.facts.WorkloadFacts``'s answers holds."""
+class _KeyedIndex:
+    """What both indexes share: answers kept by key, brought up to date from the keys that changed, or from every key
+    when the changes are not known. Subclasses say how to forget everything and how to answer for one key."""
 
-    def __init__(
-        self,
-        *,
-        changes: KeyReader,
-        lookup: Lookup,
-        keys: Callable[[], Iterable[str]],
-        generation: Callable[[], tuple[object, int]],
-    ) -> None:
-        """``keys``: every key there is (the cache's and the overlay's); ``generation``: the cache's store and its
-        re-list count."""
-        self._changes = changes
-        self._lookup = lookup
-        self._keys = keys
-        self._generation = _Generation(generation)
-        self._facts: dict[str, WorkloadFacts] = {}
-        self._holding: dict[str, set[str]] = {name: set() for name in _FACT_FIELDS}
-        self.job_copy_admitted_since: dict[str, float] = {}
-        """Key → admission time (epoch seconds) of each kfed-manager copy waiting for its Job copy."""
-        self.derived = 0
-        """How many times an object's facts were derived (for tests and the curious)."""
+    def __init__(self, source: KeySource) -> None:
+        self._changes = source.changes
+        self._lookup = source.lookup
+        self._keys = source.keys
+        self._generation = StoreGeneration(source.generation)
 
     def refresh(self) -> set[str] | None:
         """Bring the answers up to date; returns the keys looked at (None: every key)."""
@@ -115,16 +111,41 @@ class WorkloadIndex:
         if self._generation.moved():
             changed = None
         if changed is None:
-            self._facts.clear()
-            for held in self._holding.values():
-                held.clear()
-            self.job_copy_admitted_since.clear()
+            self._clear()
             for key in set(self._keys()):
                 self._update(key)
             return None
         for key in changed:
             self._update(key)
         return changed
+
+    def _clear(self) -> None:
+        raise NotImplementedError
+
+    def _update(self, key: str) -> None:
+        raise NotImplementedError
+
+
+_FACT_FIELDS = tuple(f.name for f in fields(WorkloadFacts) if f.name != "job_copy_admitted_since")
+
+
+class WorkloadIndex(_KeyedIndex):
+    """The keys of the Workloads for which each of ``decisions.facts.WorkloadFacts``'s answers holds."""
+
+    def __init__(self, source: KeySource) -> None:
+        super().__init__(source)
+        self._facts: dict[str, WorkloadFacts] = {}
+        self._holding: dict[str, set[str]] = {name: set() for name in _FACT_FIELDS}
+        self.job_copy_admitted_since: dict[str, float] = {}
+        """Key → admission time (epoch seconds) of each kfed-manager copy waiting for its Job copy."""
+        self.derived = 0
+        """How many times an object's facts were derived (for tests and the curious)."""
+
+    def _clear(self) -> None:
+        self._facts.clear()
+        for held in self._holding.values():
+            held.clear()
+        self.job_copy_admitted_since.clear()
 
     def _update(self, key: str) -> None:
         obj = self._lookup(key)
@@ -154,21 +175,11 @@ class WorkloadIndex:
         return sorted(self._holding[fact])
 
 
-class JobIndex:
+class JobIndex(_KeyedIndex):
     """Which Workload each Job names (``decisions.facts.job_target``), and the Jobs naming each Workload."""
 
-    def __init__(
-        self,
-        *,
-        changes: KeyReader,
-        lookup: Lookup,
-        keys: Callable[[], Iterable[str]],
-        generation: Callable[[], tuple[object, int]],
-    ) -> None:
-        self._changes = changes
-        self._lookup = lookup
-        self._keys = keys
-        self._generation = _Generation(generation)
+    def __init__(self, source: KeySource) -> None:
+        super().__init__(source)
         self.target: dict[str, tuple[str, str]] = {}
         """Job key → ``(namespace, name)`` of the Workload it names (Jobs naming none are absent)."""
         self._naming: dict[str, set[str]] = {}
@@ -178,20 +189,9 @@ class JobIndex:
         """Workload key → the keys of the Jobs naming it (only Workloads some Job names)."""
         return self._naming
 
-    def refresh(self) -> set[str] | None:
-        """Bring the targets up to date; returns the Job keys looked at (None: every key)."""
-        changed = self._changes.take()
-        if self._generation.moved():
-            changed = None
-        if changed is None:
-            self.target.clear()
-            self._naming.clear()
-            for key in set(self._keys()):
-                self._update(key)
-            return None
-        for key in changed:
-            self._update(key)
-        return changed
+    def _clear(self) -> None:
+        self.target.clear()
+        self._naming.clear()
 
     def _update(self, key: str) -> None:
         job = self._lookup(key)
@@ -212,4 +212,4 @@ class JobIndex:
             self._naming.setdefault(f"{after[0]}/{after[1]}", set()).add(key)
 
 
-__all__ = ["ChangedKeys", "JobIndex", "KeyReader", "Lookup", "WorkloadIndex"]
+__all__ = ["ChangedKeys", "JobIndex", "KeyReader", "KeySource", "Lookup", "StoreGeneration", "WorkloadIndex"]

@@ -261,16 +261,15 @@ class JobPasses:
         next_due: float | None = None
         due: list[Obj] = []
         for key, since in sorted(self.workload_index.job_copy_admitted_since.items()):
+            due_at = since + self.job_copy_timeout
             if key in named:
                 continue
-            if now.timestamp() < since + self.job_copy_timeout:
-                next_due = min(next_due or since + self.job_copy_timeout, since + self.job_copy_timeout)
+            if now.timestamp() < due_at:
+                next_due = due_at if next_due is None else min(next_due, due_at)
             elif (workload := self.world.workload_by_key(key)) is not None:
                 due.append(workload)
         timeouts = job_copy_timeouts(due, named_by_jobs=named, now=now, timeout=self.job_copy_timeout)
-        if timeouts.next_due is not None:
-            next_due = min(next_due or timeouts.next_due, timeouts.next_due)
-        self.next_job_copy_due = next_due
+        self.next_job_copy_due = next_due  # the copies handed over are all past due: it finds no later deadline
         for eviction in timeouts.evictions:
             await self._evict_job_copy_missing(eviction, now)
 

@@ -19,7 +19,7 @@ from federation.admission.api_workloads import ALL_RESOURCES, ResourceRules
 from federation.kube import resources as r
 from federation.kube.api import KubeApi, object_key
 from federation.kube.cache import Handler, WatchCache, unsynced
-from worker_agent.indexes import ChangedKeys, JobIndex, WorkloadIndex
+from worker_agent.indexes import ChangedKeys, JobIndex, KeySource, Lookup, StoreGeneration, WorkloadIndex
 from worker_agent.overlay import RecentWrites
 
 log = structlog.get_logger(__name__)
@@ -54,7 +54,7 @@ class World:
         self._state_builder = QuotaStateBuilder(rules=resource_rules)
         self._state_changes = self.workload_changes.reader()
         """The Workloads changed since the last ``local_state``: only those are classified again."""
-        self._state_from: tuple[object, int] | None = None
+        self._state_generation = StoreGeneration(lambda: (self.workloads.store, self.workloads.store.relists))
 
     def caches(self) -> tuple[WatchCache, ...]:
         return (
@@ -94,21 +94,11 @@ class World:
 
     def workload_index(self) -> WorkloadIndex:
         """A new index of the Workloads' facts (``worker_agent.indexes``), told of every change from now on."""
-        return WorkloadIndex(
-            changes=self.workload_changes.reader(),
-            lookup=self.workload_by_key,
-            keys=lambda: [*self.workloads.store.keys(), *self.workload_writes.keys()],
-            generation=lambda: (self.workloads.store, self.workloads.store.relists),
-        )
+        return WorkloadIndex(_source(self.workloads, self.workload_writes, self.workload_changes, self.workload_by_key))
 
     def job_index(self) -> JobIndex:
         """A new index of the Workloads the Jobs name (``worker_agent.indexes``), told of every change from now on."""
-        return JobIndex(
-            changes=self.job_changes.reader(),
-            lookup=self.job_by_key,
-            keys=lambda: [*self.jobs.store.keys(), *self.job_writes.keys()],
-            generation=lambda: (self.jobs.store, self.jobs.store.relists),
-        )
+        return JobIndex(_source(self.jobs, self.job_writes, self.job_changes, self.job_by_key))
 
     # -- reads ------------------------------------------------------------------------------------------------
 
@@ -163,10 +153,8 @@ class World:
     def local_state(self, *, now_seconds: float | None = None) -> QuotaState:
         """``now_seconds``: keep workloads whose requeue backoff (``status.requeueState.requeueAt``) is ahead out."""
         changed = self._state_changes.take()
-        store = self.workloads.store
-        if changed is None or self._state_from != (store, store.relists):
+        if self._state_generation.moved() or changed is None:
             self._state_builder.look_at_all()  # the first build, a new store, or a relist whose events are coming
-            self._state_from = (store, store.relists)
         try:
             state = self._state_builder.build(
                 flavors=self.flavors.store,
@@ -185,3 +173,13 @@ class World:
         for ignored in self._state_builder.ignored:
             log.warning("agent.object_ignored", kind=ignored.kind, name=ignored.name, error=ignored.error)
         return state
+
+
+def _source(cache: WatchCache, writes: RecentWrites, changes: ChangedKeys, lookup: Lookup) -> KeySource:
+    """What an index of ``cache``'s kind reads: a new reader of ``changes``, and every key of the cache and overlay."""
+    return KeySource(
+        changes=changes.reader(),
+        lookup=lookup,
+        keys=lambda: [*cache.store.keys(), *writes.keys()],
+        generation=lambda: (cache.store, cache.store.relists),
+    )

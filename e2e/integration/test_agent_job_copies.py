@@ -19,6 +19,7 @@ from e2e.integration.test_agent import (
     ORIGIN_LABEL,
     PREBUILT_LABEL,
     WORKER,
+    Queues,
     RunningAgent,
     capacity_of,
     condition,
@@ -107,11 +108,9 @@ def logged_at(agent: RunningAgent, event: str, workload: str) -> dt.datetime | N
     return None
 
 
-def test_an_admitted_copy_whose_job_copy_never_comes_is_evicted_and_its_quota_released(
-    rig: Federation, short_agent: RunningAgent
-) -> None:
+def reported_queues(rig: Federation) -> Queues:
+    """New queues in their own namespace, once the agent's capacity report lists their ClusterQueue."""
     q = make_queues(rig)
-    ns = q.namespace
     try:
         wait_for(
             lambda: capacity_of(rig, q.cluster_queue),
@@ -119,6 +118,18 @@ def test_an_admitted_copy_whose_job_copy_never_comes_is_evicted_and_its_quota_re
             timeout=30,
             what="the capacity report to list the new ClusterQueue",
         )
+    except BaseException:
+        rig.kubectl(WORKER, "delete", "namespace", q.namespace, "--wait=false", check=False)
+        raise
+    return q
+
+
+def test_an_admitted_copy_whose_job_copy_never_comes_is_evicted_and_its_quota_released(
+    rig: Federation, short_agent: RunningAgent
+) -> None:
+    q = reported_queues(rig)
+    ns = q.namespace
+    try:
         orphan = workload_copy(ns, "orphan", queue=q.local_queue, cpu="2")
         claimed = workload_copy(ns, "claimed", queue=q.local_queue, cpu="1")
         rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(claimed))
@@ -196,15 +207,9 @@ def test_a_finished_copy_nobody_deletes_gets_its_finished_written_after_the_grac
     """kfed-manager deletes the copy of a finished Job, so the agent finishes it in memory first (its quota free at
     once) and writes ``Finished`` only if the copy is still there ``FINISH_GRACE_SECONDS`` later: here the manager
     (kubectl) never deletes it."""
-    q = make_queues(rig)
+    q = reported_queues(rig)
     ns = q.namespace
     try:
-        wait_for(
-            lambda: capacity_of(rig, q.cluster_queue),
-            until=bool,
-            timeout=30,
-            what="the capacity report to list the new ClusterQueue",
-        )
         copy = workload_copy(ns, "done", queue=q.local_queue, cpu="2")
         rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(copy))
         rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(job_copy(copy, runs_for="1s")))

@@ -14,7 +14,7 @@ from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
 from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, workload
 from worker_agent.decisions.facts import workload_facts
-from worker_agent.indexes import ChangedKeys, JobIndex, WorkloadIndex
+from worker_agent.indexes import ChangedKeys, JobIndex, KeySource, WorkloadIndex
 from worker_agent.job_passes import JobPasses
 from worker_agent.tests.test_facts import COPY, WORKLOADS
 from worker_agent.world import World
@@ -44,21 +44,19 @@ class Source:
             self.objects[key] = obj
         self.changes.mark(key)
 
-    def workload_index(self) -> WorkloadIndex:
-        return WorkloadIndex(
+    def source(self) -> KeySource:
+        return KeySource(
             changes=self.changes.reader(),
             lookup=self.objects.get,
             keys=lambda: list(self.objects),
             generation=lambda: (self, self.relists),
         )
 
+    def workload_index(self) -> WorkloadIndex:
+        return WorkloadIndex(self.source())
+
     def job_index(self) -> JobIndex:
-        return JobIndex(
-            changes=self.changes.reader(),
-            lookup=self.objects.get,
-            keys=lambda: list(self.objects),
-            generation=lambda: (self, self.relists),
-        )
+        return JobIndex(self.source())
 
 
 def walked(objects: dict[str, Obj], fact: str) -> list[str]:
