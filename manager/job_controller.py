@@ -25,6 +25,7 @@ from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.errors import AlreadyExists, Conflict, Forbidden, Invalid, NotFound
+from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import JOBS, WORKLOADS
 from federation.obs.metrics import Metrics
@@ -55,7 +56,7 @@ class JobController:
         *,
         api: KubeApi,
         config: ManagerConfig,
-        jobs: WatchCache,
+        jobs: WriteOverlay,
         workloads: WatchCache,
         priority_classes: WatchCache,
         pod_priority_classes: WatchCache,
@@ -66,6 +67,8 @@ class JobController:
         self._api = api
         self._config = config
         self._jobs = jobs
+        """The manager's Jobs with this process's writes laid over (the remote sync starts them and mirrors their
+        status): the echoes of those writes do not bring a Job back here."""
         self._workloads = workloads
         self._priority_classes = priority_classes
         self._pod_priority_classes = pod_priority_classes
@@ -202,7 +205,7 @@ class JobController:
         return None
 
     async def reconcile(self, key: str) -> float | None:
-        job = self._jobs.store.get(key)
+        job = self._jobs.get(key)
         if job is None or (job["metadata"].get("deletionTimestamp")):
             self._ignored.discard(key)
             return None

@@ -22,7 +22,7 @@ from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.errors import Invalid
-from federation.kube.overlay import WriteOverlay
+from federation.kube.overlay import WriteOverlay, WriteTally, tally_writes
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import JOBS
 from federation.obs.metrics import Metrics
@@ -169,15 +169,21 @@ class RemoteSync:
         return None if message is None else (str(checks[0]["name"]), message)
 
     async def reconcile(self, key: str) -> float | None:
-        try:
-            return await self._reconcile(key)
-        except ReservationNotWritten as err:
-            # A write of this pass carried the reservation the scheduler held back, and was refused: the scheduler
-            # names the refusal and decides again (which brings the Workload back here).
-            log.info("held reservation refused; the scheduler decides again", workload=key, error=str(err)[:300])
-            return None
+        """One pass (:meth:`_reconcile`). The echoes of this process's own writes do not bring a workload back
+        (``manager.runtime``), so a pass that wrote and did not settle what its writes made is run again at once,
+        as the echo would have made it run (after a Finished, the copies' deletion; after an eviction, the
+        withdrawal)."""
+        with tally_writes() as writes:
+            try:
+                again = await self._reconcile(key, writes)
+            except ReservationNotWritten as err:
+                # A write of this pass carried the reservation the scheduler held back, and was refused: the
+                # scheduler names the refusal and decides again (which brings the Workload back here).
+                log.info("held reservation refused; the scheduler decides again", workload=key, error=str(err)[:300])
+                return None
+        return 0.0 if writes.unsettled else again
 
-    async def _reconcile(self, key: str) -> float | None:
+    async def _reconcile(self, key: str, writes: WriteTally) -> float | None:
         """One pass over a workload, as ordered cases: gone → garbage; its manager Job already finished → finish it;
         copies where they do not belong → delete;
         not dispatched → nothing; a Job kfed cannot run on a worker → MultiKueue check Rejected, deactivated;
@@ -200,7 +206,7 @@ class RemoteSync:
         await self._cleaner.delete_strays(key, job_name=owner_job_name(workload), holder=worker)
         wrote, backoff_left = await self._progress.requeued(workload, key)
         if wrote:
-            return None  # the Workload's watch event brings it back
+            return None  # what it wrote is looked at again at once (reconcile)
         if (deactivation := pending_deactivation_status(workload, now=dt.datetime.now(dt.UTC))) is not None:
             await self._writes.patch_status(workload, deactivation)
             log.info("deactivated workload without quota marked evicted", workload=key)
@@ -273,14 +279,14 @@ class RemoteSync:
             )
             if reason is not None:
                 await self._evictions.evict(workload, worker=worker, reason=reason, now=now)
-                return None  # the Workload's watch event brings it back to withdraw the copies
+                return None  # looked at again at once for its write (reconcile), to withdraw the copies
             budget = execution_time_left(workload, now=now)
             if budget is not None and budget <= 0:
                 await self._progress.out_of_time(workload, worker=worker, now=now)
-                return None  # deactivated: the watch event brings it back to withdraw it
+                return None  # deactivated: looked at again at once for its write (reconcile), to withdraw it
             ready_step = await self._progress.pods_ready(workload, worker=worker, remote_jb=remote_jb, now=now)
             if ready_step is None:
-                return None  # evicted or deactivated: the watch event brings it back
+                return None  # evicted or deactivated: looked at again at once for the write (reconcile)
             workload, ready_recheck = ready_step
             if budget is not None:  # look again when the budget runs out
                 ready_recheck = budget if ready_recheck is None else min(ready_recheck, budget)
@@ -301,6 +307,8 @@ class RemoteSync:
             job_after_admission=flavors is not None,
         )
         again: float | None = None
+        deferred: set[Step] = set()
+        """Steps the plan asks for that this pass leaves to the look ``again`` sets."""
         started_copy: Obj | None = None
         if "create_started_job" in steps and manager_job is not None and remote_wl is not None and flavors is not None:
             try:
@@ -320,11 +328,13 @@ class RemoteSync:
                     cluster=worker,
                     flavor=str(missing.args[0]),
                 )
-                steps = [s for s in steps if s not in ("create_started_job", "mark_admitted", "unsuspend_manager_job")]
+                deferred.update(("create_started_job", "mark_admitted", "unsuspend_manager_job"))
+                steps = [s for s in steps if s not in deferred]
                 again = REPORT_WAIT_SECONDS
         if "mirror_job_status" in steps:
             wait = mirror_wait(self._mirrored_at.get(key), now=time.monotonic(), finished=job_finish(remote_jb))
             if wait > 0:  # made by the requeue below
+                deferred.add("mirror_job_status")
                 steps = [step for step in steps if step != "mirror_job_status"]
                 again = wait
         if ready_recheck is not None:
@@ -344,7 +354,7 @@ class RemoteSync:
             )
         except NotOurs as err:
             await self._evictions.exclude(workload, worker=worker, why=str(err))
-            return None  # the annotation's watch event brings the workload back for the withdrawal
+            return None  # the annotation's write brings the workload back at once for the withdrawal
         except RefusedByWorker as err:
             await self._evictions.exclude(workload, worker=worker, why=str(err), refused=True)
             return None
@@ -355,12 +365,26 @@ class RemoteSync:
                 workload, reason="SyncFailed", note=f"write rejected: {err}"[:1000], action="Sync", event_type="Warning"
             )
             return INVALID_RETRY_SECONDS
-        if "delete_remote" in steps:  # after the final status and Finished: the copies have nothing more to give
+        # What this pass's writes made, planned again: the steps it unlocks are taken now (the copies' deletion
+        # once Finished is written), and a pass that leaves nothing to do is settled (the echoes bring it nothing).
+        remote_wl = conn.workload_view.get(key)
+        remote_jb = conn.job_view.get_by_name(job_name, namespace=namespace) if job_name else None
+        after = plan(
+            manager_workload=workload,
+            manager_job=self._manager_job(workload),
+            remote_workload=remote_wl,
+            remote_job=remote_jb,
+            checks_ready=gate.open,
+            job_after_admission=flavors is not None,
+        )
+        if "delete_remote" in after:  # after the final status and Finished: the copies have nothing more to give
             batched = await self._cleaner.delete_copies(
                 conn, [remote_jb, remote_wl], why="the workload finished", finished=True
             )
             if batched:  # left to a batch: look again while the copies last, to send them again if it failed
                 again = min(again, COPIES_LOOK_AGAIN_SECONDS) if again is not None else COPIES_LOOK_AGAIN_SECONDS
+        elif all(step in deferred for step in after):
+            writes.settle()
         return again
 
     async def _carry_out(

@@ -70,6 +70,7 @@ from manager.reservation_holds import ReservationHolds
 from manager.retention import RetentionSweeper
 from manager.scheduler import GlobalScheduler, SchedulerCaches
 from manager.workers import HEALTH_CHANGED, WorkerPool
+from manager.workload_writes import REMOTE_SYNC
 
 log = structlog.get_logger(__name__)
 
@@ -142,7 +143,7 @@ class ManagerRuntime:
         self.job_controller = JobController(
             api=api,
             config=config,
-            jobs=self.jobs,
+            jobs=self.job_view,
             workloads=self.workloads,
             priority_classes=self.priority_classes,
             pod_priority_classes=self.pod_priority_classes,
@@ -241,13 +242,20 @@ class ManagerRuntime:
         return (not waiting, "waiting for caches: " + ", ".join(waiting) if waiting else "")
 
     def _route_events(self) -> None:
-        def on_job(_event: str, job: dict[str, Any], _old: Any) -> None:
+        # The views observe each event first (the handlers read them). An echo of the remote sync's own write brings
+        # it nothing it has not seen: the pass that wrote looks again itself when its write calls for more
+        # (``RemoteSync.reconcile``). The job controller reads the Jobs through the view, so the echo of a Job write
+        # brings it nothing either; the scheduler's triggers below do not depend on echoes.
+        def on_job(event: str, job: dict[str, Any], _old: Any) -> None:
+            if self.job_view.observe_echo(event, job) == REMOTE_SYNC:
+                return
             self.job_queue.add(_key(job))
             meta = job["metadata"]
             self.sync_queue.add(f"{meta['namespace']}/{workload_name_for_job(meta['name'], meta['uid'])}")
 
         def on_workload(event: str, workload: dict[str, Any], old: Any) -> None:
-            self.sync_queue.add(_key(workload), urgent=newly_reserved(workload, old))
+            if self.workload_view.observe_echo(event, workload) != REMOTE_SYNC:
+                self.sync_queue.add(_key(workload), urgent=newly_reserved(workload, old))
             if needs_scheduling(event, workload, old):
                 self.scheduler.trigger()
             # Deleted: its Job needs a new Workload. Released: a queue its Job was relabelled with while it held
@@ -261,8 +269,6 @@ class ManagerRuntime:
             for job in self.jobs.store:
                 self.job_queue.add(_key(job))
 
-        self.jobs.add_handler(self.job_view.observe)  # first: the handlers below read the views
-        self.workloads.add_handler(self.workload_view.observe)
         self.jobs.add_handler(on_job)
         self.workloads.add_handler(on_workload)
         self.priority_classes.add_handler(on_priority_class)

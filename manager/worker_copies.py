@@ -27,6 +27,7 @@ from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
 from manager.decisions.sync import Step
 from manager.decisions.workload_from_job import workload_priority_class
 from manager.workers import WorkerConnection
+from manager.workload_writes import REMOTE_SYNC
 
 log = structlog.get_logger(__name__)
 
@@ -115,7 +116,7 @@ class WorkerCopies:
         view = conn.workload_view if resource is WORKLOADS else conn.job_view
         try:
             created = await conn.api.create(resource, obj, field_manager=self._config.field_manager)
-            view.created(created)
+            view.created(created, writer=REMOTE_SYNC)
         except Forbidden as err:
             meta = obj["metadata"]
             why = (
@@ -135,7 +136,7 @@ class WorkerCopies:
                     f"{resource.kind} {meta['namespace']}/{meta['name']} already exists in {conn.name} and was not "
                     "created by this kfed manager; it is left untouched"
                 ) from None
-            view.created(existing)
+            view.created(existing, writer=REMOTE_SYNC)
             return False, existing
         log.info(
             "created remote object",

@@ -65,6 +65,7 @@ from manager.decisions.worker_health import (
     reconnect_message,
     workloads_looked_at_again,
 )
+from manager.workload_writes import REMOTE_SYNC
 
 log = structlog.get_logger(__name__)
 
@@ -147,8 +148,6 @@ class WorkerConnection:
     def __post_init__(self) -> None:
         self.workload_view = WriteOverlay(self.workloads.store)
         self.job_view = WriteOverlay(self.jobs.store)
-        self.workloads.add_handler(self.workload_view.observe)
-        self.jobs.add_handler(self.job_view.observe)
 
     @property
     def caches(self) -> tuple[tuple[str, WatchCache], ...]:
@@ -407,6 +406,8 @@ class WorkerPool:
                 return
             if kind == "ClusterCapacity":
                 conn.report = None if event == "DELETED" else parse_report(obj)
+            elif (conn.workload_view if kind == "Workload" else conn.job_view).observe_echo(event, obj) == REMOTE_SYNC:
+                return  # the answer to the remote sync's own create: the pass that created the copy has seen it
             self._on_remote_change(conn.name, kind, obj)
 
         return handle

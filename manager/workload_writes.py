@@ -21,6 +21,10 @@ from manager.reservation_holds import ReservationHolds, ReservationNotWritten, c
 
 Obj = dict[str, Any]
 
+REMOTE_SYNC = "remote-sync"
+"""The writer the remote sync's writes carry in the overlays (the manager's Workloads and Jobs, the workers' copies):
+their echoes do not bring a workload back to it (``manager.runtime``)."""
+
 
 class WorkloadWrites:
     def __init__(
@@ -77,7 +81,7 @@ class WorkloadWrites:
     def wrote(self, before: Obj, after: Obj) -> Obj:
         """Lay a Workload write's answer over the cache until the cache shows it (returns the answer). A reservation
         still held for it is now based on an old resourceVersion: the scheduler decides again at once."""
-        self._workloads.wrote(before, after)
+        self._workloads.wrote(before, after, writer=REMOTE_SYNC)
         meta = after["metadata"]
         held = self._holds.take(f"{meta['namespace']}/{meta['name']}") if self._holds is not None else None
         if held is not None:
@@ -86,5 +90,5 @@ class WorkloadWrites:
 
     def wrote_job(self, before: Obj, after: Obj) -> Obj:
         """The same for a manager Job."""
-        self._jobs.wrote(before, after)
+        self._jobs.wrote(before, after, writer=REMOTE_SYNC)
         return after

@@ -21,11 +21,19 @@ foreground still has pods until then).
 A write this process has decided but not sent yet can be shown the same way (:meth:`WriteOverlay.show`): the object
 as the write will make it, at the version the write will be based on, until the write's answer replaces it or the
 cache moves on (:meth:`WriteOverlay.unshow` takes it back when the write is refused).
+
+An event that only brings back what the overlay shows already (the answer to our own write, or an earlier write of
+the same chain) is an *echo*: :meth:`WriteOverlay.observe_echo` names the writer of the write it echoes (each write may
+carry one), and that writer need not look at the object again for it, provided the pass that wrote looks again
+itself when its write calls for more (:func:`tally_writes` counts a pass's writes). Another controller of the same
+process may not have seen the write: for it, the echo is news.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +76,41 @@ class RecentDeletions:
         return bool(uid) and str(uid) in self._uids
 
 
+class WriteTally:
+    """The writes laid over any overlay by one piece of work (see :func:`tally_writes`)."""
+
+    __slots__ = ("_settled", "count")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._settled = 0
+
+    def settle(self) -> None:
+        """The writes so far call for no further look (the work decided on what they made)."""
+        self._settled = self.count
+
+    @property
+    def unsettled(self) -> bool:
+        """Whether a write was laid over since the work began or last settled."""
+        return self.count > self._settled
+
+
+_TALLY: ContextVar[WriteTally | None] = ContextVar("kfed_write_tally", default=None)
+
+
+@contextmanager
+def tally_writes() -> Iterator[WriteTally]:
+    """Count the writes (and creates, shown and taken-back writes) laid over any :class:`WriteOverlay` by the code
+    run inside, the tasks it starts included (they share its context). A controller that skips the echoes of its
+    own writes uses it to look again at what it wrote, as the echo would have made it do."""
+    tally = WriteTally()
+    token = _TALLY.set(tally)
+    try:
+        yield tally
+    finally:
+        _TALLY.reset(token)
+
+
 def _key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta["name"])
@@ -78,6 +121,8 @@ class _Written:
     obj: Obj
     superseded: frozenset[str]
     """resourceVersions older than ``obj``: while the cache holds one of them, ``obj`` is newer."""
+    writer: str = ""
+    """Who made the write (``""``: not named)."""
 
 
 class WriteOverlay:
@@ -98,6 +143,9 @@ class WriteOverlay:
         self._listeners.append(listener)
 
     def _laid(self, key: str) -> None:
+        tally = _TALLY.get()
+        if tally is not None:
+            tally.count += 1
         for listener in self._listeners:
             listener(key)
 
@@ -109,9 +157,9 @@ class WriteOverlay:
         """Writes the cache has not shown yet."""
         return len(self._written)
 
-    def wrote(self, before: Obj, after: Obj) -> None:
+    def wrote(self, before: Obj, after: Obj, *, writer: str = "") -> None:
         """``after`` is what the apiserver answered to a write made on ``before`` (an object this view handed out,
-        or an earlier write's answer)."""
+        or an earlier write's answer); ``writer`` names who made it (see :meth:`observe`)."""
         base = _version(before)
         new = _version(after)
         if base is None or new is None or base == new:
@@ -119,15 +167,15 @@ class WriteOverlay:
         key = _key(after)
         previous = self._written.get(key)
         chain = previous.superseded if previous is not None and _version(previous.obj) == base else frozenset()
-        self._written[key] = _Written(after, chain | {base})
+        self._written[key] = _Written(after, chain | {base}, writer)
         self._laid(key)
 
-    def created(self, obj: Obj) -> None:
+    def created(self, obj: Obj, *, writer: str = "") -> None:
         """``obj`` is what the apiserver answered to a create: shown by :meth:`get` while the cache has no object
         under its key (not when the cache has already seen it deleted)."""
         if _version(obj) is not None and not self._deleted.saw(obj):
             key = _key(obj)
-            self._written[key] = _Written(obj, frozenset({_ABSENT}))
+            self._written[key] = _Written(obj, frozenset({_ABSENT}), writer)
             self._laid(key)
 
     def show(self, before: Obj, shown: Obj) -> None:
@@ -153,15 +201,27 @@ class WriteOverlay:
             self._laid(key)
 
     def observe(self, event: str, obj: Obj, _old: Obj | None = None) -> None:
-        """A cache event: once the cache holds a version our write did not supersede, the write has arrived (or was
-        overtaken) and the cache is the truth again."""
+        """A cache event (a cache handler): once the cache holds a version our write did not supersede, the write
+        has arrived (or was overtaken) and the cache is the truth again."""
+        self.observe_echo(event, obj)
+
+    def observe_echo(self, event: str, obj: Obj) -> str | None:
+        """:meth:`observe`, answering whether the event is an echo: the writer of the latest write when :meth:`get`
+        shows for this key what it showed before the event (that write's answer, or a version it supersedes), else
+        None. A deletion is never an echo."""
         key = _key(obj)
         self._deleted.observe(event, obj)
         entry = self._written.get(key)
         if entry is None:
-            return
-        if event == DELETED or _version(obj) not in entry.superseded:
+            return None
+        version = _version(obj)
+        if event == DELETED:
             del self._written[key]
+            return None
+        if version in entry.superseded:
+            return entry.writer
+        del self._written[key]
+        return entry.writer if version is not None and version == _version(entry.obj) else None
 
     def _current(self, key: str, cached: Obj | None) -> Obj | None:
         entry = self._written.get(key)

@@ -2,7 +2,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from federation.kube.overlay import RECENT_DELETIONS, WriteOverlay
+import anyio
+import pytest
+
+from federation.kube.overlay import RECENT_DELETIONS, WriteOverlay, tally_writes
 from federation.kube.store import ADDED, DELETED, MODIFIED, Store
 
 
@@ -144,3 +147,56 @@ def test_a_shown_write_goes_when_refused_or_when_the_cache_moves_on() -> None:
     store.upsert(obj("a", "3", "pending"))  # someone else changed it: the held write will be refused
     view.observe(MODIFIED, obj("a", "3", "pending"))
     assert view.get("ns/a") == obj("a", "3", "pending")
+
+
+def test_an_echo_names_its_writer_and_anything_else_is_news() -> None:
+    store = Store()
+    store.upsert(obj("a", "1", "pending"))
+    store.upsert(obj("b", "1", "pending"))
+    view = WriteOverlay(store)
+    first = obj("a", "5", "reserved")
+    view.wrote(obj("a", "1", "pending"), first, writer="scheduler")
+    view.wrote(first, obj("a", "7", "admitted"), writer="sync")
+    view.created(obj("c", "8"), writer="sync")
+    # an earlier write of the chain and the latest one: the view showed them already; the latest writer is named
+    assert view.observe_echo(MODIFIED, first) == "sync"
+    assert view.observe_echo(MODIFIED, obj("a", "7", "admitted")) == "sync"
+    assert view.observe_echo(ADDED, obj("c", "8")) == "sync"
+    assert view.pending == 0
+    # no write of ours under the key, someone else's version, a deletion: news
+    assert view.observe_echo(MODIFIED, obj("b", "3", "reserved")) is None
+    view.wrote(obj("a", "7", "admitted"), obj("a", "9", "finished"), writer="sync")
+    assert view.observe_echo(MODIFIED, obj("a", "10", "evicted")) is None
+    view.wrote(obj("a", "10", "evicted"), obj("a", "11", "requeued"))
+    assert view.observe_echo(DELETED, obj("a", "11", "requeued")) is None
+    view.wrote(obj("b", "3", "reserved"), obj("b", "4", "admitted"))
+    assert view.observe_echo(MODIFIED, obj("b", "4", "admitted")) == ""  # an unnamed writer's echo
+
+
+@pytest.mark.anyio
+async def test_a_tally_counts_the_writes_of_its_scope_and_of_the_tasks_it_starts() -> None:
+    store = Store()
+    store.upsert(obj("a", "1", "pending"))
+    view = WriteOverlay(store)
+    view.wrote(obj("a", "1", "pending"), obj("a", "2", "reserved"))  # outside any tally
+    with tally_writes() as tally:
+        assert not tally.unsettled
+
+        async def write_in_a_task() -> None:
+            view.wrote(obj("a", "2", "reserved"), obj("a", "3", "admitted"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write_in_a_task)
+        assert tally.count == 1
+        assert tally.unsettled
+        tally.settle()
+        assert not tally.unsettled
+        view.created(obj("b", "4"))
+        assert tally.count == 2
+        assert tally.unsettled
+        with tally_writes() as inner:
+            view.forget("ns/b")
+        assert inner.count == 1  # the inner scope has its own tally
+        assert tally.count == 2
+    view.wrote(obj("a", "3", "admitted"), obj("a", "5", "finished"))
+    assert tally.count == 2
