@@ -18,6 +18,7 @@ from federation.admission.queue_metrics import Sample, finished_samples
 from federation.admission.requeued import requeued_reason_of
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
 from federation.api.workload import EVICTED_BY_CLUSTER_QUEUE_STOPPED
+from federation.conditions import is_true
 from federation.gc_freeze import freeze_after_first_sync, thaw_after_term
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache, unsynced
@@ -251,7 +252,9 @@ class ManagerRuntime:
                 return
             self.job_queue.add(_key(job))
             meta = job["metadata"]
-            self.sync_queue.add(f"{meta['namespace']}/{workload_name_for_job(meta['name'], meta['uid'])}")
+            workload = f"{meta['namespace']}/{workload_name_for_job(meta['name'], meta['uid'])}"
+            if self.workload_view.get(workload) is not None:  # else the sync has nothing of this Job's to look at
+                self.sync_queue.add(workload)
 
         def on_workload(event: str, workload: dict[str, Any], old: Any) -> None:
             if self.workload_view.observe_echo(event, workload) != REMOTE_SYNC:
@@ -329,16 +332,16 @@ class ManagerRuntime:
         if old is None or event != "MODIFIED" or obj["metadata"].get("labels") != old["metadata"].get("labels"):
             self.local_queues_queue.add(LOCAL_QUEUES_KEY)
 
-    def _remote_changed(self, worker: str, kind: str, obj: dict[str, Any]) -> None:
+    def _remote_changed(self, worker: str, kind: str, obj: dict[str, Any], deleted: bool) -> None:
         if kind in (HEALTH_CHANGED, "ClusterCapacity"):
             self.quota_automation.changed()
         if kind == HEALTH_CHANGED:
             conn = self.pool.connections.get(worker)
             if conn is not None:
                 for copy in conn.workloads.store:
-                    self._remote_changed(worker, "Workload", copy)
+                    self._remote_changed(worker, "Workload", copy, False)
                 for copy in conn.jobs.store:
-                    self._remote_changed(worker, "Job", copy)
+                    self._remote_changed(worker, "Job", copy, False)
             for workload in self.workload_view:  # those whose copies are not there (yet, or any more)
                 if held_worker(workload) == worker:
                     self.sync_queue.add(f"{workload['metadata']['namespace']}/{workload['metadata']['name']}")
@@ -353,12 +356,18 @@ class ManagerRuntime:
         meta = obj["metadata"]
         if kind == "Workload":
             key = f"{meta['namespace']}/{meta['name']}"
-            self.sync_queue.add(key, urgent=copy_admitted_first(obj, self.workload_view.get(key)))
         else:
             name = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL)
-            if name:
-                key = f"{meta['namespace']}/{name}"
-                self.sync_queue.add(key, urgent=job_copy_finished_first(obj, self.workload_view.get(key)))
+            if not name:
+                return
+            key = f"{meta['namespace']}/{name}"
+        manager_workload = self.workload_view.get(key)
+        if deleted and manager_workload is not None and is_true(manager_workload, "Finished"):
+            return  # a finished workload's copy went, as the pass that finished it asked (it looks again itself)
+        if kind == "Workload":
+            self.sync_queue.add(key, urgent=copy_admitted_first(obj, manager_workload))
+        else:
+            self.sync_queue.add(key, urgent=job_copy_finished_first(obj, manager_workload))
 
     def gauges(self) -> list[Sample]:
         """Every gauge of this term, computed from its caches when Prometheus scrapes."""

@@ -69,10 +69,10 @@ from manager.workload_writes import REMOTE_SYNC
 
 log = structlog.get_logger(__name__)
 
-RemoteHandler = Callable[[str, str, dict[str, Any]], None]
-"""``handler(worker, kind, obj)`` with kind ``Workload``, ``Job`` or ``ClusterCapacity``, or ``HEALTH_CHANGED``
-(with an empty obj) when a worker's connection fails, answers again after failing, or is made at last
-(``manager.decisions.worker_health.workloads_looked_at_again``)."""
+RemoteHandler = Callable[[str, str, dict[str, Any], bool], None]
+"""``handler(worker, kind, obj, deleted)`` with kind ``Workload``, ``Job`` or ``ClusterCapacity`` (``deleted``: the
+event was the object's deletion), or ``HEALTH_CHANGED`` (with an empty obj) when a worker's connection fails, answers
+again after failing, or is made at last (``manager.decisions.worker_health.workloads_looked_at_again``)."""
 
 HEALTH_CHANGED = "HealthChanged"
 
@@ -402,13 +402,13 @@ class WorkerPool:
                     observed_at=dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1),
                 )
                 if conn.report is None:
-                    self._on_remote_change(conn.name, "ClusterCapacity", obj)
+                    self._on_remote_change(conn.name, "ClusterCapacity", obj, False)
                 return
             if kind == "ClusterCapacity":
                 conn.report = None if event == "DELETED" else parse_report(obj)
             elif (conn.workload_view if kind == "Workload" else conn.job_view).observe_echo(event, obj) == REMOTE_SYNC:
                 return  # the answer to the remote sync's own create: the pass that created the copy has seen it
-            self._on_remote_change(conn.name, kind, obj)
+            self._on_remote_change(conn.name, kind, obj, event == "DELETED")
 
         return handle
 
@@ -484,9 +484,9 @@ class WorkerPool:
                 elif health.state == "healthy":
                     self._lost_at.pop(conn.name, None)  # the next outage is timed from its own start
                 if health.state == "healthy" and conn.cluster_queues is not None and conn.report is None:
-                    self._on_remote_change(conn.name, "ClusterCapacity", {})  # usable now: schedule
+                    self._on_remote_change(conn.name, "ClusterCapacity", {}, False)  # usable now: schedule
                 if workloads_looked_at_again(was, health.state):
-                    self._on_remote_change(conn.name, HEALTH_CHANGED, {})
+                    self._on_remote_change(conn.name, HEALTH_CHANGED, {}, False)
                 self.queue.add(conn.name)
             await anyio.sleep(self._config.probe_interval if health.state != "connecting" else 0.5)
 
