@@ -22,7 +22,7 @@ from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.errors import Invalid
-from federation.kube.overlay import WriteOverlay, WriteTally, tally_writes
+from federation.kube.overlay import WriteOverlay, WriteTally, look_again_after_writes
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import JOBS
 from federation.obs.metrics import Metrics
@@ -173,15 +173,13 @@ class RemoteSync:
         (``manager.runtime``), so a pass that wrote and did not settle what its writes made is run again at once,
         as the echo would have made it run (after a Finished, the copies' deletion; after an eviction, the
         withdrawal)."""
-        with tally_writes() as writes:
-            try:
-                again = await self._reconcile(key, writes)
-            except ReservationNotWritten as err:
-                # A write of this pass carried the reservation the scheduler held back, and was refused: the
-                # scheduler names the refusal and decides again (which brings the Workload back here).
-                log.info("held reservation refused; the scheduler decides again", workload=key, error=str(err)[:300])
-                return None
-        return 0.0 if writes.unsettled else again
+        try:
+            return await look_again_after_writes(partial(self._reconcile, key))
+        except ReservationNotWritten as err:
+            # A write of this pass carried the reservation the scheduler held back, and was refused: the scheduler
+            # names the refusal and decides again (which brings the Workload back here).
+            log.info("held reservation refused; the scheduler decides again", workload=key, error=str(err)[:300])
+            return None
 
     async def _reconcile(self, key: str, writes: WriteTally) -> float | None:
         """One pass over a workload, as ordered cases: gone → garbage; its manager Job already finished → finish it;

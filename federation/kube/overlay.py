@@ -23,15 +23,15 @@ as the write will make it, at the version the write will be based on, until the 
 cache moves on (:meth:`WriteOverlay.unshow` takes it back when the write is refused).
 
 An event that only brings back what the overlay shows already (the answer to our own write, or an earlier write of
-the same chain) is an *echo*: :meth:`WriteOverlay.observe_echo` names the writer of the write it echoes (each write may
-carry one), and that writer need not look at the object again for it, provided the pass that wrote looks again
-itself when its write calls for more (:func:`tally_writes` counts a pass's writes). Another controller of the same
-process may not have seen the write: for it, the echo is news.
+the same chain) is an *echo*: :meth:`WriteOverlay.observe_echo` names the writer of the write it echoes (each write
+may carry one), and that writer need not look at the object again for it, provided the pass that wrote looks again
+itself when its write calls for more (:func:`look_again_after_writes` counts a pass's writes). Another controller of
+the same process may not have seen the write: for it, the echo is news.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -109,6 +109,15 @@ def tally_writes() -> Iterator[WriteTally]:
         yield tally
     finally:
         _TALLY.reset(token)
+
+
+async def look_again_after_writes(run: Callable[[WriteTally], Awaitable[float | None]]) -> float | None:
+    """One reconcile pass, ``run(tally)``, with its writes counted: a pass that laid a write over a view and did not
+    settle it is looked at again at once (0.0), as its echo would have made it; otherwise the pass's own answer (the
+    seconds until it wants to look again, or None)."""
+    with tally_writes() as tally:
+        again = await run(tally)
+    return 0.0 if tally.unsettled else again
 
 
 def _key(obj: Obj) -> str:

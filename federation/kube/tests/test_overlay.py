@@ -5,7 +5,7 @@ from typing import Any
 import anyio
 import pytest
 
-from federation.kube.overlay import RECENT_DELETIONS, WriteOverlay, tally_writes
+from federation.kube.overlay import RECENT_DELETIONS, WriteOverlay, WriteTally, look_again_after_writes, tally_writes
 from federation.kube.store import ADDED, DELETED, MODIFIED, Store
 
 
@@ -200,3 +200,36 @@ async def test_a_tally_counts_the_writes_of_its_scope_and_of_the_tasks_it_starts
         assert tally.count == 2
     view.wrote(obj("a", "3", "admitted"), obj("a", "5", "finished"))
     assert tally.count == 2
+
+
+@pytest.mark.anyio
+async def test_a_pass_that_wrote_and_did_not_settle_is_looked_at_again_at_once() -> None:
+    store = Store()
+    store.upsert(obj("a", "1", "pending"))
+    view = WriteOverlay(store)
+
+    async def wrote_in_a_task(tally: WriteTally) -> float | None:
+        async def write() -> None:
+            view.wrote(obj("a", "1", "pending"), obj("a", "2", "evicted"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write)
+        return None  # an eviction: what it made is to be looked at, and no watch event will say so
+
+    async def wrote_and_settled(tally: WriteTally) -> float | None:
+        view.wrote(obj("a", "2", "evicted"), obj("a", "3", "withdrawn"))
+        tally.settle()  # the pass planned again on what it wrote: nothing left to do
+        return 5.0
+
+    async def settled_then_wrote(tally: WriteTally) -> float | None:
+        tally.settle()
+        view.created(obj("b", "4"))
+        return 5.0
+
+    async def wrote_nothing(_tally: WriteTally) -> float | None:
+        return 7.0
+
+    assert await look_again_after_writes(wrote_in_a_task) == 0.0
+    assert await look_again_after_writes(wrote_and_settled) == 5.0
+    assert await look_again_after_writes(settled_then_wrote) == 0.0
+    assert await look_again_after_writes(wrote_nothing) == 7.0
