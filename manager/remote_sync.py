@@ -305,8 +305,7 @@ class RemoteSync:
             job_after_admission=flavors is not None,
         )
         again: float | None = None
-        deferred: set[Step] = set()
-        """Steps the plan asks for that this pass leaves to the look ``again`` sets."""
+        deferred: set[Step] = set()  # steps the plan asks for that this pass leaves to the look ``again`` sets
         started_copy: Obj | None = None
         if "create_started_job" in steps and manager_job is not None and remote_wl is not None and flavors is not None:
             try:

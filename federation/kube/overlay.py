@@ -32,7 +32,6 @@ the same process may not have seen the write: for it, the echo is news.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -77,7 +76,7 @@ class RecentDeletions:
 
 
 class WriteTally:
-    """The writes laid over any overlay by one piece of work (see :func:`tally_writes`)."""
+    """The writes laid over any overlay by one reconcile pass (see :func:`look_again_after_writes`)."""
 
     __slots__ = ("_settled", "count")
 
@@ -86,37 +85,29 @@ class WriteTally:
         self._settled = 0
 
     def settle(self) -> None:
-        """The writes so far call for no further look (the work decided on what they made)."""
+        """The writes so far call for no further look (the pass decided on what they made)."""
         self._settled = self.count
 
     @property
     def unsettled(self) -> bool:
-        """Whether a write was laid over since the work began or last settled."""
+        """Whether a write was laid over since the pass began or last settled."""
         return self.count > self._settled
 
 
 _TALLY: ContextVar[WriteTally | None] = ContextVar("kfed_write_tally", default=None)
 
 
-@contextmanager
-def tally_writes() -> Iterator[WriteTally]:
-    """Count the writes (and creates, shown and taken-back writes) laid over any :class:`WriteOverlay` by the code
-    run inside, the tasks it starts included (they share its context). A controller that skips the echoes of its
-    own writes uses it to look again at what it wrote, as the echo would have made it do."""
+async def look_again_after_writes(run: Callable[[WriteTally], Awaitable[float | None]]) -> float | None:
+    """One reconcile pass, ``run(tally)``, with the writes (creates, shown and taken-back writes too) it and the tasks
+    it starts (they share its context) lay over any :class:`WriteOverlay` counted in ``tally``: a pass that wrote and
+    did not settle is looked at again at once (0.0), as its echo would have made it; otherwise the pass's own answer
+    (the seconds until it wants to look again, or None)."""
     tally = WriteTally()
     token = _TALLY.set(tally)
     try:
-        yield tally
+        again = await run(tally)
     finally:
         _TALLY.reset(token)
-
-
-async def look_again_after_writes(run: Callable[[WriteTally], Awaitable[float | None]]) -> float | None:
-    """One reconcile pass, ``run(tally)``, with its writes counted: a pass that laid a write over a view and did not
-    settle it is looked at again at once (0.0), as its echo would have made it; otherwise the pass's own answer (the
-    seconds until it wants to look again, or None)."""
-    with tally_writes() as tally:
-        again = await run(tally)
     return 0.0 if tally.unsettled else again
 
 
@@ -168,7 +159,7 @@ class WriteOverlay:
 
     def wrote(self, before: Obj, after: Obj, *, writer: str = "") -> None:
         """``after`` is what the apiserver answered to a write made on ``before`` (an object this view handed out,
-        or an earlier write's answer); ``writer`` names who made it (see :meth:`observe`)."""
+        or an earlier write's answer); ``writer`` names who made it (see :meth:`observe_echo`)."""
         base = _version(before)
         new = _version(after)
         if base is None or new is None or base == new:

@@ -5,7 +5,7 @@ from typing import Any
 import anyio
 import pytest
 
-from federation.kube.overlay import RECENT_DELETIONS, WriteOverlay, WriteTally, look_again_after_writes, tally_writes
+from federation.kube.overlay import RECENT_DELETIONS, WriteOverlay, WriteTally, look_again_after_writes
 from federation.kube.store import ADDED, DELETED, MODIFIED, Store
 
 
@@ -174,12 +174,21 @@ def test_an_echo_names_its_writer_and_anything_else_is_news() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_tally_counts_the_writes_of_its_scope_and_of_the_tasks_it_starts() -> None:
+async def test_a_tally_counts_the_writes_of_its_pass_and_of_the_tasks_it_starts() -> None:
     store = Store()
     store.upsert(obj("a", "1", "pending"))
     view = WriteOverlay(store)
-    view.wrote(obj("a", "1", "pending"), obj("a", "2", "reserved"))  # outside any tally
-    with tally_writes() as tally:
+    view.wrote(obj("a", "1", "pending"), obj("a", "2", "reserved"))  # outside any pass
+    counts: list[int] = []
+    tallies: list[WriteTally] = []
+
+    async def inner_pass(tally: WriteTally) -> float | None:
+        view.forget("ns/b")
+        counts.append(tally.count)
+        return None
+
+    async def outer_pass(tally: WriteTally) -> float | None:
+        tallies.append(tally)
         assert not tally.unsettled
 
         async def write_in_a_task() -> None:
@@ -194,12 +203,15 @@ async def test_a_tally_counts_the_writes_of_its_scope_and_of_the_tasks_it_starts
         view.created(obj("b", "4"))
         assert tally.count == 2
         assert tally.unsettled
-        with tally_writes() as inner:
-            view.forget("ns/b")
-        assert inner.count == 1  # the inner scope has its own tally
+        assert await look_again_after_writes(inner_pass) == 0.0
+        assert counts == [1]  # the inner pass has its own tally
         assert tally.count == 2
-    view.wrote(obj("a", "3", "admitted"), obj("a", "5", "finished"))
-    assert tally.count == 2
+        tally.settle()
+        return None
+
+    assert await look_again_after_writes(outer_pass) is None
+    view.wrote(obj("a", "3", "admitted"), obj("a", "5", "finished"))  # after the pass: counted nowhere
+    assert tallies[0].count == 2
 
 
 @pytest.mark.anyio
