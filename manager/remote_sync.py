@@ -299,7 +299,7 @@ class RemoteSync:
             workload, worker=worker, copies=remote_wl is not None or remote_jb is not None
         )
         if gated is None:
-            return None
+            return ready_recheck
         gate, workload = gated
         workload = await self._progress.show_worker_checks(workload, remote_wl, worker=worker)
         flavors = conn.report.flavors if conn.report is not None else None

@@ -221,6 +221,7 @@ class ManagerRuntime:
             observer=RefusalReporter(
                 events=self.events, component="kfed-manager", lookup=self.workload_view.get, action="Sync"
             ),
+            latest_answer_wins=True,  # each pass derives every deadline of its workload again
         )
         self._route_events()
 

@@ -3,9 +3,12 @@
 Events only say *which* object to look at; the reconciler re-reads current state. A key is queued at most once;
 a key that changes while it is being processed is processed again afterwards (never concurrently with itself);
 different keys run up to ``workers`` at a time; a failed key is retried after a capped exponential backoff.
-``add_after`` schedules a future look (timeouts) and keeps one pending timer per key, the earliest, like
-client-go's delaying queue. An ``observer`` hears of every failed and every successful reconcile (e.g. to name a
-refused call where users look, ``federation.kube.refusal``).
+``add_after`` schedules a future look (timeouts) and keeps one pending timer per key, the earliest, like client-go's
+delaying queue. A queue made with ``latest_answer_wins`` lets each successful reconcile's answer replace the key's
+pending timer instead (None clears it): for a reconciler that derives every deadline again on each pass, an earlier
+pass's look-again is stale once a later pass has answered (kfed-manager's remote sync: a status mirror's timer set
+while the Job ran used to fire after it had finished, a pass per Job for nothing). An ``observer`` hears of every
+failed and every successful reconcile (e.g. to name a refused call where users look, ``federation.kube.refusal``).
 
 Wake-ups are handed to idle workers one each: ``add`` wakes exactly one idle worker, so N queued keys keep N
 workers busy (an earlier version shared one wake-up event and ran one reconcile at a time).
@@ -45,8 +48,10 @@ class WorkQueue:
         base_delay: float = 0.05,
         max_delay: float = 30.0,
         observer: ReconcileObserver | None = None,
+        latest_answer_wins: bool = False,
     ) -> None:
         self.name = name
+        self._latest_answer_wins = latest_answer_wins
         self._observer = observer
         self._queue: deque[str] = deque()
         self._urgent: deque[str] = deque()
@@ -212,5 +217,9 @@ class WorkQueue:
                 urgent = key in self._dirty_urgent
                 self._dirty_urgent.discard(key)
                 self.add(key, urgent=urgent)
+            elif self._latest_answer_wins:
+                self._timers.pop(key, None)  # its heap entry is skipped when it comes up
+                if again is not None:
+                    self.add_after(key, again)
             elif again is not None:
                 self.add_after(key, again)

@@ -241,3 +241,41 @@ async def test_the_observer_hears_each_failure_with_its_retry_delay_and_the_succ
         await _until(lambda: len(observer.heard) == 3)
         tg.cancel_scope.cancel()
     assert observer.heard == [("failed", "k", 0.01), ("failed", "k", 0.02), ("succeeded", "k", None)]
+
+
+async def _timers_after_two_passes(*, latest_answer_wins: bool) -> dict[str, float | None]:
+    """Each key's pending timer after two passes: the first answers (a: 10 s, b: 5 s), then an event brings a second
+    pass before that timer fires, which answers (a: None, b: 20 s)."""
+    answers: dict[str, list[float | None]] = {"a": [10.0, None], "b": [5.0, 20.0]}
+    passes: list[str] = []
+
+    async def reconcile(key: str) -> float | None:
+        passes.append(key)
+        return answers[key].pop(0)
+
+    queue = WorkQueue("t", latest_answer_wins=latest_answer_wins)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: queue.run(reconcile, workers=2))
+        for key, count in (("a", 1), ("a", 2), ("b", 1), ("b", 2)):
+            queue.add(key)
+            await _until(lambda: passes.count(key) == count and queue.active == 0)  # noqa: B023 (awaited here)
+        timers = {key: queue.pending_timer(key) for key in answers}
+        tg.cancel_scope.cancel()
+    return timers
+
+
+async def test_with_latest_answer_wins_a_pass_s_answer_replaces_the_timer_an_earlier_pass_asked_for() -> None:
+    timers = await _timers_after_two_passes(latest_answer_wins=True)
+    assert timers["a"] is None  # the second pass needs no look: the 10 s timer went
+    later = timers["b"]
+    assert later is not None
+    assert 10.0 < later <= 20.0  # the second pass's 20 s replaced the 5 s one
+
+
+async def test_a_default_queue_keeps_the_earliest_timer_whatever_a_later_pass_answers() -> None:
+    timers = await _timers_after_two_passes(latest_answer_wins=False)
+    first, earliest = timers["a"], timers["b"]
+    assert first is not None
+    assert 0.0 < first <= 10.0
+    assert earliest is not None
+    assert 0.0 < earliest <= 5.0
