@@ -21,7 +21,6 @@ from federation.admission.deactivation import deactivation_reason
 from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
-from federation.kube.echo_hold import EchoHold
 from federation.kube.errors import Invalid
 from federation.kube.overlay import WriteOverlay, WriteTally, look_again_after_writes
 from federation.kube.recorder import EventRecorder
@@ -93,13 +92,10 @@ class RemoteSync:
         events: EventRecorder,
         metrics: Metrics,
         cleaner: CopyCleaner,
-        echoes: EchoHold,
         cohorts: WatchCache | None = None,
         holds: ReservationHolds | None = None,
     ) -> None:
-        """``holds``: the reservations the scheduler holds back, written with the Workload's next status write.
-        ``echoes``: where the events that come for a workload during its pass wait for the pass's end (the echoes
-        of its writes among them are dropped there)."""
+        """``holds``: the reservations the scheduler holds back, written with the Workload's next status write."""
         self._api = api
         self._config = config
         self._workload_view = workloads
@@ -113,7 +109,6 @@ class RemoteSync:
         self._ledger = ledger
         self._events = events
         self._cleaner = cleaner
-        self._echoes = echoes
         self._writes = WorkloadWrites(
             api=api, field_manager=config.field_manager, workloads=workloads, jobs=jobs, holds=holds
         )
@@ -177,11 +172,9 @@ class RemoteSync:
         """One pass (:meth:`_reconcile`). The echoes of this process's own writes do not bring a workload back
         (``manager.runtime``), so a pass that wrote and did not settle what its writes made is run again at once,
         as the echo would have made it run (after a Finished, the copies' deletion; after an eviction, the
-        withdrawal). The events that come for it during the pass wait for its end, where those that echo its writes
-        are dropped (``federation.kube.echo_hold``)."""
+        withdrawal)."""
         try:
-            with self._echoes.during(key):
-                return await look_again_after_writes(partial(self._reconcile, key))
+            return await look_again_after_writes(partial(self._reconcile, key))
         except ReservationNotWritten as err:
             # A write of this pass carried the reservation the scheduler held back, and was refused: the scheduler
             # names the refusal and decides again (which brings the Workload back here).

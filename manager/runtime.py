@@ -22,7 +22,6 @@ from federation.conditions import is_true
 from federation.gc_freeze import freeze_after_first_sync, thaw_after_term
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache, unsynced
-from federation.kube.echo_hold import EchoHold
 from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
 from federation.kube.refusal import RefusalReporter
@@ -159,10 +158,7 @@ class ManagerRuntime:
             workloads=self.workload_view,
             on_hold=lambda key: self.sync_queue.add(key, urgent=True),  # its copy goes out now
         )
-        self.sync_echoes = EchoHold(REMOTE_SYNC)
-        """The events that come for a workload while its remote-sync pass runs, held to the pass's end."""
         self.remote_sync = RemoteSync(
-            echoes=self.sync_echoes,
             api=api,
             config=config,
             workloads=self.workload_view,
@@ -252,26 +248,18 @@ class ManagerRuntime:
         # it nothing it has not seen: the pass that wrote looks again itself when its write calls for more
         # (``RemoteSync.reconcile``). The job controller reads the Jobs through the view, so the echo of a Job write
         # brings it nothing either; the scheduler's triggers below do not depend on echoes.
-        # An event that comes while its workload's pass runs waits for the pass's end, where it is dropped if it was
-        # the echo of the pass's write arriving before the write's answer (``federation.kube.echo_hold``).
         def on_job(event: str, job: dict[str, Any], _old: Any) -> None:
             if self.job_view.observe_echo(event, job) == REMOTE_SYNC:
                 return
+            self.job_queue.add(_key(job))
             meta = job["metadata"]
             workload = f"{meta['namespace']}/{workload_name_for_job(meta['name'], meta['uid'])}"
-
-            def deliver() -> None:
-                self.job_queue.add(_key(job))
-                if self.workload_view.get(workload) is not None:  # else the sync has nothing of this Job's to look at
-                    self.sync_queue.add(workload)
-
-            self.sync_echoes.deliver(workload, self.job_view, job, deliver)
+            if self.workload_view.get(workload) is not None:  # else the sync has nothing of this Job's to look at
+                self.sync_queue.add(workload)
 
         def on_workload(event: str, workload: dict[str, Any], old: Any) -> None:
             if self.workload_view.observe_echo(event, workload) != REMOTE_SYNC:
-                key = _key(workload)
-                add = partial(self.sync_queue.add, key, urgent=newly_reserved(workload, old))
-                self.sync_echoes.deliver(key, self.workload_view, workload, add)
+                self.sync_queue.add(_key(workload), urgent=newly_reserved(workload, old))
             if needs_scheduling(event, workload, old):
                 self.scheduler.trigger()
             # Deleted: its Job needs a new Workload. Released: a queue its Job was relabelled with while it held
@@ -378,14 +366,9 @@ class ManagerRuntime:
         if deleted and manager_workload is not None and is_true(manager_workload, "Finished"):
             return  # a finished workload's copy went, as the pass that finished it asked (it looks again itself)
         if kind == "Workload":
-            add = partial(self.sync_queue.add, key, urgent=copy_admitted_first(obj, manager_workload))
+            self.sync_queue.add(key, urgent=copy_admitted_first(obj, manager_workload))
         else:
-            add = partial(self.sync_queue.add, key, urgent=job_copy_finished_first(obj, manager_workload))
-        conn = self.pool.connections.get(worker)
-        if conn is None:
-            add()
-        else:
-            self.sync_echoes.deliver(key, conn.workload_view if kind == "Workload" else conn.job_view, obj, add)
+            self.sync_queue.add(key, urgent=job_copy_finished_first(obj, manager_workload))
 
     def gauges(self) -> list[Sample]:
         """Every gauge of this term, computed from its caches when Prometheus scrapes."""

@@ -26,9 +26,7 @@ An event that only brings back what the overlay shows already (the answer to our
 the same chain) is an *echo*: :meth:`WriteOverlay.observe_echo` names the writer of the write it echoes (each write
 may carry one), and that writer need not look at the object again for it, provided the pass that wrote looks again
 itself when its write calls for more (:func:`look_again_after_writes` counts a pass's writes). Another controller of
-the same process may not have seen the write: for it, the echo is news. On a busy apiserver the echo often arrives
-before the write's answer, when it cannot be told yet; :meth:`WriteOverlay.answered` tells it afterwards (the
-recent answers' versions are remembered), which ``federation.kube.echo_hold`` uses for the events of a running pass.
+the same process may not have seen the write: for it, the echo is news.
 """
 
 from __future__ import annotations
@@ -55,8 +53,6 @@ def _version(obj: Obj | None) -> str | None:
 
 RECENT_DELETIONS = 4096
 """How many deleted objects' uids an overlay remembers (an answer that arrives after its object's deletion)."""
-RECENT_ANSWERS = 4096
-"""How many of its writes' answers (their resourceVersions) an overlay remembers, for :meth:`WriteOverlay.answered`."""
 
 
 class RecentDeletions:
@@ -139,8 +135,6 @@ class WriteOverlay:
         self._store = store
         self._written: dict[str, _Written] = {}
         self._deleted = RecentDeletions()
-        self._answers: dict[str, str] = {}
-        """resourceVersion of a recent write's answer → its writer (oldest first)."""
         self._listeners: list[Callable[[str], None]] = []
 
     def add_listener(self, listener: Callable[[str], None]) -> None:
@@ -174,30 +168,15 @@ class WriteOverlay:
         previous = self._written.get(key)
         chain = previous.superseded if previous is not None and _version(previous.obj) == base else frozenset()
         self._written[key] = _Written(after, chain | {base}, writer)
-        self._remember(new, writer)
         self._laid(key)
 
     def created(self, obj: Obj, *, writer: str = "") -> None:
         """``obj`` is what the apiserver answered to a create: shown by :meth:`get` while the cache has no object
         under its key (not when the cache has already seen it deleted)."""
-        version = _version(obj)
-        if version is not None and not self._deleted.saw(obj):
+        if _version(obj) is not None and not self._deleted.saw(obj):
             key = _key(obj)
             self._written[key] = _Written(obj, frozenset({_ABSENT}), writer)
-            self._remember(version, writer)
             self._laid(key)
-
-    def _remember(self, version: str, writer: str) -> None:
-        self._answers[version] = writer
-        if len(self._answers) > RECENT_ANSWERS:
-            del self._answers[next(iter(self._answers))]
-
-    def answered(self, obj: Obj) -> str | None:
-        """The writer of the write (or create) whose answer was this very version of the object (``""``: a write
-        that named none), None when it was no recent write of this process's. A resourceVersion names one write of
-        the cluster, so an event carrying it is that write's echo, whenever it arrived."""
-        version = _version(obj)
-        return None if version is None else self._answers.get(version)
 
     def show(self, before: Obj, shown: Obj) -> None:
         """Show ``shown`` (a write decided on ``before`` and not sent yet, at ``before``'s version) while the cache

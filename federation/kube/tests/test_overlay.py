@@ -5,13 +5,7 @@ from typing import Any
 import anyio
 import pytest
 
-from federation.kube.overlay import (
-    RECENT_ANSWERS,
-    RECENT_DELETIONS,
-    WriteOverlay,
-    WriteTally,
-    look_again_after_writes,
-)
+from federation.kube.overlay import RECENT_DELETIONS, WriteOverlay, WriteTally, look_again_after_writes
 from federation.kube.store import ADDED, DELETED, MODIFIED, Store
 
 
@@ -177,35 +171,6 @@ def test_an_echo_names_its_writer_and_anything_else_is_news() -> None:
     assert view.observe_echo(DELETED, obj("a", "11", "requeued")) is None
     view.wrote(obj("b", "3", "reserved"), obj("b", "4", "admitted"))
     assert view.observe_echo(MODIFIED, obj("b", "4", "admitted")) == ""  # an unnamed writer's echo
-
-
-def test_an_echo_that_came_before_its_answer_is_told_by_its_version_afterwards() -> None:
-    store = Store()
-    store.upsert(obj("a", "1", "pending"))
-    view = WriteOverlay(store)
-    # the watch brings version 5 first: nothing of ours is pending, so it looks like news
-    store.upsert(obj("a", "5", "reserved"))
-    assert view.observe_echo(MODIFIED, obj("a", "5", "reserved")) is None
-    view.wrote(obj("a", "1", "pending"), obj("a", "5", "reserved"), writer="sync")  # then the answer
-    assert view.answered(obj("a", "5", "reserved")) == "sync"
-    assert view.get("ns/a") == obj("a", "5", "reserved")
-    view.created(obj("c", "8"), writer="sync")
-    assert view.answered(obj("c", "8")) == "sync"
-    view.wrote(obj("c", "8"), obj("c", "9", "x"))
-    assert view.answered(obj("c", "9", "x")) == ""  # a write that named no writer
-    # someone else's version, an object with no version, the version a write was based on: not ours
-    assert view.answered(obj("a", "6", "evicted")) is None
-    assert view.answered({"metadata": {"name": "a", "namespace": "ns"}}) is None
-    assert view.answered(obj("a", "1", "pending")) is None
-
-
-def test_the_overlay_remembers_a_bounded_number_of_answers() -> None:
-    view = WriteOverlay(Store())
-    for i in range(RECENT_ANSWERS + 1):
-        view.created(obj(f"o{i}", str(i + 1)), writer="sync")
-    assert view.answered(obj("o0", "1")) is None  # the oldest is forgotten
-    assert view.answered(obj("o1", "2")) == "sync"
-    assert view.answered(obj(f"o{RECENT_ANSWERS}", str(RECENT_ANSWERS + 1))) == "sync"
 
 
 @pytest.mark.anyio
