@@ -279,3 +279,26 @@ async def test_a_default_queue_keeps_the_earliest_timer_whatever_a_later_pass_an
     assert 0.0 < first <= 10.0
     assert earliest is not None
     assert 0.0 < earliest <= 5.0
+
+
+async def test_with_latest_answer_wins_a_replaced_timer_still_fires_once() -> None:
+    """The first pass asks for 0.05 s; an event brings a second pass at once, which asks for 0.15 s: the earlier
+    timer's entry is skipped when it comes up, and the replacing one wakes the queue (a third pass, then no more)."""
+    answers: list[float | None] = [0.05, 0.15, None]
+    passes: list[float] = []
+    queue = WorkQueue("t", latest_answer_wins=True)
+
+    async def reconcile(key: str) -> float | None:
+        passes.append(anyio.current_time())
+        return answers.pop(0)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: queue.run(reconcile, workers=1))
+        queue.add("k")
+        await _until(lambda: len(passes) == 1 and queue.active == 0)
+        queue.add("k")
+        await _until(lambda: len(passes) == 2 and queue.active == 0)
+        await _until(lambda: len(passes) == 3 and queue.active == 0)
+        assert queue.pending_timer("k") is None
+        tg.cancel_scope.cancel()
+    assert passes[2] - passes[1] >= 0.14  # fired by the replacing timer, not by the replaced one
