@@ -2,7 +2,8 @@
 
 Shared by the manager and the agent. The core decides one head per ClusterQueue per cycle (Kueue's scheduler);
 draining runs cycles until every pending workload has a decision, applying each admission to the snapshot before
-the next cycle, so one pass admits everything that fits in priority/creation order. A ``StrictFIFO`` queue stops
+the next cycle, so one pass admits everything that fits in priority/creation order (a caller may stop it between
+cycles, and its next pass goes on from what this one wrote). A ``StrictFIFO`` queue stops
 at its first workload that does not fit; a ``BestEffortFIFO`` queue moves on to the next. A head that lost a race
 inside a cycle is retried once in the next cycle.
 
@@ -109,8 +110,11 @@ def drain(
     config: CycleConfig = _DEFAULT_CONFIG,
     parking: ParkingLot | None = None,
     workers: object = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[Decision]:
-    """Run scheduling cycles until every pending workload has a final decision (see the module docstring).
+    """Run scheduling cycles until every pending workload has a final decision (see the module docstring), or until
+    ``stop()`` says so: it is asked before every cycle but the first, so a pass always decides something. The
+    Workloads a stopped drain did not reach get no decision: neither parked nor written, they are the next pass's.
 
     ``config`` holds the scheduler-wide switches (fair sharing and its preemption strategies, Kueue's
     ``fairSharing`` configuration).
@@ -142,7 +146,7 @@ def drain(
     cycle = 0
     while True:
         heads = [queue.popleft() for queue in queues.values() if queue]
-        if not heads:
+        if not heads or (cycle and stop is not None and stop()):
             break
         cycle += 1
         for proposed in run_cycle(snapshot, heads, config=config):

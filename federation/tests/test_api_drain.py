@@ -3,7 +3,7 @@ from typing import Any
 
 from federation.admission.api_drain import drain
 from federation.admission.decisions import Admit, Wait
-from federation.tests.api_builders import cluster_queue, flavor, local_queue, state, workload
+from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, state, workload
 
 
 def _state(*workloads: dict[str, object], strategy: str = "BestEffortFIFO"):  # type: ignore[no-untyped-def]
@@ -154,3 +154,54 @@ def test_local_queue_pending_counts_with_a_memo_match_the_counts_without() -> No
     assert pending_by_local_queue(quota, {"ns/a"}, memo=memo, admitted_in={"cq"}) == {"ns/lq": 1, "ns/missing": 1}
     fewer = _state(workload("a"))
     assert pending_by_local_queue(fewer, set(), memo=memo) == {"ns/lq": 1}, "a changed list is counted again"
+
+
+def _stop_before_cycle(n: int) -> tuple[list[int], Any]:
+    """A ``stop`` that ends the drain before its ``n``-th cycle, and the cycle numbers it was asked before."""
+    asked: list[int] = []
+
+    def stop() -> bool:
+        asked.append(len(asked) + 2)  # asked before every cycle but the first
+        return asked[-1] >= n
+
+    return asked, stop
+
+
+def test_a_stopped_drain_decides_the_cycles_it_ran_and_leaves_the_rest_undecided_and_unparked() -> None:
+    from federation.admission.parking import ParkingLot
+
+    def one_cpu_quota(*workloads: dict[str, object]) -> Any:
+        return state(
+            flavors=[flavor("default")],
+            queues=[cluster_queue("cq", {"default": {"cpu": "1"}})],
+            local_queues=[local_queue("ns", "lq", "cq")],
+            workloads=list(workloads),
+        )
+
+    names = [("a", "00"), ("b", "01"), ("c", "02"), ("d", "03")]
+    lot = ParkingLot()
+    asked, stop = _stop_before_cycle(3)
+    first = drain(
+        one_cpu_quota(*(workload(n, created=f"2026-01-01T00:00:{s}Z") for n, s in names)),
+        now_seconds=100,
+        parking=lot,
+        stop=stop,
+    )
+    assert asked == [2, 3], "asked before each cycle but the first, and not again once it said stop"
+    assert [(type(d).__name__, d.workload.key) for d in first] == [("Admit", "ns/a"), ("Wait", "ns/b")]
+    assert "ns/b" in lot, "a verdict the stopped pass reached is parked as usual"
+    assert "ns/c" not in lot, "what it did not reach is left to the next pass"
+    assert "ns/d" not in lot
+
+    # the next pass sees a's reservation written; b stays parked, c and d are decided now
+    admitted_a = workload("a", created="2026-01-01T00:00:00Z", status=admitted_status("cq", "default", "1"))
+    rest = [workload(n, created=f"2026-01-01T00:00:{s}Z") for n, s in names[1:]]
+    second = drain(one_cpu_quota(admitted_a, *rest), now_seconds=101, parking=lot)
+    assert [(type(d).__name__, d.workload.key) for d in second] == [("Wait", "ns/c"), ("Wait", "ns/d")]
+
+
+def test_a_drain_that_is_never_told_to_stop_decides_everything_and_stop_is_not_asked_for_one_cycle() -> None:
+    asked, stop = _stop_before_cycle(100)
+    decisions = drain(_state(workload("only")), now_seconds=0, stop=stop)
+    assert [d.workload.key for d in decisions] == ["ns/only"]
+    assert asked == []

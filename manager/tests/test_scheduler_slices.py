@@ -1,0 +1,69 @@
+"""A scheduling pass that runs out of its deciding time stops between two admission cycles and asks for the next
+pass, which goes on from there (on in-memory stores, the schedpass bench's runtime, no I/O)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from e2e.bench.schedpass_bench import Harness, build
+from federation.kube.resources import WORKLOADS
+
+
+def _harness(*, decide_seconds: float) -> Harness:
+    # two ClusterQueues with room for two one-cpu Workloads each, three Workloads each: two reserved, one pending
+    return build(workers=2, nodes=1, pending=6, queues=2, admit=2, decide_seconds=decide_seconds)
+
+
+def _verdicts(harness: Harness) -> dict[str, str]:
+    """Job name -> the QuotaReserved status its Workload's status writes left."""
+    written: dict[str, str] = {}
+    write = harness.api.patch_status
+
+    async def recording(resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        if resource is WORKLOADS:
+            for condition in (body.get("status") or {}).get("conditions") or ():
+                if condition.get("type") == "QuotaReserved":
+                    written[name.removeprefix("job-").rsplit("-", 1)[0]] = condition["status"]
+        answer: dict[str, Any] = await write(resource, name, body, **kw)
+        return answer
+
+    harness.api.patch_status = recording  # type: ignore[method-assign]
+    return written
+
+
+def _pass(harness: Harness) -> None:
+    async def run() -> None:
+        async with anyio.create_task_group() as tg:
+            harness.scheduler._task_group = tg
+            await harness.scheduler.schedule_once()
+            await harness.scheduler.writes_answered()
+            tg.cancel_scope.cancel()
+
+    anyio.run(run)
+
+
+def test_a_pass_out_of_time_decides_one_cycle_asks_for_the_next_and_the_passes_reach_the_same_verdicts() -> None:
+    sliced = _harness(decide_seconds=0.0)
+    written = _verdicts(sliced)
+    scheduler = sliced.scheduler
+    _pass(sliced)
+    assert sorted(written.items()) == [("j-0", "True"), ("j-1", "True")], "one cycle: each queue's head"
+    assert scheduler.cut_passes == 1
+    assert scheduler._wakeup.pulled, "the rest is the next pass's: it must be asked for, not left to a later event"
+    passes = 1
+    while scheduler._wakeup.pulled and passes < 10:
+        scheduler._wakeup = type(scheduler._wakeup)()  # taken, as the scheduler's loop takes it
+        _pass(sliced)
+        passes += 1
+    assert passes == 3, "three Workloads per queue: three cycles, one per pass"
+    assert not scheduler._wakeup.pulled, "the last pass reached every Workload and asks for no other"
+
+    whole = _harness(decide_seconds=60.0)
+    in_one = _verdicts(whole)
+    _pass(whole)
+    assert whole.scheduler.cut_passes == 0
+    assert not whole.scheduler._wakeup.pulled
+    assert written == in_one
+    assert in_one == {"j-0": "True", "j-1": "True", "j-2": "True", "j-3": "True", "j-4": "False", "j-5": "False"}
