@@ -11,9 +11,9 @@ and the ClusterQueue status, so all of them always agree.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from federation.admission import model as core
 from federation.admission.api_quotas import (
@@ -47,6 +47,9 @@ from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 
 Obj = dict[str, Any]
 T = TypeVar("T")
+P = ParamSpec("P")
+LOOKS_PER_STEP = 2000
+"""Workloads looked at between two steps of a build in steps (about a tenth of a second's work)."""
 
 TERMINATING = "is terminating"
 """The inactive reason of a ClusterQueue being deleted (Kueue's ``Terminating``)."""
@@ -95,7 +98,23 @@ def local_queue_info(raw: Mapping[str, Any]) -> LocalQueueInfo:
     )
 
 
-def build_quota_state(
+def _run(steps: Generator[None, None, T]) -> T:
+    """What a generator of steps returns, its steps taken one after the other."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+
+def _at_once(steps: Callable[P, Generator[None, None, T]]) -> Callable[P, T]:
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        return _run(steps(*args, **kwargs))
+
+    return run
+
+
+def quota_state_steps(
     *,
     flavors: Mapping[str, FlavorInfo],
     queues: Mapping[str, QueueInfo],
@@ -110,8 +129,12 @@ def build_quota_state(
     memo: ClassificationMemo | None = None,
     changed: Iterable[str] | None = None,
     lookup: Callable[[str], Mapping[str, Any] | None] | None = None,
-) -> QuotaState:
-    """``now_seconds`` (epoch) keeps workloads whose ``status.requeueState.requeueAt`` is ahead out of the queues;
+) -> Generator[None, None, QuotaState]:
+    """Build the quota state in steps: it yields between batches of :data:`LOOKS_PER_STEP` Workloads while it looks at
+    every one of them (the caller may let other work run there; ``workloads`` must then be a list of its own, not a
+    view of a store that changes meanwhile), and returns the state.
+
+    ``now_seconds`` (epoch) keeps workloads whose ``status.requeueState.requeueAt`` is ahead out of the queues;
     ``rules`` says which requested resources count (Kueue's ``resources`` configuration); ``memo`` (kept by the
     caller across builds) reuses the verdict on every pending, blocked or finished Workload object seen before, and
     with ``changed`` and ``lookup`` looks only at the Workloads changed since its last build
@@ -133,7 +156,7 @@ def build_quota_state(
     charge = parse_reserved or reserved_workload
     memo = memo if memo is not None else ClassificationMemo()  # one build: every Workload looked at once
     context = (dict(queues), by_key, dict(namespace_labels), rules)
-    memo.classify(
+    yield from memo.classify_steps(
         state,
         workloads,
         context,
@@ -146,6 +169,10 @@ def build_quota_state(
     )
     memo.order(state)
     return state
+
+
+build_quota_state = _at_once(quota_state_steps)
+"""The quota state of :func:`quota_state_steps`'s inputs, built at once."""
 
 
 def _queue_order(item: tuple[core.Workload, Obj]) -> tuple[int, float, str]:
@@ -216,7 +243,7 @@ class ClassificationMemo:
         self.hits = 0
         """Objects whose classification the last build reused (looked at, or not looked at since unchanged)."""
 
-    def classify(
+    def classify_steps(
         self,
         state: QuotaState,
         workloads: Iterable[Mapping[str, Any]],
@@ -228,9 +255,10 @@ class ClassificationMemo:
         parse_reserved: Callable[[Obj, str], core.AdmittedWorkload | None],
         changed: Iterable[str] | None = None,
         lookup: Callable[[str], Mapping[str, Any] | None] | None = None,
-    ) -> None:
-        """Fill ``state`` from ``workloads``. With ``changed`` and ``lookup`` (the source's object by key, None when it
-        has none), only the changed keys are looked at, when an earlier build under the same context looked at all."""
+    ) -> Generator[None, None, None]:
+        """Fill ``state`` from ``workloads``, yielding after every :data:`LOOKS_PER_STEP` of them when it looks at all.
+        With ``changed`` and ``lookup`` (the source's object by key, None when it has none), only the changed keys are
+        looked at, when an earlier build under the same context looked at all."""
         if context != self._context:
             self._context = context
             self._forget_all()
@@ -264,6 +292,8 @@ class ClassificationMemo:
                 key = workload_key(raw)
                 present.add(key)
                 look(key, raw)
+                if len(present) % LOOKS_PER_STEP == 0:
+                    yield
             for key in [key for key in (*self._known, *self._again) if key not in present]:
                 look(key, None)
             self._complete = changed is not None and lookup is not None
@@ -504,10 +534,39 @@ class QuotaStateBuilder:
     ) -> QuotaState:
         """``changed`` and ``lookup``: the Workload keys changed since the last build and the source's object by key,
         when the caller tracks them (see :class:`ClassificationMemo`)."""
+        return _run(
+            self.build_steps(
+                flavors=flavors,
+                cluster_queues=cluster_queues,
+                cohorts=cohorts,
+                local_queues=local_queues,
+                namespaces=namespaces,
+                workloads=workloads,
+                now_seconds=now_seconds,
+                changed=changed,
+                lookup=lookup,
+            )
+        )
+
+    def build_steps(
+        self,
+        *,
+        flavors: Iterable[Mapping[str, Any]],
+        cluster_queues: Iterable[Mapping[str, Any]],
+        cohorts: Iterable[Mapping[str, Any]],
+        local_queues: Iterable[Mapping[str, Any]],
+        namespaces: Iterable[Mapping[str, Any]],
+        workloads: Iterable[Mapping[str, Any]],
+        now_seconds: float | None = None,
+        changed: Iterable[str] | None = None,
+        lookup: Callable[[str], Mapping[str, Any] | None] | None = None,
+    ) -> Generator[None, None, QuotaState]:
+        """:meth:`build` in steps (see :func:`quota_state_steps`): everything but the Workloads is read before the
+        first step."""
         self.ignored = []
         queue_infos = [self._parse("ClusterQueue", raw, queue_info) for raw in cluster_queues]
         cohort_specs = [self._parse("Cohort", raw, cohort_spec) for raw in cohorts]
-        state = build_quota_state(
+        state = yield from quota_state_steps(
             flavors=self.flavor_infos(flavors),
             queues={info.name: info for info in queue_infos if info is not None},
             cohorts=[spec for spec in cohort_specs if spec is not None],

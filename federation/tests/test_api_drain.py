@@ -205,3 +205,37 @@ def test_a_drain_that_is_never_told_to_stop_decides_everything_and_stop_is_not_a
     decisions = drain(_state(workload("only")), now_seconds=0, stop=stop)
     assert [d.workload.key for d in decisions] == ["ns/only"]
     assert asked == []
+
+
+def test_a_state_built_in_steps_yields_per_batch_on_a_full_look_and_equals_one_built_at_once(monkeypatch: Any) -> None:
+    from federation.admission import api_state
+    from federation.admission.api_state import QuotaStateBuilder
+
+    monkeypatch.setattr(api_state, "LOOKS_PER_STEP", 2)
+    workloads = [workload(f"w{i}", created=f"2026-01-01T00:00:0{i}Z") for i in range(5)]
+    inputs: dict[str, Any] = {
+        "flavors": [flavor("default")],
+        "cluster_queues": [cluster_queue("cq", {"default": {"cpu": "4"}})],
+        "cohorts": [],
+        "local_queues": [local_queue("ns", "lq", "cq")],
+        "namespaces": [{"metadata": {"name": "ns"}}],
+    }
+    builder = QuotaStateBuilder()
+    steps = builder.build_steps(**inputs, workloads=workloads, changed=set(), lookup=lambda key: None)
+    taken = 0
+    while True:
+        try:
+            next(steps)
+            taken += 1
+        except StopIteration as done:
+            stepped = done.value
+            break
+    assert taken == 2, "five Workloads looked at in batches of two: a step after the second and the fourth"
+    at_once = QuotaStateBuilder().build(**inputs, workloads=workloads)
+    assert (
+        [w.key for w, _ in stepped.pending["cq"]]
+        == [w.key for w, _ in at_once.pending["cq"]]
+        == [f"ns/w{i}" for i in range(5)]
+    )
+    again = builder.build_steps(**inputs, workloads=workloads, changed={"ns/w0"}, lookup=lambda key: workloads[0])
+    assert sum(1 for _ in again) == 0, "a build that looks only at what changed takes no steps"

@@ -161,13 +161,13 @@ def test_a_pass_that_failed_while_building_its_state_leaves_the_changes_to_the_n
     _passes(scheduler, 2)
     (first,) = _reserved(calls)
     harness.workloads.upsert(_finished(_stored(harness, first)))
-    build = scheduler._state_builder.build
+    build_steps = scheduler._state_builder.build_steps
 
     def failing(**kw: Any) -> Any:
-        scheduler._state_builder.build = build  # type: ignore[method-assign]
+        scheduler._state_builder.build_steps = build_steps  # type: ignore[method-assign]
         raise RuntimeError("a bug in the quota state")
 
-    scheduler._state_builder.build = failing  # type: ignore[method-assign]
+    scheduler._state_builder.build_steps = failing  # type: ignore[method-assign]
     with pytest.raises(BaseException, match=r"a bug in the quota state|unhandled errors"):  # a task group may wrap it
         _passes(scheduler, 1)
     _passes(scheduler, 1)

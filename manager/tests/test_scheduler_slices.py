@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from e2e.bench.schedpass_bench import Harness, build
 from federation.kube.resources import WORKLOADS
@@ -67,3 +68,38 @@ def test_a_pass_out_of_time_decides_one_cycle_asks_for_the_next_and_the_passes_r
     assert not whole.scheduler._wakeup.pulled
     assert written == in_one
     assert in_one == {"j-0": "True", "j-1": "True", "j-2": "True", "j-3": "True", "j-4": "False", "j-5": "False"}
+
+
+def test_a_look_at_every_workload_lets_the_event_loop_run_between_batches(monkeypatch: Any) -> None:
+    from federation.admission import api_state
+    from federation.admission.api_drain import drain
+
+    monkeypatch.setattr(api_state, "LOOKS_PER_STEP", 2)
+    harness = _harness(decide_seconds=60.0)  # six Workloads: three batches of two in the first pass's full look
+    ticks = 0
+    ticks_when_deciding: list[int] = []
+
+    def recording_drain(*args: Any, **kwargs: Any) -> Any:
+        ticks_when_deciding.append(ticks)
+        return drain(*args, **kwargs)
+
+    monkeypatch.setattr("manager.scheduler.drain", recording_drain)
+
+    async def run() -> None:
+        nonlocal ticks
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await anyio.lowlevel.checkpoint()
+                ticks += 1
+
+        async with anyio.create_task_group() as tg:
+            harness.scheduler._task_group = tg
+            tg.start_soon(ticker)
+            await harness.scheduler.schedule_once()
+            tg.cancel_scope.cancel()
+
+    anyio.run(run)
+    assert ticks_when_deciding, "the pass decided"
+    assert ticks_when_deciding[0] >= 2, "other tasks ran while the pass looked at the Workloads, before it decided"
