@@ -519,35 +519,6 @@ class QuotaStateBuilder:
         infos = (self._parse("ResourceFlavor", raw, flavor_info) for raw in flavors)
         return {info.spec.name: info for info in infos if info is not None}
 
-    def build(
-        self,
-        *,
-        flavors: Iterable[Mapping[str, Any]],
-        cluster_queues: Iterable[Mapping[str, Any]],
-        cohorts: Iterable[Mapping[str, Any]],
-        local_queues: Iterable[Mapping[str, Any]],
-        namespaces: Iterable[Mapping[str, Any]],
-        workloads: Iterable[Mapping[str, Any]],
-        now_seconds: float | None = None,
-        changed: Iterable[str] | None = None,
-        lookup: Callable[[str], Mapping[str, Any] | None] | None = None,
-    ) -> QuotaState:
-        """``changed`` and ``lookup``: the Workload keys changed since the last build and the source's object by key,
-        when the caller tracks them (see :class:`ClassificationMemo`)."""
-        return _run(
-            self.build_steps(
-                flavors=flavors,
-                cluster_queues=cluster_queues,
-                cohorts=cohorts,
-                local_queues=local_queues,
-                namespaces=namespaces,
-                workloads=workloads,
-                now_seconds=now_seconds,
-                changed=changed,
-                lookup=lookup,
-            )
-        )
-
     def build_steps(
         self,
         *,
@@ -561,8 +532,9 @@ class QuotaStateBuilder:
         changed: Iterable[str] | None = None,
         lookup: Callable[[str], Mapping[str, Any] | None] | None = None,
     ) -> Generator[None, None, QuotaState]:
-        """:meth:`build` in steps (see :func:`quota_state_steps`): everything but the Workloads is read before the
-        first step."""
+        """The quota state in steps (see :func:`quota_state_steps`; everything but the Workloads is read before the
+        first step). ``changed`` and ``lookup``: the Workload keys changed since the last build and the source's object
+        by key, when the caller tracks them (see :class:`ClassificationMemo`)."""
         self.ignored = []
         queue_infos = [self._parse("ClusterQueue", raw, queue_info) for raw in cluster_queues]
         cohort_specs = [self._parse("Cohort", raw, cohort_spec) for raw in cohorts]
@@ -585,6 +557,9 @@ class QuotaStateBuilder:
         )
         self._forget_gone(state)
         return state
+
+    build = _at_once(build_steps)
+    """:meth:`build_steps`, all at once."""
 
     def look_at_all(self) -> None:
         """The next build looks at every Workload, whatever ``changed`` says (the caller may have missed some)."""
