@@ -46,6 +46,7 @@ from e2e.rig.controllers import ADMISSION_CHECK, MULTIKUEUE_CONFIG
 from federation.gc_freeze import freeze_after_first_sync
 from federation.kube.api import KubeApi
 from federation.kube.overlay import WriteOverlay
+from federation.kube.resources import WORKLOADS
 from federation.kube.store import Store
 from federation.obs.metrics import Metrics
 from manager import scheduler as scheduler_module
@@ -186,6 +187,35 @@ class Harness:
     """The Workloads' store: its ``upsert`` is a watch event."""
     workload_view: WriteOverlay
     ledger: InFlightLedger
+
+
+def run_passes(scheduler: GlobalScheduler, count: int) -> None:
+    """``count`` scheduling passes one after the other, each with its status writes answered (for tests)."""
+
+    async def run() -> None:
+        async with anyio.create_task_group() as tg:
+            scheduler._task_group = tg
+            for _ in range(count):
+                await scheduler.schedule_once()
+                await scheduler.writes_answered()
+            tg.cancel_scope.cancel()
+
+    anyio.run(run)
+
+
+def recorded_workload_writes(api: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The Workload status writes ``api`` (a harness's) answers from now on, as (name, body), in order."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    write = api.patch_status
+
+    async def recording(resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        if resource is WORKLOADS:
+            calls.append((name, body))
+        written: dict[str, Any] = await write(resource, name, body, **kw)
+        return written
+
+    api.patch_status = recording
+    return calls
 
 
 def build(

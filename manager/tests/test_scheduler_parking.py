@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import pytest
 
-from e2e.bench.schedpass_bench import Harness, build
+from e2e.bench.schedpass_bench import Harness, build, recorded_workload_writes, run_passes
 from federation.kube.errors import Conflict
 from federation.kube.resources import WORKLOADS
 from manager.scheduler import GlobalScheduler
@@ -33,39 +32,14 @@ def _scheduler(pending: int) -> tuple[GlobalScheduler, Any]:
     return harness.scheduler, harness.api
 
 
-def _passes(scheduler: GlobalScheduler, count: int) -> None:
-    async def run() -> None:
-        async with anyio.create_task_group() as tg:
-            scheduler._task_group = tg
-            for _ in range(count):
-                await scheduler.schedule_once()
-                await scheduler.writes_answered()
-            tg.cancel_scope.cancel()
-
-    anyio.run(run)
-
-
-def _status_writes(api: Any, calls: list[str]) -> None:
-    write = api.patch_status
-
-    async def recording(resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
-        if resource is WORKLOADS:
-            calls.append(name)
-        written: dict[str, Any] = await write(resource, name, body, **kw)
-        return written
-
-    api.patch_status = recording
-
-
 def test_a_workload_that_does_not_fit_is_decided_once_then_parked() -> None:
     scheduler, api = _scheduler(pending=4)
-    calls: list[str] = []
-    _status_writes(api, calls)
-    _passes(scheduler, 1)
+    calls = recorded_workload_writes(api)
+    run_passes(scheduler, 1)
     assert len(calls) == 4, "one reservation and three pending verdicts"
     assert len(scheduler.parking) == 3
     assert len(scheduler.last_inadmissible) == 3
-    _passes(scheduler, 2)
+    run_passes(scheduler, 2)
     assert len(calls) == 4, "nothing changed: nothing decided or written again"
     assert len(scheduler.last_inadmissible) == 3, "parked Workloads still count as inadmissible"
 
@@ -90,13 +64,13 @@ def test_a_pending_verdict_whose_write_failed_is_decided_again_on_the_next_pass(
         return written
 
     api.patch_status = conflicting
-    _passes(scheduler, 1)
+    run_passes(scheduler, 1)
     assert len(refused) == 1
     assert refused[0] not in {p.workload.key.split("/")[1] for p in scheduler.parking.parked()}
     before = len(calls)
-    _passes(scheduler, 1)
+    run_passes(scheduler, 1)
     assert calls[before:] == refused, "the refused verdict is decided and written again, and only it"
-    _passes(scheduler, 1)
+    run_passes(scheduler, 1)
     assert len(calls) == before + 1
 
 
@@ -117,48 +91,33 @@ def _finished(raw: dict[str, Any]) -> dict[str, Any]:
     return {**raw, "metadata": meta, "status": {**raw["status"], "conditions": conditions}}
 
 
-def _recorded_workload_writes(api: Any) -> list[tuple[str, dict[str, Any]]]:
-    """The Workload status writes ``api`` answers from now on, as (name, body), in order."""
-    calls: list[tuple[str, dict[str, Any]]] = []
-    write = api.patch_status
-
-    async def recording(resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
-        if resource is WORKLOADS:
-            calls.append((name, body))
-        written: dict[str, Any] = await write(resource, name, body, **kw)
-        return written
-
-    api.patch_status = recording
-    return calls
-
-
 def test_a_finish_seen_by_the_cache_or_written_by_the_manager_frees_the_quota_for_the_next_pass() -> None:
     """Passes classify only the Workloads changed since the last one: a watch event and a write the manager laid
     over its cache (the remote sync's, before the watch shows it) both count as a change."""
     harness = _harness(pending=3)
     scheduler = harness.scheduler
-    calls = _recorded_workload_writes(harness.api)
-    _passes(scheduler, 2)
+    calls = recorded_workload_writes(harness.api)
+    run_passes(scheduler, 2)
     first = _reserved(calls)
     assert len(first) == 1
     cache = harness.workloads  # the bench's in-memory cache: its upsert is a watch event
     cache.upsert(_finished(_stored(harness, first[0])))  # the watch event of its Finished condition
-    _passes(scheduler, 1)
+    run_passes(scheduler, 1)
     second = _reserved(calls)[1:]
     assert len(second) == 1, "the quota the finished Workload released is used"
-    _passes(scheduler, 1)
+    run_passes(scheduler, 1)
     assert len(_reserved(calls)) == 2, "nothing changed"
     before = _stored(harness, second[0])
     harness.workload_view.wrote(before, _finished(before))  # written by the manager, no watch event yet
-    _passes(scheduler, 1)
+    run_passes(scheduler, 1)
     assert len(_reserved(calls)) == 3, "a write laid over the cache is a change too"
 
 
 def test_a_pass_that_failed_while_building_its_state_leaves_the_changes_to_the_next_one() -> None:
     harness = _harness(pending=2)
     scheduler = harness.scheduler
-    calls = _recorded_workload_writes(harness.api)
-    _passes(scheduler, 2)
+    calls = recorded_workload_writes(harness.api)
+    run_passes(scheduler, 2)
     (first,) = _reserved(calls)
     harness.workloads.upsert(_finished(_stored(harness, first)))
     build_steps = scheduler._state_builder.build_steps
@@ -169,6 +128,6 @@ def test_a_pass_that_failed_while_building_its_state_leaves_the_changes_to_the_n
 
     scheduler._state_builder.build_steps = failing  # type: ignore[method-assign]
     with pytest.raises(BaseException, match=r"a bug in the quota state|unhandled errors"):  # a task group may wrap it
-        _passes(scheduler, 1)
-    _passes(scheduler, 1)
+        run_passes(scheduler, 1)
+    run_passes(scheduler, 1)
     assert len(_reserved(calls)) == 2, "the finish is seen by the pass after the failed one"

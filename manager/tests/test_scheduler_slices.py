@@ -8,8 +8,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from e2e.bench.schedpass_bench import Harness, build
-from federation.kube.resources import WORKLOADS
+from e2e.bench.schedpass_bench import Harness, build, recorded_workload_writes, run_passes
 
 
 def _harness(*, decide_seconds: float) -> Harness:
@@ -17,57 +16,40 @@ def _harness(*, decide_seconds: float) -> Harness:
     return build(workers=2, nodes=1, pending=6, queues=2, admit=2, decide_seconds=decide_seconds)
 
 
-def _verdicts(harness: Harness) -> dict[str, str]:
-    """Job name -> the QuotaReserved status its Workload's status writes left."""
-    written: dict[str, str] = {}
-    write = harness.api.patch_status
-
-    async def recording(resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
-        if resource is WORKLOADS:
-            for condition in (body.get("status") or {}).get("conditions") or ():
-                if condition.get("type") == "QuotaReserved":
-                    written[name.removeprefix("job-").rsplit("-", 1)[0]] = condition["status"]
-        answer: dict[str, Any] = await write(resource, name, body, **kw)
-        return answer
-
-    harness.api.patch_status = recording  # type: ignore[method-assign]
-    return written
-
-
-def _pass(harness: Harness) -> None:
-    async def run() -> None:
-        async with anyio.create_task_group() as tg:
-            harness.scheduler._task_group = tg
-            await harness.scheduler.schedule_once()
-            await harness.scheduler.writes_answered()
-            tg.cancel_scope.cancel()
-
-    anyio.run(run)
+def _verdicts(calls: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
+    """Job name -> the QuotaReserved status its Workload's recorded status writes left."""
+    return {
+        name.removeprefix("job-").rsplit("-", 1)[0]: condition["status"]
+        for name, body in calls
+        for condition in (body.get("status") or {}).get("conditions") or ()
+        if condition.get("type") == "QuotaReserved"
+    }
 
 
 def test_a_pass_out_of_time_decides_one_cycle_asks_for_the_next_and_the_passes_reach_the_same_verdicts() -> None:
     sliced = _harness(decide_seconds=0.0)
-    written = _verdicts(sliced)
+    calls = recorded_workload_writes(sliced.api)
     scheduler = sliced.scheduler
-    _pass(sliced)
-    assert sorted(written.items()) == [("j-0", "True"), ("j-1", "True")], "one cycle: each queue's head"
+    run_passes(scheduler, 1)
+    assert sorted(_verdicts(calls).items()) == [("j-0", "True"), ("j-1", "True")], "one cycle: each queue's head"
     assert scheduler.cut_passes == 1
     assert scheduler._wakeup.pulled, "the rest is the next pass's: it must be asked for, not left to a later event"
     passes = 1
     while scheduler._wakeup.pulled and passes < 10:
         scheduler._wakeup = type(scheduler._wakeup)()  # taken, as the scheduler's loop takes it
-        _pass(sliced)
+        run_passes(scheduler, 1)
         passes += 1
     assert passes == 3, "three Workloads per queue: three cycles, one per pass"
     assert not scheduler._wakeup.pulled, "the last pass reached every Workload and asks for no other"
 
     whole = _harness(decide_seconds=60.0)
-    in_one = _verdicts(whole)
-    _pass(whole)
+    whole_calls = recorded_workload_writes(whole.api)
+    run_passes(whole.scheduler, 1)
     assert whole.scheduler.cut_passes == 0
     assert not whole.scheduler._wakeup.pulled
-    assert written == in_one
-    assert in_one == {"j-0": "True", "j-1": "True", "j-2": "True", "j-3": "True", "j-4": "False", "j-5": "False"}
+    assert _verdicts(calls) == _verdicts(whole_calls)
+    expected = {"j-0": "True", "j-1": "True", "j-2": "True", "j-3": "True", "j-4": "False", "j-5": "False"}
+    assert _verdicts(whole_calls) == expected
 
 
 def test_a_look_at_every_workload_lets_the_event_loop_run_between_batches(monkeypatch: Any) -> None:
