@@ -72,6 +72,9 @@ renews no lease (the renew deadline is 10 s), answers no probe and reads no watc
 (100,000 pending Workloads, 100 workers) on a 2-core machine: deciding them in one pass held the event loop 24 s; in
 passes of this length that also let the loop run while they look at every Workload (``_state``), 3.2 s at most, for
 39 s in all instead of 24 (every pass looks at the queues again). A burst of 1,000 Jobs is decided in one pass."""
+VERDICTS_PER_STEP = 2000
+"""Decisions turned into status writes, and writes sent, between two turns of the event loop: a pass that decided
+tens of thousands of pending Workloads took another second for their writes."""
 
 
 def _key(raw: dict[str, Any]) -> str:
@@ -251,9 +254,10 @@ class GlobalScheduler:
         return cached if writing is None else writing[1]
 
     async def _state(self, now: dt.datetime) -> QuotaState:
-        """The quota state from the caches. A look at every Workload (a new term's first pass: 5.7 s at 100,000 of
-        them) lets the event loop run between batches of them; it looks at a list of its own (``_listed``), so what
-        changes meanwhile is the next pass's (``_changed``)."""
+        """The quota state from the caches. The event loop runs between batches of the Workloads looked at: every one
+        (a new term's first pass: 5.7 s at 100,000 of them), or the changed ones (tens of thousands once a pass's
+        verdicts are written). It looks at a list of its own (``_listed``) or at the changed ones as they were
+        when the build began, so what changes meanwhile is the next pass's (``_changed``)."""
         caches = self._caches
         store = caches.workloads.store
         if self._classified_from != (store, store.relists):
@@ -469,7 +473,9 @@ class GlobalScheduler:
         preempting: set[str] = set()
         holdable: set[str] = set()
         """Reservations no other admission check needs to see, for a kfed-agent worker: held back (see ``_hold``)."""
-        for decision in decisions:
+        for count, decision in enumerate(decisions, 1):
+            if count % VERDICTS_PER_STEP == 0:
+                await anyio.lowlevel.checkpoint()
             raw = raw_of(decision.workload)
             if isinstance(decision, Admit):
                 dispatch, every_check, check_names, tas = chosen[decision.workload.key]
@@ -511,7 +517,9 @@ class GlobalScheduler:
         self.last_state, self.last_admitted = state, admitted
         # a workload waiting for its preemptions stays active in Kueue (requeued at once); one that cannot fit is parked
         self._last_waiting = frozenset(d.workload.key for d in decisions if isinstance(d, Wait))
-        for update in updates:
+        for count, update in enumerate(updates, 1):
+            if count % VERDICTS_PER_STEP == 0:
+                await anyio.lowlevel.checkpoint()  # the first writes are sent meanwhile
             if update.key in self._writes.in_flight:
                 self.parking.unpark(update.key)
                 continue  # decided on the Workload as its write in flight makes it; looked at again once answered

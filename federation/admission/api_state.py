@@ -130,9 +130,9 @@ def quota_state_steps(
     changed: Iterable[str] | None = None,
     lookup: Callable[[str], Mapping[str, Any] | None] | None = None,
 ) -> Generator[None, None, QuotaState]:
-    """Build the quota state in steps: it yields between batches of :data:`LOOKS_PER_STEP` Workloads while it looks at
-    every one of them (the caller may let other work run there; ``workloads`` must then be a list of its own, not a
-    view of a store that changes meanwhile), and returns the state.
+    """Build the quota state in steps: it yields between batches of :data:`LOOKS_PER_STEP` Workloads it looks at (the
+    caller may let other work run there; ``workloads`` must then be a list of its own, not a view of a store that
+    changes meanwhile; the changed ones are all looked up before the first step), and returns the state.
 
     ``now_seconds`` (epoch) keeps workloads whose ``status.requeueState.requeueAt`` is ahead out of the queues;
     ``rules`` says which requested resources count (Kueue's ``resources`` configuration); ``memo`` (kept by the
@@ -256,9 +256,10 @@ class ClassificationMemo:
         changed: Iterable[str] | None = None,
         lookup: Callable[[str], Mapping[str, Any] | None] | None = None,
     ) -> Generator[None, None, None]:
-        """Fill ``state`` from ``workloads``, yielding after every :data:`LOOKS_PER_STEP` of them when it looks at all.
-        With ``changed`` and ``lookup`` (the source's object by key, None when it has none), only the changed keys are
-        looked at, when an earlier build under the same context looked at all."""
+        """Fill ``state`` from ``workloads``, yielding after every :data:`LOOKS_PER_STEP` Workloads looked at. With
+        ``changed`` and ``lookup`` (the source's object by key, None when it has none), only the changed keys are
+        looked at, when an earlier build under the same context looked at all: all of them are looked up before the
+        first step (tens of thousands change when a pass's verdicts are written)."""
         if context != self._context:
             self._context = context
             self._forget_all()
@@ -300,8 +301,12 @@ class ClassificationMemo:
         else:
             looked = {*changed, *self._again}
             untouched = len(self._known) - sum(1 for key in looked if key in self._known)
-            for key in looked:
-                look(key, lookup(key))
+            # all read before the first step: the build looks at one moment, as a full look at its own list does
+            current = [(key, lookup(key)) for key in looked]
+            for count, (key, obj) in enumerate(current, 1):
+                look(key, obj)
+                if count % LOOKS_PER_STEP == 0:
+                    yield
             self.hits += untouched
         self._fill(state, timed)
 

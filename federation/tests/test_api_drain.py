@@ -207,7 +207,9 @@ def test_a_drain_that_is_never_told_to_stop_decides_everything_and_stop_is_not_a
     assert asked == []
 
 
-def test_a_state_built_in_steps_yields_per_batch_on_a_full_look_and_equals_one_built_at_once(monkeypatch: Any) -> None:
+def test_a_state_built_in_steps_yields_per_batch_of_workloads_looked_at_and_equals_one_built_at_once(
+    monkeypatch: Any,
+) -> None:
     from federation.admission import api_state
     from federation.admission.api_state import QuotaStateBuilder
 
@@ -238,4 +240,24 @@ def test_a_state_built_in_steps_yields_per_batch_on_a_full_look_and_equals_one_b
         == [f"ns/w{i}" for i in range(5)]
     )
     again = builder.build_steps(**inputs, workloads=workloads, changed={"ns/w0"}, lookup=lambda key: workloads[0])
-    assert sum(1 for _ in again) == 0, "a build that looks only at what changed takes no steps"
+    assert sum(1 for _ in again) == 0, "one changed Workload is looked at in one go"
+    by_key = {f"ns/w{i}": {**w, "metadata": {**w["metadata"], "resourceVersion": "2"}} for i, w in enumerate(workloads)}
+    looked_up: list[str] = []
+
+    def lookup(key: str) -> dict[str, Any]:
+        looked_up.append(key)
+        return by_key[key]
+
+    changed_steps = builder.build_steps(**inputs, workloads=workloads, changed=set(by_key), lookup=lookup)
+    next(changed_steps)
+    assert sorted(looked_up) == sorted(by_key), "every changed Workload is looked up before the first step"
+    rest = 0
+    while True:
+        try:
+            next(changed_steps)
+            rest += 1
+        except StopIteration as done:
+            changed_state = done.value
+            break
+    assert rest == 1, "five changed Workloads looked at in batches of two: a step after the second and the fourth"
+    assert [w.key for w, _ in changed_state.pending["cq"]] == [f"ns/w{i}" for i in range(5)]

@@ -85,3 +85,51 @@ def test_a_look_at_every_workload_lets_the_event_loop_run_between_batches(monkey
     anyio.run(run)
     assert ticks_when_deciding, "the pass decided"
     assert ticks_when_deciding[0] >= 2, "other tasks ran while the pass looked at the Workloads, before it decided"
+
+
+def test_a_pass_lets_the_event_loop_run_between_batches_of_the_writes_it_makes_of_its_decisions(
+    monkeypatch: Any,
+) -> None:
+    from federation.admission.api_drain import drain
+
+    monkeypatch.setattr("manager.scheduler.VERDICTS_PER_STEP", 2)
+    harness = _harness(decide_seconds=60.0)  # six decisions: four reservations, two pending verdicts
+    ticks = 0
+    ticks_when_decided: list[int] = []
+    ticks_when_sent: list[int] = []
+
+    def recording_drain(*args: Any, **kwargs: Any) -> Any:
+        decisions = drain(*args, **kwargs)
+        ticks_when_decided.append(ticks)
+        return decisions
+
+    monkeypatch.setattr("manager.scheduler.drain", recording_drain)
+    writes = harness.scheduler._writes
+    send = writes.send
+
+    def recording_send(*args: Any, **kwargs: Any) -> None:
+        ticks_when_sent.append(ticks)
+        send(*args, **kwargs)
+
+    monkeypatch.setattr(writes, "send", recording_send)
+
+    async def run() -> None:
+        nonlocal ticks
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await anyio.lowlevel.checkpoint()
+                ticks += 1
+
+        async with anyio.create_task_group() as tg:
+            harness.scheduler._task_group = tg
+            tg.start_soon(ticker)
+            await harness.scheduler.schedule_once()
+            tg.cancel_scope.cancel()
+
+    anyio.run(run)
+    assert len(ticks_when_decided) == 1
+    assert len(ticks_when_sent) == 6, "every decision is written"
+    assert ticks_when_sent[0] > ticks_when_decided[0], "other tasks ran while the decisions became writes"
+    assert ticks_when_sent[-1] > ticks_when_sent[0], "and between batches of the writes sent"
