@@ -41,7 +41,7 @@ from federation.obs.metrics import Metrics
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from federation.topology.report import topology_requests
 from manager.config import ManagerConfig
-from manager.decisions.dispatch import Dispatch, NoWorker, WorkerState, choose_worker
+from manager.decisions.dispatch import Dispatch, Headroom, NoWorker, WorkerState, choose_worker, headroom, may_fit_more
 from manager.decisions.dispatch_policy import queue_dispatch_choice
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
@@ -144,6 +144,10 @@ class GlobalScheduler:
         self._pass_workers: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], list[WorkerState]] = {}
         self._worker_refusal_ends = RefusalEnds()
         """When refusals that kept a Workload from every worker end: a pass runs then, and the veto stamp changes."""
+        self._headrooms: dict[str, Headroom] = {}
+        """Each worker's headroom as the last pass saw it (``_room_growths``)."""
+        self._room_grown = 0
+        """The passes at which some worker's headroom may have grown (``may_fit_more``)."""
         self.last_state: QuotaState | None = None
         """The quota state of the last pass, with the keys it admitted and found inadmissible: the queue gauges are
         computed from it when Prometheus scrapes (``queue_gauges``), never during a pass."""
@@ -320,18 +324,15 @@ class GlobalScheduler:
         this changes."""
         pool, caches = self._pool, self._caches
         names = sorted({*pool.connections, *pool.problems})
-        workers = tuple(
-            (
-                name,
-                (conn := pool.connections.get(name)) is not None and conn.current,
-                pool.unusable_reason(name, now),
-            )
-            for name in names
-        )
+        workers = tuple((name, pool.unusable_reason(name, now)) for name in names)
+        # a ClusterQueue by its spec's generation: the pass writes its status (pending counts) after most passes,
+        # and no veto reads that status
         versions = tuple(
+            (o["metadata"]["name"], o["metadata"].get("uid"), o["metadata"].get("generation"))
+            for o in caches.cluster_queues.store
+        ) + tuple(
             (kind, o["metadata"]["name"], o["metadata"].get("resourceVersion"))
             for kind, cache in (
-                ("ClusterQueue", caches.cluster_queues),
                 ("AdmissionCheck", caches.admission_checks),
                 ("MultiKueueConfig", caches.multikueue_configs),
                 ("ResourceFlavor", caches.flavors),
@@ -344,7 +345,33 @@ class GlobalScheduler:
             if ready is not None and ready.block_admission
             else ()
         )
-        return (workers, versions, self._ledger.releases, holders, self._worker_refusal_ends.passed(now.timestamp()))
+        return (
+            workers,
+            self._room_growths(names),
+            versions,
+            holders,
+            self._worker_refusal_ends.passed(now.timestamp()),
+        )
+
+    def _room_growths(self, names: list[str]) -> int:
+        """Counts the passes at which some worker may have room it did not have at the pass before (a report of
+        more room, or quota in flight there given back): a Workload no worker had room for wakes then. A report that
+        repeats its figures (every agent's heartbeat) or shows less room (the admissions of what the manager sent,
+        counted in flight until then) wakes none: at 100 workers their heartbeats alone would have the scheduler
+        decide a backlog of them again three times a second."""
+        grown = False
+        for name in names:
+            conn = self._pool.connections.get(name)
+            current = conn.current if conn is not None else None
+            if current is None:
+                self._headrooms.pop(name, None)  # takes nothing now; its next report counts as growth
+                continue
+            now_room = headroom(current.capacity, self._ledger.in_flight(name))
+            before = self._headrooms.get(name)
+            grown = grown or before is None or may_fit_more(before, now_room)
+            self._headrooms[name] = now_room
+        self._room_grown += grown
+        return self._room_grown
 
     @property
     def last_inadmissible(self) -> frozenset[str]:

@@ -102,6 +102,45 @@ class WorkerState:
 
 
 @dataclass(frozen=True, slots=True)
+class Headroom:
+    """What one worker can still take, as far as a refusal for want of room goes: its LocalQueues, its room per
+    ClusterQueue and resource less what is in flight there, and its topology summaries."""
+
+    local_queues: Mapping[tuple[str, str], str]
+    rooms: Mapping[tuple[str, str], tuple[int, int]]
+    """(ClusterQueue, resource) → (free, with borrowing), both less the quota in flight there."""
+    topologies: Mapping[str, CapacitySummary]
+
+
+def headroom(capacity: WorkerCapacity, in_flight: Mapping[str, Mapping[str, int]]) -> Headroom:
+    rooms: dict[tuple[str, str], tuple[int, int]] = {}
+    for cluster_queue in capacity.cluster_queues:
+        sent = in_flight.get(cluster_queue) or {}
+        for resource, room in (capacity.rooms(cluster_queue) or {}).items():
+            taken = sent.get(resource, 0)
+            rooms[cluster_queue, resource] = (room.free - taken, room.with_borrowing - taken)
+    return Headroom(local_queues=capacity.local_queues, rooms=rooms, topologies=capacity.topologies)
+
+
+def may_fit_more(before: Headroom, after: Headroom) -> bool:
+    """Whether a workload the worker refused for want of room at ``before`` may fit at ``after``: a LocalQueue or
+    room it did not have, more room with or without borrowing, or other topology summaries. False for the same
+    figures (a report that only repeats them, as a heartbeat does) and for less room (a report that shows the
+    admissions the manager already counted in flight)."""
+    if after.topologies is not before.topologies and after.topologies != before.topologies:
+        return True
+    if after.local_queues is not before.local_queues and any(
+        before.local_queues.get(key) != cluster_queue for key, cluster_queue in after.local_queues.items()
+    ):
+        return True
+    for key, (free, with_borrowing) in after.rooms.items():
+        was = before.rooms.get(key)
+        if was is None or free > was[0] or with_borrowing > was[1]:
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
 class Dispatch:
     worker: str
     cluster_queue: str

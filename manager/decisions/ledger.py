@@ -30,9 +30,6 @@ class InFlightLedger:
     _entries: dict[str, _Entry] = field(default_factory=dict)
     _totals: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     """worker → ClusterQueue → resource → summed requests of its entries."""
-    releases: int = 0
-    """How many entries were dropped so far: a Workload parked because no worker had room wakes when it grows (the
-    quota in flight to a worker went down)."""
 
     def _add(self, entry: _Entry, sign: int) -> None:
         queue = self._totals.setdefault(entry.worker, {}).setdefault(entry.cluster_queue, {})
@@ -59,7 +56,6 @@ class InFlightLedger:
     def forget(self, workload: str) -> None:
         entry = self._entries.pop(workload, None)
         if entry is not None:
-            self.releases += 1
             self._add(entry, -1)
 
     def report_arrived(self, worker: str, *, observed_at: dt.datetime) -> None:

@@ -7,10 +7,13 @@ from manager.decisions.dispatch import (
     Dispatch,
     DispatchPolicy,
     FlavorRoom,
+    Headroom,
     NoWorker,
     WorkerCapacity,
     WorkerState,
     choose_worker,
+    headroom,
+    may_fit_more,
 )
 from manager.decisions.ledger import InFlightLedger
 
@@ -276,3 +279,48 @@ def test_a_job_requiring_a_rack_goes_only_to_a_worker_whose_summary_has_a_rack_w
     assert isinstance(refused, NoWorker)
     expected = "ResourceFlavor default: any cloud.provider.com/topology-rack domain holds at most 2 of 3 pods"
     assert f"small-racks: topology: {expected}" in refused.message
+
+
+def _headroom(free_cpu: int, *, borrowable: int = 0, in_flight: int = 0, queues: int = 1) -> Headroom:
+    capacity = worker("w", free_cpu=free_cpu, borrowable=borrowable).capacity
+    assert capacity is not None
+    if queues > 1:
+        capacity = WorkerCapacity(
+            local_queues={**capacity.local_queues, ("team-b", "lq"): "cq"},
+            cluster_queues=capacity.cluster_queues,
+        )
+    return headroom(capacity, {"cq": {"cpu": in_flight * CPU}} if in_flight else {})
+
+
+def test_headroom_grows_with_more_room_or_a_new_local_queue_and_not_with_the_same_or_less() -> None:
+    before = _headroom(4, in_flight=2)
+    assert not may_fit_more(before, _headroom(4, in_flight=2)), "a heartbeat: the same figures"
+    assert not may_fit_more(before, _headroom(2)), "the admissions in flight now in the report"
+    assert not may_fit_more(before, _headroom(3, in_flight=2)), "less room"
+    assert may_fit_more(before, _headroom(4, in_flight=1)), "quota in flight given back"
+    assert may_fit_more(before, _headroom(5, in_flight=2)), "more free quota"
+    assert may_fit_more(before, _headroom(4, borrowable=1, in_flight=2)), "more to borrow"
+    assert may_fit_more(before, _headroom(4, in_flight=2, queues=2)), "a LocalQueue it did not have"
+
+
+@given(
+    before=st.tuples(st.integers(0, 8), st.integers(0, 4), st.integers(0, 8)),
+    after=st.tuples(st.integers(0, 8), st.integers(0, 4), st.integers(0, 8)),
+    request=st.integers(1, 10),
+)
+def test_a_worker_whose_headroom_did_not_grow_refuses_what_it_refused_before(
+    before: tuple[int, int, int], after: tuple[int, int, int], request: int
+) -> None:
+    def state(free: int, borrowable: int, sent: int) -> WorkerState:
+        ledger = InFlightLedger()
+        if sent:
+            ledger.record("team-a/sent", worker="w", cluster_queue="cq", requests={"cpu": sent * CPU})
+        return worker("w", free_cpu=free, borrowable=borrowable, in_flight=ledger.in_flight("w"))
+
+    old, new = state(*before), state(*after)
+    assert old.capacity is not None
+    assert new.capacity is not None
+    if isinstance(choose(request, [old]), NoWorker) and not may_fit_more(
+        headroom(old.capacity, old.in_flight), headroom(new.capacity, new.in_flight)
+    ):
+        assert isinstance(choose(request, [new]), NoWorker)

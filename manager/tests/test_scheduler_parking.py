@@ -6,13 +6,15 @@ decided again on the next pass (else its QuotaReserved=False condition would nev
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
 
-from e2e.bench.schedpass_bench import Harness, build, recorded_workload_writes, run_passes
+from e2e.bench.schedpass_bench import Harness, _report, build, recorded_workload_writes, run_passes
 from federation.kube.errors import Conflict
 from federation.kube.resources import WORKLOADS
+from manager.decisions.dispatch import choose_worker
 from manager.scheduler import GlobalScheduler
 
 
@@ -131,3 +133,40 @@ def test_a_pass_that_failed_while_building_its_state_leaves_the_changes_to_the_n
         run_passes(scheduler, 1)
     run_passes(scheduler, 1)
     assert len(_reserved(calls)) == 2, "the finish is seen by the pass after the failed one"
+
+
+def test_workloads_no_worker_had_room_for_wake_on_more_room_not_on_a_report_that_repeats_its_figures(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # two workers of 16 cpu and a manager quota for all 40 one-cpu Workloads: the workers' room runs out first
+    harness = build(workers=2, nodes=1, pending=40, queues=1, admit=40)
+    scheduler = harness.scheduler
+    run_passes(scheduler, 1)
+    assert len(harness.ledger) == 32, "sixteen Workloads sent to each worker"
+    assert len(scheduler.parking) == 8, "the rest refused by every worker, parked"
+    choices: list[str] = []
+
+    def counted(**kwargs: Any) -> Any:
+        choices.append(kwargs["queue_name"])
+        return choose_worker(**kwargs)
+
+    monkeypatch.setattr("manager.scheduler.choose_worker", counted)
+    connection: Any = scheduler._pool.connections["worker-1"]  # the harness's: its report is set here
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30)
+    connection.report = connection.current = _report("worker-1", nodes=1, queues=1, now=later)  # a heartbeat
+    run_passes(scheduler, 1)
+    assert choices == [], "a report with the same figures changes no refusal: nothing woken, nothing decided"
+    assert len(scheduler.parking) == 8
+
+    stored = harness.workloads.store.keys()
+    harness.ledger.forget(next(key for key in stored if key in harness.ledger))
+    run_passes(scheduler, 1)
+    assert choices, "quota in flight given back: the parked Workloads are decided again"
+    assert len(scheduler.parking) == 7, "and one takes the cpu given back"
+    choices.clear()
+
+    more = _report("worker-1", nodes=2, queues=1, now=later + dt.timedelta(seconds=1))  # 32 cpu
+    connection.report = connection.current = more
+    run_passes(scheduler, 1)
+    assert choices, "more room on a worker: the parked Workloads are decided again"
+    assert len(scheduler.parking) == 0, "and the worker with room takes the rest"
