@@ -10,18 +10,22 @@ scheduler runs it: passes that stop deciding after ``manager.scheduler.DECIDE_SE
 before, until one reaches every Workload); the later passes are the steady state of a long backlog (nothing
 changed, nothing to write). Then the realistic steady state:
 ``FINISHES`` times, one admitted Workload finishes (its ClusterQueue has room for one more) and a pass runs, which
-admits the next one of that queue and dispatches it. Printed: seconds per pass (first, p50/p99 of the later ones,
-p50/p99 of the passes after one Workload finished), microseconds per dispatch decision (choosing a worker) in the
-first pass and after a finish, Python's full (generation-2) garbage collections during the passes, the time
-kfed-manager's visibility server takes to answer one ClusterQueue's and one LocalQueue's pending workloads from
-these stores, peak RSS.
+admits the next one of that queue and dispatches it. Last, ``HEARTBEATS`` times, one worker publishes its report
+again with the same figures (an agent's heartbeat) and a pass runs. Printed: seconds per pass (first, p50/p99 of
+the later ones, p50/p99 of the passes after one Workload finished and after a heartbeat), microseconds per dispatch
+decision (choosing a worker) in the first pass and after a finish, Python's full (generation-2) garbage collections
+during the passes, the time kfed-manager's visibility server takes to answer one ClusterQueue's and one LocalQueue's
+pending workloads from these stores, peak RSS.
 
 Once the stores are filled (what the manager's caches hold at their first sync) the bench calls the very helper
 kfed-manager calls there, ``federation.gc_freeze.freeze_after_first_sync``, so the figures are what ships.
 
 Environment: ``KFED_SCHED_WORKERS`` (100), ``KFED_SCHED_NODES`` (1000), ``KFED_SCHED_PENDING`` (100000),
 ``KFED_SCHED_QUEUES`` (100), ``KFED_SCHED_ADMIT`` (100), ``KFED_SCHED_PASSES`` (5), ``KFED_SCHED_FINISHES`` (20),
-``KFED_SCHED_GC_FREEZE`` (1; 0 leaves the collector as it was before kfed froze the caches, for comparison).
+``KFED_SCHED_HEARTBEATS`` (20), ``KFED_SCHED_GC_FREEZE`` (1; 0 leaves the collector as it was before kfed froze the
+caches, for comparison). With ``KFED_SCHED_NODES=1 KFED_SCHED_ADMIT=1000 KFED_SCHED_FINISHES=0`` the workers' room
+runs out instead of the manager's quota: 1,600 dispatched and 98,400 Workloads no worker has room for (a finish
+frees manager quota only, so it dispatches nothing there).
 """
 
 from __future__ import annotations
@@ -187,6 +191,8 @@ class Harness:
     """The Workloads' store: its ``upsert`` is a watch event."""
     workload_view: WriteOverlay
     ledger: InFlightLedger
+    connections: dict[str, Any]
+    """Worker name → its connection: setting ``report`` and ``current`` on one is a report it published."""
 
 
 def run_passes(scheduler: GlobalScheduler, count: int) -> None:
@@ -307,7 +313,7 @@ def build(
         events=_Events(),
         decide_seconds=decide_seconds,
     )
-    return Harness(scheduler, api, caches, workload_cache, workload_view, ledger)
+    return Harness(scheduler, api, caches, workload_cache, workload_view, ledger, connections)
 
 
 def _finish(cache: _Cache, key: str) -> None:
@@ -383,6 +389,7 @@ def main() -> None:
     admit = _env("KFED_SCHED_ADMIT", 100)
     passes = _env("KFED_SCHED_PASSES", 5)
     finishes = _env("KFED_SCHED_FINISHES", 20)
+    heartbeats = _env("KFED_SCHED_HEARTBEATS", 20)
     started = time.perf_counter()
     harness = build(workers=workers, nodes=nodes, pending=pending, queues=queues, admit=admit)
     scheduler, api, ledger = harness.scheduler, harness.api, harness.ledger
@@ -419,6 +426,8 @@ def main() -> None:
     """CPU seconds of this process per pass, in pass order: on a shared machine the wall times follow the load."""
     dispatched: list[int] = []
     first_pass_decisions: list[float] = []
+    after_heartbeat: list[float] = []
+    heartbeat_decisions = 0
 
     first_slices: list[float] = []
     """The passes that decided the backlog: each stops after ``DECIDE_SECONDS`` and the next goes on."""
@@ -441,7 +450,7 @@ def main() -> None:
         return time.perf_counter() - before
 
     async def run() -> None:
-        nonlocal admitted_after_finish
+        nonlocal admitted_after_finish, heartbeat_decisions
         async with anyio.create_task_group() as tg:
             scheduler._task_group = tg
             async with anyio.create_task_group() as ticking:
@@ -471,6 +480,15 @@ def main() -> None:
                 after_finish.append(await timed_pass())
                 finish_decisions.extend(decision_times[first_decision:])
                 admitted_after_finish += len(ledger) - in_flight
+            names = sorted(harness.connections)
+            for index in range(heartbeats):
+                name = names[index % len(names)]
+                later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30 * (index + 1))
+                report = _report(name, nodes=nodes, queues=queues, now=later)
+                harness.connections[name].report = harness.connections[name].current = report
+                first_decision = len(decision_times)
+                after_heartbeat.append(await timed_pass())
+                heartbeat_decisions += len(decision_times) - first_decision
             tg.cancel_scope.cancel()
 
     try:
@@ -482,7 +500,8 @@ def main() -> None:
     writes_first = writes[0]
     first, rest = times[0], times[1:]
     first_cpu, rest_cpu = cpu_seconds[0], cpu_seconds[1 : len(times)]
-    finish_cpu = cpu_seconds[len(times) :]
+    finish_cpu = cpu_seconds[len(times) : len(times) + len(after_finish)]
+    heartbeat_cpu = cpu_seconds[len(times) + len(after_finish) :]
     print(
         f"  first pass {first:.2f}s ({first_cpu:.2f} CPU-s): {decisions} dispatch decisions, "
         f"{writes_first} status writes computed, in {len(first_slices)} passes that stop deciding after "
@@ -511,6 +530,13 @@ def main() -> None:
     if finish_decisions:
         p50, p99 = percentile(finish_decisions, 50) or 0.0, percentile(finish_decisions, 99) or 0.0
         print(f"    choosing a worker after a finish: p50 {1e6 * p50:.0f} us, p99 {1e6 * p99:.0f} us per decision")
+    if after_heartbeat:
+        print(
+            f"  pass after one worker's heartbeat (a report with the same figures): p50 "
+            f"{percentile(after_heartbeat, 50):.3f}s, p99 {percentile(after_heartbeat, 99):.3f}s over "
+            f"{len(after_heartbeat)} heartbeats, {heartbeat_decisions} worker choices (CPU-s p50 "
+            f"{percentile(heartbeat_cpu, 50):.3f}, p99 {percentile(heartbeat_cpu, 99):.3f})"
+        )
     print(
         f"  full garbage collections during the passes: {full_collections.count}, "
         f"{full_collections.seconds:.2f}s in all (thresholds {gc.get_threshold()})"

@@ -151,7 +151,7 @@ def test_workloads_no_worker_had_room_for_wake_on_more_room_not_on_a_report_that
         return choose_worker(**kwargs)
 
     monkeypatch.setattr("manager.scheduler.choose_worker", counted)
-    connection: Any = scheduler._pool.connections["worker-1"]  # the harness's: its report is set here
+    connection = harness.connections["worker-1"]
     later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30)
     connection.report = connection.current = _report("worker-1", nodes=1, queues=1, now=later)  # a heartbeat
     run_passes(scheduler, 1)
