@@ -14,9 +14,9 @@ the one the Workload was parked under is the wake-up event, whatever caused it:
 * ``UsageChanged``: a Workload of the tree released quota (finished, deleted, evicted, partially reclaimed), started
   being evicted, changed priority, or a Workload was admitted there by someone else (preemption may now find a
   victim);
-* ``WorkersChanged``: only for a Workload parked because no worker had room (the manager's veto): a worker's
-  capacity report, usability, in-flight dispatches released, or the MultiKueue configuration changed (the caller's
-  stamp);
+* ``WorkersChanged``: only for a Workload parked because no worker had room (the manager's veto): a worker may have
+  more room (its report shows more, or dispatches in flight to it were released), a worker's usability or the
+  MultiKueue configuration changed (the caller's stamp);
 * ``Expired``: a safety requeue after ``max_park_seconds`` even if nothing is seen to change.
 
 A parked Workload is also tried again when it changes itself (spec or annotations: a new core view), and forgotten
