@@ -151,7 +151,9 @@ class _Cache:
             handler("MODIFIED" if old is not None else "ADDED", obj, old)
 
 
-def _report(worker: str, *, nodes: int, queues: int, now: dt.datetime) -> Any:
+def capacity_report(worker: str, *, nodes: int, queues: int, now: dt.datetime) -> Any:
+    """A worker's parsed report: one ClusterQueue ``cq`` with the room of ``nodes`` free nodes, fed by ``queues``
+    LocalQueues, observed at ``now``."""
     cpu = 16 * nodes
     return parse_report(
         {
@@ -275,7 +277,7 @@ def build(
     connections = {
         name: SimpleNamespace(report=report, current=report, connected=True)
         for name in names
-        if (report := _report(name, nodes=nodes, queues=queues, now=now))
+        if (report := capacity_report(name, nodes=nodes, queues=queues, now=now))
     }
     workload_cache = _Cache(workloads)
     workload_view = WriteOverlay(workload_cache.store)
@@ -484,7 +486,7 @@ def main() -> None:
             for index in range(heartbeats):
                 name = names[index % len(names)]
                 later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30 * (index + 1))
-                report = _report(name, nodes=nodes, queues=queues, now=later)
+                report = capacity_report(name, nodes=nodes, queues=queues, now=later)
                 harness.connections[name].report = harness.connections[name].current = report
                 first_decision = len(decision_times)
                 after_heartbeat.append(await timed_pass())

@@ -1,4 +1,5 @@
 import datetime as dt
+from collections.abc import Generator
 from typing import Any
 
 from federation.admission.api_drain import drain
@@ -207,6 +208,17 @@ def test_a_drain_that_is_never_told_to_stop_decides_everything_and_stop_is_not_a
     assert asked == []
 
 
+def _steps_taken(steps: Generator[None, None, Any]) -> tuple[int, Any]:
+    """How many steps are left in ``steps`` when they are all taken, and what it returns then."""
+    taken = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return taken, done.value
+        taken += 1
+
+
 def test_a_state_built_in_steps_yields_per_batch_of_workloads_looked_at_and_equals_one_built_at_once(
     monkeypatch: Any,
 ) -> None:
@@ -224,14 +236,7 @@ def test_a_state_built_in_steps_yields_per_batch_of_workloads_looked_at_and_equa
     }
     builder = QuotaStateBuilder()
     steps = builder.build_steps(**inputs, workloads=workloads, changed=set(), lookup=lambda key: None)
-    taken = 0
-    while True:
-        try:
-            next(steps)
-            taken += 1
-        except StopIteration as done:
-            stepped = done.value
-            break
+    taken, stepped = _steps_taken(steps)
     assert taken == 2, "five Workloads looked at in batches of two: a step after the second and the fourth"
     at_once = QuotaStateBuilder().build(**inputs, workloads=workloads)
     assert (
@@ -251,13 +256,6 @@ def test_a_state_built_in_steps_yields_per_batch_of_workloads_looked_at_and_equa
     changed_steps = builder.build_steps(**inputs, workloads=workloads, changed=set(by_key), lookup=lookup)
     next(changed_steps)
     assert sorted(looked_up) == sorted(by_key), "every changed Workload is looked up before the first step"
-    rest = 0
-    while True:
-        try:
-            next(changed_steps)
-            rest += 1
-        except StopIteration as done:
-            changed_state = done.value
-            break
+    rest, changed_state = _steps_taken(changed_steps)
     assert rest == 1, "five changed Workloads looked at in batches of two: a step after the second and the fourth"
     assert [w.key for w, _ in changed_state.pending["cq"]] == [f"ns/w{i}" for i in range(5)]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from e2e.bench.schedpass_bench import Harness, _report, build, recorded_workload_writes, run_passes
+from e2e.bench.schedpass_bench import Harness, build, capacity_report, recorded_workload_writes, run_passes
 from federation.kube.errors import Conflict
 from federation.kube.resources import WORKLOADS
 from manager.decisions.dispatch import choose_worker
@@ -153,7 +153,7 @@ def test_workloads_no_worker_had_room_for_wake_on_more_room_not_on_a_report_that
     monkeypatch.setattr("manager.scheduler.choose_worker", counted)
     connection = harness.connections["worker-1"]
     later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30)
-    connection.report = connection.current = _report("worker-1", nodes=1, queues=1, now=later)  # a heartbeat
+    connection.report = connection.current = capacity_report("worker-1", nodes=1, queues=1, now=later)  # a heartbeat
     run_passes(scheduler, 1)
     assert choices == [], "a report with the same figures changes no refusal: nothing woken, nothing decided"
     assert len(scheduler.parking) == 8
@@ -165,7 +165,7 @@ def test_workloads_no_worker_had_room_for_wake_on_more_room_not_on_a_report_that
     assert len(scheduler.parking) == 7, "and one takes the cpu given back"
     choices.clear()
 
-    more = _report("worker-1", nodes=2, queues=1, now=later + dt.timedelta(seconds=1))  # 32 cpu
+    more = capacity_report("worker-1", nodes=2, queues=1, now=later + dt.timedelta(seconds=1))  # 32 cpu
     connection.report = connection.current = more
     run_passes(scheduler, 1)
     assert choices, "more room on a worker: the parked Workloads are decided again"

@@ -16,6 +16,30 @@ def _harness(*, decide_seconds: float) -> Harness:
     return build(workers=2, nodes=1, pending=6, queues=2, admit=2, decide_seconds=decide_seconds)
 
 
+class _Turns:
+    """How many turns of the event loop a task that only yields got so far: other work a pass let in."""
+
+    count = 0
+
+
+def _pass_beside_a_ticker(harness: Harness, turns: _Turns) -> None:
+    """One scheduling pass, with a task beside it that counts each turn the event loop gives it in ``turns``."""
+
+    async def run() -> None:
+        async def ticker() -> None:
+            while True:
+                await anyio.lowlevel.checkpoint()
+                turns.count += 1
+
+        async with anyio.create_task_group() as tg:
+            harness.scheduler._task_group = tg
+            tg.start_soon(ticker)
+            await harness.scheduler.schedule_once()
+            tg.cancel_scope.cancel()
+
+    anyio.run(run)
+
+
 def _verdicts(calls: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
     """Job name -> the QuotaReserved status its Workload's recorded status writes left."""
     return {
@@ -58,31 +82,16 @@ def test_a_look_at_every_workload_lets_the_event_loop_run_between_batches(monkey
 
     monkeypatch.setattr(api_state, "LOOKS_PER_STEP", 2)
     harness = _harness(decide_seconds=60.0)  # six Workloads: three batches of two in the first pass's full look
-    ticks = 0
+    turns = _Turns()
     ticks_when_deciding: list[int] = []
 
     def recording_drain(*args: Any, **kwargs: Any) -> Any:
-        ticks_when_deciding.append(ticks)
+        ticks_when_deciding.append(turns.count)
         return drain(*args, **kwargs)
 
     monkeypatch.setattr("manager.scheduler.drain", recording_drain)
 
-    async def run() -> None:
-        nonlocal ticks
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                await anyio.lowlevel.checkpoint()
-                ticks += 1
-
-        async with anyio.create_task_group() as tg:
-            harness.scheduler._task_group = tg
-            tg.start_soon(ticker)
-            await harness.scheduler.schedule_once()
-            tg.cancel_scope.cancel()
-
-    anyio.run(run)
+    _pass_beside_a_ticker(harness, turns)
     assert ticks_when_deciding, "the pass decided"
     assert ticks_when_deciding[0] >= 2, "other tasks ran while the pass looked at the Workloads, before it decided"
 
@@ -94,13 +103,13 @@ def test_a_pass_lets_the_event_loop_run_between_batches_of_the_writes_it_makes_o
 
     monkeypatch.setattr("manager.scheduler.VERDICTS_PER_STEP", 2)
     harness = _harness(decide_seconds=60.0)  # six decisions: four reservations, two pending verdicts
-    ticks = 0
+    turns = _Turns()
     ticks_when_decided: list[int] = []
     ticks_when_sent: list[int] = []
 
     def recording_drain(*args: Any, **kwargs: Any) -> Any:
         decisions = drain(*args, **kwargs)
-        ticks_when_decided.append(ticks)
+        ticks_when_decided.append(turns.count)
         return decisions
 
     monkeypatch.setattr("manager.scheduler.drain", recording_drain)
@@ -108,27 +117,12 @@ def test_a_pass_lets_the_event_loop_run_between_batches_of_the_writes_it_makes_o
     send = writes.send
 
     def recording_send(*args: Any, **kwargs: Any) -> None:
-        ticks_when_sent.append(ticks)
+        ticks_when_sent.append(turns.count)
         send(*args, **kwargs)
 
     monkeypatch.setattr(writes, "send", recording_send)
 
-    async def run() -> None:
-        nonlocal ticks
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                await anyio.lowlevel.checkpoint()
-                ticks += 1
-
-        async with anyio.create_task_group() as tg:
-            harness.scheduler._task_group = tg
-            tg.start_soon(ticker)
-            await harness.scheduler.schedule_once()
-            tg.cancel_scope.cancel()
-
-    anyio.run(run)
+    _pass_beside_a_ticker(harness, turns)
     assert len(ticks_when_decided) == 1
     assert len(ticks_when_sent) == 6, "every decision is written"
     assert ticks_when_sent[0] > ticks_when_decided[0], "other tasks ran while the decisions became writes"
