@@ -89,10 +89,14 @@ def test_a_refused_copy_is_named_and_the_job_runs_on_a_worker_that_accepts_it(
     )
     assert workload is not None
     name = workload["metadata"]["name"]
-    events = items(
-        fed, MANAGER, "events", "--field-selector", f"involvedObject.name={name},reason=RemoteWriteForbidden"
+    events = wait_for(  # the Event is sent off the reconcile path: it may trail the annotation
+        lambda: items(
+            fed, MANAGER, "events", "--field-selector", f"involvedObject.name={name},reason=RemoteWriteForbidden"
+        ),
+        until=bool,
+        timeout=30,
+        what="a Warning Event naming the refusal",
     )
-    assert events, "a Warning Event names the refusal"
     assert events[0]["type"] == "Warning"
     assert "403" in events[0]["message"] or "Forbidden" in events[0]["message"], events[0]["message"]
 
@@ -151,14 +155,25 @@ def test_a_copy_the_workers_quota_refuses_is_not_blamed_on_permissions(refusing_
     )
     assert workload is not None
     name = workload["metadata"]["name"]
-    events = items(
-        fed, MANAGER, "events", "--field-selector", f"involvedObject.name={name},reason=RemoteWriteForbidden"
+
+    def refusals_by_worker() -> dict[str, list[str]]:
+        events = items(
+            fed, MANAGER, "events", "--field-selector", f"involvedObject.name={name},reason=RemoteWriteForbidden"
+        )
+        return {worker: [e["message"] for e in events if e["message"].startswith(worker)] for worker in fed.workers}
+
+    # The Event is sent off the reconcile path, so it may trail the annotation; and worker-1 is tried again after
+    # each backoff (1 s first), so it may have refused more than once by now: every refusal must name the quota.
+    by_worker = wait_for(
+        refusals_by_worker,
+        until=lambda found: bool(found["worker-1"]),
+        timeout=30,
+        what="a RemoteWriteForbidden Event on the Workload for worker-1's refusal",
     )
-    by_worker = {worker: [e["message"] for e in events if e["message"].startswith(worker)] for worker in fed.workers}
-    [quota_refusal] = by_worker["worker-1"]
-    assert "quota" in quota_refusal, quota_refusal
-    assert "not a permission: the cluster's admission refused it" in quota_refusal, quota_refusal
-    assert "lack this permission" not in quota_refusal, quota_refusal
+    for quota_refusal in by_worker["worker-1"]:
+        assert "quota" in quota_refusal, quota_refusal
+        assert "not a permission: the cluster's admission refused it" in quota_refusal, quota_refusal
+        assert "lack this permission" not in quota_refusal, quota_refusal
     for permission_refusal in by_worker[REFUSING]:
         assert "lack this permission" in permission_refusal, permission_refusal
 
