@@ -71,13 +71,7 @@ def test_a_job_past_its_maximum_execution_time_is_deactivated_stopped_and_not_ru
     assert workload["status"]["schedulingStats"]["evictions"] == [
         {"reason": "Deactivated", "underlyingCause": "MaximumExecutionTimeExceeded", "count": 1}
     ]
-    events = items(
-        federation,
-        MANAGER,
-        "events",
-        "--field-selector",
-        f"involvedObject.name={workload['metadata']['name']},reason=MaximumExecutionTimeExceeded",
-    )
+    events = _time_limit_events(federation, workload)
     assert [(e["type"], e.get("message") or e.get("note")) for e in events] == [
         ("Warning", "The maximum execution time (4s) exceeded")
     ]
@@ -171,13 +165,7 @@ def test_the_clock_runs_out_on_time_while_the_worker_cannot_be_reached(federatio
             what="the Workload deactivated while its worker is frozen",
         )
         assert deactivated is not None
-        events = items(
-            federation,
-            MANAGER,
-            "events",
-            "--field-selector",
-            f"involvedObject.name={deactivated['metadata']['name']},reason=MaximumExecutionTimeExceeded",
-        )
+        events = _time_limit_events(federation, deactivated)
         assert len(events) == 1, "deactivated for its time limit, not requeued by the worker-lost timeout first"
     released = wait_for(
         lambda: workload_of(federation, "capped-away"),
@@ -193,3 +181,15 @@ def test_the_clock_runs_out_on_time_while_the_worker_cannot_be_reached(federatio
         what="the Job copy removed once its worker answers",
     )
     federation.kubectl(MANAGER, "delete", "job", "capped-away", "--wait=false")
+
+
+def _time_limit_events(federation: Federation, workload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The MaximumExecutionTimeExceeded Events on ``workload``, once there is one (Events are sent off the reconcile
+    path, so they may trail the status that records the deactivation)."""
+    selector = f"involvedObject.name={workload['metadata']['name']},reason=MaximumExecutionTimeExceeded"
+    return wait_for(
+        lambda: items(federation, MANAGER, "events", "--field-selector", selector),
+        until=bool,
+        timeout=30,
+        what=f"a MaximumExecutionTimeExceeded Event on {workload['metadata']['name']}",
+    )
