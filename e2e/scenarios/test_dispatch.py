@@ -431,8 +431,14 @@ def test_a_queued_workload_edited_by_hand_is_brought_back_in_line_with_its_job(f
     assert back is not None
     assert back["metadata"]["uid"] == wl["metadata"]["uid"]
     assert back["spec"]["podSets"][0]["count"] == 1
-    assert any(
-        e.get("reason") == "UpdatedWorkload" and name in str(e.get("note"))
-        for e in items(federation, MANAGER, "events.events.k8s.io")
+    wait_for(  # the Event is sent off the reconcile path: it may trail the Workload's update
+        lambda: [
+            e
+            for e in items(federation, MANAGER, "events.events.k8s.io")
+            if e.get("reason") == "UpdatedWorkload" and name in str(e.get("note"))
+        ],
+        until=bool,
+        timeout=30,
+        what="an UpdatedWorkload Event naming the edited Workload",
     )
     federation.kubectl(MANAGER, "delete", "job", "hand-edited", "--wait=false")
