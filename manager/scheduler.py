@@ -41,7 +41,16 @@ from federation.obs.metrics import Metrics
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from federation.topology.report import topology_requests
 from manager.config import ManagerConfig
-from manager.decisions.dispatch import Dispatch, Headroom, NoWorker, WorkerState, choose_worker, headroom, may_fit_more
+from manager.decisions.dispatch import (
+    Dispatch,
+    Headroom,
+    NoWorker,
+    WorkerState,
+    choose_worker,
+    headroom,
+    may_fit_more,
+    refusal_key,
+)
 from manager.decisions.dispatch_policy import queue_dispatch_choice
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
@@ -414,6 +423,10 @@ class GlobalScheduler:
         checks = _by_name(caches.admission_checks.store)
         configs = _by_name(caches.multikueue_configs.store)
         chosen: dict[str, tuple[Dispatch, list[str], list[str], frozenset[str]]] = {}
+        refused: dict[tuple[object, ...], NoWorker] = {}
+        """No worker has room for these (workers, ``refusal_key``) for the rest of the pass: a backlog of one shape
+        woken by a report of more room costs one worker choice per shape once the room is taken, not one per
+        Workload."""
 
         ready_policy = config.wait_for_pods_ready
         holding = [raw for items in state.reserving.values() for raw in items]
@@ -440,17 +453,25 @@ class GlobalScheduler:
             workers = self._workers(worker_names, now, excluded=excluded)
             # The pod sets' topology requests matter only against a worker's TAS summary: parsed only then.
             summaries = any(w.capacity is not None and w.capacity.topologies for w in workers)
-            result = choose_worker(
-                namespace=raw["metadata"]["namespace"],
-                queue_name=raw["spec"]["queueName"],
+            namespace, queue_name = raw["metadata"]["namespace"], raw["spec"]["queueName"]
+            pod_sets = topology_requests(raw) if summaries else ()
+            shape = (
+                tuple(worker_names),
+                tuple(sorted(excluded.items())),
+                refusal_key(namespace=namespace, queue_name=queue_name, requests=requests, pod_sets=pod_sets),
+            )
+            result = refused.get(shape) or choose_worker(
+                namespace=namespace,
+                queue_name=queue_name,
                 requests=requests,
                 workers=workers,
                 avoid=withdrawn_from(raw),
                 policy=choice.policy,
                 large_share=choice.large_share,
-                pod_sets=topology_requests(raw) if summaries else (),
+                pod_sets=pod_sets,
             )
             if isinstance(result, NoWorker):
+                refused[shape] = result
                 self._worker_refusal_ends.note(refusal_end(raw, now=now))
                 return result.message
             every_check = workload_checks(queue, flavors=assigned_flavors(admit.assignment))

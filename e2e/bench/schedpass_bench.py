@@ -8,24 +8,26 @@ Shape: ``WORKERS`` workers, each reporting one ClusterQueue with the quota of ``
 one-cpu Workloads. The first pass admits ``QUEUES * ADMIT_PER_QUEUE`` and marks the rest Pending (as the
 scheduler runs it: passes that stop deciding after ``manager.scheduler.DECIDE_SECONDS``, each going on from the one
 before, until one reaches every Workload); the later passes are the steady state of a long backlog (nothing
-changed, nothing to write). Then the realistic steady state:
-``FINISHES`` times, one admitted Workload finishes (its ClusterQueue has room for one more) and a pass runs, which
-admits the next one of that queue and dispatches it. Last, ``HEARTBEATS`` times, one worker publishes its report
-again with the same figures (an agent's heartbeat) and a pass runs. Printed: seconds per pass (first, p50/p99 of
-the later ones, p50/p99 of the passes after one Workload finished and after a heartbeat), microseconds per dispatch
-decision (choosing a worker) in the first pass and after a finish, Python's full (generation-2) garbage collections
-during the passes, the time kfed-manager's visibility server takes to answer one ClusterQueue's and one LocalQueue's
-pending workloads from these stores, peak RSS.
+changed, nothing to write). Then the realistic steady state: ``FINISHES`` times, one admitted Workload finishes
+(its ClusterQueue has room for one more) and a pass runs, which admits the next one of that queue and dispatches it.
+Then ``HEARTBEATS`` times, one worker publishes its report again with the same figures (an agent's heartbeat) and a
+pass runs. Last, ``GROWTHS`` times, one worker reports the room of one node more (a node added, or Jobs finished
+there) and passes run until one is not cut short. Printed: seconds per pass (first, p50/p99 of the later ones,
+p50/p99 of the passes after one Workload finished and after a heartbeat, the passes after each report of more
+room), microseconds per dispatch decision (choosing a worker) in the first pass and after a finish, Python's full
+(generation-2) garbage collections during the passes, the time kfed-manager's visibility server takes to answer one
+ClusterQueue's and one LocalQueue's pending workloads from these stores, peak RSS.
 
 Once the stores are filled (what the manager's caches hold at their first sync) the bench calls the very helper
 kfed-manager calls there, ``federation.gc_freeze.freeze_after_first_sync``, so the figures are what ships.
 
 Environment: ``KFED_SCHED_WORKERS`` (100), ``KFED_SCHED_NODES`` (1000), ``KFED_SCHED_PENDING`` (100000),
 ``KFED_SCHED_QUEUES`` (100), ``KFED_SCHED_ADMIT`` (100), ``KFED_SCHED_PASSES`` (5), ``KFED_SCHED_FINISHES`` (20),
-``KFED_SCHED_HEARTBEATS`` (20), ``KFED_SCHED_GC_FREEZE`` (1; 0 leaves the collector as it was before kfed froze the
-caches, for comparison). With ``KFED_SCHED_NODES=1 KFED_SCHED_ADMIT=1000 KFED_SCHED_FINISHES=0`` the workers' room
-runs out instead of the manager's quota: 1,600 dispatched and 98,400 Workloads no worker has room for (a finish
-frees manager quota only, so it dispatches nothing there).
+``KFED_SCHED_HEARTBEATS`` (20), ``KFED_SCHED_GROWTHS`` (3), ``KFED_SCHED_GC_FREEZE`` (1; 0 leaves the collector
+as it was before kfed froze the caches, for comparison). With ``KFED_SCHED_NODES=1 KFED_SCHED_ADMIT=1000
+KFED_SCHED_FINISHES=0`` the workers' room runs out instead of the manager's quota: 1,600 dispatched and 98,400
+Workloads no worker has room for (a finish frees manager quota only, so it dispatches nothing there; a report of
+more room wakes them all).
 """
 
 from __future__ import annotations
@@ -392,6 +394,7 @@ def main() -> None:
     passes = _env("KFED_SCHED_PASSES", 5)
     finishes = _env("KFED_SCHED_FINISHES", 20)
     heartbeats = _env("KFED_SCHED_HEARTBEATS", 20)
+    growths = _env("KFED_SCHED_GROWTHS", 3)
     started = time.perf_counter()
     harness = build(workers=workers, nodes=nodes, pending=pending, queues=queues, admit=admit)
     scheduler, api, ledger = harness.scheduler, harness.api, harness.ledger
@@ -430,6 +433,9 @@ def main() -> None:
     first_pass_decisions: list[float] = []
     after_heartbeat: list[float] = []
     heartbeat_decisions = 0
+    after_growth: list[tuple[float, float, int, int, int]] = []
+    """Per report of more room: seconds and CPU-s until the passes it started stop being cut short, those passes,
+    worker choices, dispatches."""
 
     first_slices: list[float] = []
     """The passes that decided the backlog: each stops after ``DECIDE_SECONDS`` and the next goes on."""
@@ -491,6 +497,25 @@ def main() -> None:
                 first_decision = len(decision_times)
                 after_heartbeat.append(await timed_pass())
                 heartbeat_decisions += len(decision_times) - first_decision
+            grown = dict.fromkeys(names, nodes)
+            for index in range(growths):
+                name = names[index % len(names)]
+                grown[name] += 1  # a node more: a report with the room of one node more than before
+                later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30 * (heartbeats + index + 1))
+                report = capacity_report(name, nodes=grown[name], queues=queues, now=later)
+                harness.connections[name].report = harness.connections[name].current = report
+                first_decision, in_flight, first_cpu = len(decision_times), len(ledger), len(cpu_seconds)
+                seconds, slices = 0.0, 0
+                while True:  # the backlog it wakes is decided in passes cut short, as the scheduler's loop runs them
+                    cut = scheduler.cut_passes
+                    seconds += await timed_pass()
+                    slices += 1
+                    if scheduler.cut_passes == cut:
+                        break
+                cpu = sum(cpu_seconds[first_cpu:])
+                del cpu_seconds[first_cpu:]
+                choices = len(decision_times) - first_decision
+                after_growth.append((seconds, cpu, slices, choices, len(ledger) - in_flight))
             tg.cancel_scope.cancel()
 
     try:
@@ -503,7 +528,7 @@ def main() -> None:
     first, rest = times[0], times[1:]
     first_cpu, rest_cpu = cpu_seconds[0], cpu_seconds[1 : len(times)]
     finish_cpu = cpu_seconds[len(times) : len(times) + len(after_finish)]
-    heartbeat_cpu = cpu_seconds[len(times) + len(after_finish) :]
+    heartbeat_cpu = cpu_seconds[len(times) + len(after_finish) : len(times) + len(after_finish) + len(after_heartbeat)]
     print(
         f"  first pass {first:.2f}s ({first_cpu:.2f} CPU-s): {decisions} dispatch decisions, "
         f"{writes_first} status writes computed, in {len(first_slices)} passes that stop deciding after "
@@ -538,6 +563,11 @@ def main() -> None:
             f"{percentile(after_heartbeat, 50):.3f}s, p99 {percentile(after_heartbeat, 99):.3f}s over "
             f"{len(after_heartbeat)} heartbeats, {heartbeat_decisions} worker choices (CPU-s p50 "
             f"{percentile(heartbeat_cpu, 50):.3f}, p99 {percentile(heartbeat_cpu, 99):.3f})"
+        )
+    for seconds, cpu, slices, choices, sent in after_growth:
+        print(
+            f"  passes after one worker reported room for one node more: {seconds:.3f}s ({cpu:.3f} CPU-s) in "
+            f"{slices} passes, {choices} worker choices, {sent} dispatched"
         )
     print(
         f"  full garbage collections during the passes: {full_collections.count}, "

@@ -242,6 +242,31 @@ def _evaluate(
     return (int(borrows), tightest, share), Dispatch(worker=worker.name, cluster_queue=cluster_queue, borrows=borrows)
 
 
+def refusal_key(
+    *, namespace: str, queue_name: str, requests: Mapping[str, int], pod_sets: Sequence[PodSetRequest] = ()
+) -> tuple[object, ...]:
+    """What :func:`choose_worker`'s answer "no worker has room" depends on besides the workers: two workloads with
+    the same key are refused by the same workers for the same reasons (``avoid``, the policy and ``large_share`` only
+    rank the workers that fit). Workers' room only shrinks while a pass decides (each dispatch adds to the quota in
+    flight), so a refusal holds for every later workload of the same key in that pass."""
+    return (
+        namespace,
+        queue_name,
+        tuple(sorted((resource, amount) for resource, amount in requests.items() if amount > 0)),
+        tuple(
+            (
+                ps.count,
+                tuple(sorted(ps.requests.items())),
+                ps.topology,
+                tuple(sorted(ps.node_selector.items())),
+                ps.tolerations,
+            )
+            for ps in pod_sets
+            if ps.topology.required or ps.topology.preferred
+        ),
+    )
+
+
 def choose_worker(
     *,
     namespace: str,

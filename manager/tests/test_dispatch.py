@@ -3,6 +3,7 @@ import datetime as dt
 from hypothesis import given
 from hypothesis import strategies as st
 
+from federation.topology import PodSetRequest, TopologyRequest
 from manager.decisions.dispatch import (
     Dispatch,
     DispatchPolicy,
@@ -14,6 +15,7 @@ from manager.decisions.dispatch import (
     choose_worker,
     headroom,
     may_fit_more,
+    refusal_key,
 )
 from manager.decisions.ledger import InFlightLedger
 
@@ -324,3 +326,50 @@ def test_a_worker_whose_headroom_did_not_grow_refuses_what_it_refused_before(
         headroom(old.capacity, old.in_flight), headroom(new.capacity, new.in_flight)
     ):
         assert isinstance(choose(request, [new]), NoWorker)
+
+
+def test_workloads_of_one_refusal_key_ask_the_same_of_the_workers() -> None:
+    def key(cpu: int, *, queue: str = "lq", namespace: str = "team-a", **requests: int) -> tuple[object, ...]:
+        return refusal_key(namespace=namespace, queue_name=queue, requests={"cpu": cpu * CPU, **requests})
+
+    assert key(1) == key(1, memory=0), "a zero request asks nothing"
+    assert key(1) != key(2)
+    assert key(1) != key(1, memory=1)
+    assert key(1) != key(1, queue="other"), "another LocalQueue may feed another worker ClusterQueue"
+    assert key(1) != key(1, namespace="team-b")
+    rack = PodSetRequest(count=2, requests={"cpu": CPU}, topology=TopologyRequest(required="rack"))
+    block = PodSetRequest(count=2, requests={"cpu": CPU}, topology=TopologyRequest(required="block"))
+    anywhere = PodSetRequest(count=2, requests={"cpu": CPU})
+    by_pod_sets = {
+        name: refusal_key(namespace="team-a", queue_name="lq", requests={"cpu": 2 * CPU}, pod_sets=pod_sets)
+        for name, pod_sets in (("rack", [rack]), ("block", [block]), ("anywhere", [anywhere]), ("none", []))
+    }
+    assert by_pod_sets["rack"] != by_pod_sets["block"]
+    assert by_pod_sets["anywhere"] == by_pod_sets["none"], "only pod sets asking for a topology meet the summaries"
+
+
+@given(
+    rooms=st.lists(st.tuples(st.integers(0, 8), st.integers(0, 4)), min_size=1, max_size=4),
+    dispatched=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4)), max_size=6),
+    request=st.integers(1, 10),
+)
+def test_a_refusal_stands_while_only_the_quota_in_flight_grows(
+    rooms: list[tuple[int, int]], dispatched: list[tuple[int, int]], request: int
+) -> None:
+    """What lets a pass refuse a refusal key once: within a pass the workers' reports stay and each dispatch only
+    adds to the quota in flight, so what no worker had room for, none has room for later in the pass."""
+    ledger = InFlightLedger()
+
+    def workers() -> list[WorkerState]:
+        return [
+            worker(f"w{i}", free_cpu=free, borrowable=borrowable, in_flight=ledger.in_flight(f"w{i}"))
+            for i, (free, borrowable) in enumerate(rooms)
+        ]
+
+    refused = choose(request, workers())
+    for index, (target, cpu) in enumerate(dispatched):
+        ledger.record(
+            f"team-a/d{index}", worker=f"w{target % len(rooms)}", cluster_queue="cq", requests={"cpu": cpu * CPU}
+        )
+        if isinstance(refused, NoWorker):
+            assert isinstance(choose(request, workers()), NoWorker)

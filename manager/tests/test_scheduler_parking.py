@@ -170,3 +170,82 @@ def test_workloads_no_worker_had_room_for_wake_on_more_room_not_on_a_report_that
     run_passes(scheduler, 1)
     assert choices, "more room on a worker: the parked Workloads are decided again"
     assert len(scheduler.parking) == 0, "and the worker with room takes the rest"
+
+
+def _with_cpu(raw: dict[str, Any], cpu: str) -> dict[str, Any]:
+    """``raw`` with its one container asking for ``cpu``."""
+    [pod_set] = raw["spec"]["podSets"]
+    [container] = pod_set["template"]["spec"]["containers"]
+    requests = {**container["resources"]["requests"], "cpu": cpu}
+    template_spec = {**pod_set["template"]["spec"], "containers": [{**container, "resources": {"requests": requests}}]}
+    pod_sets = [{**pod_set, "template": {**pod_set["template"], "spec": template_spec}}]
+    meta = {**raw["metadata"], "resourceVersion": str(int(raw["metadata"]["resourceVersion"]) + 1)}
+    return {**raw, "metadata": meta, "spec": {**raw["spec"], "podSets": pod_sets}}
+
+
+def _mixed_backlog(monkeypatch: pytest.MonkeyPatch) -> tuple[Harness, list[int]]:
+    """Two workers of 16 cpu, 100 Workloads of one cpu and, first in line, one of 17 cpu that no worker can hold;
+    and the cpu of each Workload the pass offers to the workers (each call of ``choose_worker``)."""
+    harness = build(workers=2, nodes=1, pending=100, queues=1, admit=200)
+    first = next(raw for raw in harness.workloads.store if raw["metadata"]["ownerReferences"][0]["name"] == "j-0")
+    harness.workloads.upsert(_with_cpu(first, "17"))
+    offered: list[int] = []
+
+    def counted(**kwargs: Any) -> Any:
+        offered.append(kwargs["requests"]["cpu"])
+        return choose_worker(**kwargs)
+
+    monkeypatch.setattr("manager.scheduler.choose_worker", counted)
+    return harness, offered
+
+
+def _outcome(harness: Harness) -> tuple[dict[str, str], list[str]]:
+    """Where each dispatched Workload went, and the parked ones."""
+    dispatched = {key: harness.ledger._entries[key].worker for key in harness.ledger._entries}
+    return dispatched, sorted(parked.workload.key for parked in harness.scheduler.parking.parked())
+
+
+def test_a_pass_offers_a_shape_no_worker_has_room_for_to_the_workers_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers' room only shrinks while a pass decides, so once no worker has room for a one-cpu Workload of a queue,
+    the later ones of that queue are refused without asking the workers again; a Workload of another shape is still
+    offered. A report of more room wakes them all, and again only the dispatches and one refusal per shape ask."""
+    harness, offered = _mixed_backlog(monkeypatch)
+    run_passes(harness.scheduler, 1)
+    assert len(harness.ledger) == 32, "sixteen one-cpu Workloads sent to each worker"
+    assert len(harness.scheduler.parking) == 68, "the 17-cpu one and the other 67 parked"
+    assert sorted(offered) == [1000] * 33 + [17000], "32 dispatches and one refusal per shape"
+    parked = [_stored(harness, key.split("/")[1]) for key in _outcome(harness)[1]]
+    messages = {c["message"] for raw in parked for c in raw["status"]["conditions"] if c["type"] == "QuotaReserved"}
+    assert len(messages) == 2, messages  # one per shape, each naming what every worker lacks
+    assert all("no worker has room" in message and "insufficient cpu" in message for message in messages), messages
+
+    offered.clear()
+    connection = harness.connections["worker-1"]
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30)
+    connection.report = connection.current = capacity_report("worker-1", nodes=2, queues=1, now=later)  # 32 cpu
+    sent_before = len(harness.ledger)
+    run_passes(harness.scheduler, 1)
+    sent = len(harness.ledger) - sent_before
+    assert sent >= 15, "worker-1's new room taken"
+    assert len(offered) <= sent + 2, f"{len(offered)} offers for {sent} dispatches: one refusal per shape at most"
+
+
+def test_refusing_a_shape_once_per_pass_decides_what_asking_for_every_workload_decides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    outcomes = []
+    for remember in (True, False):
+        with monkeypatch.context() as patched:
+            harness, offered = _mixed_backlog(patched)
+            if not remember:  # every Workload its own shape: each is offered to the workers
+                patched.setattr("manager.scheduler.refusal_key", lambda **_: object())
+            run_passes(harness.scheduler, 1)
+            connection = harness.connections["worker-2"]
+            later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30)
+            connection.report = connection.current = capacity_report("worker-2", nodes=3, queues=1, now=later)
+            run_passes(harness.scheduler, 1)
+            outcomes.append((_outcome(harness), len(offered)))
+    (remembered, offers), (asked, every_offer) = outcomes
+    assert remembered == asked
+    assert every_offer == 100 + 68, "without remembering, every parked Workload is offered again after the report"
+    assert offers < every_offer
