@@ -51,7 +51,7 @@ from manager.decisions.dispatch import (
     may_fit_more,
     refusal_key,
 )
-from manager.decisions.dispatch_policy import queue_dispatch_choice
+from manager.decisions.dispatch_policy import DispatchChoice, queue_dispatch_choice
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
 from manager.decisions.refusals import RefusalEnds, refusal_end
@@ -152,7 +152,9 @@ class GlobalScheduler:
         self._requeue_wake_at: float | None = None
         """The epoch second a pass is already scheduled for, when a requeued workload's backoff ends."""
         self._task_group: anyio.abc.TaskGroup
-        self._pass_workers: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], list[WorkerState]] = {}
+        self._pass_workers: dict[
+            tuple[tuple[str, ...], tuple[tuple[str, str], ...]], tuple[list[WorkerState], bool]
+        ] = {}
         self._worker_refusal_ends = RefusalEnds()
         """When refusals that kept a Workload from every worker end: a pass runs then, and the veto stamp changes."""
         self._headrooms: dict[str, Headroom] = {}
@@ -305,10 +307,12 @@ class GlobalScheduler:
             log.warning("invalid quota object ignored", kind=ignored.kind, name=ignored.name, error=ignored.error)
         return state
 
-    def _workers(self, names: list[str], now: dt.datetime, *, excluded: Mapping[str, str]) -> list[WorkerState]:
-        """The workers' states for one decision (``excluded``: worker → why this Workload may not go there); built
-        once per pass for the same workers (their in-flight quota is the ledger's live view, so the pass's own
-        dispatches count)."""
+    def _workers(
+        self, names: list[str], now: dt.datetime, *, excluded: Mapping[str, str]
+    ) -> tuple[list[WorkerState], bool]:
+        """The workers' states for one decision (``excluded``: worker → why this Workload may not go there), and
+        whether any has a TAS summary; built once per pass for the same workers (their in-flight quota is the
+        ledger's live view, so the pass's own dispatches count)."""
         key = (tuple(names), tuple(sorted(excluded.items())))
         cached = self._pass_workers.get(key)
         if cached is not None:
@@ -326,8 +330,9 @@ class GlobalScheduler:
                     in_flight=self._ledger.in_flight(name),
                 )
             )
-        self._pass_workers[key] = states
-        return states
+        found = states, any(w.capacity is not None and w.capacity.topologies for w in states)
+        self._pass_workers[key] = found
+        return found
 
     def _veto_stamp(self, now: dt.datetime, holding: list[dict[str, Any]]) -> tuple[object, ...]:
         """Everything a veto (no worker has room, no usable MultiKueue configuration, admission blocked until pods
@@ -430,6 +435,23 @@ class GlobalScheduler:
 
         ready_policy = config.wait_for_pods_ready
         holding = [raw for items in state.reserving.values() for raw in items]
+        routes: dict[str, tuple[list[str], list[str], DispatchChoice] | str] = {}
+        """Per ClusterQueue: its MultiKueue checks, their workers and the dispatch choice, or why it has none (the
+        queue, checks and configurations a pass reads do not change during it)."""
+
+        def route(cluster_queue: str) -> tuple[list[str], list[str], DispatchChoice] | str:
+            found = routes.get(cluster_queue)
+            if found is None:
+                targets = multikueue_workers(queues[cluster_queue], admission_checks=checks, configs=configs)
+                if isinstance(targets, str):
+                    found = targets
+                else:
+                    choice = queue_dispatch_choice(
+                        targets[0], admission_checks=checks, configs=configs, default=config.dispatch
+                    )
+                    found = (*targets, choice)
+                routes[cluster_queue] = found
+            return found
 
         def veto(admit: Admit) -> str | None:
             if ready_policy is not None and ready_policy.block_admission:
@@ -437,22 +459,18 @@ class GlobalScheduler:
                 if blocked is not None:
                     return blocked
             queue = queues[admit.assignment.cluster_queue]
-            targets = multikueue_workers(queue, admission_checks=checks, configs=configs)
+            targets = route(admit.assignment.cluster_queue)
             if isinstance(targets, str):
                 return targets
-            check_names, worker_names = targets
-            choice = queue_dispatch_choice(
-                check_names, admission_checks=checks, configs=configs, default=config.dispatch
-            )
+            check_names, worker_names, choice = targets
             raw = raw_of(admit.workload)
             requests: dict[str, int] = {}
             for psa in admit.assignment.pod_set_assignments:
                 for resource, amount in psa.resource_usage.items():
                     requests[resource] = requests.get(resource, 0) + amount
             excluded = exclusions(raw, now=now)
-            workers = self._workers(worker_names, now, excluded=excluded)
+            workers, summaries = self._workers(worker_names, now, excluded=excluded)
             # The pod sets' topology requests matter only against a worker's TAS summary: parsed only then.
-            summaries = any(w.capacity is not None and w.capacity.topologies for w in workers)
             namespace, queue_name = raw["metadata"]["namespace"], raw["spec"]["queueName"]
             pod_sets = topology_requests(raw) if summaries else ()
             shape = (
@@ -460,19 +478,22 @@ class GlobalScheduler:
                 tuple(sorted(excluded.items())),
                 refusal_key(namespace=namespace, queue_name=queue_name, requests=requests, pod_sets=pod_sets),
             )
-            result = refused.get(shape) or choose_worker(
-                namespace=namespace,
-                queue_name=queue_name,
-                requests=requests,
-                workers=workers,
-                avoid=withdrawn_from(raw),
-                policy=choice.policy,
-                large_share=choice.large_share,
-                pod_sets=pod_sets,
-            )
+            result: Dispatch | NoWorker | None = refused.get(shape)
+            if result is None:
+                result = choose_worker(
+                    namespace=namespace,
+                    queue_name=queue_name,
+                    requests=requests,
+                    workers=workers,
+                    avoid=withdrawn_from(raw),
+                    policy=choice.policy,
+                    large_share=choice.large_share,
+                    pod_sets=pod_sets,
+                )
             if isinstance(result, NoWorker):
                 refused[shape] = result
-                self._worker_refusal_ends.note(refusal_end(raw, now=now))
+                if excluded:  # a refusal that holds excludes the workers that refused (``exclusions``)
+                    self._worker_refusal_ends.note(refusal_end(raw, now=now))
                 return result.message
             every_check = workload_checks(queue, flavors=assigned_flavors(admit.assignment))
             capacity = next((w.capacity for w in workers if w.name == result.worker), None)
