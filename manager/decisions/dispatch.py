@@ -150,7 +150,39 @@ class Dispatch:
 @dataclass(frozen=True, slots=True)
 class NoWorker:
     message: str
-    """Per worker, why it cannot take the workload; fit for a condition message."""
+    """Why the workers cannot take the workload, each reason once with the workers that gave it
+    (:func:`refusal_message`); fit for a condition message."""
+
+
+NAMES_PER_REASON = 3
+"""Workers named before a reason in a refusal message; the others that gave it are counted."""
+REASONS_SHOWN = 8
+"""Distinct reasons a refusal message gives; the workers with other reasons are counted."""
+REASON_CHARACTERS = 400
+"""The longest one reason may be in a refusal message (a topology refusal names domains)."""
+
+
+def refusal_message(refusals: Sequence[tuple[str, str]]) -> str:
+    """``no worker has room:`` and the (worker, reason) pairs, in the workers' order: each distinct reason once,
+    after the first :data:`NAMES_PER_REASON` workers that gave it and how many more did; the first
+    :data:`REASONS_SHOWN` reasons, then how many workers gave others. Its length is bounded whatever the number of
+    workers: one line per worker took 7 KB for 100 workers in every pending Workload's status, and a condition's
+    message may hold at most 32,768 characters (about 470 workers)."""
+    by_reason: dict[str, list[str]] = {}
+    for worker, reason in refusals:
+        by_reason.setdefault(reason, []).append(worker)
+    groups = list(by_reason.items())
+    parts = []
+    for reason, names in groups[:REASONS_SHOWN]:
+        named = ", ".join(names[:NAMES_PER_REASON])
+        if len(names) > NAMES_PER_REASON:
+            named += f" and {len(names) - NAMES_PER_REASON} more"
+        text = reason if len(reason) <= REASON_CHARACTERS else reason[: REASON_CHARACTERS - 3] + "..."
+        parts.append(f"{named}: {text}")
+    others = sum(len(names) for _, names in groups[REASONS_SHOWN:])
+    if others:
+        parts.append(f"{others} more {'worker' if others == 1 else 'workers'} for other reasons")
+    return "no worker has room: " + "; ".join(parts)
 
 
 def _room(flavors: Sequence[FlavorRoom], resource: str, *, borrowing: bool) -> tuple[int, int] | None:
@@ -284,13 +316,13 @@ def choose_worker(
     ``pod_sets`` (topology requests, per pod) let a worker's TAS summary refuse a workload no domain can hold.
     """
     fitting: list[tuple[int, int, float, float, Dispatch]] = []
-    reasons: list[str] = []
+    reasons: list[tuple[str, str]] = []
     ordered = sorted(requests.items())
     asking = [ps for ps in pod_sets if ps.topology.required or ps.topology.preferred]
     for order, worker in enumerate(workers):
         result = _evaluate(worker, namespace=namespace, queue_name=queue_name, requests=ordered, pod_sets=asking)
         if isinstance(result, str):
-            reasons.append(f"{worker.name}: {result}")
+            reasons.append((worker.name, result))
             continue
         (borrow_rank, left_over, share), dispatch = result
         fitting.append((int(worker.name in avoid) * 2 + borrow_rank, order, left_over, share, dispatch))
@@ -302,4 +334,4 @@ def choose_worker(
         return min(fitting, key=lambda f: (f[0], sign * f[2], f[1]))[4]
     if not workers:
         return NoWorker("no worker clusters are configured in the MultiKueueConfig")
-    return NoWorker("no worker has room: " + "; ".join(reasons))
+    return NoWorker(refusal_message(reasons))

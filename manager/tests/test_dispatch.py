@@ -16,6 +16,7 @@ from manager.decisions.dispatch import (
     headroom,
     may_fit_more,
     refusal_key,
+    refusal_message,
 )
 from manager.decisions.ledger import InFlightLedger
 
@@ -55,6 +56,27 @@ def test_fitting_without_borrowing_beats_a_tighter_fit_by_borrowing() -> None:
     workers = [worker("borrow", free_cpu=1, borrowable=4), worker("nominal", free_cpu=6)]
     assert choose(2, workers) == Dispatch("nominal", "cq", False)
     assert choose(2, [worker("borrow", free_cpu=1, borrowable=4)]) == Dispatch("borrow", "cq", True)
+
+
+def test_a_refusal_names_each_reason_once_after_the_workers_that_gave_it() -> None:
+    full = "insufficient cpu in ClusterQueue cq: requested 1, free 0"
+    refusals = [(f"worker-{i}", full) for i in range(1, 6)] + [("worker-6", "not connected")]
+    assert refusal_message(refusals) == (
+        f"no worker has room: worker-1, worker-2, worker-3 and 2 more: {full}; worker-6: not connected"
+    )
+    assert refusal_message([("w1", "not connected")]) == "no worker has room: w1: not connected"
+
+
+def test_a_refusal_message_stays_short_whatever_the_number_of_workers() -> None:
+    """A condition message holds at most 32,768 characters; one line per worker passed that at about 470 workers."""
+    workers = [worker(f"worker-{i}", free_cpu=i % 12) for i in range(2000)]
+    refused = choose(16, workers)
+    assert isinstance(refused, NoWorker)
+    assert len(refused.message) < 2000, len(refused.message)
+    assert refused.message.startswith("no worker has room: worker-0, worker-12, worker-24 and 164 more: insufficient")
+    assert refused.message.endswith("; 664 more workers for other reasons"), refused.message[-200:]
+    long_reason = "topology: " + "x" * 5000
+    assert len(refusal_message([("w", long_reason)])) < 500
 
 
 def test_config_order_breaks_ties() -> None:
