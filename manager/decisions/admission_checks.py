@@ -17,6 +17,7 @@ from typing import Any
 from federation.api.workload import EVICTED, EVICTED_BY_ADMISSION_CHECK, EVICTED_BY_DEACTIVATION
 from federation.conditions import conditions_of, format_time, set_condition
 from federation.protocol import MULTIKUEUE_CONTROLLER
+from manager.decisions.dispatch import worker_reasons
 from manager.decisions.dispatch_policy import INVALID_DISPATCH_POLICY_REASON
 
 
@@ -50,7 +51,7 @@ def multikueue_check_verdict(
     clusters = list((config.get("spec") or {}).get("clusters") or ())
     failing = {name: cluster_problems[name] for name in clusters if name in cluster_problems}
     if len(failing) == len(clusters):
-        detail = "; ".join(f"{name}: {problem}" for name, problem in failing.items())
+        detail = worker_reasons(list(failing.items()))
         return CheckVerdict(False, "NoUsableClusters", f"no usable worker cluster ({detail})")
     annotation_problem = (config_problems or {}).get(str(params.get("name", "")))
     if failing:

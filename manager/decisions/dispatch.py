@@ -155,19 +155,24 @@ class NoWorker:
 
 
 NAMES_PER_REASON = 3
-"""Workers named before a reason in a refusal message; the others that gave it are counted."""
+"""Workers named before a reason in :func:`worker_reasons`; the others that gave it are counted."""
 REASONS_SHOWN = 8
-"""Distinct reasons a refusal message gives; the workers with other reasons are counted."""
+"""Distinct reasons :func:`worker_reasons` gives; the workers with other reasons are counted."""
 REASON_CHARACTERS = 400
-"""The longest one reason may be in a refusal message (a topology refusal names domains)."""
+"""The longest one reason may be in :func:`worker_reasons` (a topology refusal names domains)."""
 
 
 def refusal_message(refusals: Sequence[tuple[str, str]]) -> str:
-    """``no worker has room:`` and the (worker, reason) pairs, in the workers' order: each distinct reason once,
-    after the first :data:`NAMES_PER_REASON` workers that gave it and how many more did; the first
-    :data:`REASONS_SHOWN` reasons, then how many workers gave others. Its length is bounded whatever the number of
-    workers: one line per worker took 7 KB for 100 workers in every pending Workload's status, and a condition's
-    message may hold at most 32,768 characters (about 470 workers)."""
+    """Why no worker can take a workload, from each worker's (name, reason): see :func:`worker_reasons`."""
+    return "no worker has room: " + worker_reasons(refusals)
+
+
+def worker_reasons(refusals: Sequence[tuple[str, str]]) -> str:
+    """The (worker, reason) pairs for a condition message, in the workers' order: each distinct reason once, after
+    the first :data:`NAMES_PER_REASON` workers that gave it and how many more did; the first :data:`REASONS_SHOWN`
+    reasons, then how many workers gave others. Its length is bounded whatever the number of workers: one line per
+    worker took 7 KB for 100 workers in every pending Workload's status, and a condition's message may hold at most
+    32,768 characters (about 470 workers)."""
     by_reason: dict[str, list[str]] = {}
     for worker, reason in refusals:
         by_reason.setdefault(reason, []).append(worker)
@@ -182,7 +187,7 @@ def refusal_message(refusals: Sequence[tuple[str, str]]) -> str:
     others = sum(len(names) for _, names in groups[REASONS_SHOWN:])
     if others:
         parts.append(f"{others} more {'worker' if others == 1 else 'workers'} for other reasons")
-    return "no worker has room: " + "; ".join(parts)
+    return "; ".join(parts)
 
 
 def _room(flavors: Sequence[FlavorRoom], resource: str, *, borrowing: bool) -> tuple[int, int] | None:

@@ -50,6 +50,18 @@ def test_inactive_with_reasons() -> None:
     assert missing == CheckVerdict(False, "BadConfig", "MultiKueueConfig nope not found")
 
 
+def test_no_usable_cluster_among_many_says_each_reason_once() -> None:
+    clusters = [f"worker-{i}" for i in range(1000)]
+    verdict = multikueue_check_verdict(
+        check(),
+        configs={"kfed": {"spec": {"clusters": clusters}}},
+        cluster_problems=dict.fromkeys(clusters, "not connected"),
+    )
+    assert verdict == CheckVerdict(
+        False, "NoUsableClusters", "no usable worker cluster (worker-0, worker-1, worker-2 and 997 more: not connected)"
+    )
+
+
 def test_unreadable_dispatch_annotations_keep_the_check_active_and_say_why() -> None:
     problem = "kfed.io/dispatch-policy='Packed' is not one of BestFit, LeastAllocated, Balanced: ..."
     alone = multikueue_check_verdict(check(), configs=CONFIGS, cluster_problems={}, config_problems={"kfed": problem})
