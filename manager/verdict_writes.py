@@ -25,7 +25,7 @@ from federation.admission.parking import ParkingLot
 from federation.admission.queue_metrics import pods_ready_to_evicted, queued_since, workload_labels
 from federation.conditions import find_condition, parse_time
 from federation.kube.api import KubeApi
-from federation.kube.errors import Conflict, KubeError
+from federation.kube.errors import Conflict, Invalid, KubeError
 from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventSink
 from federation.kube.refusal import RefusalReporter, is_refusal
@@ -91,6 +91,8 @@ class VerdictWrites:
         self._preemptors: dict[str, tuple[str, str]] = {}
         """victim key -> (preempting ClusterQueue, Kueue's preemption reason), counted once the eviction is written."""
         self._answered: anyio.Event | None = None
+        self._invalid: dict[str, str] = {}
+        """key -> the validation error last reported for its status write, until one of its writes goes through."""
 
     def __len__(self) -> int:
         return len(self.in_flight)
@@ -205,11 +207,37 @@ class VerdictWrites:
             self._refusals.refused(update.key, err, retry_in=REFUSED_RETRY_SECONDS, regarding=update.raw)
             self._wake_by(time.time() + REFUSED_RETRY_SECONDS)
             return
+        if isinstance(err, Invalid):
+            self._report_invalid(update, err)
+            self._wake_by(time.time() + REFUSED_RETRY_SECONDS)  # decided again after a pause, not at once
+            return
         log.info("workload status write failed; will decide again", workload=update.key, error=str(err))
         self._trigger()
 
+    def _report_invalid(self, update: WorkloadUpdate, err: Invalid) -> None:
+        """The apiserver's validation refused a status a pass computed (a fault in kfed, or a Workload CRD other
+        than the one kfed speaks): deciding again at once would send the same. An error log line and a Warning
+        Event on the Workload, once per Workload and error until one of its writes goes through."""
+        message = str(err)
+        if self._invalid.get(update.key) == message:
+            return
+        self._invalid[update.key] = message
+        log.error(
+            "workload status write refused as invalid; deciding it again after a pause",
+            workload=update.key,
+            error=message[:500],
+            retry_in=REFUSED_RETRY_SECONDS,
+        )
+        note = (
+            f"kfed-manager's status update was refused as invalid: {message[:700]}; decided again in "
+            f"{REFUSED_RETRY_SECONDS:.0f}s. The status kfed computed does not pass this cluster's Workload CRD."
+        )
+        self._events.emit(update.raw, reason="InvalidStatusUpdate", note=note, action="Schedule", event_type="Warning")
+
     def _after_write(self, update: WorkloadUpdate, written: dict[str, Any]) -> None:
         self._refusals.succeeded(update.key)
+        if self._invalid:
+            self._invalid.pop(update.key, None)
         self._workload_view.wrote(update.raw, written)  # the next pass sees it even before the cache does
         namespace, local_queue, priority_class = workload_labels(update.raw)
         if update.outcome == "preempted":

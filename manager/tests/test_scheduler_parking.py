@@ -7,12 +7,13 @@ decided again on the next pass (else its QuotaReserved=False condition would nev
 from __future__ import annotations
 
 import datetime as dt
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from e2e.bench.schedpass_bench import Harness, build, capacity_report, recorded_workload_writes, run_passes
-from federation.kube.errors import Conflict
+from federation.kube.errors import Conflict, Invalid
 from federation.kube.resources import WORKLOADS
 from manager.decisions.dispatch import choose_worker
 from manager.scheduler import GlobalScheduler
@@ -249,3 +250,35 @@ def test_refusing_a_shape_once_per_pass_decides_what_asking_for_every_workload_d
     assert remembered == asked
     assert every_offer == 100 + 68, "without remembering, every parked Workload is offered again after the report"
     assert offers < every_offer
+
+
+def test_a_status_the_apiserver_refuses_as_invalid_is_named_once_and_decided_again_after_a_pause() -> None:
+    """Deciding again at once would send the same status: the refusal is logged and put in a Warning Event on the
+    Workload once (not per pass), the next pass is only due after a pause, and once a write goes through a new
+    refusal is named again."""
+    scheduler, api = _scheduler(pending=2)
+    write = api.patch_status
+    refusing = True
+    events: list[tuple[str, dict[str, Any]]] = []
+    wakes: list[float] = []
+
+    async def validating(resource: Any, name: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        if resource is WORKLOADS and refusing:
+            raise Invalid('Workload.kueue.x-k8s.io "x" is invalid: status.conditions[0].message: Too long', status=422)
+        written: dict[str, Any] = await write(resource, name, body, **kw)
+        return written
+
+    api.patch_status = validating
+    scheduler._writes._events = SimpleNamespace(emit=lambda raw, **kw: events.append((raw["metadata"]["name"], kw)))
+    scheduler._writes._wake_by = wakes.append
+    scheduler._writes._trigger = lambda: pytest.fail("an invalid status must not be decided again at once")
+    run_passes(scheduler, 3)
+    names = [name for name, _ in events]
+    assert len(names) == 2, "one Event per Workload, not one per pass"
+    assert len(set(names)) == 2, names
+    assert all(kw["reason"] == "InvalidStatusUpdate" and kw["event_type"] == "Warning" for _, kw in events)
+    assert all("Too long" in kw["note"] for _, kw in events)
+    assert wakes, "a pass is due after the pause"
+    refusing = False
+    run_passes(scheduler, 1)
+    assert not scheduler._writes._invalid, "written: nothing is reported any more"
