@@ -5,7 +5,9 @@ builds its input from the manager's caches and vetoes every admission for which 
 probing, ``manager.decisions.dispatch``), so quota is only reserved where it can be used. Triggered by any change
 to queues, quotas, workloads or a worker's capacity report; bursts of triggers coalesce into one pass. A Workload
 that did not fit is parked (``federation.admission.parking``) and left out of later passes until something that
-could change its verdict happens, so a pass costs what changed, not the length of the backlog.
+could change its verdict happens, so a pass costs what changed, not the length of the backlog. Workers' room only
+shrinks while a pass decides, so a pass asks the workers once per shape of Workload none has room for
+(``refusal_key``), not once per Workload of that shape.
 
 A pass decides in memory and does not wait for its writes: the Workloads' status writes are sent after it by
 ``manager.verdict_writes`` (and the next pass decides on the Workloads as those in flight make them), the queues'
