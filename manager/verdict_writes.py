@@ -209,7 +209,7 @@ class VerdictWrites:
             return
         if isinstance(err, Invalid):
             self._report_invalid(update, err)
-            self._wake_by(time.time() + REFUSED_RETRY_SECONDS)  # decided again after a pause, not at once
+            self._wake_by(time.time() + REFUSED_RETRY_SECONDS)  # no pass at once: the next one, by then at the latest
             return
         log.info("workload status write failed; will decide again", workload=update.key, error=str(err))
         self._trigger()
@@ -217,20 +217,21 @@ class VerdictWrites:
     def _report_invalid(self, update: WorkloadUpdate, err: Invalid) -> None:
         """The apiserver's validation refused a status a pass computed (a fault in kfed, or a Workload CRD other
         than the one kfed speaks): deciding again at once would send the same. An error log line and a Warning
-        Event on the Workload, once per Workload and error until one of its writes goes through."""
+        Event on the Workload, once per Workload and error until one of its writes goes through; no pass is
+        started for it at once (the next one decides it again, in ``REFUSED_RETRY_SECONDS`` at the latest)."""
         message = str(err)
         if self._invalid.get(update.key) == message:
             return
         self._invalid[update.key] = message
         log.error(
-            "workload status write refused as invalid; deciding it again after a pause",
+            "workload status write refused as invalid; decided again by a later pass",
             workload=update.key,
             error=message[:500],
             retry_in=REFUSED_RETRY_SECONDS,
         )
         note = (
-            f"kfed-manager's status update was refused as invalid: {message[:700]}; decided again in "
-            f"{REFUSED_RETRY_SECONDS:.0f}s. The status kfed computed does not pass this cluster's Workload CRD."
+            f"kfed-manager's status update was refused as invalid: {message[:700]}; decided again by a later pass "
+            f"(within {REFUSED_RETRY_SECONDS:.0f}s). The status kfed computed fails this cluster's Workload CRD."
         )
         self._events.emit(update.raw, reason="InvalidStatusUpdate", note=note, action="Schedule", event_type="Warning")
 

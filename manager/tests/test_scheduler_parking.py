@@ -252,10 +252,10 @@ def test_refusing_a_shape_once_per_pass_decides_what_asking_for_every_workload_d
     assert offers < every_offer
 
 
-def test_a_status_the_apiserver_refuses_as_invalid_is_named_once_and_decided_again_after_a_pause() -> None:
+def test_a_status_the_apiserver_refuses_as_invalid_is_named_once_and_starts_no_pass_at_once() -> None:
     """Deciding again at once would send the same status: the refusal is logged and put in a Warning Event on the
-    Workload once (not per pass), the next pass is only due after a pause, and once a write goes through a new
-    refusal is named again."""
+    Workload once (not per pass), no pass is started for it at once (one is due within a pause), and once a write
+    goes through the refusal is forgotten."""
     scheduler, api = _scheduler(pending=2)
     write = api.patch_status
     refusing = True
@@ -278,7 +278,7 @@ def test_a_status_the_apiserver_refuses_as_invalid_is_named_once_and_decided_aga
     assert len(set(names)) == 2, names
     assert all(kw["reason"] == "InvalidStatusUpdate" and kw["event_type"] == "Warning" for _, kw in events)
     assert all("Too long" in kw["note"] for _, kw in events)
-    assert wakes, "a pass is due after the pause"
+    assert wakes, "a pass is due within the pause"
     refusing = False
     run_passes(scheduler, 1)
     assert not scheduler._writes._invalid, "written: nothing is reported any more"
