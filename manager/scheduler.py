@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -105,6 +105,16 @@ def _by_name(objects: Any) -> dict[str, dict[str, Any]]:
     return {o["metadata"]["name"]: o for o in objects}
 
 
+@dataclass(slots=True)
+class _PassWorkers:
+    """One list of workers as a pass sees it: their states, whether any has a TAS summary, and the refusal keys none
+    of them had room for (room only shrinks while a pass decides, so such a refusal holds for the rest of it)."""
+
+    states: list[WorkerState]
+    summaries: bool
+    refused: dict[tuple[object, ...], NoWorker] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SchedulerCaches:
     """The manager cluster's objects a pass reads (the runtime's watch caches)."""
@@ -154,9 +164,7 @@ class GlobalScheduler:
         self._requeue_wake_at: float | None = None
         """The epoch second a pass is already scheduled for, when a requeued workload's backoff ends."""
         self._task_group: anyio.abc.TaskGroup
-        self._pass_workers: dict[
-            tuple[tuple[str, ...], tuple[tuple[str, str], ...]], tuple[list[WorkerState], bool]
-        ] = {}
+        self._pass_workers: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], _PassWorkers] = {}
         self._worker_refusal_ends = RefusalEnds()
         """When refusals that kept a Workload from every worker end: a pass runs then, and the veto stamp changes."""
         self._headrooms: dict[str, Headroom] = {}
@@ -309,12 +317,10 @@ class GlobalScheduler:
             log.warning("invalid quota object ignored", kind=ignored.kind, name=ignored.name, error=ignored.error)
         return state
 
-    def _workers(
-        self, names: list[str], now: dt.datetime, *, excluded: Mapping[str, str]
-    ) -> tuple[list[WorkerState], bool]:
-        """The workers' states for one decision (``excluded``: worker → why this Workload may not go there), and
-        whether any has a TAS summary; built once per pass for the same workers (their in-flight quota is the
-        ledger's live view, so the pass's own dispatches count)."""
+    def _workers(self, names: list[str], now: dt.datetime, *, excluded: Mapping[str, str]) -> _PassWorkers:
+        """The workers for one decision (``excluded``: worker → why this Workload may not go there); built once per
+        pass for the same workers (their in-flight quota is the ledger's live view, so the pass's own dispatches
+        count)."""
         key = (tuple(names), tuple(sorted(excluded.items())))
         cached = self._pass_workers.get(key)
         if cached is not None:
@@ -332,7 +338,7 @@ class GlobalScheduler:
                     in_flight=self._ledger.in_flight(name),
                 )
             )
-        found = states, any(w.capacity is not None and w.capacity.topologies for w in states)
+        found = _PassWorkers(states, any(w.capacity is not None and w.capacity.topologies for w in states))
         self._pass_workers[key] = found
         return found
 
@@ -430,10 +436,6 @@ class GlobalScheduler:
         checks = _by_name(caches.admission_checks.store)
         configs = _by_name(caches.multikueue_configs.store)
         chosen: dict[str, tuple[Dispatch, list[str], list[str], frozenset[str]]] = {}
-        refused: dict[tuple[object, ...], NoWorker] = {}
-        """No worker has room for these (workers, ``refusal_key``) for the rest of the pass: a backlog of one shape
-        woken by a report of more room costs one worker choice per shape once the room is taken, not one per
-        Workload."""
 
         ready_policy = config.wait_for_pods_ready
         holding = [raw for items in state.reserving.values() for raw in items]
@@ -471,34 +473,32 @@ class GlobalScheduler:
                 for resource, amount in psa.resource_usage.items():
                     requests[resource] = requests.get(resource, 0) + amount
             excluded = exclusions(raw, now=now)
-            workers, summaries = self._workers(worker_names, now, excluded=excluded)
+            workers = self._workers(worker_names, now, excluded=excluded)
             # The pod sets' topology requests matter only against a worker's TAS summary: parsed only then.
             namespace, queue_name = raw["metadata"]["namespace"], raw["spec"]["queueName"]
-            pod_sets = topology_requests(raw) if summaries else ()
-            shape = (
-                tuple(worker_names),
-                tuple(sorted(excluded.items())),
-                refusal_key(namespace=namespace, queue_name=queue_name, requests=requests, pod_sets=pod_sets),
-            )
-            result: Dispatch | NoWorker | None = refused.get(shape)
+            pod_sets = topology_requests(raw) if workers.summaries else ()
+            # a backlog of one shape woken by a report of more room: one worker choice per shape once the room is
+            # taken, not one per Workload
+            shape = refusal_key(namespace=namespace, queue_name=queue_name, requests=requests, pod_sets=pod_sets)
+            result: Dispatch | NoWorker | None = workers.refused.get(shape)
             if result is None:
                 result = choose_worker(
                     namespace=namespace,
                     queue_name=queue_name,
                     requests=requests,
-                    workers=workers,
+                    workers=workers.states,
                     avoid=withdrawn_from(raw),
                     policy=choice.policy,
                     large_share=choice.large_share,
                     pod_sets=pod_sets,
                 )
             if isinstance(result, NoWorker):
-                refused[shape] = result
+                workers.refused[shape] = result
                 if excluded:  # a refusal that holds excludes the workers that refused (``exclusions``)
                     self._worker_refusal_ends.note(refusal_end(raw, now=now))
                 return result.message
             every_check = workload_checks(queue, flavors=assigned_flavors(admit.assignment))
-            capacity = next((w.capacity for w in workers if w.name == result.worker), None)
+            capacity = next((w.capacity for w in workers.states if w.name == result.worker), None)
             tas = tas_flavor_names(caches.flavors.store, capacity.topologies if capacity is not None else ())
             chosen[admit.workload.key] = (result, every_check, check_names, tas)
             self._ledger.record(
