@@ -87,6 +87,32 @@ def write_kind(resource: str) -> str:
     return "by time" if resource in BY_TIME else "per job"
 
 
+def cluster_of(process: str) -> str:
+    """The cluster a rig process serves: ``worker-1/kube-apiserver`` → ``worker-1``, ``kfed-agent-worker-1`` →
+    ``worker-1``, ``kfed-manager`` and ``kueue-manager`` → ``manager``, ``kueue-worker-2`` → ``worker-2``."""
+    if "/" in process:
+        return process.split("/", 1)[0]
+    for prefix in ("kfed-agent-", "kueue-"):
+        if process.startswith(prefix):
+            return process.removeprefix(prefix)
+    return MANAGER if process == "kfed-manager" else process
+
+
+def cpu_per_job_by_cluster(cpu_seconds: dict[str, float], *, jobs: int, ran: dict[str, int]) -> dict[str, float]:
+    """Milliseconds of CPU per Job each cluster's processes (its control plane, kwok and its controllers) used: per
+    Job submitted for the manager, per Job it ran for a worker (``ran``), as if each cluster had machines of its own.
+    A worker that ran nothing is left out."""
+    totals: dict[str, float] = {}
+    for process, seconds in cpu_seconds.items():
+        totals[cluster_of(process)] = totals.get(cluster_of(process), 0.0) + seconds
+    out: dict[str, float] = {}
+    for cluster, seconds in sorted(totals.items()):
+        count = jobs if cluster == MANAGER else ran.get(cluster, 0)
+        if count:
+            out[cluster] = round(1000 * seconds / count, 1)
+    return out
+
+
 def shapes(workers: int) -> dict[str, NodeShape]:
     """The same 80 nodes x 16 cpu in all, split evenly over the workers."""
     count = max(1, 80 // workers)
@@ -731,6 +757,11 @@ def main() -> None:
                 )
                 top = list(r.cpu_seconds.items())[:6]
                 print(f"  {r.system} {size}: CPU-s " + ", ".join(f"{k} {v}" for k, v in top))
+                by_cluster = cpu_per_job_by_cluster(r.cpu_seconds, jobs=r.jobs, ran=r.workers_used)
+                print(
+                    f"  {r.system} {size}: CPU ms per Job by cluster (manager: per Job submitted; a worker: per Job it "
+                    "ran) " + ", ".join(f"{k} {v}" for k, v in by_cluster.items())
+                )
                 if r.conflicts:
                     print(f"  {r.system} {size}: 409s {r.conflicts}")
                 for cluster, served in r.apiserver_requests.items():
