@@ -14,9 +14,10 @@ Figures per system: time to all reserved / admitted (manager Workload conditions
 Jobs/s, submit→running and submit→complete p50/p99 (submit: the create in the audit log; running: the node
 agent's first pod status write in the audit log; complete: when the user's watch saw the Job Complete), writes
 per Job per cluster and per client (events separately) and 409 Conflicts per client from the audit logs,
-CPU-seconds per process from the first create to the last Complete. Results go to ``DIR/compare.json`` and PNG
-plots (throughput over time, latency CDF, writes per Job by writer); the table and the paths are printed. Ratios
-are what to compare: the machine is shared.
+CPU-seconds per process from the first create to the last Complete, and CPU per Job by cluster (each process
+charged to the cluster it serves: what each would bear on machines of its own). Results go to ``DIR/compare.json``
+and PNG plots (throughput over time, latency CDF, writes per Job by writer); the table and the paths are printed.
+Ratios are what to compare: the machine is shared.
 
 Environment: ``KFED_COMPARE_SIZES`` (default ``300``; e.g. ``300,1000``), ``KFED_COMPARE_SYSTEMS`` (default
 ``direct,kfed``, add ``kueue,kueue-qps,kueue-equal-qps``), ``KFED_COMPARE_WORKERS`` (default 2),
