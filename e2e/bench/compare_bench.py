@@ -765,7 +765,9 @@ def main() -> None:
                 by_cluster = cpu_per_job_by_cluster(r.cpu_seconds, jobs=r.jobs, ran=r.workers_used)
                 print(
                     f"  {r.system} {size}: CPU ms per Job by cluster (manager: per Job submitted; a worker: per Job it "
-                    "ran" + ("; the manager's etcd served every cluster" if r.shared_etcd else "") + ") "
+                    "ran"
+                    + ("; the manager's etcd served every cluster" if r.shared_etcd else "")
+                    + ") "
                     + ", ".join(f"{k} {v}" for k, v in by_cluster.items())
                 )
                 if r.conflicts:
