@@ -105,7 +105,8 @@ def cpu_per_job_by_cluster(cpu_seconds: dict[str, float], *, jobs: int, ran: dic
     A worker that ran nothing is left out."""
     totals: dict[str, float] = {}
     for process, seconds in cpu_seconds.items():
-        totals[cluster_of(process)] = totals.get(cluster_of(process), 0.0) + seconds
+        cluster = cluster_of(process)
+        totals[cluster] = totals.get(cluster, 0.0) + seconds
     out: dict[str, float] = {}
     for cluster, seconds in sorted(totals.items()):
         count = jobs if cluster == MANAGER else ran.get(cluster, 0)
