@@ -73,6 +73,17 @@ REASON_SUCCEEDED: Final = "Succeeded"
 REASON_FAILED: Final = "Failed"
 REASON_NO_WORKER_CAPACITY: Final = "NoWorkerCapacity"
 
+PODS_UNSCHEDULABLE_CONDITION: Final = "kfed.io/PodsUnschedulable"
+"""Kueue has no condition for it: pods of an admitted copy that the worker's kube-scheduler cannot place. The agent
+sets it on the Workload copy (``True``, reason ``Unschedulable``, the scheduler's message) once a pod has been
+unschedulable for ``UNSCHEDULABLE_GRACE_SECONDS``, and ``False`` (reason ``Scheduled``) once none is; the manager
+shows it on the manager Workload, naming the worker, with a Warning Event."""
+REASON_UNSCHEDULABLE: Final = "Unschedulable"
+REASON_SCHEDULED: Final = "Scheduled"
+UNSCHEDULABLE_GRACE_SECONDS: Final = 10.0
+"""A pod unschedulable for less than this is not reported: in a burst, a pod may wait a moment for room that the
+quota promised and another pod is still giving back."""
+
 JOB_GENERATED_LABELS: Final = (
     "controller-uid",
     "batch.kubernetes.io/controller-uid",

@@ -46,6 +46,7 @@ from manager.decisions.pods_ready import (
 )
 from manager.decisions.reservation import topology_ready
 from manager.decisions.sync import job_finish
+from manager.decisions.unschedulable import cleared_on_finish, shown_unschedulable
 from manager.evictions import Evictions
 from manager.workload_writes import WorkloadWrites
 
@@ -105,6 +106,29 @@ class DispatchProgress:
             if shown is not None:
                 workload = await self._writes.patch_status(workload, {"admissionChecks": shown})
                 log.info("waiting for the worker's admission checks", workload=key, cluster=worker, message=waiting)
+        return workload
+
+    async def show_unschedulable(
+        self, workload: Obj, remote_wl: Obj | None, *, worker: str, manager_job: Obj | None
+    ) -> Obj:
+        """The copy's ``kfed.io/PodsUnschedulable`` on the manager Workload, naming the worker, with a Warning Event
+        on the Workload and its Job when it turns ``True``; returns the Workload as it is now."""
+        if is_true(workload, "Finished"):
+            return workload
+        shown = shown_unschedulable(workload, remote_wl, worker=worker, now=dt.datetime.now(dt.UTC))
+        if shown is None:
+            return workload
+        workload = await self._writes.patch_status(workload, {"conditions": shown.conditions})
+        key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
+        if shown.unschedulable:
+            note = shown.message[:1000]
+            for regarding in (workload, manager_job) if manager_job is not None else (workload,):
+                self._events.emit(
+                    regarding, reason="PodsUnschedulable", note=note, action="Schedule", event_type="Warning"
+                )
+            log.warning("pods unschedulable on the worker", workload=key, cluster=worker, message=shown.message[:300])
+        else:
+            log.info("pods no longer unschedulable on the worker", workload=key, cluster=worker)
         return workload
 
     async def checks_gate(self, workload: Obj, *, worker: str, copies: bool) -> tuple[CheckGate, Obj] | None:
@@ -300,6 +324,7 @@ class DispatchProgress:
             message=finish.message or ("Job finished successfully" if finish.succeeded else "Job failed"),
             now=now,
         )
+        conditions = cleared_on_finish(conditions, now=now)
         if changed:
             await self._writes.patch_status(workload, {"conditions": conditions})
         key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"

@@ -295,6 +295,7 @@ class RemoteSync:
             return ready_recheck
         gate, workload = gated
         workload = await self._progress.show_worker_checks(workload, remote_wl, worker=worker)
+        workload = await self._progress.show_unschedulable(workload, remote_wl, worker=worker, manager_job=manager_job)
         flavors = conn.report.flavors if conn.report is not None else None
         steps = plan(
             manager_workload=workload,

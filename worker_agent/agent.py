@@ -27,6 +27,7 @@ from worker_agent.decisions.job_copies import DEFAULT_JOB_COPY_TIMEOUT_SECONDS
 from worker_agent.provisioning import NOT_SERVED, Provisioning
 from worker_agent.reconciler import Reconciler
 from worker_agent.tas import DEFAULT_NODE_FAILURE_DELAY, Tas
+from worker_agent.unschedulable import UnschedulablePods
 from worker_agent.world import World
 
 log = structlog.get_logger(__name__)
@@ -146,6 +147,9 @@ class Agent:
                 reconciler.trigger.pull()
 
         world.on_change(wake_on_job, world.jobs)
+        # Not among the caches readiness waits for: without it (an Events rule missing from a hand-edited role, its
+        # watch retried and logged) admission goes on, only unschedulable pods go unreported.
+        unschedulable = UnschedulablePods(self.api, world=world, cluster=self.cluster)
         self.metrics.add_source(publisher.queue_gauges)
         try:
             async with anyio.create_task_group() as tg:
@@ -162,6 +166,9 @@ class Agent:
                 self.running = True
                 tg.start_soon(reconciler.run)
                 tg.start_soon(publisher.run)
+                for cache in unschedulable.caches():
+                    tg.start_soon(cache.run)
+                tg.start_soon(unschedulable.run)
         finally:
             self.metrics.remove_source(publisher.queue_gauges)
             self.running = False

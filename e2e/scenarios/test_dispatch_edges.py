@@ -102,3 +102,61 @@ def test_c2_a_job_without_a_workload_priority_class_takes_its_pods_priority_clas
         "name": "c2-pod-high",
     }
     wait_complete(federation, "c2-pc")
+
+
+def test_pods_the_worker_cannot_place_are_named_on_the_manager_until_they_are_placed(federation: Federation) -> None:
+    """Quota is not nodes: a Job admitted by quota whose pods no worker node takes says why on the manager (the
+    worker's scheduler message, naming the worker), and says so no more once a node takes them."""
+    label = "kfed-test.io/unschedulable-scenario"
+    manifest = job_manifest("unplaced", namespace="default", cpu="1", seconds=20)
+    manifest["spec"]["template"]["spec"]["nodeSelector"] = {label: "yes"}
+    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    labelled: list[tuple[str, str]] = []
+    try:
+        workload = wait_for(
+            lambda: workload_of(federation, "unplaced"),
+            until=lambda wl: is_true(wl, "kfed.io/PodsUnschedulable"),
+            timeout=28,  # the shared federation's PodsReady timeout (30 s) evicts it after that
+            what="the manager Workload saying its pods cannot be scheduled",
+        )
+        assert workload is not None
+        worker = workload["status"]["clusterName"]
+        condition = next(c for c in workload["status"]["conditions"] if c["type"] == "kfed.io/PodsUnschedulable")
+        assert condition["reason"] == "Unschedulable"
+        assert condition["message"].startswith(f"worker cluster {worker}: pod unplaced-"), condition
+        assert "didn't match Pod's node affinity/selector" in condition["message"], condition
+        events = json.loads(
+            federation.kubectl(
+                MANAGER,
+                "get",
+                "events",
+                "-n",
+                "default",
+                "--field-selector",
+                "involvedObject.kind=Job,involvedObject.name=unplaced,reason=PodsUnschedulable",
+                "-o",
+                "json",
+            ).stdout
+        )["items"]
+        assert [e["type"] for e in events] == ["Warning"], events
+        assert worker in events[0]["message"]
+        # Room appears on every worker (a PodsReady eviction may have sent it to the other one meanwhile).
+        for cluster in federation.workers:
+            for node in federation.kubectl(cluster, "get", "nodes", "-o", "name").stdout.split():
+                federation.kubectl(cluster, "label", node, f"{label}=yes")
+                labelled.append((cluster, node))
+        workload = wait_for(
+            lambda: workload_of(federation, "unplaced"),
+            until=lambda wl: any(
+                c["type"] == "kfed.io/PodsUnschedulable" and c["status"] == "False" and c["reason"] == "Scheduled"
+                for c in (wl or {}).get("status", {}).get("conditions", [])
+            ),
+            timeout=60,
+            what="the manager Workload saying no pod is unschedulable any more, while the Job runs",
+        )
+        assert not is_true(workload, "Finished"), "cleared by the worker's agent, not by the finish"
+        wait_complete(federation, "unplaced", timeout=90)
+    finally:
+        for cluster, node in labelled:
+            federation.kubectl(cluster, "label", node, f"{label}-", check=False)
+        federation.kubectl(MANAGER, "delete", "job", "unplaced", "-n", "default", "--wait=false", check=False)
