@@ -11,7 +11,8 @@
     kubectl kfed workers                        each worker cluster: connected or not, and why
     kubectl kfed add-worker NAME --worker-context CTX   join a worker (token, kubeconfig Secret, MultiKueueCluster,
                                                         MultiKueueConfig entry); see manager/join.py
-    kubectl kfed remove-worker NAME             undo add-worker on the manager cluster
+    kubectl kfed remove-worker NAME [--wait S]  undo add-worker on the manager cluster once the Jobs still
+                                                running there finished ([--force]: at once)
 
 Talks to the manager cluster with ``--kubeconfig`` (or ``$KUBECONFIG``, or ``~/.kube/config``) and ``--context``;
 the namespace is ``-n``, else the context's, as kubectl does. A worker is read (``describe``, ``pods``) through
@@ -105,7 +106,9 @@ def _say(line: str) -> None:
 
 async def _join(args: argparse.Namespace, manager: KubeApi) -> str:
     if args.command == "remove-worker":
-        await join.remove_worker(manager, args.name, namespace=args.namespace, say=_say)
+        await join.remove_worker(
+            manager, args.name, namespace=args.namespace, say=_say, wait=args.remove_wait, force=args.force
+        )
         return f"worker {args.name} removed from the manager"
     path = args.worker_kubeconfig or _kubeconfig(args.kubeconfig)
     text = await anyio.Path(path).read_text()
@@ -537,8 +540,22 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     add.add_argument("--token-duration", default="8760h", help="lifetime of the token (run again to renew it)")
     add.add_argument("--multikueue-config", help="default: the only MultiKueueConfig, or a new one named kfed")
     add.add_argument("--wait", type=float, default=60, help="seconds to wait for Active=True (0: do not wait)")
-    remove = sub.add_parser("remove-worker", parents=[common], help="undo add-worker on the manager cluster")
+    remove = sub.add_parser(
+        "remove-worker", parents=[common], help="undo add-worker on the manager cluster once its Jobs finished"
+    )
     remove.add_argument("name")
+    remove.add_argument(
+        "--wait",
+        dest="remove_wait",
+        type=float,
+        default=0,
+        help="seconds to wait for the Jobs still running there to finish (it gets no new ones meanwhile)",
+    )
+    remove.add_argument(
+        "--force",
+        action="store_true",
+        help="remove it even though Jobs still run there (requeued after the worker-lost timeout; their copies stay)",
+    )
     args = parser.parse_args(list(argv))
     for key, default in _DEFAULTS.items():
         if not hasattr(args, key):

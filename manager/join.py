@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,11 +23,12 @@ from typing import Any
 import anyio
 import yaml
 
-from federation.conditions import find_condition
+from federation.conditions import find_condition, is_true
 from federation.kube.api import KubeApi
 from federation.kube.errors import AlreadyExists, Conflict, NotFound
 from federation.kube.kubeconfig import KubeconfigError, parse_validated_kubeconfig
-from federation.kube.resources import CONFIG_MAPS, MULTIKUEUE_CLUSTERS, MULTIKUEUE_CONFIGS, SECRETS
+from federation.kube.resources import CONFIG_MAPS, MULTIKUEUE_CLUSTERS, MULTIKUEUE_CONFIGS, SECRETS, WORKLOADS
+from manager.decisions.lifecycle import held_worker
 
 Obj = dict[str, Any]
 
@@ -38,6 +40,8 @@ SECRET_KEY = "kubeconfig"
 DEFAULT_ACCESS_ACCOUNT = "kfed-manager-access"
 """The ServiceAccount the kfed-agent chart makes for the manager (managerAccess.serviceAccountName)."""
 DEFAULT_TOKEN_SECONDS = 365 * 24 * 3600
+REMOVE_POLL_SECONDS = 2.0
+"""How often ``remove-worker --wait`` looks again at the Workloads the worker still runs."""
 
 
 class JoinError(Exception):
@@ -166,6 +170,27 @@ def without_cluster(clusters: list[str], worker: str) -> list[str] | None:
     return [c for c in clusters if c != worker] if worker in clusters else None
 
 
+def running_on(workloads: list[Obj], worker: str) -> list[str]:
+    """``namespace/name`` of the manager Workloads ``worker`` holds and that have not finished: their Jobs run (or are
+    about to) there, and only kfed-manager's connection to it can see them end and delete their copies."""
+    return sorted(
+        f"{wl['metadata']['namespace']}/{wl['metadata']['name']}"
+        for wl in workloads
+        if held_worker(wl) == worker and not is_true(wl, "Finished")
+    )
+
+
+def still_running_message(worker: str, keys: list[str]) -> str:
+    shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+    return (
+        f"worker {worker} still runs {len(keys)} workload(s): {shown}. It is out of every MultiKueueConfig, so it gets "
+        "no new ones; its MultiKueueCluster and Secret stay so that kfed can finish these and delete their copies "
+        "there. Run remove-worker again once they finished (--wait SECONDS waits for them), or with --force to "
+        "remove it now: kfed-manager then loses sight of them, requeues them after its worker-lost timeout and "
+        "cannot delete their copies, which may still be running there"
+    )
+
+
 # -- I/O --------------------------------------------------------------------------------------------------------
 
 
@@ -213,12 +238,32 @@ async def add_worker(manager: KubeApi, worker: KubeApi, spec: AddWorker, *, say:
     await _update_config(manager, config, spec.name, add=True, say=say)
 
 
-async def remove_worker(manager: KubeApi, name: str, *, namespace: str, say: Callable[[str], None]) -> None:
-    """Take the worker out of every MultiKueueConfig, then delete its MultiKueueCluster and the Secret add-worker
-    made (a Secret without kubectl-kfed's label is the operator's and is left alone)."""
+async def remove_worker(
+    manager: KubeApi,
+    name: str,
+    *,
+    namespace: str,
+    say: Callable[[str], None],
+    wait: float = 0.0,
+    force: bool = False,
+) -> None:
+    """Take the worker out of every MultiKueueConfig; once no unfinished Workload is held there (waiting up to
+    ``wait`` seconds for them; ``force`` does not wait), delete its MultiKueueCluster and the Secret add-worker made
+    (a Secret without kubectl-kfed's label is the operator's and is left alone). Raises JoinError, keeping both,
+    while Workloads still run there."""
     for config in (await manager.list(MULTIKUEUE_CONFIGS)).items:
         if name in ((config.get("spec") or {}).get("clusters") or []):
             await _update_config(manager, config["metadata"]["name"], name, add=False, say=say)
+    running = running_on((await manager.list(WORKLOADS)).items, name)
+    deadline = time.monotonic() + wait
+    while running and not force and time.monotonic() < deadline:
+        say(f"waiting for {len(running)} workload(s) on {name} to finish: {', '.join(running[:5])}")
+        await anyio.sleep(min(REMOVE_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+        running = running_on((await manager.list(WORKLOADS)).items, name)
+    if running and not force:
+        raise JoinError(still_running_message(name, running))
+    if running:
+        say(f"removing {name} although {len(running)} workload(s) still run there: {', '.join(running[:5])}")
     cluster = await manager.get_or_none(MULTIKUEUE_CLUSTERS, name)
     location = ""
     if cluster is not None:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from e2e.queues import FLAVOR, LOCAL_QUEUE
-from e2e.rig.controllers import ADMISSION_CHECK
+from e2e.rig.controllers import ADMISSION_CHECK, MULTIKUEUE_CONFIG
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import get, submit, worker_of, workload_of
 from e2e.waiting import wait_for
@@ -184,3 +184,51 @@ def test_describe_a_job_that_waits_says_why(federation: Federation, tmp_path: Pa
         assert "Worker:       -" in text
     finally:
         federation.kubectl(MANAGER, "delete", "job", "cli-huge", "--ignore-not-found", "--wait=false")
+
+
+def test_remove_worker_keeps_a_worker_whose_jobs_still_run(federation: Federation, tmp_path: Path) -> None:
+    """`remove-worker` takes the worker out of the MultiKueueConfig, but while a Job still runs there it keeps the
+    MultiKueueCluster and Secret (kfed must see the Job end and delete its copies) and says which Job; the Job ends
+    with its status on the manager."""
+    fed = federation
+    config = _merged_kubeconfig(fed, tmp_path / "kubeconfig")
+    clusters = get(fed, MANAGER, "multikueueconfig.kueue.x-k8s.io", MULTIKUEUE_CONFIG, namespace="")
+    assert clusters is not None
+    listed = list(clusters["spec"]["clusters"])
+    submit(fed, "cli-drain", cpu="1", seconds=25)
+    try:
+        worker = wait_for(lambda: worker_of(fed, "cli-drain"), until=bool, timeout=60, what="cli-drain dispatched")
+        workload = workload_of(fed, "cli-drain")
+        assert workload is not None
+        plugin = str(Path(sys.executable).parent / "kubectl-kfed")
+        removed = subprocess.run(
+            [plugin, "--kubeconfig", str(config), "remove-worker", str(worker), "--wait", "1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert removed.returncode == 1, removed.stdout + removed.stderr
+        name = workload["metadata"]["name"]
+        assert f"worker {worker} still runs 1 workload(s): default/{name}." in removed.stderr
+        assert f"waiting for 1 workload(s) on {worker} to finish" in removed.stdout
+        after = get(fed, MANAGER, "multikueueconfig.kueue.x-k8s.io", MULTIKUEUE_CONFIG, namespace="")
+        assert after is not None
+        assert worker not in after["spec"]["clusters"], "out of the config: it gets no new Jobs"
+        assert get(fed, MANAGER, "multikueuecluster.kueue.x-k8s.io", str(worker), namespace="") is not None
+        assert get(fed, MANAGER, "secret", f"{worker}-kubeconfig", namespace="kfed-system") is not None
+        job = wait_for(
+            lambda: get(fed, MANAGER, "job", "cli-drain"),
+            until=lambda j: any(
+                c["type"] in ("Complete", "Failed") and c["status"] == "True"
+                for c in ((j or {}).get("status") or {}).get("conditions", [])
+            ),
+            timeout=90,
+            what="cli-drain to finish on the worker taken out of the config",
+        )
+        assert job is not None
+        assert job["status"].get("succeeded") == 1, job["status"]
+    finally:
+        patch = json.dumps({"spec": {"clusters": listed}})
+        fed.kubectl(MANAGER, "patch", "multikueueconfig.kueue.x-k8s.io", MULTIKUEUE_CONFIG, "--type=merge", "-p", patch)
+        fed.kubectl(MANAGER, "delete", "job", "cli-drain", "--ignore-not-found", "--wait=false")

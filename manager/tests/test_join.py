@@ -1,4 +1,5 @@
 import base64
+from typing import Any
 
 import pytest
 import yaml
@@ -11,6 +12,8 @@ from manager.join import (
     context_endpoint,
     join_objects,
     parse_duration,
+    running_on,
+    still_running_message,
     with_cluster,
     without_cluster,
     worker_kubeconfig,
@@ -110,3 +113,28 @@ def test_durations(text: str, seconds: int) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(ValueError, match=r"duration|10 minutes"):
         parse_duration(text)
+
+
+def test_running_on_names_the_unfinished_workloads_the_worker_holds() -> None:
+    def wl(name: str, *conditions: str, cluster: str = "w1", nominated: list[str] | None = None) -> dict[str, Any]:
+        status: dict[str, Any] = {
+            "conditions": [{"type": c, "status": "True", "reason": c, "message": ""} for c in conditions]
+        }
+        if cluster:
+            status["clusterName"] = cluster
+        if nominated is not None:
+            status["nominatedClusterNames"] = nominated
+        return {"metadata": {"namespace": "ns", "name": name}, "status": status}
+
+    workloads = [
+        wl("b-running", "QuotaReserved", "Admitted"),
+        wl("a-dispatched", "QuotaReserved", cluster="", nominated=["w1"]),
+        wl("finished", "QuotaReserved", "Finished"),
+        wl("elsewhere", "QuotaReserved", "Admitted", cluster="w2"),
+        wl("pending", cluster=""),
+    ]
+    assert running_on(workloads, "w1") == ["ns/a-dispatched", "ns/b-running"]
+    message = still_running_message("w1", [f"ns/j{i}" for i in range(7)])
+    assert message.startswith("worker w1 still runs 7 workload(s): ns/j0, ns/j1, ns/j2, ns/j3, ns/j4 and 2 more.")
+    assert "--wait SECONDS" in message
+    assert "--force" in message
