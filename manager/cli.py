@@ -282,6 +282,8 @@ async def _create(args: argparse.Namespace, api: KubeApi) -> str:
     elif kind is LOCAL_QUEUES:
         if not args.clusterqueue:
             raise ValueError("a LocalQueue needs --clusterqueue/-c")
+        if not args.ignore_unknown_cq:  # as kueuectl: a typo would leave its Jobs waiting on a queue that never is
+            await api.get(CLUSTER_QUEUES, args.clusterqueue)
         obj = local_queue_object(args.name, namespace=_namespace(args) or "default", cluster_queue=args.clusterqueue)
     elif kind is RESOURCE_FLAVORS:
         obj = resource_flavor_object(args.name, node_labels=key_values(args.node_labels), node_taints=args.node_taint)
@@ -504,6 +506,12 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     create.add_argument("kind", choices=sorted(k for k, r in KINDS.items() if r is not WORKLOADS))
     create.add_argument("name")
     create.add_argument("-c", "--clusterqueue", help="localqueue: its ClusterQueue")
+    create.add_argument(
+        "-i",
+        "--ignore-unknown-cq",
+        action="store_true",
+        help="localqueue: create it even if the ClusterQueue does not exist",
+    )
     create.add_argument("--cohort")
     create.add_argument("--queuing-strategy", choices=("BestEffortFIFO", "StrictFIFO"))
     create.add_argument("--namespace-selector", help="KEY=VALUE,... (default: every namespace)")

@@ -72,6 +72,8 @@ def test_queues_positions_stop_resume(federation: Federation, tmp_path: Path) ->
     assert out.strip() == f"clusterqueue.kueue.x-k8s.io/{CQ} created"
     try:
         _kfed(config, "create", "lq", LQ, "-c", CQ)
+        _kfed(config, "create", "lq", "cli-typo", "-c", f"{CQ}-typo", check=False)  # refused, as kueuectl does
+        assert get(fed, MANAGER, "localqueue", "cli-typo") is None
         rf = yaml.safe_load(
             _kfed(config, "create", "rf", "cli-rf", "--node-labels", "tier=spot", "--dry-run=client", "-o", "yaml")
         )
