@@ -37,10 +37,12 @@ from manager.decisions.withdrawal import (
     exclusion_annotation,
     requeue_status,
     scheduling_stats_after,
+    unreachable_report_in,
     withdrawn_annotation,
     withdrawn_from,
     worker_lost_message,
     worker_lost_time_left,
+    worker_unreachable_message,
 )
 from manager.manager_jobs import stop_manager_job
 from manager.workers import WorkerConnection, WorkerPool
@@ -52,6 +54,8 @@ Obj = dict[str, Any]
 
 UNREACHABLE_RECHECK_SECONDS = 30.0
 """While a workload's worker is unreachable, look again at least this often (the timeout may change meanwhile)."""
+UNREACHABLE_TOLD_LIMIT = 100_000
+"""How many Workloads' outage reports are remembered before the memory is cleared."""
 
 
 class Evictions:
@@ -80,6 +84,8 @@ class Evictions:
         self._events = events
         self._metrics = metrics
         self._on_requeued = on_requeued
+        self._unreachable_told: dict[str, dt.datetime] = {}
+        """Workload key → the start of the outage its Workload and Job were told about (once per outage)."""
 
     async def worker_unreachable(self, workload: Obj, manager_job: Obj | None, *, worker: str) -> float | None:
         """The holding worker cannot be reached: wait (a blip evicts nothing) until the worker-lost timeout, counted
@@ -87,9 +93,17 @@ class Evictions:
         gone; they are deleted when the worker answers again (see ``CopyCleaner.delete_strays``)."""
         since = self._pool.unreachable_since(worker)
         now = dt.datetime.now(dt.UTC)
-        left = worker_lost_time_left(since, now=now, timeout=self._config.worker_lost_timeout)
+        timeout = self._config.worker_lost_timeout
+        left = worker_lost_time_left(since, now=now, timeout=timeout)
+        key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
         if left > 0:
+            report_in = unreachable_report_in(since, now=now, timeout=timeout)
+            if since is not None and report_in <= 0 and self._unreachable_told.get(key) != since:
+                self._tell_unreachable(key, workload, manager_job, worker=worker, since=since)
+            elif report_in > 0:
+                return min(left, report_in, UNREACHABLE_RECHECK_SECONDS)
             return min(left, UNREACHABLE_RECHECK_SECONDS)
+        self._unreachable_told.pop(key, None)
         message = worker_lost_message(worker, timeout=self._config.worker_lost_timeout)
         key = await self.requeue(
             workload, manager_job, reason=REASON_EVICTED_BY_ADMISSION_CHECK, message=message, counted=True
@@ -97,6 +111,18 @@ class Evictions:
         self.report_eviction(workload, note=f"{message}; requeued", worker=worker)
         log.warning("workload requeued from a lost worker", workload=key, cluster=worker, message=message)
         return None
+
+    def _tell_unreachable(
+        self, key: str, workload: Obj, manager_job: Obj | None, *, worker: str, since: dt.datetime
+    ) -> None:
+        """Once per outage: a Warning Event on the Workload and its Job saying what they wait for, and a log line."""
+        if len(self._unreachable_told) >= UNREACHABLE_TOLD_LIMIT:
+            self._unreachable_told.clear()  # entries of Workloads that finished meanwhile; at worst one more Event
+        self._unreachable_told[key] = since
+        message = worker_unreachable_message(worker, since=since, timeout=self._config.worker_lost_timeout)
+        for regarding in (workload, manager_job) if manager_job is not None else (workload,):
+            self._events.emit(regarding, reason="WorkerUnreachable", note=message, action="Sync", event_type="Warning")
+        log.warning("waiting for an unreachable worker", workload=key, cluster=worker, message=message)
 
     def count_eviction(self, workload: Obj, *, cause: str, worker: str, underlying_cause: str = "") -> None:
         """Kueue's eviction counters (per ClusterQueue and LocalQueue) and MultiKueue's per worker."""

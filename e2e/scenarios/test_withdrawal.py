@@ -319,6 +319,10 @@ def test_f1_a_worker_lost_past_the_timeout_has_its_workload_requeued_elsewhere_a
         )
         assert requeued is not None
         assert _noted(federation, "EvictedDueToAdmissionCheck", "f1-lost", "worker-lost timeout")
+        # While it waited, its Workload and Job said what for, and until when.
+        told = _events(federation, "WorkerUnreachable", "f1-lost")
+        assert {e["regarding"]["kind"] for e in told} == {"Workload", "Job"}, told
+        assert all(f'worker cluster "{worker}" has not answered since' in e["note"] for e in told), told
         wait_for(
             lambda: worker_of(federation, "f1-lost"),
             until=lambda w: w == other,

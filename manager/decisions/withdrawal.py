@@ -100,6 +100,28 @@ def worker_lost_time_left(since: dt.datetime | None, *, now: dt.datetime, timeou
     return timeout - (now - since).total_seconds()
 
 
+UNREACHABLE_REPORT_SECONDS = 10.0
+"""A worker unreachable this long (or a third of the worker-lost timeout, if less) is named on each Workload it
+holds: a shorter blip says nothing there (its MultiKueueCluster shows it)."""
+
+
+def unreachable_report_in(since: dt.datetime | None, *, now: dt.datetime, timeout: float) -> float:
+    """Seconds until a Workload held by a worker unreachable since ``since`` is told why it waits (0: now)."""
+    if since is None:
+        return min(UNREACHABLE_REPORT_SECONDS, timeout / 3)
+    return max(0.0, min(UNREACHABLE_REPORT_SECONDS, timeout / 3) - (now - since).total_seconds())
+
+
+def worker_unreachable_message(worker: str, *, since: dt.datetime, timeout: float) -> str:
+    """What a Workload whose worker does not answer waits for, and until when."""
+    deadline = since + dt.timedelta(seconds=timeout)
+    return (
+        f'worker cluster "{worker}" has not answered since {since:%Y-%m-%dT%H:%M:%SZ}; the workload stays there '
+        f"until {deadline:%Y-%m-%dT%H:%M:%SZ} (the worker-lost timeout, {timeout:.0f}s) and is requeued then unless "
+        "the worker answers again"
+    )
+
+
 def worker_lost_message(worker: str, *, timeout: float) -> str:
     return (
         f'worker cluster "{worker}" has been unreachable for longer than the worker-lost timeout ({timeout:.0f}s); '

@@ -19,7 +19,9 @@ from manager.decisions.withdrawal import (
     preemption_status,
     requeue_status,
     scheduling_stats_after,
+    unreachable_report_in,
     withdrawal_reason,
+    worker_unreachable_message,
 )
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
@@ -313,3 +315,16 @@ def test_each_eviction_is_counted_in_scheduling_stats_by_reason_and_underlying_c
     assert timed_out["evictions"][-1] == {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}
     preempted = preemption_status(wl, preemption_reason="InClusterQueue", message="m", now=NOW)
     assert preempted["schedulingStats"]["evictions"] == [{"reason": "Preempted", "underlyingCause": "", "count": 2}]
+
+
+def test_a_workload_is_told_of_its_unreachable_worker_after_a_short_while_and_until_when_it_waits() -> None:
+    since = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+    assert unreachable_report_in(since, now=since + dt.timedelta(seconds=4), timeout=900) == 6
+    assert unreachable_report_in(since, now=since + dt.timedelta(seconds=11), timeout=900) == 0
+    assert unreachable_report_in(since, now=since + dt.timedelta(seconds=1), timeout=15) == 4  # a third of it
+    assert unreachable_report_in(None, now=since, timeout=900) == 10
+    message = worker_unreachable_message("w1", since=since, timeout=900)
+    assert message == (
+        'worker cluster "w1" has not answered since 2026-01-01T12:00:00Z; the workload stays there until '
+        "2026-01-01T12:15:00Z (the worker-lost timeout, 900s) and is requeued then unless the worker answers again"
+    )
