@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.conditions import find_condition, is_true, parse_time
+from federation.protocol import PODS_UNSCHEDULABLE_CONDITION
 from manager.decisions.lifecycle import phase_of
 from manager.decisions.visibility import Position, cluster_queue_of
 
@@ -91,6 +92,10 @@ def why(workload: Obj) -> str:
             return str(condition.get("message") or condition.get("reason") or "")
     if state == "Deactivated":
         return "spec.active is false (kubectl kfed resume workload NAME)"
+    unplaced = find_condition(workload, PODS_UNSCHEDULABLE_CONDITION)
+    if unplaced is not None and unplaced.get("status") == "True":  # admitted, but its worker cannot place the pods
+        message = str(unplaced.get("message") or "")
+        return message.removeprefix(f"worker cluster {status.get('clusterName')}: ")  # the WORKER column says it
     return ""
 
 

@@ -42,7 +42,7 @@ PAGE = """<!doctype html>
 <th>Age</th></tr></thead><tbody></tbody></table>
 <h2>Running workloads (<span id="running-count">0</span>)</h2>
 <table id="running"><thead><tr><th>Namespace</th><th>Name</th><th>ClusterQueue</th><th>State</th><th>Worker</th>
-<th>Age</th></tr></thead><tbody></tbody></table>
+<th>Message</th><th>Age</th></tr></thead><tbody></tbody></table>
 <h2>Recent evictions</h2>
 <table id="evictions"><thead><tr><th>Time</th><th>Namespace</th><th>Name</th><th>Reason</th><th>Message</th></tr>
 </thead><tbody></tbody></table>
@@ -120,7 +120,7 @@ function draw(state) {
   rows("pending", state.pending, w => [[w.namespace], [w.name], [w.queue], [w.state], [w.message, "msg"],
     [age(w.ageSeconds)]]);
   rows("running", state.running, w => [[w.namespace], [w.name], [w.clusterQueue], [w.state], [w.worker || "-"],
-    [age(w.ageSeconds)]]);
+    [w.message, "msg"], [age(w.ageSeconds)]]);
   rows("evictions", state.evictions, e => [[e.time], [e.namespace], [e.name], [e.reason], [e.message, "msg"]]);
 }
 async function tick() {

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.conditions import find_condition, is_true, parse_time
+from federation.protocol import PODS_UNSCHEDULABLE_CONDITION
 from federation.quantity import parse_quantity
 from manager.decisions.lifecycle import phase_of
 
@@ -99,6 +100,9 @@ def _cluster_queue(queue: Obj) -> dict[str, Any]:
 def _message(workload: Obj, phase: str) -> str:
     if phase in ("Pending", "Requeued"):
         return str((find_condition(workload, "QuotaReserved") or {}).get("message") or "")
+    unplaced = find_condition(workload, PODS_UNSCHEDULABLE_CONDITION)
+    if phase in ("Admitted", "Running") and unplaced is not None and unplaced.get("status") == "True":
+        return str(unplaced.get("message") or "")
     return ""
 
 

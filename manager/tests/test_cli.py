@@ -21,6 +21,13 @@ def test_workloads_show_where_each_runs_and_why_others_wait() -> None:
             wl("b", ("QuotaReserved", "True", ""), ("Admitted", "True", ""), clusterName="worker-2"),
             wl("a", ("QuotaReserved", "False", "no worker has room: worker-1: insufficient cpu")),
             wl("c", ("QuotaReserved", "True", ""), nominatedClusterNames=["worker-1"]),
+            wl(
+                "d",
+                ("QuotaReserved", "True", ""),
+                ("Admitted", "True", ""),
+                ("kfed.io/PodsUnschedulable", "True", "worker cluster worker-1: pod d-x cannot be scheduled"),
+                clusterName="worker-1",
+            ),
         ],
         now=NOW,
         all_namespaces=False,
@@ -31,6 +38,8 @@ def test_workloads_show_where_each_runs_and_why_others_wait() -> None:
     assert "no worker has room" in lines[1]
     assert lines[2].split() == ["b", "user-queue", "Admitted", "worker-2", "90s"]
     assert lines[3].split() == ["c", "user-queue", "Reserved", "worker-1", "90s"]
+    assert lines[4].split()[:4] == ["d", "user-queue", "Admitted", "worker-1"]
+    assert "pod d-x cannot be scheduled" in lines[4]
 
 
 def test_workers_show_connection_and_reason() -> None:

@@ -57,6 +57,13 @@ def test_dashboard_state_sums_worker_capacity_and_splits_workloads() -> None:
         workloads=[
             _wl("waiting", ("QuotaReserved", "False", "no worker has room")),
             _wl("running", ("QuotaReserved", "True", ""), ("Admitted", "True", ""), clusterName="w1"),
+            _wl(
+                "unplaced",
+                ("QuotaReserved", "True", ""),
+                ("Admitted", "True", ""),
+                ("kfed.io/PodsUnschedulable", "True", "worker cluster w1: pod unplaced-x cannot be scheduled"),
+                clusterName="w1",
+            ),
             _wl("evicted", ("QuotaReserved", "False", "x"), ("Evicted", "True", "worker w2 lost")),
             _wl("done", ("QuotaReserved", "True", ""), ("Finished", "True", "")),
         ],
@@ -69,8 +76,10 @@ def test_dashboard_state_sums_worker_capacity_and_splits_workloads() -> None:
     assert state["clusterQueues"][0]["resources"] == [
         {"flavor": "f", "resource": "cpu", "usage": 3.0, "nominal": 10.0, "borrowingLimit": 2.0}
     ]
-    assert [w["name"] for w in state["running"]] == ["running"]
+    assert [w["name"] for w in state["running"]] == ["running", "unplaced"]
     assert state["running"][0]["worker"] == "w1"
+    assert state["running"][0]["message"] == ""
+    assert state["running"][1]["message"] == "worker cluster w1: pod unplaced-x cannot be scheduled"
     assert sorted(w["name"] for w in state["pending"]) == ["evicted", "waiting"]
     assert [e["name"] for e in state["evictions"]] == ["evicted"]
-    assert state["counts"] == {"pending": 2, "running": 1, "workloads": 4}
+    assert state["counts"] == {"pending": 2, "running": 2, "workloads": 5}
