@@ -3,9 +3,10 @@
 First the decision is recorded (``Evicted=True`` with Kueue's reason, an Event, the eviction counters); from then on
 each pass of the remote sync withdraws it: the copies on the worker are deleted, and once the worker confirms they
 are gone the manager Job is stopped and the quota released (``Requeued``), so the Job never runs on two workers at
-once. A worker that cannot be reached is waited for until the worker-lost timeout, then requeued without that
-confirmation (its copies are deleted when it answers again). The remote sync (``manager.remote_sync``) decides when;
-this module carries it out, with the conditions from ``manager.decisions.withdrawal``.
+once. A worker that cannot be reached is waited for until the worker-lost timeout (each Workload it holds is told so
+once the outage is more than a blip), then requeued without that confirmation (its copies are deleted when it
+answers again). The remote sync (``manager.remote_sync``) decides when; this module carries it out, with the
+conditions from ``manager.decisions.withdrawal``.
 """
 
 from __future__ import annotations

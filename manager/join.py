@@ -5,7 +5,9 @@ The worker's kfed-agent chart made a ServiceAccount for the manager (``kfed-mana
 the manager needs there. Joining mints a token for it (a TokenRequest, with the operator's own credentials for the
 worker), wraps it in a self-contained kubeconfig (server, embedded CA data, token: the only form the manager
 accepts), and on the manager cluster creates the Secret holding it, the MultiKueueCluster naming that Secret and
-the MultiKueueConfig entry listing the cluster. Removing undoes the manager side in the reverse order.
+the MultiKueueConfig entry listing the cluster. Removing undoes the manager side in the reverse order: the
+MultiKueueConfig entry at once, the MultiKueueCluster and Secret only once no Job runs there any more (kfed-manager
+needs them to see those Jobs end and to delete their copies).
 
 The top half is pure (what to write); :func:`add_worker` and :func:`remove_worker` do the I/O through
 ``federation.kube``.
