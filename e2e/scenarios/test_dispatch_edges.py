@@ -9,7 +9,7 @@ import pytest
 
 from e2e.queues import job_manifest
 from e2e.rig.federation import MANAGER, Federation
-from e2e.scenarios.helpers import get, is_true, submit, wait_complete, workload_of
+from e2e.scenarios.helpers import condition, get, is_true, items, submit, wait_complete, workload_of
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -121,23 +121,18 @@ def test_pods_the_worker_cannot_place_are_named_on_the_manager_until_they_are_pl
         )
         assert workload is not None
         worker = workload["status"]["clusterName"]
-        condition = next(c for c in workload["status"]["conditions"] if c["type"] == "kfed.io/PodsUnschedulable")
-        assert condition["reason"] == "Unschedulable"
-        assert condition["message"].startswith(f"worker cluster {worker}: pod unplaced-"), condition
-        assert "didn't match Pod's node affinity/selector" in condition["message"], condition
-        events = json.loads(
-            federation.kubectl(
-                MANAGER,
-                "get",
-                "events",
-                "-n",
-                "default",
-                "--field-selector",
-                "involvedObject.kind=Job,involvedObject.name=unplaced,reason=PodsUnschedulable",
-                "-o",
-                "json",
-            ).stdout
-        )["items"]
+        unplaced = condition(workload, "kfed.io/PodsUnschedulable")
+        assert unplaced is not None
+        assert unplaced["reason"] == "Unschedulable"
+        assert unplaced["message"].startswith(f"worker cluster {worker}: pod unplaced-"), unplaced
+        assert "didn't match Pod's node affinity/selector" in unplaced["message"], unplaced
+        events = items(
+            federation,
+            MANAGER,
+            "events",
+            "--field-selector",
+            "involvedObject.kind=Job,involvedObject.name=unplaced,reason=PodsUnschedulable",
+        )
         assert [e["type"] for e in events] == ["Warning"], events
         assert worker in events[0]["message"]
         # Room appears on every worker (a PodsReady eviction may have sent it to the other one meanwhile).
@@ -147,10 +142,7 @@ def test_pods_the_worker_cannot_place_are_named_on_the_manager_until_they_are_pl
                 labelled.append((cluster, node))
         workload = wait_for(
             lambda: workload_of(federation, "unplaced"),
-            until=lambda wl: any(
-                c["type"] == "kfed.io/PodsUnschedulable" and c["status"] == "False" and c["reason"] == "Scheduled"
-                for c in (wl or {}).get("status", {}).get("conditions", [])
-            ),
+            until=lambda wl: (condition(wl, "kfed.io/PodsUnschedulable") or {}).get("reason") == "Scheduled",
             timeout=60,
             what="the manager Workload saying no pod is unschedulable any more, while the Job runs",
         )
