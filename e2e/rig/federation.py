@@ -5,6 +5,10 @@ This is the one place that knows the rig's directory layout:
     DIR/rig.json                  what is running (for `down`), servers, kubeconfig paths
     DIR/kubeconfigs/<name>.yaml   admin kubeconfigs with inline credentials (manager.yaml, worker-1.yaml, ...)
     DIR/clusters/<name>/          certs, etcd data, logs/ of each process, audit log
+
+``up`` in the directory of a rig that was stopped starts a new federation: it first removes what the old one left
+there (``RIG_ENTRIES``), since a control plane started on the old etcd data would carry the old rig's objects and
+fight the new install (Helm's apply conflicts with the rig's own patches of the released objects).
 """
 
 from __future__ import annotations
@@ -38,6 +42,17 @@ PREREQUISITE_CRDS = Path(__file__).parent / "crds"
 """CRDs of other projects the workers need (the cluster autoscaler's ProvisioningRequest), applied like kfed's."""
 JOB_POLICY = REPO_ROOT / "charts" / "kfed-manager" / "files" / "job-admission-policy.yaml"
 MANAGER = "manager"
+RIG_ENTRIES = (
+    "rig.json",
+    "summary.json",
+    "clusters",
+    "credentials",
+    "kubeconfigs",
+    "logs",
+    "multikueue-kubeconfigs",
+    "volumes",
+)
+"""What the rig writes in its directory: a new ``up`` in a stopped rig's directory removes these, nothing else."""
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
@@ -159,6 +174,8 @@ class Federation:
         started = time.monotonic()
         if (self.directory / "rig.json").exists() and any(r.alive() for r in read_state_records(self.directory)):
             raise RigError(f"a rig is already running in {self.directory}; run `python -m e2e.rig down` first")
+        if (self.directory / "rig.json").exists():
+            clear_stopped_rig(self.directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
             for cluster in self.clusters.values():
@@ -355,6 +372,16 @@ def read_state_records(directory: Path) -> list[ProcessRecord]:
     except (OSError, ValueError):
         return []
     return [ProcessRecord.from_json(item) for item in state.get("processes", [])]
+
+
+def clear_stopped_rig(directory: Path) -> None:
+    """Remove what a stopped rig left in ``directory`` (``RIG_ENTRIES``), so the next ``up`` starts afresh."""
+    for entry in RIG_ENTRIES:
+        path = directory / entry
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def stop_directory(directory: Path) -> list[str]:
