@@ -7,8 +7,9 @@ evicts the Workloads someone deactivated here, the Job-copy pass evicts admitted
 has not come in time, and the job pass stops the Jobs of evicted Workloads and releases their quota, suspends Jobs
 running without quota, starts the Jobs of admitted Workloads (checking a started kfed-manager Job copy's placement
 once) and finishes the Workloads of ended Jobs — a kfed-manager copy's finish in memory first, written only if the
-copy is still there after a grace. The loop (``worker_agent.reconciler``) runs them in that order after admission,
-and wakes when ``next_job_copy_due`` or ``next_finish_due()`` says so.
+copy is still there after a grace. A Job someone queued on the worker itself, which the agent does not admit, gets
+one Warning Event saying so (``decisions.unqueued``). The loop (``worker_agent.reconciler``) runs them in that
+order after admission, and wakes when ``next_job_copy_due`` or ``next_finish_due()`` says so.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from worker_agent.decisions.preemption import (
     stopped,
     suspend_patch,
 )
+from worker_agent.decisions.unqueued import REASON_NOT_QUEUED, unqueued_job_message
 from worker_agent.indexes import JobIndex, WorkloadIndex
 from worker_agent.world import World
 from worker_agent.writes import WRITE_CONCURRENCY, Writes, copy_of_manager, limited, name_of, queue_of
@@ -109,6 +111,8 @@ class JobPasses:
         """The Workloads changed since the last look at the finishes owed (``_write_owed_finishes``)."""
         self._placement_checked: set[str] = set()
         """uids of started kfed-manager Job copies whose placement matched their flavors when first seen."""
+        self._unqueued_reported: dict[str, str] = {}
+        """Job key → uid of the Jobs queued on this worker that were told the agent does not admit them."""
         self._term_started = clock()
         """Job copies created well before this leadership term are not checked again (``out_of_sync``)."""
         self._log = log.bind(cluster=cluster)
@@ -147,6 +151,8 @@ class JobPasses:
                 workload = self.world.workload(*target) if job is not None and target is not None else None
                 if job is None or target is None or workload is None:
                     unsettled.discard(key)  # looked at again when the Job, or its Workload, comes or changes
+                    if target is None:
+                        self._report_unqueued(key, job)
                     continue
                 namespace, name = target
                 bound = self._log.bind(job=key, workload=f"{namespace}/{name}")
@@ -195,12 +201,28 @@ class JobPasses:
         workloads_changed = self._workloads_changed.take()
         rebuilt = self.job_index.refresh() is None
         if rebuilt or jobs_changed is None or workloads_changed is None:
-            return set(self.job_index.target)
+            return {key for key, _ in self.world.job_items()}
         named = self.job_index.named
         candidates = jobs_changed | self._unsettled
         for workload_key_changed in workloads_changed:
             candidates.update(named.get(workload_key_changed, ()))
         return candidates
+
+    def _report_unqueued(self, key: str, job: Obj | None) -> None:
+        """One Warning Event and log line for a Job queued on this worker, which the agent does not admit
+        (``decisions.unqueued``); again only for another Job of the same name."""
+        if job is None:
+            self._unqueued_reported.pop(key, None)
+            return
+        uid = str((job.get("metadata") or {}).get("uid") or "")
+        if self._unqueued_reported.get(key) == uid:
+            return
+        message = unqueued_job_message(job)
+        if message is None:
+            return
+        self._unqueued_reported[key] = uid
+        self._log.warning("job.not_queued_on_worker", job=key, message=message)
+        self.events.emit(job, reason=REASON_NOT_QUEUED, note=message, action="Queue", event_type="Warning")
 
     def _placement_eviction(
         self, job: Obj, workload: Obj, flavors: Mapping[str, FlavorInfo], now: dt.datetime

@@ -152,3 +152,34 @@ def test_pods_the_worker_cannot_place_are_named_on_the_manager_until_they_are_pl
         for cluster, node in labelled:
             federation.kubectl(cluster, "label", node, f"{label}-", check=False)
         federation.kubectl(MANAGER, "delete", "job", "unplaced", "-n", "default", "--wait=false", check=False)
+
+
+def test_a_job_queued_on_a_worker_itself_is_told_the_agent_does_not_admit_it(federation: Federation) -> None:
+    """kfed-agent admits only what a manager sends: a Job someone creates on a worker with a queue-name label gets
+    no Workload there, and one Warning Event says so instead of leaving it suspended without a word."""
+    worker = federation.workers[0]
+    manifest = job_manifest("queued-on-worker", namespace="default", cpu="1", seconds=1)
+    manifest["spec"]["suspend"] = True
+    federation.kubectl(worker, "create", "-f", "-", input=json.dumps(manifest))
+    try:
+        selector = "involvedObject.kind=Job,involvedObject.name=queued-on-worker,reason=NotQueuedOnWorker"
+        events = wait_for(
+            lambda: items(federation, worker, "events", "--field-selector", selector),
+            until=bool,
+            timeout=30,
+            what="the worker's agent saying it does not queue a Job created on the worker",
+        )
+        assert [e["type"] for e in events] == ["Warning"], events
+        assert "nothing will unsuspend this one" in events[0]["message"], events
+        assert "manager cluster" in events[0]["message"], events
+        job = get(federation, worker, "job", "queued-on-worker")
+        assert job is not None
+        assert job["spec"]["suspend"] is True
+        owned = [
+            w
+            for w in items(federation, worker, "workloads")
+            if any(o.get("name") == "queued-on-worker" for o in w["metadata"].get("ownerReferences") or ())
+        ]
+        assert owned == [], "the agent made no Workload for it"
+    finally:
+        federation.kubectl(worker, "delete", "job", "queued-on-worker", "-n", "default", "--wait=false", check=False)
