@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 
 import pytest
 
-from e2e.queues import job_manifest
+from e2e.queues import CLUSTER_QUEUE, job_manifest
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import condition, get, is_true, items, submit, wait_complete, workload_of
 from e2e.waiting import wait_for
+
+HOLD = '{"spec": {"stopPolicy": "Hold"}}'
+RUN = '{"spec": {"stopPolicy": "None"}}'
 
 pytestmark = pytest.mark.e2e
 
@@ -183,3 +187,46 @@ def test_a_job_queued_on_a_worker_itself_is_told_the_agent_does_not_admit_it(fed
         assert owned == [], "the agent made no Workload for it"
     finally:
         federation.kubectl(worker, "delete", "job", "queued-on-worker", "-n", "default", "--wait=false", check=False)
+
+
+def test_a_stopped_worker_cluster_queue_gets_no_copy_and_the_pending_workload_says_why(federation: Federation) -> None:
+    """A worker whose ClusterQueue is stopped reports it inactive: the manager sends it nothing (rather than a copy
+    that waits there until the dispatch timeout), the pending Workload names the reason, and a restart is seen."""
+    stopped: list[str] = []
+    try:
+        for worker in federation.workers:
+            federation.kubectl(worker, "patch", "clusterqueue", CLUSTER_QUEUE, "--type=merge", "-p", HOLD)
+            stopped.append(worker)
+        for worker in federation.workers:
+            wait_for(
+                functools.partial(get, federation, worker, "clustercapacity", "local", namespace=""),
+                until=lambda report: any(
+                    q["name"] == CLUSTER_QUEUE and q.get("active") is False
+                    for q in ((report or {}).get("status") or {}).get("clusterQueues") or ()
+                ),
+                timeout=20,
+                what=f"{worker}'s capacity report showing its ClusterQueue inactive",
+            )
+        submit(federation, "on-hold", cpu="1", seconds=1)
+        workload = wait_for(
+            lambda: workload_of(federation, "on-hold"),
+            until=lambda wl: (
+                "is inactive: ClusterQueue is stopped" in (condition(wl, "QuotaReserved") or {}).get("message", "")
+            ),
+            timeout=30,
+            what="the pending Workload naming the workers' stopped ClusterQueue",
+        )
+        assert workload is not None
+        assert not is_true(workload, "QuotaReserved")
+        message = condition(workload, "QuotaReserved")["message"]  # type: ignore[index]
+        for worker in federation.workers:
+            assert f"{worker}: " in message or f"{worker}," in message, message
+            assert not [
+                w
+                for w in items(federation, worker, "workloads")
+                if w["metadata"]["name"] == workload["metadata"]["name"]
+            ], f"no copy on {worker}"
+    finally:
+        for worker in stopped:
+            federation.kubectl(worker, "patch", "clusterqueue", CLUSTER_QUEUE, "--type=merge", "-p", RUN)
+    wait_complete(federation, "on-hold", timeout=60)

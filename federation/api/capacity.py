@@ -75,6 +75,8 @@ class ClusterQueueCapacity(KubeModel):
     name: ClusterQueueReference
     cohort_name: CohortReference | None = None
     active: Bool | None = None
+    inactive_reason: Annotated[StrictStr, Field(max_length=1024)] | None = None
+    """Why it admits nothing, when ``active`` is false (e.g. "ClusterQueue is stopped")."""
     pending_workloads: Annotated[Int32, Field(ge=0)] | None = None
     flavors: Annotated[list[FlavorCapacity], Field(max_length=64), Crd(list_type="map", map_keys=("name",))]
 

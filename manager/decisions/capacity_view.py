@@ -35,7 +35,10 @@ def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
     if not status or "observedTime" not in status:
         return None
     cluster_queues: dict[str, list[FlavorRoom]] = {}
+    inactive: dict[str, str] = {}
     for queue in status.get("clusterQueues") or ():
+        if queue.get("active") is False:
+            inactive[str(queue["name"])] = str(queue.get("inactiveReason") or "the worker's agent reports it inactive")
         rooms: list[FlavorRoom] = []
         for flavor in queue.get("flavors") or ():
             nominal: dict[str, int] = {}
@@ -56,7 +59,9 @@ def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
     return ParsedReport(
         generation=int(status.get("generation", 0)),
         observed_at=parse_time(status["observedTime"]),
-        capacity=WorkerCapacity(local_queues=local_queues, cluster_queues=cluster_queues, topologies=topologies),
+        capacity=WorkerCapacity(
+            local_queues=local_queues, cluster_queues=cluster_queues, topologies=topologies, inactive=inactive
+        ),
         flavors=_flavor_injections(status["flavors"]) if "flavors" in status else None,
     )
 
@@ -71,11 +76,13 @@ def _flavor_injections(entries: Iterable[Mapping[str, Any]] | None) -> dict[str,
     }
 
 
-def _active(queue: Mapping[str, Any]) -> bool:
+def _inactive_reason(queue: Mapping[str, Any]) -> str | None:
+    """Why a stock Kueue ClusterQueue admits nothing (its ``Active`` condition's message), None when it is active
+    or has no status yet (the queue is new: Kueue admits into it once it is ready)."""
     for condition in (queue.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "Active":
-            return bool(condition.get("status") == "True")
-    return True  # no status written yet: the queue is new, Kueue admits into it once it is ready
+        if condition.get("type") == "Active" and condition.get("status") != "True":
+            return str(condition.get("message") or condition.get("reason") or "its Active condition is not True")
+    return None
 
 
 def capacity_from_queues(
@@ -89,11 +96,15 @@ def capacity_from_queues(
     Per ClusterQueue and flavor: the nominal quota of ``spec.resourceGroups`` and, free, that quota less the
     flavor's ``status.flavorsReservation`` total (never below zero). What the cohort could lend is unknown here, so
     nothing counts as borrowable. A ClusterQueue that says it is not ``Active`` (stopped, or missing a flavor or
-    check) offers no room. ``observed_at`` is when the manager saw this state; the in-flight ledger compares it to
-    the copies' reservation times."""
+    check) offers no room, and is listed in ``inactive`` with its condition's message, as a kfed-agent's report lists
+    its inactive ones (``parse_report``), so a refusal says why. ``observed_at`` is when the manager saw this
+    state; the in-flight ledger compares it to the copies' reservation times."""
     rooms: dict[str, list[FlavorRoom]] = {}
+    inactive: dict[str, str] = {}
     for queue in cluster_queues:
-        if not _active(queue):
+        reason = _inactive_reason(queue)
+        if reason is not None:
+            inactive[str(queue["metadata"]["name"])] = reason
             continue
         reserved: dict[tuple[str, str], int] = {}
         for flavor in (queue.get("status") or {}).get("flavorsReservation") or ():
@@ -119,5 +130,5 @@ def capacity_from_queues(
     return ParsedReport(
         generation=0,
         observed_at=observed_at,
-        capacity=WorkerCapacity(local_queues=routes, cluster_queues=rooms),
+        capacity=WorkerCapacity(local_queues=routes, cluster_queues=rooms, inactive=inactive),
     )

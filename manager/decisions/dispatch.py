@@ -69,6 +69,8 @@ class WorkerCapacity:
     cluster_queues: Mapping[str, Sequence[FlavorRoom]]
     topologies: Mapping[str, CapacitySummary] = field(default_factory=dict)
     """TAS flavor name → its free capacity per topology domain (blocks, racks)."""
+    inactive: Mapping[str, str] = field(default_factory=dict)
+    """ClusterQueue → why it admits nothing (the report says it is not active: stopped, a flavor missing, ...)."""
     _rooms: dict[str, dict[str, Room]] = field(default_factory=dict, init=False, repr=False, compare=False)
     """ClusterQueue → resource → :class:`Room`, computed on first use: a report is read once per candidate and
     decision (100 workers x 10,000 decisions in one pass), and it does not change while it is the latest."""
@@ -115,6 +117,8 @@ class Headroom:
 def headroom(capacity: WorkerCapacity, in_flight: Mapping[str, Mapping[str, int]]) -> Headroom:
     rooms: dict[tuple[str, str], tuple[int, int]] = {}
     for cluster_queue in capacity.cluster_queues:
+        if cluster_queue in capacity.inactive:
+            continue  # no room at all: its rooms appear once it is active again, which may_fit_more sees
         sent = in_flight.get(cluster_queue) or {}
         for resource, room in (capacity.rooms(cluster_queue) or {}).items():
             taken = sent.get(resource, 0)
@@ -240,6 +244,9 @@ def _evaluate(
     cluster_queue = worker.capacity.local_queues.get((namespace, queue_name))
     if cluster_queue is None:
         return f"no LocalQueue {namespace}/{queue_name}"
+    inactive = worker.capacity.inactive.get(cluster_queue)
+    if inactive is not None:
+        return f"ClusterQueue {cluster_queue} is inactive: {inactive}"
     rooms = worker.capacity.rooms(cluster_queue)
     if rooms is None:
         return f"ClusterQueue {cluster_queue} not reported"

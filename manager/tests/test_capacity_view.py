@@ -68,3 +68,11 @@ def test_an_overcommitted_or_inactive_cluster_queue_offers_no_room() -> None:
     )
     assert report.capacity.cluster_queues["full"][0].free["cpu"] == 0
     assert "held" not in report.capacity.cluster_queues
+
+
+def test_a_probed_inactive_cluster_queue_says_why() -> None:
+    held = _cq("held", nominal="8", reserved="0", active="False")
+    held["status"]["conditions"][0].update(reason="Stopped", message="Can't admit new workloads: is stopped")  # type: ignore[index]
+    pending = _cq("pending", nominal="8", reserved="0", active="False")
+    report = capacity_from_queues([held, pending, _cq("ok", nominal="8", reserved="0")], [], observed_at=NOW)
+    assert report.capacity.inactive == {"held": "Can't admit new workloads: is stopped", "pending": "Ready"}

@@ -395,3 +395,37 @@ def test_a_refusal_stands_while_only_the_quota_in_flight_grows(
         )
         if isinstance(refused, NoWorker):
             assert isinstance(choose(request, workers()), NoWorker)
+
+
+def test_a_cluster_queue_its_agent_reports_inactive_gets_nothing_and_the_refusal_says_why() -> None:
+    from manager.decisions.capacity_view import parse_report
+
+    flavors = [{"name": "default", "resources": [{"name": "cpu", "nominal": "8", "usage": "0", "free": "8"}]}]
+
+    def report(*, active: bool, reason: str | None = None) -> WorkerState:
+        queue: dict[str, object] = {"name": "cq", "active": active, "flavors": flavors}
+        if reason is not None:
+            queue["inactiveReason"] = reason
+        status = {
+            "observedTime": "2026-11-21T10:00:00Z",
+            "clusterQueues": [queue],
+            "localQueues": [{"namespace": "team-a", "name": "lq", "clusterQueue": "cq"}],
+        }
+        parsed = parse_report({"status": status})
+        assert parsed is not None
+        return WorkerState(name="w1", usable=True, capacity=parsed.capacity)
+
+    stopped = report(active=False, reason="ClusterQueue is stopped")
+    assert choose(1, [stopped]) == NoWorker(
+        "no worker has room: w1: ClusterQueue cq is inactive: ClusterQueue is stopped"
+    )
+    unexplained = report(active=False)
+    assert choose(1, [unexplained]) == NoWorker(
+        "no worker has room: w1: ClusterQueue cq is inactive: the worker's agent reports it inactive"
+    )
+    active = report(active=True)
+    assert choose(1, [active]) == Dispatch("w1", "cq", False)
+    assert stopped.capacity is not None
+    assert active.capacity is not None
+    assert may_fit_more(headroom(stopped.capacity, {}), headroom(active.capacity, {})), "restarted: look again"
+    assert not may_fit_more(headroom(active.capacity, {}), headroom(stopped.capacity, {}))

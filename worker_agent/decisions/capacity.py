@@ -88,6 +88,8 @@ def capacity_status(
         if node.spec.cohort:
             entry["cohortName"] = node.spec.cohort
         entry["active"] = node.inactive_reason is None
+        if node.inactive_reason is not None:
+            entry["inactiveReason"] = node.inactive_reason[:1024]
         entry["pendingWorkloads"] = pending_counts.get(name, 0)
         entry["flavors"] = _flavor_entries(state, node)
         queues.append(entry)

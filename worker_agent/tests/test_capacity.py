@@ -293,3 +293,23 @@ def test_queue_status_written_again_before_the_watch_shows_the_last_write_goes_a
     assert lq_sent[0] == "4"
     assert len(lq_sent) == 2
     assert lq_sent[1] != "4"
+
+
+def test_a_stopped_or_broken_cluster_queue_is_reported_inactive_with_why() -> None:
+    local = state(
+        flavors=[flavor("rf")],
+        queues=[
+            cluster_queue("held", {"rf": {"cpu": 4}}, stopPolicy="Hold"),
+            cluster_queue("broken", {"missing": {"cpu": 4}}),
+            cluster_queue("fine", {"rf": {"cpu": 4}}),
+        ],
+        local_queues=[],
+        workloads=[],
+    )
+    status = capacity_status(local, pending_counts={}, flavors={})
+    by_name = {q["name"]: q for q in status["clusterQueues"]}
+    assert (by_name["held"]["active"], by_name["held"]["inactiveReason"]) == (False, "ClusterQueue is stopped")
+    assert by_name["broken"]["active"] is False
+    assert "missing" in by_name["broken"]["inactiveReason"]
+    assert by_name["fine"]["active"] is True
+    assert "inactiveReason" not in by_name["fine"]
