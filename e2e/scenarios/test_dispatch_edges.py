@@ -5,14 +5,16 @@ from __future__ import annotations
 import functools
 import json
 import time
+from typing import Any
 
 import pytest
 
-from e2e.queues import CLUSTER_QUEUE, job_manifest
+from e2e.queues import CLUSTER_QUEUE, LOCAL_QUEUE, job_manifest
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import condition, get, is_true, items, submit, wait_complete, workload_of
 from e2e.waiting import wait_for
 
+Obj = dict[str, Any]
 HOLD = '{"spec": {"stopPolicy": "Hold"}}'
 RUN = '{"spec": {"stopPolicy": "None"}}'
 
@@ -189,32 +191,49 @@ def test_a_job_queued_on_a_worker_itself_is_told_the_agent_does_not_admit_it(fed
         federation.kubectl(worker, "delete", "job", "queued-on-worker", "-n", "default", "--wait=false", check=False)
 
 
-def test_a_stopped_worker_cluster_queue_gets_no_copy_and_the_pending_workload_says_why(federation: Federation) -> None:
-    """A worker whose ClusterQueue is stopped reports it inactive: the manager sends it nothing (rather than a copy
-    that waits there until the dispatch timeout), the pending Workload names the reason, and a restart is seen."""
+def _reports_cluster_queue_inactive(report: Obj | None) -> bool:
+    status = (report or {}).get("status") or {}
+    return any(q["name"] == CLUSTER_QUEUE and q.get("active") is False for q in status.get("clusterQueues") or ())
+
+
+def _reports_local_queue_stopped(report: Obj | None) -> bool:
+    status = (report or {}).get("status") or {}
+    return any(q["name"] == LOCAL_QUEUE and q.get("stopped") is True for q in status.get("localQueues") or ())
+
+
+STOPPED_QUEUES = {
+    "clusterqueue": (CLUSTER_QUEUE, _reports_cluster_queue_inactive, "is inactive: ClusterQueue is stopped"),
+    "localqueue": (LOCAL_QUEUE, _reports_local_queue_stopped, f"LocalQueue default/{LOCAL_QUEUE} is stopped"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(STOPPED_QUEUES))
+def test_a_stopped_worker_queue_gets_no_copy_and_the_pending_workload_says_why(
+    federation: Federation, kind: str
+) -> None:
+    """A worker whose ClusterQueue or LocalQueue is stopped says so in its capacity report: the manager sends it
+    nothing (rather than a copy that waits there until the dispatch timeout), the pending Workload names the
+    reason, and the Job is sent once the queue runs again."""
+    name, reported, reason = STOPPED_QUEUES[kind]
+    job = f"on-hold-{kind}"
     stopped: list[str] = []
     try:
         for worker in federation.workers:
-            federation.kubectl(worker, "patch", "clusterqueue", CLUSTER_QUEUE, "--type=merge", "-p", HOLD)
+            federation.kubectl(worker, "patch", kind, name, "-n", "default", "--type=merge", "-p", HOLD)
             stopped.append(worker)
         for worker in federation.workers:
             wait_for(
                 functools.partial(get, federation, worker, "clustercapacity", "local", namespace=""),
-                until=lambda report: any(
-                    q["name"] == CLUSTER_QUEUE and q.get("active") is False
-                    for q in ((report or {}).get("status") or {}).get("clusterQueues") or ()
-                ),
+                until=reported,
                 timeout=20,
-                what=f"{worker}'s capacity report showing its ClusterQueue inactive",
+                what=f"{worker}'s capacity report showing its {kind} stopped",
             )
-        submit(federation, "on-hold", cpu="1", seconds=1)
+        submit(federation, job, cpu="1", seconds=1)
         workload = wait_for(
-            lambda: workload_of(federation, "on-hold"),
-            until=lambda wl: (
-                "is inactive: ClusterQueue is stopped" in (condition(wl, "QuotaReserved") or {}).get("message", "")
-            ),
+            lambda: workload_of(federation, job),
+            until=lambda wl: reason in (condition(wl, "QuotaReserved") or {}).get("message", ""),
             timeout=30,
-            what="the pending Workload naming the workers' stopped ClusterQueue",
+            what=f"the pending Workload naming the workers' stopped {kind}",
         )
         assert workload is not None
         assert not is_true(workload, "QuotaReserved")
@@ -228,5 +247,5 @@ def test_a_stopped_worker_cluster_queue_gets_no_copy_and_the_pending_workload_sa
             ], f"no copy on {worker}"
     finally:
         for worker in stopped:
-            federation.kubectl(worker, "patch", "clusterqueue", CLUSTER_QUEUE, "--type=merge", "-p", RUN)
-    wait_complete(federation, "on-hold", timeout=60)
+            federation.kubectl(worker, "patch", kind, name, "-n", "default", "--type=merge", "-p", RUN)
+    wait_complete(federation, job, timeout=60)

@@ -90,6 +90,8 @@ class LocalQueueRoute(KubeModel):
     namespace: Annotated[StrictStr, Field(min_length=1, max_length=63, pattern=DNS1123_LABEL)]
     name: LocalQueueName
     cluster_queue: ClusterQueueReference
+    stopped: Bool | None = None
+    """True when the LocalQueue admits nothing new (its ``stopPolicy`` is not None)."""
 
 
 class PodShape(KubeModel):

@@ -44,12 +44,12 @@ def cluster_queue(
     return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name, "generation": 1}, "spec": body}
 
 
-def local_queue(namespace: str, name: str, cq: str) -> Obj:
+def local_queue(namespace: str, name: str, cq: str, **spec: Any) -> Obj:
     return {
         "apiVersion": KUEUE,
         "kind": "LocalQueue",
         "metadata": {"namespace": namespace, "name": name},
-        "spec": {"clusterQueue": cq},
+        "spec": {"clusterQueue": cq, **spec},
     }
 
 

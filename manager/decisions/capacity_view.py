@@ -55,12 +55,19 @@ def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
     local_queues = {
         (route["namespace"], route["name"]): route["clusterQueue"] for route in status.get("localQueues") or ()
     }
+    stopped = frozenset(
+        (route["namespace"], route["name"]) for route in status.get("localQueues") or () if route.get("stopped")
+    )
     topologies = {str(entry["name"]): summary_from_entry(entry) for entry in status.get("topologies") or ()}
     return ParsedReport(
         generation=int(status.get("generation", 0)),
         observed_at=parse_time(status["observedTime"]),
         capacity=WorkerCapacity(
-            local_queues=local_queues, cluster_queues=cluster_queues, topologies=topologies, inactive=inactive
+            local_queues=local_queues,
+            cluster_queues=cluster_queues,
+            topologies=topologies,
+            inactive=inactive,
+            stopped_local_queues=stopped,
         ),
         flavors=_flavor_injections(status["flavors"]) if "flavors" in status else None,
     )
@@ -122,13 +129,19 @@ def capacity_from_queues(
                     free[name] = max(0, amount - reserved.get((str(flavor["name"]), name), 0))
                 flavors.append(FlavorRoom(name=str(flavor["name"]), nominal=nominal, free=free))
         rooms[str(queue["metadata"]["name"])] = flavors
-    routes = {
-        (str(q["metadata"]["namespace"]), str(q["metadata"]["name"])): str((q.get("spec") or {}).get("clusterQueue"))
-        for q in local_queues
-        if (q.get("spec") or {}).get("clusterQueue")
-    }
+    routes: dict[tuple[str, str], str] = {}
+    stopped: set[tuple[str, str]] = set()
+    for local_queue in local_queues:
+        key = (str(local_queue["metadata"]["namespace"]), str(local_queue["metadata"]["name"]))
+        spec = local_queue.get("spec") or {}
+        if spec.get("clusterQueue"):
+            routes[key] = str(spec["clusterQueue"])
+        if (spec.get("stopPolicy") or "None") != "None":
+            stopped.add(key)
     return ParsedReport(
         generation=0,
         observed_at=observed_at,
-        capacity=WorkerCapacity(local_queues=routes, cluster_queues=rooms, inactive=inactive),
+        capacity=WorkerCapacity(
+            local_queues=routes, cluster_queues=rooms, inactive=inactive, stopped_local_queues=frozenset(stopped)
+        ),
     )

@@ -71,6 +71,8 @@ class WorkerCapacity:
     """TAS flavor name → its free capacity per topology domain (blocks, racks)."""
     inactive: Mapping[str, str] = field(default_factory=dict)
     """ClusterQueue → why it admits nothing (the report says it is not active: stopped, a flavor missing, ...)."""
+    stopped_local_queues: frozenset[tuple[str, str]] = frozenset()
+    """(namespace, LocalQueue name) of the LocalQueues that admit nothing new (``stopPolicy`` set)."""
     _rooms: dict[str, dict[str, Room]] = field(default_factory=dict, init=False, repr=False, compare=False)
     """ClusterQueue → resource → :class:`Room`, computed on first use: a report is read once per candidate and
     decision (100 workers x 10,000 decisions in one pass), and it does not change while it is the latest."""
@@ -123,7 +125,10 @@ def headroom(capacity: WorkerCapacity, in_flight: Mapping[str, Mapping[str, int]
         for resource, room in (capacity.rooms(cluster_queue) or {}).items():
             taken = sent.get(resource, 0)
             rooms[cluster_queue, resource] = (room.free - taken, room.with_borrowing - taken)
-    return Headroom(local_queues=capacity.local_queues, rooms=rooms, topologies=capacity.topologies)
+    local_queues = capacity.local_queues
+    if capacity.stopped_local_queues:  # no room through them: they count as new once they run again
+        local_queues = {k: v for k, v in local_queues.items() if k not in capacity.stopped_local_queues}
+    return Headroom(local_queues=local_queues, rooms=rooms, topologies=capacity.topologies)
 
 
 def may_fit_more(before: Headroom, after: Headroom) -> bool:
@@ -244,6 +249,8 @@ def _evaluate(
     cluster_queue = worker.capacity.local_queues.get((namespace, queue_name))
     if cluster_queue is None:
         return f"no LocalQueue {namespace}/{queue_name}"
+    if (namespace, queue_name) in worker.capacity.stopped_local_queues:
+        return f"LocalQueue {namespace}/{queue_name} is stopped"
     inactive = worker.capacity.inactive.get(cluster_queue)
     if inactive is not None:
         return f"ClusterQueue {cluster_queue} is inactive: {inactive}"

@@ -76,3 +76,13 @@ def test_a_probed_inactive_cluster_queue_says_why() -> None:
     pending = _cq("pending", nominal="8", reserved="0", active="False")
     report = capacity_from_queues([held, pending, _cq("ok", nominal="8", reserved="0")], [], observed_at=NOW)
     assert report.capacity.inactive == {"held": "Can't admit new workloads: is stopped", "pending": "Ready"}
+
+
+def test_a_probed_stopped_local_queue_is_listed_as_stopped() -> None:
+    held = _lq("team-a", "held", "cq")
+    held["spec"]["stopPolicy"] = "HoldAndDrain"  # type: ignore[index]
+    report = capacity_from_queues(
+        [_cq("cq", nominal="8", reserved="0")], iter([held, _lq("team-a", "open", "cq")]), observed_at=NOW
+    )
+    assert report.capacity.stopped_local_queues == frozenset({("team-a", "held")})
+    assert set(report.capacity.local_queues) == {("team-a", "held"), ("team-a", "open")}

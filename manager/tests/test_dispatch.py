@@ -429,3 +429,30 @@ def test_a_cluster_queue_its_agent_reports_inactive_gets_nothing_and_the_refusal
     assert active.capacity is not None
     assert may_fit_more(headroom(stopped.capacity, {}), headroom(active.capacity, {})), "restarted: look again"
     assert not may_fit_more(headroom(active.capacity, {}), headroom(stopped.capacity, {}))
+
+
+def test_a_local_queue_its_agent_reports_stopped_gets_nothing_until_it_runs_again() -> None:
+    from manager.decisions.capacity_view import parse_report
+
+    flavors = [{"name": "default", "resources": [{"name": "cpu", "nominal": "8", "usage": "0", "free": "8"}]}]
+
+    def report(*, stopped: bool) -> WorkerState:
+        route: dict[str, object] = {"namespace": "team-a", "name": "lq", "clusterQueue": "cq"}
+        if stopped:
+            route["stopped"] = True
+        status = {
+            "observedTime": "2026-11-21T10:00:00Z",
+            "clusterQueues": [{"name": "cq", "active": True, "flavors": flavors}],
+            "localQueues": [route],
+        }
+        parsed = parse_report({"status": status})
+        assert parsed is not None
+        return WorkerState(name="w1", usable=True, capacity=parsed.capacity)
+
+    held, running = report(stopped=True), report(stopped=False)
+    assert choose(1, [held]) == NoWorker("no worker has room: w1: LocalQueue team-a/lq is stopped")
+    assert choose(1, [running]) == Dispatch("w1", "cq", False)
+    assert held.capacity is not None
+    assert running.capacity is not None
+    assert may_fit_more(headroom(held.capacity, {}), headroom(running.capacity, {})), "restarted: look again"
+    assert not may_fit_more(headroom(running.capacity, {}), headroom(held.capacity, {}))

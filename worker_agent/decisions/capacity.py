@@ -71,6 +71,10 @@ def _placement_entries(state: QuotaState, flavors: Mapping[str, FlavorInfo]) -> 
     return entries
 
 
+def _stopped(stopped: bool) -> Obj:
+    return {"stopped": True} if stopped else {}
+
+
 def capacity_status(
     state: QuotaState,
     *,
@@ -94,7 +98,7 @@ def capacity_status(
         entry["flavors"] = _flavor_entries(state, node)
         queues.append(entry)
     routes = [
-        {"namespace": lq.namespace, "name": lq.name, "clusterQueue": lq.cluster_queue}
+        {"namespace": lq.namespace, "name": lq.name, "clusterQueue": lq.cluster_queue} | _stopped(lq.stopped)
         for lq in sorted(state.local_queues.values(), key=lambda q: (q.namespace, q.name))
         if lq.cluster_queue
     ]

@@ -313,3 +313,17 @@ def test_a_stopped_or_broken_cluster_queue_is_reported_inactive_with_why() -> No
     assert "missing" in by_name["broken"]["inactiveReason"]
     assert by_name["fine"]["active"] is True
     assert "inactiveReason" not in by_name["fine"]
+
+
+def test_a_stopped_local_queue_is_reported_stopped() -> None:
+    local = state(
+        flavors=[flavor("rf")],
+        queues=[cluster_queue("cq", {"rf": {"cpu": 4}})],
+        local_queues=[local_queue("ns", "held", "cq", stopPolicy="Hold"), local_queue("ns", "open", "cq")],
+        workloads=[],
+    )
+    routes = capacity_status(local, pending_counts={}, flavors={})["localQueues"]
+    assert routes == [
+        {"namespace": "ns", "name": "held", "clusterQueue": "cq", "stopped": True},
+        {"namespace": "ns", "name": "open", "clusterQueue": "cq"},
+    ]
