@@ -77,8 +77,11 @@ PODS_UNSCHEDULABLE_CONDITION: Final = "kfed.io/PodsUnschedulable"
 """Kueue has no condition for it: pods of an admitted copy that the worker's kube-scheduler cannot place. The agent
 sets it on the Workload copy (``True``, reason ``Unschedulable``, the scheduler's message) once a pod has been
 unschedulable for ``UNSCHEDULABLE_GRACE_SECONDS``, and ``False`` (reason ``Scheduled``) once none is; the manager
-shows it on the manager Workload, naming the worker, with a Warning Event."""
+shows it on the manager Workload, naming the worker, with a Warning Event. Pods the worker's Job controller cannot
+even create (the Job copy's ``FailedCreate`` Events: a ServiceAccount or PriorityClass missing there, a
+ResourceQuota, Pod Security admission) set it too, with reason ``FailedCreate`` and that Event's message."""
 REASON_UNSCHEDULABLE: Final = "Unschedulable"
+REASON_FAILED_CREATE: Final = "FailedCreate"
 REASON_SCHEDULED: Final = "Scheduled"
 UNSCHEDULABLE_GRACE_SECONDS: Final = 10.0
 """A pod unschedulable for less than this is not reported: in a burst, a pod may wait a moment for room that the

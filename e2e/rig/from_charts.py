@@ -256,11 +256,19 @@ def add_worker(fed: Federation, worker: str, *, multikueue_config: str) -> None:
 _STATUS_403 = re.compile(r'"(?:status|code)":\s*403\b')
 
 
+QUOTING_EVENTS = frozenset({"agent.pods_not_created", "pods unschedulable on the worker"})
+"""kfed's log lines that quote a worker's Job controller, whose pod creation that cluster refused (e.g. a
+ServiceAccount missing there): not a call of kfed's."""
+
+
 def refused(line: str) -> bool:
     """A log line about a call the apiserver refused: "Forbidden" in the error, or a status/code field of 403 (not
     merely "403" inside a port number or a timestamp). A create refused because its namespace is being deleted
-    (the apiserver's 403 ``NamespaceTerminating``) is not a refusal of kfed's permissions."""
+    (the apiserver's 403 ``NamespaceTerminating``) is not a refusal of kfed's permissions, nor is a line that quotes
+    another component's refusal (``QUOTING_EVENTS``)."""
     if "because it is being terminated" in line:
+        return False
+    if any(f'"event": "{event}"' in line for event in QUOTING_EVENTS):
         return False
     return "forbidden" in line.lower() or bool(_STATUS_403.search(line))
 

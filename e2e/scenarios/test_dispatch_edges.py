@@ -160,6 +160,77 @@ def test_pods_the_worker_cannot_place_are_named_on_the_manager_until_they_are_pl
         federation.kubectl(MANAGER, "delete", "job", "unplaced", "-n", "default", "--wait=false", check=False)
 
 
+def test_pods_the_worker_cannot_create_are_named_on_the_manager(federation: Federation) -> None:
+    """A Job copy whose pods the worker refuses (here a ServiceAccount that only the manager cluster has) says why on
+    the manager, with the worker's Job controller's message, and runs once the worker has what it lacked."""
+    account = "kfed-test-trainer"
+    federation.kubectl(MANAGER, "create", "serviceaccount", account, "-n", "default")
+    manifest = job_manifest("uncreated", namespace="default", cpu="1", seconds=1)
+    manifest["spec"]["template"]["spec"]["serviceAccountName"] = account
+    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    created: list[str] = []
+    try:
+        workload = wait_for(
+            lambda: workload_of(federation, "uncreated"),
+            until=lambda wl: is_true(wl, "kfed.io/PodsUnschedulable"),
+            timeout=28,  # the shared federation's PodsReady timeout (30 s) evicts it after that
+            what="the manager Workload saying its pods cannot be created",
+        )
+        assert workload is not None
+        worker = workload["status"]["clusterName"]
+        uncreated = condition(workload, "kfed.io/PodsUnschedulable")
+        assert uncreated is not None
+        assert uncreated["reason"] == "FailedCreate"
+        assert uncreated["message"].startswith(f"worker cluster {worker}: the Job copy cannot create its pods: "), (
+            uncreated
+        )
+        assert f'serviceaccount "{account}" not found' in uncreated["message"], uncreated
+        selector = "involvedObject.kind=Job,involvedObject.name=uncreated,reason=PodsUnschedulable"
+        events = items(federation, MANAGER, "events", "--field-selector", selector)
+        assert [e["type"] for e in events] == ["Warning"], events
+        for cluster in federation.workers:
+            federation.kubectl(cluster, "create", "serviceaccount", account, "-n", "default")
+            created.append(cluster)
+        wait_complete(federation, "uncreated", timeout=120)
+        finished = workload_of(federation, "uncreated")
+        assert not is_true(finished, "kfed.io/PodsUnschedulable"), finished
+    finally:
+        for cluster in created:
+            federation.kubectl(cluster, "delete", "serviceaccount", account, "-n", "default", check=False)
+        federation.kubectl(MANAGER, "delete", "job", "uncreated", "-n", "default", "--wait=false", check=False)
+        federation.kubectl(MANAGER, "delete", "serviceaccount", account, "-n", "default", check=False)
+
+
+def test_pods_held_by_a_users_scheduling_gate_are_named_on_the_manager(federation: Federation) -> None:
+    """A scheduling gate in the user's pod template holds the worker's pods, and what removes it where the Job was
+    submitted never sees them: the manager Workload names the gate, and the Job runs once the gate is removed."""
+    gate = "kfed-test.io/approval"
+    manifest = job_manifest("gated", namespace="default", cpu="1", seconds=1)
+    manifest["spec"]["template"]["spec"]["schedulingGates"] = [{"name": gate}]
+    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    try:
+        workload = wait_for(
+            lambda: workload_of(federation, "gated"),
+            until=lambda wl: is_true(wl, "kfed.io/PodsUnschedulable"),
+            timeout=28,  # the shared federation's PodsReady timeout (30 s) evicts it after that
+            what="the manager Workload naming the scheduling gate that holds its pods",
+        )
+        assert workload is not None
+        worker = workload["status"]["clusterName"]
+        held = condition(workload, "kfed.io/PodsUnschedulable")
+        assert held is not None
+        assert held["message"].startswith(f"worker cluster {worker}: pod gated-"), held
+        assert f"held by scheduling gate {gate} from the Job's pod template" in held["message"], held
+        for pod in items(federation, worker, "pods", "-l", "batch.kubernetes.io/job-name=gated"):
+            remove = '[{"op": "remove", "path": "/spec/schedulingGates"}]'
+            federation.kubectl(
+                worker, "patch", "pod", pod["metadata"]["name"], "-n", "default", "--type=json", "-p", remove
+            )
+        wait_complete(federation, "gated", timeout=60)
+    finally:
+        federation.kubectl(MANAGER, "delete", "job", "gated", "-n", "default", "--wait=false", check=False)
+
+
 def test_a_job_queued_on_a_worker_itself_is_told_the_agent_does_not_admit_it(federation: Federation) -> None:
     """kfed-agent admits only what a manager sends: a Job someone creates on a worker with a queue-name label gets
     no Workload there, and one Warning Event says so instead of leaving it suspended without a word."""

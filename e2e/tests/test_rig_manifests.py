@@ -41,3 +41,14 @@ def test_a_refused_call_is_told_from_a_port_or_a_timestamp() -> None:
         'namespace doomed because it is being terminated", "event": "event.dropped"}'
     )
     assert not refused(terminating), "a namespace being deleted is not kfed's permissions"
+
+
+def test_a_line_quoting_a_workers_refused_pod_creation_is_not_kfeds_refusal() -> None:
+    from e2e.rig.from_charts import refused
+
+    quoted = (
+        '{"message": "Error creating: pods \\"a-\\" is forbidden: error looking up service account ns/x", '
+        '"event": "agent.pods_not_created", "level": "warning"}'
+    )
+    assert not refused(quoted)
+    assert refused(quoted.replace("agent.pods_not_created", "reconcile failed"))

@@ -1,9 +1,10 @@
 """What the manager Workload says of pods its worker cannot place (pure).
 
 Why this module exists: the worker's kfed-agent marks a Workload copy ``kfed.io/PodsUnschedulable`` when the
-kube-scheduler there cannot place its pods (``worker_agent.decisions.unschedulable``). Users look at the manager
-cluster, so the manager Workload carries the same condition, naming the worker, while the Workload is sent there;
-once it finishes, a ``True`` one turns ``False``.
+kube-scheduler there cannot place its pods, or its Job controller cannot create them
+(``worker_agent.decisions.unschedulable``; the copy's reason, ``Unschedulable`` or ``FailedCreate``, is kept).
+Users look at the manager cluster, so the manager Workload carries the same condition, naming the worker, while the
+Workload is sent there; once it finishes, a ``True`` one turns ``False``.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def shown_unschedulable(
         conditions_of(manager_workload),
         condition_type=PODS_UNSCHEDULABLE_CONDITION,
         status=stuck,
-        reason=REASON_UNSCHEDULABLE if stuck else REASON_SCHEDULED,
+        reason=str((remote or {}).get("reason") or REASON_UNSCHEDULABLE) if stuck else REASON_SCHEDULED,
         message=message,
         now=now,
     )

@@ -58,3 +58,16 @@ def test_finishing_turns_a_true_condition_false_and_leaves_others_alone() -> Non
     assert condition is not None
     assert (condition["status"], condition["reason"]) == ("False", REASON_FINISHED)
     assert cleared_on_finish([ADMITTED], now=NOW) == [ADMITTED]
+
+
+def test_pods_the_worker_cannot_create_are_shown_with_the_copys_reason() -> None:
+    failed = {**unschedulable("True", "the Job copy cannot create its pods: quota exceeded"), "reason": "FailedCreate"}
+    shown = shown_unschedulable(workload(ADMITTED), workload(failed), worker="w1", now=NOW)
+    assert shown is not None
+    assert shown.unschedulable
+    condition = find_condition(workload(*shown.conditions), PODS_UNSCHEDULABLE_CONDITION)
+    assert condition is not None
+    assert (condition["reason"], condition["message"]) == (
+        "FailedCreate",
+        "worker cluster w1: the Job copy cannot create its pods: quota exceeded",
+    )

@@ -9,8 +9,12 @@ from worker_agent.decisions.unschedulable import (
     MESSAGE_LIMIT,
     SCHEDULED_MESSAGE,
     UNMARKED_RECHECK_SECONDS,
+    CreationFailure,
     copy_conditions,
+    creation_failure,
+    foreign_gates,
     job_candidates,
+    missing_pods,
     stuck_message,
     stuck_pods,
 )
@@ -121,3 +125,78 @@ def test_no_stuck_pod_clears_a_true_condition_and_writes_nothing_otherwise() -> 
     assert condition is not None
     assert (condition["status"], condition["reason"], condition["message"]) == ("False", "Scheduled", SCHEDULED_MESSAGE)
     assert copy_conditions(copy(*cleared), [], now=NOW) is None
+
+
+FORBIDDEN = 'Error creating: pods "a-x1" is forbidden: error looking up service account ns/trainer: not found'
+
+
+def job(*, parallelism: int | None = 1, completions: int | None = None, **status: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if parallelism is not None:
+        spec["parallelism"] = parallelism
+    if completions is not None:
+        spec["completions"] = completions
+    return {"metadata": {"name": "a", "namespace": "ns"}, "spec": spec, "status": status}
+
+
+def test_missing_pods_follow_parallelism_and_the_completions_still_owed() -> None:
+    assert missing_pods(job()) == 1
+    assert missing_pods(job(parallelism=None)) == 1  # the API's default
+    assert missing_pods(job(parallelism=4, active=1)) == 3
+    assert missing_pods(job(parallelism=4, completions=5, succeeded=3, active=1)) == 1
+    assert missing_pods(job(parallelism=4, active=4)) == 0
+    assert missing_pods(job(parallelism=2, succeeded=1)) == 0, "a work-queue Job ends once a pod succeeded"
+    ended = job(conditions=[{"type": "Failed", "status": "True"}])
+    assert missing_pods(ended) == 0
+    suspended = job()
+    suspended["spec"]["suspend"] = True
+    assert missing_pods(suspended) == 0
+
+
+def test_pods_that_cannot_be_created_are_told_after_the_grace_while_some_are_missing() -> None:
+    recent = CreationFailure(message=FORBIDDEN, since=NOW - dt.timedelta(seconds=4))
+    assert creation_failure(job(), recent, now=NOW) == (None, 6.0)
+    old = CreationFailure(message=FORBIDDEN, since=NOW - dt.timedelta(seconds=30))
+    assert creation_failure(job(), old, now=NOW) == (FORBIDDEN, None)
+    assert creation_failure(job(active=1), old, now=NOW) == (None, None), "the pods came"
+    assert creation_failure(job(), None, now=NOW) == (None, None)
+
+
+def test_a_creation_failure_sets_the_condition_before_unschedulable_pods_and_clears_like_them() -> None:
+    conditions = copy_conditions(copy(), [("a-1", SELECTOR_MESSAGE)], now=NOW, not_created=FORBIDDEN)
+    assert conditions is not None
+    condition = find_condition(copy(*conditions), PODS_UNSCHEDULABLE_CONDITION)
+    assert condition is not None
+    assert (condition["status"], condition["reason"]) == ("True", "FailedCreate")
+    assert condition["message"] == f"the Job copy cannot create its pods: {FORBIDDEN}"
+    cleared = copy_conditions(copy(*conditions), [], now=NOW)
+    assert cleared is not None
+    assert find_condition(copy(*cleared), PODS_UNSCHEDULABLE_CONDITION)["status"] == "False"  # type: ignore[index]
+
+
+def gated(name: str, *gates: str, seconds_ago: float = 30) -> dict[str, Any]:
+    held = pod(name, reason="SchedulingGated", seconds_ago=seconds_ago)
+    held["spec"]["schedulingGates"] = [{"name": gate} for gate in gates]
+    return held
+
+
+def test_pods_held_by_someone_elses_scheduling_gate_are_stuck_after_the_grace() -> None:
+    found = stuck_pods(
+        [
+            gated("a-1", "kueue.x-k8s.io/topology"),  # TAS's own gate: its ungater places the pod
+            gated("a-2", "example.com/approval", "kueue.x-k8s.io/topology"),
+            gated("a-3", "example.com/approval", seconds_ago=3),
+        ],
+        now=NOW,
+    )
+    assert found.pods == (
+        (
+            "a-2",
+            "held by scheduling gate example.com/approval from the Job's pod template, which nothing in this worker "
+            "cluster has removed",
+        ),
+    )
+    assert found.recheck_in == 7.0
+    assert stuck_message(found.pods).startswith("pod a-2 cannot be scheduled: held by scheduling gate ")
+    assert foreign_gates({"schedulingGates": [{"name": "a.io/x"}, {"name": "kueue.x-k8s.io/topology"}]}) == ("a.io/x",)
+    assert foreign_gates({}) == ()
