@@ -18,7 +18,9 @@ from typing import Any
 import anyio
 
 from federation.admission.api_queue_status import (
+    cluster_queue_references,
     finalizer_changes,
+    in_use_changes,
     local_queue_status_patches,
     pending_by_cluster_queue,
     pending_by_local_queue,
@@ -28,7 +30,7 @@ from federation.admission.api_state import QuotaState
 from federation.kube.api import KubeApi
 from federation.kube.cache import SyncedCache
 from federation.kube.overlay import WriteOverlay
-from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES
+from federation.kube.resources import ADMISSION_CHECKS, CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, Resource
 from federation.kube.status_writes import write_finalizers, write_status_patches
 from manager.decisions.admission_checks import cluster_queue_check_problems
 
@@ -45,6 +47,7 @@ class QueueStatusWrites:
         cluster_queues: SyncedCache,
         local_queues: SyncedCache,
         admission_checks: SyncedCache,
+        flavors: SyncedCache,
         start_soon: Callable[..., None],
         trigger: Callable[[], None],
     ) -> None:
@@ -55,6 +58,13 @@ class QueueStatusWrites:
         self._start_soon = start_soon
         self._trigger = trigger
         self._admission_checks = admission_checks
+        self._in_use: tuple[tuple[Resource, WriteOverlay], ...] = (
+            (RESOURCE_FLAVORS, WriteOverlay(flavors.store)),
+            (ADMISSION_CHECKS, WriteOverlay(admission_checks.store)),
+        )
+        """The kinds that carry Kueue's resource-in-use finalizer while a ClusterQueue names them."""
+        flavors.add_handler(self._in_use[0][1].observe)
+        admission_checks.add_handler(self._in_use[1][1].observe)
         self.cluster_queues = WriteOverlay(cluster_queues.store)
         """The ClusterQueues with this process's status writes laid over the cache."""
         self._local_queues = WriteOverlay(local_queues.store)
@@ -68,6 +78,23 @@ class QueueStatusWrites:
         await anyio.sleep(delay)
         self._deferred = False
         self._trigger()
+
+    async def _write_in_use(self, queues: dict[str, dict[str, Any]]) -> bool:
+        """Kueue's resource-in-use finalizer on the ResourceFlavors and AdmissionChecks (``in_use_changes``)."""
+        used = dict(zip((RESOURCE_FLAVORS, ADMISSION_CHECKS), cluster_queue_references(queues.values()), strict=True))
+        all_written = True
+        for resource, overlay in self._in_use:
+            current = {str(o["metadata"]["name"]): o for o in overlay}
+            ok, _ = await write_finalizers(
+                self._api,
+                resource,
+                in_use_changes(current, used[resource]),
+                current=current,
+                field_manager=self._field_manager,
+                overlay=overlay,
+            )
+            all_written &= ok
+        return all_written
 
     async def write(
         self,
@@ -114,6 +141,7 @@ class QueueStatusWrites:
             overlay=self.cluster_queues,
         )
         written &= finalized
+        written &= await self._write_in_use(queues)
         local_queues = {f"{q['metadata']['namespace']}/{q['metadata']['name']}": q for q in self._local_queues}
         lq_patches = local_queue_status_patches(
             state,

@@ -202,6 +202,7 @@ class GlobalScheduler:
             cluster_queues=caches.cluster_queues,
             local_queues=caches.local_queues,
             admission_checks=caches.admission_checks,
+            flavors=caches.flavors,
             start_soon=self._start_soon,
             trigger=self.trigger,
         )

@@ -24,7 +24,9 @@ import anyio
 import structlog
 
 from federation.admission.api_queue_status import (
+    cluster_queue_references,
     finalizer_changes,
+    in_use_changes,
     local_queue_status_patches,
     pending_by_cluster_queue,
     pending_by_local_queue,
@@ -102,6 +104,8 @@ class CapacityPublisher:
         apiserver the watch can lag more than the status interval, and a write at the old resourceVersion is a 409
         Conflict (the same as kfed-manager's scheduler)."""
         world.cluster_queues.add_handler(self._cluster_queue_view.observe)
+        self._flavor_view = WriteOverlay(world.flavors.store)
+        world.flavors.add_handler(self._flavor_view.observe)
         world.local_queues.add_handler(self._local_queue_view.observe)
 
     def admitted_at(self, when: float) -> None:
@@ -229,6 +233,16 @@ class CapacityPublisher:
             overlay=self._cluster_queue_view,
         )
         queues.update(updated)  # the status below is written at the resourceVersion the finalizers made
+        flavors = {str(f["metadata"]["name"]): f for f in self._flavor_view}
+        flavors_written, _ = await write_finalizers(
+            self.api,
+            r.RESOURCE_FLAVORS,
+            in_use_changes(flavors, cluster_queue_references(queues.values())[0]),
+            current=flavors,
+            field_manager="kfed-agent",
+            overlay=self._flavor_view,
+        )
+        written &= flavors_written
         if time.monotonic() < self._queue_status_written + self.queue_status_interval:
             self._queue_status_owed = True
             if not written:

@@ -3,6 +3,7 @@ it, ``Active=False`` with reason ``Terminating``, until the last of them finishe
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from typing import Any
@@ -134,3 +135,89 @@ def test_a_cluster_queue_with_an_admitted_workload_is_kept_until_the_workload_fi
             federation.kubectl(cluster, "delete", "localqueue", DOOMED, "-n", "default", "--wait=false", check=False)
         federation.kubectl(MANAGER, "delete", "job", "cq-doomed", "--wait=false", check=False)
         federation.kubectl(MANAGER, "delete", "clusterqueue", DOOMED, "--wait=false", check=False)
+
+
+def _has_finalizer(obj: dict[str, Any] | None) -> bool:
+    return FINALIZER in ((obj or {}).get("metadata") or {}).get("finalizers", [])
+
+
+@pytest.mark.parametrize("cluster", [MANAGER, "worker-1"])
+def test_a_flavor_or_check_a_cluster_queue_names_is_kept_until_no_queue_names_it(
+    federation: Federation, cluster: str
+) -> None:
+    """Kueue's resource-in-use finalizer on ResourceFlavors and (on the manager) AdmissionChecks: deleting one that
+    a ClusterQueue names leaves it Terminating until the queue no longer names it; one no queue names goes at once."""
+    names = {"resourceflavor": "e2e-kept-flavor"}
+    if cluster == MANAGER:
+        names["admissioncheck"] = "e2e-kept-check"
+    flavor_in_queue = {"name": names["resourceflavor"], "resources": [{"name": "cpu", "nominalQuota": "1"}]}
+    queue: dict[str, Any] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": DOOMED},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [flavor_in_queue]}],
+        },
+    }
+    if cluster == MANAGER:
+        queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": names["admissioncheck"]}]}
+
+    def objects(suffix: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = [
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ResourceFlavor",
+                "metadata": {"name": names["resourceflavor"] + suffix},
+            }
+        ]
+        if cluster == MANAGER:
+            check = {"name": names["admissioncheck"] + suffix}
+            found.append(
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "AdmissionCheck",
+                    "metadata": check,
+                    "spec": {"controllerName": "example.com/e2e-check"},
+                }
+            )
+        return found
+
+    def wait_finalized(suffix: str) -> None:
+        for kind, name in names.items():
+            wait_for(
+                functools.partial(get, federation, cluster, kind, name + suffix, namespace=""),
+                until=_has_finalizer,
+                timeout=30,
+                what=f"Kueue's resource-in-use finalizer on {kind} {name + suffix} on {cluster}",
+            )
+
+    _apply(federation, cluster, *objects(""), queue)
+    try:
+        wait_finalized("")
+        for kind, name in names.items():
+            federation.kubectl(cluster, "delete", kind, name, "--wait=false")
+        # Witnesses no queue names, created after the deletions: once kfed has given them the finalizer, it has
+        # seen the deletions (one watch per kind keeps their order) and decided to keep the named ones.
+        _apply(federation, cluster, *objects("-witness"))
+        wait_finalized("-witness")
+        for kind, name in names.items():
+            kept = get(federation, cluster, kind, name, namespace="")
+            assert kept is not None, f"{kind} {name} is gone while ClusterQueue {DOOMED} names it"
+            assert kept["metadata"].get("deletionTimestamp"), kept
+            assert _has_finalizer(kept), kept
+            federation.kubectl(cluster, "delete", kind, name + "-witness", "--wait=false")
+        federation.kubectl(cluster, "delete", "clusterqueue", DOOMED, "--wait=false")
+        for kind, name in names.items():
+            for gone in (name, name + "-witness"):
+                wait_for(
+                    functools.partial(get, federation, cluster, kind, gone, namespace=""),
+                    until=lambda obj: obj is None,
+                    timeout=30,
+                    what=f"{kind} {gone} gone once no ClusterQueue names it",
+                )
+    finally:
+        federation.kubectl(cluster, "delete", "clusterqueue", DOOMED, "--ignore-not-found", "--wait=false", check=False)
+        for kind, name in names.items():
+            for leftover in (name, name + "-witness"):
+                federation.kubectl(cluster, "delete", kind, leftover, "--ignore-not-found", "--wait=false", check=False)

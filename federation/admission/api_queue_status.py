@@ -7,13 +7,15 @@ when it differs from what the ClusterQueue already shows.
 
 Both also keep Kueue's ``kueue.x-k8s.io/resource-in-use`` finalizer on every ClusterQueue, so that deleting one
 while workloads hold its quota leaves it ``Active=False`` with reason ``Terminating`` until the last of them
-finishes, instead of pulling the quota from under running Jobs (:func:`finalizer_changes`).
+finishes, instead of pulling the quota from under running Jobs (:func:`finalizer_changes`). Kueue keeps the same
+finalizer on every ResourceFlavor and AdmissionCheck, so that one a ClusterQueue still names stays (Terminating)
+when deleted, and its ClusterQueues keep admitting, until no ClusterQueue names it (:func:`in_use_changes`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Literal
 
 from federation.admission.api_state import TERMINATING, QuotaState
@@ -27,7 +29,7 @@ Obj = dict[str, Any]
 
 ACTIVE = "Active"
 RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
-"""Kueue's finalizer on ClusterQueues (and ResourceFlavors) that are in use."""
+"""Kueue's finalizer on ClusterQueues, ResourceFlavors and AdmissionChecks that are in use."""
 
 FinalizerAction = Literal["add", "keep", "remove"]
 
@@ -242,6 +244,41 @@ def finalizer_action(cluster_queue: Mapping[str, Any], *, holding: int) -> Final
     return "keep" if holding else "remove"
 
 
+def _changed_finalizers(raw: Mapping[str, Any], action: FinalizerAction | None) -> list[str] | None:
+    current = list((raw.get("metadata") or {}).get("finalizers") or ())
+    if action == "add":
+        return [*current, RESOURCE_IN_USE_FINALIZER]
+    if action == "remove":
+        return [f for f in current if f != RESOURCE_IN_USE_FINALIZER]
+    return None
+
+
+def cluster_queue_references(raw_queues: Iterable[Mapping[str, Any]]) -> tuple[set[str], set[str]]:
+    """The ResourceFlavors and the AdmissionChecks that ClusterQueues name (also ClusterQueues being deleted, as
+    Kueue counts them): in ``spec.resourceGroups`` and ``spec.admissionChecksStrategy``."""
+    flavors: set[str] = set()
+    checks: set[str] = set()
+    for raw in raw_queues:
+        spec = raw.get("spec") or {}
+        for group in spec.get("resourceGroups") or ():
+            flavors.update(str(f.get("name")) for f in group.get("flavors") or () if f.get("name"))
+        strategy = spec.get("admissionChecksStrategy") or {}
+        checks.update(str(c.get("name")) for c in strategy.get("admissionChecks") or () if c.get("name"))
+    return flavors, checks
+
+
+def in_use_changes(objects: Mapping[str, Mapping[str, Any]], in_use: Collection[str]) -> dict[str, list[str]]:
+    """ResourceFlavor or AdmissionCheck name → its new ``metadata.finalizers``, for each whose finalizers must
+    change: Kueue's resource-in-use finalizer on every live one; on a deleted one, kept while a ClusterQueue names
+    it (``in_use``: :func:`cluster_queue_references`), then removed so the deletion completes."""
+    changes: dict[str, list[str]] = {}
+    for name, raw in objects.items():
+        changed = _changed_finalizers(raw, finalizer_action(raw, holding=1 if name in in_use else 0))
+        if changed is not None:
+            changes[name] = changed
+    return changes
+
+
 def finalizer_changes(state: QuotaState, raw_queues: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:
     """ClusterQueue name → its new ``metadata.finalizers``, for every queue whose finalizers must change.
 
@@ -251,10 +288,7 @@ def finalizer_changes(state: QuotaState, raw_queues: Mapping[str, Mapping[str, A
         info = state.queues.get(name)
         if info is None or info.spec is None:
             continue
-        action = finalizer_action(raw, holding=len(state.reserving.get(name, ())))
-        current = list((raw.get("metadata") or {}).get("finalizers") or ())
-        if action == "add":
-            changes[name] = [*current, RESOURCE_IN_USE_FINALIZER]
-        elif action == "remove":
-            changes[name] = [f for f in current if f != RESOURCE_IN_USE_FINALIZER]
+        changed = _changed_finalizers(raw, finalizer_action(raw, holding=len(state.reserving.get(name, ()))))
+        if changed is not None:
+            changes[name] = changed
     return changes

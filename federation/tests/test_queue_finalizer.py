@@ -1,4 +1,5 @@
-"""Kueue's resource-in-use finalizer on ClusterQueues, and the Terminating status while it is held."""
+"""Kueue's resource-in-use finalizer on ClusterQueues (and the Terminating status while it is held), ResourceFlavors
+and AdmissionChecks."""
 
 import datetime as dt
 from typing import Any
@@ -6,8 +7,10 @@ from typing import Any
 from federation.admission.api_drain import drain
 from federation.admission.api_queue_status import (
     RESOURCE_IN_USE_FINALIZER,
+    cluster_queue_references,
     finalizer_action,
     finalizer_changes,
+    in_use_changes,
     queue_status_patches,
 )
 from federation.admission.decisions import Wait
@@ -83,3 +86,31 @@ def test_a_queue_kept_from_admitting_by_its_admission_checks_is_inactive_with_th
     assert active["message"] == "Can't admit new workloads: references missing AdmissionCheck(s): mk"
     ready = queue_status_patches(quota, {"cq": queue()}, pending={}, now=NOW)["cq"]
     assert next(c for c in ready["conditions"] if c["type"] == "Active")["reason"] == "Ready"
+
+
+def test_flavors_and_checks_carry_the_finalizer_and_a_deleted_one_keeps_it_while_a_queue_names_it() -> None:
+    named = cluster_queue(
+        "cq",
+        {"rf-a": {"cpu": 1}, "rf-b": {"cpu": 1}},
+        admissionChecksStrategy={"admissionChecks": [{"name": "check"}]},
+    )
+    flavors, checks = cluster_queue_references([named, cluster_queue("other", {"rf-c": {"cpu": 1}})])
+    assert (flavors, checks) == ({"rf-a", "rf-b", "rf-c"}, {"check"})
+
+    def obj(name: str, *, finalizers: tuple[str, ...] = (), deleted: bool = False) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, "finalizers": list(finalizers)}
+        if deleted:
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        return {"metadata": meta}
+
+    current = {
+        "new": obj("new"),
+        "kept": obj("kept", finalizers=(RESOURCE_IN_USE_FINALIZER,)),
+        "deleted-named": obj("deleted-named", finalizers=("other.io/x", RESOURCE_IN_USE_FINALIZER), deleted=True),
+        "deleted-unnamed": obj("deleted-unnamed", finalizers=("other.io/x", RESOURCE_IN_USE_FINALIZER), deleted=True),
+        "deleted-before-added": obj("deleted-before-added", deleted=True),
+    }
+    assert in_use_changes(current, {"kept", "deleted-named"}) == {
+        "new": [RESOURCE_IN_USE_FINALIZER],
+        "deleted-unnamed": ["other.io/x"],
+    }
