@@ -93,10 +93,12 @@ class UnschedulablePods:
         key = (str(job["namespace"]), str(job["name"]))
         stamp = obj.get("firstTimestamp") or obj.get("eventTime")
         since = parse_time(str(stamp)) if stamp else dt.datetime.now(dt.UTC)
+        uid = str(job.get("uid") or "")
         earlier = self._creation.get(key)
-        if earlier is not None:
+        if earlier is not None and earlier.job_uid == uid:
             since = min(since, earlier.since)
-        self._creation[key] = CreationFailure(message=str(obj.get("message") or "FailedCreate"), since=since)
+        message = str(obj.get("message") or "FailedCreate")
+        self._creation[key] = CreationFailure(message=message, since=since, job_uid=uid)
         self._new_jobs.add(key)
         self._trigger.pull()
 

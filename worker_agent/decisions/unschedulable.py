@@ -141,6 +141,8 @@ class CreationFailure:
 
     message: str
     since: dt.datetime
+    job_uid: str = ""
+    """The uid of the Job the Events were about: a later Job of the same name is another Job."""
 
 
 def creation_failure(
@@ -149,7 +151,8 @@ def creation_failure(
     """``(message, recheck_in)``: the message to show when pods of ``job`` have been failing to be created for at
     least ``grace`` seconds and some are still missing (:func:`missing_pods`); when to look again for a failure
     still inside the grace period. ``(None, None)`` once no pod is missing."""
-    if failure is None or missing_pods(job) == 0:
+    uid = str((job.get("metadata") or {}).get("uid") or "")
+    if failure is None or missing_pods(job) == 0 or (failure.job_uid and uid and failure.job_uid != uid):
         return None, None
     age = (now - failure.since).total_seconds()
     if age < grace:

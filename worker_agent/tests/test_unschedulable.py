@@ -160,6 +160,10 @@ def test_pods_that_cannot_be_created_are_told_after_the_grace_while_some_are_mis
     assert creation_failure(job(), old, now=NOW) == (FORBIDDEN, None)
     assert creation_failure(job(active=1), old, now=NOW) == (None, None), "the pods came"
     assert creation_failure(job(), None, now=NOW) == (None, None)
+    earlier_job = CreationFailure(message=FORBIDDEN, since=NOW - dt.timedelta(seconds=30), job_uid="uid-1")
+    later = job()
+    later["metadata"]["uid"] = "uid-2"
+    assert creation_failure(later, earlier_job, now=NOW) == (None, None), "Events about an earlier Job of that name"
 
 
 def test_a_creation_failure_sets_the_condition_before_unschedulable_pods_and_clears_like_them() -> None:
