@@ -537,22 +537,16 @@ def test_a_job_runs_through_kfed_with_only_the_charts_service_accounts(installed
             )
     finally:
         codes = {"kfed-manager": manager.stop(), "kfed-agent": agent.stop()}
+        # The processes that would lift Kueue's resource-in-use finalizer (on ClusterQueues, ResourceFlavors and
+        # AdmissionChecks) are gone: it is lifted here, as an operator uninstalling kfed (or Kueue) would.
+        kept = [(c, k) for c in (MANAGER, WORKER) for k in ("clusterqueue", "resourceflavor")]
+        for cluster, kind in [*kept, (MANAGER, "admissioncheck")]:
+            rig.kubectl(cluster, "delete", f"{kind}.kueue.x-k8s.io", name, "--wait=false", "--ignore-not-found")
+            lift = '{"metadata":{"finalizers":null}}'
+            rig.kubectl(cluster, "patch", f"{kind}.kueue.x-k8s.io", name, "--type=merge", "-p", lift, check=False)
         for cluster in (MANAGER, WORKER):
             rig.kubectl(cluster, "delete", "namespace", namespace, "--wait=false", "--ignore-not-found")
-            rig.kubectl(cluster, "delete", "clusterqueue.kueue.x-k8s.io", name, "--wait=false", "--ignore-not-found")
-            # The processes that would lift Kueue's resource-in-use finalizer are gone: lift it here.
-            rig.kubectl(
-                cluster,
-                "patch",
-                "clusterqueue.kueue.x-k8s.io",
-                name,
-                "--type=merge",
-                "-p",
-                '{"metadata":{"finalizers":null}}',
-                check=False,
-            )
-            rig.kubectl(cluster, "delete", "resourceflavor.kueue.x-k8s.io", name, "--wait=false", "--ignore-not-found")
-        for kind in ("admissioncheck", "multikueueconfig", "multikueuecluster"):
+        for kind in ("multikueueconfig", "multikueuecluster"):
             rig.kubectl(MANAGER, "delete", f"{kind}.kueue.x-k8s.io", name, "--ignore-not-found")
         rig.kubectl(MANAGER, "-n", NAMESPACE, "delete", "secret", secret, "--ignore-not-found")
     assert codes == {"kfed-manager": 0, "kfed-agent": 0}, manager.log()[-2000:] + agent.log()[-2000:]
