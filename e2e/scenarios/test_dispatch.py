@@ -5,6 +5,7 @@ Each test submits plain batch/v1 Jobs with kubectl on the manager and watches wh
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterator
@@ -263,6 +264,13 @@ def _submit_to_policy_queue(fed: Federation, names: list[str]) -> dict[str, str 
     return {n: wait_for(_worker_probe(fed, n), until=bool, timeout=60, what=f"{n} admitted") for n in names}
 
 
+def _reports_policy_queue_active(report: dict[str, Any] | None) -> bool:
+    status = (report or {}).get("status") or {}
+    routed = any(q.get("name") == POLICY_QUEUE and not q.get("stopped") for q in status.get("localQueues") or ())
+    active = any(q.get("name") == POLICY_QUEUE and q.get("active") for q in status.get("clusterQueues") or ())
+    return routed and active
+
+
 @pytest.fixture
 def policy_queue(federation: Federation) -> Iterator[None]:
     """A MultiKueueConfig, AdmissionCheck, ClusterQueue and LocalQueue ``policy`` on the manager over both workers,
@@ -271,6 +279,13 @@ def policy_queue(federation: Federation) -> Iterator[None]:
     sizes = {"worker-1": "8", "worker-2": "16"}
     for worker in federation.workers:
         _apply(federation, worker, named_queue_objects(POLICY_QUEUE, cpu=sizes[worker], manager=False))
+    for worker in federation.workers:  # both reports carry the new queue, active, before a Job is sent
+        wait_for(
+            functools.partial(get, federation, worker, "clustercapacity", "local", namespace=""),
+            until=_reports_policy_queue_active,
+            timeout=30,
+            what=f"{worker}'s capacity report to show its ClusterQueue {POLICY_QUEUE} active",
+        )
     manager_objects = routed_queue_objects(POLICY_QUEUE, list(federation.workers), cpu="32")
     manager_objects[0]["metadata"]["annotations"] = {"kfed.io/dispatch-policy": "Packed"}
     _apply(federation, MANAGER, manager_objects)
