@@ -43,7 +43,10 @@ class AdmissionCheckStatus:
         multikueue_configs: SyncedCache,
         workers: WorkerAvailability,
         events: EventSink,
+        view: WriteOverlay | None = None,
     ) -> None:
+        """``view``: the AdmissionChecks with this process's writes laid over ``admission_checks`` (shared with the
+        scheduler's finalizer writes); made here when not given."""
         self._api = api
         self._field_manager = field_manager
         self._multikueue_configs = multikueue_configs
@@ -52,10 +55,13 @@ class AdmissionCheckStatus:
         self._annotation_problems_seen: dict[str, str] = {}
         self.trigger = Trigger()
         self._refusals = RefusalReporter(events=events, component="kfed-manager", lookup=lambda _: None, action="Sync")
-        self._checks = WriteOverlay(admission_checks.store)
-        """The checks with this controller's writes the cache does not show yet: a trigger right after a write (ten
-        workers connecting at once) must not patch again at the old resourceVersion (a 409 Conflict)."""
-        admission_checks.add_handler(self._checks.observe)
+        if view is None:
+            view = WriteOverlay(admission_checks.store)
+            admission_checks.add_handler(view.observe)
+        self._checks = view
+        """The checks with this process's writes the cache does not show yet: a trigger right after a write (ten
+        workers connecting at once, or the scheduler's finalizer write) must not patch again at the old
+        resourceVersion (a 409 Conflict)."""
 
     async def run(self) -> None:
         while True:

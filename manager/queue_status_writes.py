@@ -48,6 +48,7 @@ class QueueStatusWrites:
         local_queues: SyncedCache,
         admission_checks: SyncedCache,
         flavors: SyncedCache,
+        admission_check_view: WriteOverlay | None = None,
         start_soon: Callable[..., None],
         trigger: Callable[[], None],
     ) -> None:
@@ -58,13 +59,16 @@ class QueueStatusWrites:
         self._start_soon = start_soon
         self._trigger = trigger
         self._admission_checks = admission_checks
+        flavor_view = WriteOverlay(flavors.store)
+        flavors.add_handler(flavor_view.observe)
+        if admission_check_view is None:
+            admission_check_view = WriteOverlay(admission_checks.store)
+            admission_checks.add_handler(admission_check_view.observe)
         self._in_use: tuple[tuple[Resource, WriteOverlay], ...] = (
-            (RESOURCE_FLAVORS, WriteOverlay(flavors.store)),
-            (ADMISSION_CHECKS, WriteOverlay(admission_checks.store)),
+            (RESOURCE_FLAVORS, flavor_view),
+            (ADMISSION_CHECKS, admission_check_view),
         )
         """The kinds that carry Kueue's resource-in-use finalizer while a ClusterQueue names them."""
-        flavors.add_handler(self._in_use[0][1].observe)
-        admission_checks.add_handler(self._in_use[1][1].observe)
         self.cluster_queues = WriteOverlay(cluster_queues.store)
         """The ClusterQueues with this process's status writes laid over the cache."""
         self._local_queues = WriteOverlay(local_queues.store)

@@ -177,6 +177,10 @@ class ManagerRuntime:
         self.retention = RetentionSweeper(
             api=api, policy=config.retention, workloads=self.workloads, jobs=self.jobs, events=self.events
         )
+        self.admission_check_view = WriteOverlay(self.admission_checks.store)
+        """The AdmissionChecks with kfed-manager's own writes laid over the cache: the scheduler writes their
+        finalizer and the admission check controller their status, each at the resourceVersion the other made."""
+        self.admission_checks.add_handler(self.admission_check_view.observe)
         self.scheduler = GlobalScheduler(
             api=api,
             config=config,
@@ -196,6 +200,7 @@ class ManagerRuntime:
             metrics=metrics,
             events=self.events,
             holds=self.reservation_holds,
+            admission_check_view=self.admission_check_view,
         )
         self.admission_check_status = AdmissionCheckStatus(
             api=api,
@@ -204,6 +209,7 @@ class ManagerRuntime:
             multikueue_configs=self.multikueue_configs,
             workers=self.pool,
             events=self.events,
+            view=self.admission_check_view,
         )
         # A call this cluster refuses (the chart's RBAC) is named on the Job or Workload, besides the queue's retry.
         self.job_queue = WorkQueue(

@@ -142,12 +142,16 @@ class GlobalScheduler:
         metrics: Metrics,
         events: EventSink,
         holds: ReservationHolds | None = None,
+        admission_check_view: WriteOverlay | None = None,
         decide_seconds: float = DECIDE_SECONDS,
     ) -> None:
         """``workload_view``: the Workloads with this process's own writes laid over ``caches.workloads`` (shared
         with the remote sync); ``ledger``: the dispatches whose copies the workers' reports may not show yet;
         ``holds``: where reservations wait to be written with the worker's admission (``manager.reservation_holds``);
-        ``decide_seconds``: how long a pass decides before it leaves the rest to the next (:data:`DECIDE_SECONDS`).
+        ``admission_check_view``: the AdmissionChecks with this process's writes laid over ``caches.admission_checks``
+        (shared with ``manager.admission_check_status``, so that its status write follows a finalizer write made here
+        at the new resourceVersion, not into a 409); ``decide_seconds``: how long a pass decides before it leaves the
+        rest to the next (:data:`DECIDE_SECONDS`).
         """
         self._config = config
         self._decide_seconds = decide_seconds
@@ -203,6 +207,7 @@ class GlobalScheduler:
             local_queues=caches.local_queues,
             admission_checks=caches.admission_checks,
             flavors=caches.flavors,
+            admission_check_view=admission_check_view,
             start_soon=self._start_soon,
             trigger=self.trigger,
         )
