@@ -110,6 +110,21 @@ def test_c2_a_job_without_a_workload_priority_class_takes_its_pods_priority_clas
     wait_complete(federation, "c2-pc")
 
 
+def _flagged(federation: Federation, job: str, what: str) -> tuple[str, Obj]:
+    """Wait for Job ``job``'s manager Workload to say ``kfed.io/PodsUnschedulable=True``; its worker and that
+    condition. Within 28 s: the shared federation's PodsReady timeout (30 s) evicts the Workload after that."""
+    workload = wait_for(
+        lambda: workload_of(federation, job),
+        until=lambda wl: is_true(wl, "kfed.io/PodsUnschedulable"),
+        timeout=28,
+        what=what,
+    )
+    assert workload is not None
+    flagged = condition(workload, "kfed.io/PodsUnschedulable")
+    assert flagged is not None
+    return str(workload["status"]["clusterName"]), flagged
+
+
 def test_pods_the_worker_cannot_place_are_named_on_the_manager_until_they_are_placed(federation: Federation) -> None:
     """Quota is not nodes: a Job admitted by quota whose pods no worker node takes says why on the manager (the
     worker's scheduler message, naming the worker), and says so no more once a node takes them."""
@@ -119,16 +134,7 @@ def test_pods_the_worker_cannot_place_are_named_on_the_manager_until_they_are_pl
     federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
     labelled: list[tuple[str, str]] = []
     try:
-        workload = wait_for(
-            lambda: workload_of(federation, "unplaced"),
-            until=lambda wl: is_true(wl, "kfed.io/PodsUnschedulable"),
-            timeout=28,  # the shared federation's PodsReady timeout (30 s) evicts it after that
-            what="the manager Workload saying its pods cannot be scheduled",
-        )
-        assert workload is not None
-        worker = workload["status"]["clusterName"]
-        unplaced = condition(workload, "kfed.io/PodsUnschedulable")
-        assert unplaced is not None
+        worker, unplaced = _flagged(federation, "unplaced", "the manager Workload saying its pods cannot be scheduled")
         assert unplaced["reason"] == "Unschedulable"
         assert unplaced["message"].startswith(f"worker cluster {worker}: pod unplaced-"), unplaced
         assert "didn't match Pod's node affinity/selector" in unplaced["message"], unplaced
@@ -170,16 +176,7 @@ def test_pods_the_worker_cannot_create_are_named_on_the_manager(federation: Fede
     federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
     created: list[str] = []
     try:
-        workload = wait_for(
-            lambda: workload_of(federation, "uncreated"),
-            until=lambda wl: is_true(wl, "kfed.io/PodsUnschedulable"),
-            timeout=28,  # the shared federation's PodsReady timeout (30 s) evicts it after that
-            what="the manager Workload saying its pods cannot be created",
-        )
-        assert workload is not None
-        worker = workload["status"]["clusterName"]
-        uncreated = condition(workload, "kfed.io/PodsUnschedulable")
-        assert uncreated is not None
+        worker, uncreated = _flagged(federation, "uncreated", "the manager Workload saying its pods cannot be created")
         assert uncreated["reason"] == "FailedCreate"
         assert uncreated["message"].startswith(f"worker cluster {worker}: the Job copy cannot create its pods: "), (
             uncreated
@@ -209,16 +206,9 @@ def test_pods_held_by_a_users_scheduling_gate_are_named_on_the_manager(federatio
     manifest["spec"]["template"]["spec"]["schedulingGates"] = [{"name": gate}]
     federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
     try:
-        workload = wait_for(
-            lambda: workload_of(federation, "gated"),
-            until=lambda wl: is_true(wl, "kfed.io/PodsUnschedulable"),
-            timeout=28,  # the shared federation's PodsReady timeout (30 s) evicts it after that
-            what="the manager Workload naming the scheduling gate that holds its pods",
+        worker, held = _flagged(
+            federation, "gated", "the manager Workload naming the scheduling gate that holds its pods"
         )
-        assert workload is not None
-        worker = workload["status"]["clusterName"]
-        held = condition(workload, "kfed.io/PodsUnschedulable")
-        assert held is not None
         assert held["message"].startswith(f"worker cluster {worker}: pod gated-"), held
         assert f"held by scheduling gate {gate} from the Job's pod template" in held["message"], held
         for pod in items(federation, worker, "pods", "-l", "batch.kubernetes.io/job-name=gated"):

@@ -50,6 +50,10 @@ def job_candidates(pod_name: str, job_names: Iterable[str]) -> list[str]:
     return sorted((name for name in job_names if pod_name.startswith(f"{name}-")), key=len, reverse=True)
 
 
+def _sooner(recheck: float | None, seconds: float) -> float:
+    return seconds if recheck is None else min(recheck, seconds)
+
+
 def stuck_pods(pods: Iterable[Obj], *, now: dt.datetime, grace: float = UNSCHEDULABLE_GRACE_SECONDS) -> StuckPods:
     """The unbound, live pods the scheduler marked ``PodScheduled=False`` reason ``Unschedulable`` at least
     ``grace`` seconds ago, and those held that long by a scheduling gate of someone else's (:func:`foreign_gates`:
@@ -64,29 +68,24 @@ def stuck_pods(pods: Iterable[Obj], *, now: dt.datetime, grace: float = UNSCHEDU
             continue
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
-        scheduled = find_condition(pod, "PodScheduled")
-        gated = scheduled is not None and scheduled.get("reason") == "SchedulingGated"
-        gates = foreign_gates(pod.get("spec") or {})
-        if gated and not gates:
-            continue
-        if gated and scheduled is not None:
-            since = scheduled.get("lastTransitionTime")
-            age = (now - parse_time(str(since))).total_seconds() if since else grace
-            if age >= grace:
-                stuck.append((str(meta.get("name", "")), gated_message(gates)))
-            else:
-                recheck = min(recheck, grace - age) if recheck is not None else grace - age
-            continue
-        if scheduled is None or scheduled.get("status") != "False" or scheduled.get("reason") != "Unschedulable":
+        scheduled = find_condition(pod, "PodScheduled") or {}
+        if scheduled.get("reason") == "SchedulingGated":
+            gates = foreign_gates(pod.get("spec") or {})
+            if not gates:
+                continue
+            message = gated_message(gates)
+        elif scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
+            message = str(scheduled.get("message") or "")
+        else:
             # not marked yet: the scheduler's Event can come before its write of the pod's status
-            recheck = min(recheck, UNMARKED_RECHECK_SECONDS) if recheck is not None else UNMARKED_RECHECK_SECONDS
+            recheck = _sooner(recheck, UNMARKED_RECHECK_SECONDS)
             continue
         since = scheduled.get("lastTransitionTime")
         age = (now - parse_time(str(since))).total_seconds() if since else grace
         if age >= grace:
-            stuck.append((str(meta.get("name", "")), str(scheduled.get("message") or "")))
+            stuck.append((str(meta.get("name", "")), message))
         else:
-            recheck = min(recheck, grace - age) if recheck is not None else grace - age
+            recheck = _sooner(recheck, grace - age)
     return StuckPods(pods=tuple(sorted(stuck)), recheck_in=recheck)
 
 
