@@ -97,38 +97,53 @@ class AdmissionCheckStatus:
         names = {n for c in configs.values() for n in (c.get("spec") or {}).get("clusters") or ()}
         problems = {name: reason for name in names if (reason := self._workers.unusable_reason(name, now))}
         annotation_problems = self._annotation_problems(configs)
-        for check in list(self._checks):
-            verdict = multikueue_check_verdict(
-                check, configs=configs, cluster_problems=problems, config_problems=annotation_problems
+        async with self._checks.write_lock:  # the scheduler's finalizer writes share the view
+            for check in list(self._checks):
+                await self._write_verdict(
+                    check, configs=configs, problems=problems, annotation_problems=annotation_problems, now=now
+                )
+
+    async def _write_verdict(
+        self,
+        check: dict[str, Any],
+        *,
+        configs: Mapping[str, Mapping[str, Any]],
+        problems: Mapping[str, str],
+        annotation_problems: Mapping[str, str],
+        now: dt.datetime,
+    ) -> None:
+        verdict = multikueue_check_verdict(
+            check, configs=configs, cluster_problems=problems, config_problems=annotation_problems
+        )
+        if verdict is None:
+            return
+        conditions, changed = set_condition(
+            (check.get("status") or {}).get("conditions") or [],
+            condition_type="Active",
+            status=verdict.active,
+            reason=verdict.reason,
+            message=verdict.message,
+            now=now,
+            observed_generation=check["metadata"].get("generation"),
+        )
+        if not changed:
+            return
+        name = check["metadata"]["name"]
+        try:
+            written = await self._api.patch_status(
+                ADMISSION_CHECKS,
+                name,
+                {
+                    "metadata": {"resourceVersion": check["metadata"]["resourceVersion"]},
+                    "status": {"conditions": conditions},
+                },
+                field_manager=self._field_manager,
             )
-            if verdict is None:
-                continue
-            conditions, changed = set_condition(
-                (check.get("status") or {}).get("conditions") or [],
-                condition_type="Active",
-                status=verdict.active,
-                reason=verdict.reason,
-                message=verdict.message,
-                now=now,
-                observed_generation=check["metadata"].get("generation"),
-            )
-            if changed:
-                name = check["metadata"]["name"]
-                try:
-                    written = await self._api.patch_status(
-                        ADMISSION_CHECKS,
-                        name,
-                        {
-                            "metadata": {"resourceVersion": check["metadata"]["resourceVersion"]},
-                            "status": {"conditions": conditions},
-                        },
-                        field_manager=self._field_manager,
-                    )
-                except KubeError as err:
-                    if not is_refusal(err):
-                        raise
-                    # named once (log line, Event on the check) until a write for it goes through; the others go on
-                    self._refusals.refused(name, err, retry_in=RECHECK_SECONDS, regarding=check)
-                    continue
-                self._refusals.succeeded(name)
-                self._checks.wrote(check, written)
+        except KubeError as err:
+            if not is_refusal(err):
+                raise
+            # named once (log line, Event on the check) until a write for it goes through; the others go on
+            self._refusals.refused(name, err, retry_in=RECHECK_SECONDS, regarding=check)
+            return
+        self._refusals.succeeded(name)
+        self._checks.wrote(check, written)

@@ -88,15 +88,16 @@ class QueueStatusWrites:
         used = dict(zip((RESOURCE_FLAVORS, ADMISSION_CHECKS), cluster_queue_references(queues.values()), strict=True))
         all_written = True
         for resource, overlay in self._in_use:
-            current = {str(o["metadata"]["name"]): o for o in overlay}
-            ok, _ = await write_finalizers(
-                self._api,
-                resource,
-                in_use_changes(current, used[resource]),
-                current=current,
-                field_manager=self._field_manager,
-                overlay=overlay,
-            )
+            async with overlay.write_lock:  # the AdmissionChecks' status writer shares their view
+                current = {str(o["metadata"]["name"]): o for o in overlay}
+                ok, _ = await write_finalizers(
+                    self._api,
+                    resource,
+                    in_use_changes(current, used[resource]),
+                    current=current,
+                    field_manager=self._field_manager,
+                    overlay=overlay,
+                )
             all_written &= ok
         return all_written
 

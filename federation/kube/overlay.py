@@ -36,6 +36,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from federation.kube.store import DELETED, Store
 
 Obj = dict[str, Any]
@@ -136,6 +138,9 @@ class WriteOverlay:
         self._written: dict[str, _Written] = {}
         self._deleted = RecentDeletions()
         self._listeners: list[Callable[[str], None]] = []
+        self.write_lock = anyio.Lock()
+        """Held by the writers that share this view from reading an object to laying their write's answer over it:
+        two of them never write at the same base version (a 409 Conflict on the process's own object)."""
 
     def add_listener(self, listener: Callable[[str], None]) -> None:
         """``listener(key)`` is called when a write or a create is laid over (or forgotten) under ``key``; an entry
