@@ -120,7 +120,9 @@ class Evictions:
         if len(self._unreachable_told) >= UNREACHABLE_TOLD_LIMIT:
             self._unreachable_told.clear()  # entries of Workloads that finished meanwhile; at worst one more Event
         self._unreachable_told[key] = since
-        message = worker_unreachable_message(worker, since=since, timeout=self._config.worker_lost_timeout)
+        message = worker_unreachable_message(
+            worker, since=since, timeout=self._config.worker_lost_timeout, problem=self._pool.dropped_reason(worker)
+        )
         for regarding in (workload, manager_job) if manager_job is not None else (workload,):
             self._events.emit(regarding, reason="WorkerUnreachable", note=message, action="Sync", event_type="Warning")
         log.warning("waiting for an unreachable worker", workload=key, cluster=worker, message=message)

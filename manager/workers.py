@@ -72,7 +72,8 @@ log = structlog.get_logger(__name__)
 RemoteHandler = Callable[[str, str, dict[str, Any], bool], None]
 """``handler(worker, kind, obj, deleted)`` with kind ``Workload``, ``Job`` or ``ClusterCapacity`` (``deleted``: the
 event was the object's deletion), or ``HEALTH_CHANGED`` (with an empty obj) when a worker's connection fails, answers
-again after failing, or is made at last (``manager.decisions.worker_health.workloads_looked_at_again``)."""
+again after failing, is made at last (``manager.decisions.worker_health.workloads_looked_at_again``) or is dropped
+(its MultiKueueCluster deleted, its kubeconfig unusable)."""
 
 HEALTH_CHANGED = "HealthChanged"
 
@@ -114,6 +115,12 @@ REASON_INSECURE_KUBECONFIG = "InsecureKubeConfig"
 """The kubeconfig uses a form refused as unsafe (plugins, file references, no TLS verification, basic auth)."""
 REASON_CONNECTION_FAILED = "ClientConnectionFailed"
 """The worker's apiserver cannot be reached or stopped answering."""
+
+
+def missing_cluster_reason(name: str) -> str:
+    """Why a worker that a MultiKueueConfig names but no MultiKueueCluster defines cannot be used (Kueue lists it
+    under "Missing clusters")."""
+    return f"no MultiKueueCluster {name}"
 
 
 def kubeconfig_reason(err: KubeconfigError) -> str:
@@ -250,8 +257,24 @@ class WorkerPool:
         """Why worker ``name`` cannot take new workloads now ("" when it can)."""
         conn = self.connections.get(name)
         if conn is None:
+            if self.missing(name):
+                return missing_cluster_reason(name)
             return self.problems.get(name, "not connected")
         return conn.unusable_reason(now)
+
+    def missing(self, name: str) -> bool:
+        """Whether no MultiKueueCluster named ``name`` exists (deleted, or never made), as far as the synced cache
+        of them shows."""
+        return self._clusters.synced and self._clusters.store.get_by_name(name) is None
+
+    def dropped_reason(self, name: str) -> str:
+        """Why kfed holds no connection to worker ``name`` at all ("" when it holds one, or is making one): its
+        MultiKueueCluster is gone, or its kubeconfig cannot be used. Either way kfed cannot even ask the worker."""
+        if name in self.connections:
+            return ""
+        if self.missing(name):
+            return missing_cluster_reason(name)
+        return self.problems.get(name, "")
 
     def unreachable_since(self, name: str) -> dt.datetime | None:
         """Since when worker ``name`` has been unusable (None while it is connected): the earlier of when this process
@@ -509,6 +532,9 @@ class WorkerPool:
         if conn is not None:
             conn.scope.cancel()
             log.info("disconnected from worker", cluster=name)
+            # The Workloads it holds are looked at again: no watch of that worker will bring them back now (its
+            # MultiKueueCluster deleted, its kubeconfig broken), and each must say what it waits for.
+            self._on_remote_change(name, HEALTH_CHANGED, {}, False)
 
     async def _report(self, cluster: dict[str, Any], *, active: bool, reason: str, message: str) -> float | None:
         name = cluster["metadata"]["name"]

@@ -339,6 +339,64 @@ def test_f1_a_worker_lost_past_the_timeout_has_its_workload_requeued_elsewhere_a
     wait_complete(federation, "f1-lost", timeout=90)
 
 
+def test_a_workload_on_a_worker_whose_multikueue_cluster_is_deleted_says_so_and_is_requeued_past_the_timeout(
+    federation: Federation,
+) -> None:
+    """Deleting a worker's MultiKueueCluster drops kfed's connection to it: no watch of that worker will bring its
+    Workloads back, yet each must say what it waits for and be requeued past the worker-lost timeout, like a worker
+    that stopped answering (Kueue leaves it admitted there, waiting)."""
+    submit(federation, "mkc-gone", cpu="1", seconds=6)
+    worker = _running_on(federation, "mkc-gone")
+    other = next(w for w in federation.workers if w != worker)
+    cluster = get(federation, MANAGER, "multikueuecluster", worker)
+    assert cluster is not None
+    kept = {
+        "apiVersion": cluster["apiVersion"],
+        "kind": cluster["kind"],
+        "metadata": {k: v for k, v in cluster["metadata"].items() if k in ("name", "labels", "annotations")},
+        "spec": cluster["spec"],
+    }
+    federation.kubectl(MANAGER, "delete", "multikueuecluster", worker)
+    try:
+        told = wait_for(
+            lambda: _events(federation, "WorkerUnreachable", "mkc-gone"),
+            until=lambda events: {e["regarding"]["kind"] for e in events} == {"Workload", "Job"},
+            timeout=30,
+            what="mkc-gone's Workload and Job told that its worker's MultiKueueCluster is gone",
+        )
+        says = (f'worker cluster "{worker}" cannot be used since', f"(no MultiKueueCluster {worker})")
+        assert all(all(part in e["note"] for part in says) for e in told), told
+        wait_for(
+            lambda: condition(workload_of(federation, "mkc-gone"), "Requeued"),
+            until=lambda c: c is not None and c["status"] == "True",
+            timeout=WORKER_LOST_TIMEOUT + 30,
+            what="mkc-gone requeued after the worker-lost timeout",
+        )
+        assert _noted(federation, "EvictedDueToAdmissionCheck", "mkc-gone", "worker-lost timeout")
+        wait_for(
+            lambda: worker_of(federation, "mkc-gone"),
+            until=lambda w: w == other,
+            timeout=60,
+            what=f"mkc-gone dispatched to {other}",
+        )
+    finally:
+        federation.kubectl(MANAGER, "apply", "-f", "-", input=json.dumps(kept))
+        wait_for(
+            lambda: condition(get(federation, MANAGER, "multikueuecluster", worker), "Active"),
+            until=lambda c: c is not None and c["status"] == "True",
+            timeout=60,
+            what=f"{worker}'s MultiKueueCluster active again",
+        )
+    # Back: its copies there, which ran on unseen, are deleted; the Job completes where it was sent again.
+    wait_for(
+        lambda: remote_copies(federation, "mkc-gone").get(worker),
+        until=lambda kinds: not kinds,
+        timeout=30,
+        what=f"stale copies of mkc-gone removed from {worker}",
+    )
+    wait_complete(federation, "mkc-gone", timeout=90)
+
+
 def _set_active(fed: Federation, workload: str, *, active: bool) -> None:
     patch = json.dumps({"spec": {"active": active}})
     fed.kubectl(MANAGER, "patch", "workloads.kueue.x-k8s.io", workload, "--type=merge", "-p", patch)

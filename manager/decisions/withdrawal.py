@@ -112,13 +112,20 @@ def unreachable_report_in(since: dt.datetime | None, *, now: dt.datetime, timeou
     return max(0.0, min(UNREACHABLE_REPORT_SECONDS, timeout / 3) - (now - since).total_seconds())
 
 
-def worker_unreachable_message(worker: str, *, since: dt.datetime, timeout: float) -> str:
-    """What a Workload whose worker does not answer waits for, and until when."""
+def worker_unreachable_message(worker: str, *, since: dt.datetime, timeout: float, problem: str = "") -> str:
+    """What a Workload whose worker does not answer waits for, and until when; ``problem``: why kfed cannot even ask
+    the worker (its MultiKueueCluster deleted, its kubeconfig unusable), when that is the cause."""
     deadline = since + dt.timedelta(seconds=timeout)
+    lost = (
+        f'worker cluster "{worker}" cannot be used since {since:%Y-%m-%dT%H:%M:%SZ} ({problem})'
+        if problem
+        else f'worker cluster "{worker}" has not answered since {since:%Y-%m-%dT%H:%M:%SZ}'
+    )
     return (
-        f'worker cluster "{worker}" has not answered since {since:%Y-%m-%dT%H:%M:%SZ}; the workload stays there '
-        f"until {deadline:%Y-%m-%dT%H:%M:%SZ} (the worker-lost timeout, {timeout:.0f}s) and is requeued then unless "
-        "the worker answers again"
+        f"{lost}; the workload stays there until {deadline:%Y-%m-%dT%H:%M:%SZ} (the worker-lost timeout, "
+        f"{timeout:.0f}s) and is requeued then unless the worker "
+        + ("can be used" if problem else "answers")
+        + " again"
     )
 
 

@@ -328,3 +328,9 @@ def test_a_workload_is_told_of_its_unreachable_worker_after_a_short_while_and_un
         'worker cluster "w1" has not answered since 2026-01-01T12:00:00Z; the workload stays there until '
         "2026-01-01T12:15:00Z (the worker-lost timeout, 900s) and is requeued then unless the worker answers again"
     )
+    deleted = worker_unreachable_message("w1", since=since, timeout=900, problem="no MultiKueueCluster w1")
+    assert deleted == (
+        'worker cluster "w1" cannot be used since 2026-01-01T12:00:00Z (no MultiKueueCluster w1); the workload stays '
+        "there until 2026-01-01T12:15:00Z (the worker-lost timeout, 900s) and is requeued then unless the worker can "
+        "be used again"
+    )
