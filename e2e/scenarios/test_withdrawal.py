@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from e2e.queues import job_manifest
+from e2e.rig.controllers import KFED_NAMESPACE
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import (
     DISPATCH_TIMEOUT,
@@ -339,14 +340,17 @@ def test_f1_a_worker_lost_past_the_timeout_has_its_workload_requeued_elsewhere_a
     wait_complete(federation, "f1-lost", timeout=90)
 
 
-def test_a_workload_on_a_worker_whose_multikueue_cluster_is_deleted_says_so_and_is_requeued_past_the_timeout(
-    federation: Federation,
+@pytest.mark.parametrize("change", ["deleted", "unusable-kubeconfig"])
+def test_a_workload_on_a_worker_kfed_drops_says_why_and_is_requeued_past_the_timeout(
+    federation: Federation, change: str
 ) -> None:
-    """Deleting a worker's MultiKueueCluster drops kfed's connection to it: no watch of that worker will bring its
-    Workloads back, yet each must say what it waits for and be requeued past the worker-lost timeout, like a worker
-    that stopped answering (Kueue leaves it admitted there, waiting)."""
-    submit(federation, "mkc-gone", cpu="1", seconds=6)
-    worker = _running_on(federation, "mkc-gone")
+    """Deleting a worker's MultiKueueCluster, or pointing it at a kubeconfig that cannot be used, drops kfed's
+    connection to that worker: no watch of it will bring its Workloads back, yet each must say what it waits for and
+    be requeued past the worker-lost timeout, like a worker that stopped answering (Kueue leaves it admitted there,
+    waiting)."""
+    job = f"dropped-{change[:8]}"
+    submit(federation, job, cpu="1", seconds=6)
+    worker = _running_on(federation, job)
     other = next(w for w in federation.workers if w != worker)
     cluster = get(federation, MANAGER, "multikueuecluster", worker)
     assert cluster is not None
@@ -356,28 +360,35 @@ def test_a_workload_on_a_worker_whose_multikueue_cluster_is_deleted_says_so_and_
         "metadata": {k: v for k, v in cluster["metadata"].items() if k in ("name", "labels", "annotations")},
         "spec": cluster["spec"],
     }
-    federation.kubectl(MANAGER, "delete", "multikueuecluster", worker)
+    if change == "deleted":
+        federation.kubectl(MANAGER, "delete", "multikueuecluster", worker)
+        problem = f"(no MultiKueueCluster {worker})"
+    else:
+        source = {"kubeConfig": {"locationType": "Secret", "location": f"{job}-no-such-secret"}}
+        patch = json.dumps({"spec": {"clusterSource": source}})
+        federation.kubectl(MANAGER, "patch", "multikueuecluster", worker, "--type=merge", "-p", patch)
+        problem = f"(BadKubeConfig: Secret {KFED_NAMESPACE}/{job}-no-such-secret not found"
     try:
         told = wait_for(
-            lambda: _events(federation, "WorkerUnreachable", "mkc-gone"),
+            lambda: _events(federation, "WorkerUnreachable", job),
             until=lambda events: {e["regarding"]["kind"] for e in events} == {"Workload", "Job"},
             timeout=30,
-            what="mkc-gone's Workload and Job told that its worker's MultiKueueCluster is gone",
+            what=f"{job}'s Workload and Job told why its worker cannot be used",
         )
-        says = (f'worker cluster "{worker}" cannot be used since', f"(no MultiKueueCluster {worker})")
+        says = (f'worker cluster "{worker}" cannot be used since', problem)
         assert all(all(part in e["note"] for part in says) for e in told), told
         wait_for(
-            lambda: condition(workload_of(federation, "mkc-gone"), "Requeued"),
+            lambda: condition(workload_of(federation, job), "Requeued"),
             until=lambda c: c is not None and c["status"] == "True",
             timeout=WORKER_LOST_TIMEOUT + 30,
-            what="mkc-gone requeued after the worker-lost timeout",
+            what=f"{job} requeued after the worker-lost timeout",
         )
-        assert _noted(federation, "EvictedDueToAdmissionCheck", "mkc-gone", "worker-lost timeout")
+        assert _noted(federation, "EvictedDueToAdmissionCheck", job, "worker-lost timeout")
         wait_for(
-            lambda: worker_of(federation, "mkc-gone"),
+            lambda: worker_of(federation, job),
             until=lambda w: w == other,
             timeout=60,
-            what=f"mkc-gone dispatched to {other}",
+            what=f"{job} dispatched to {other}",
         )
     finally:
         federation.kubectl(MANAGER, "apply", "-f", "-", input=json.dumps(kept))
@@ -389,12 +400,12 @@ def test_a_workload_on_a_worker_whose_multikueue_cluster_is_deleted_says_so_and_
         )
     # Back: its copies there, which ran on unseen, are deleted; the Job completes where it was sent again.
     wait_for(
-        lambda: remote_copies(federation, "mkc-gone").get(worker),
+        lambda: remote_copies(federation, job).get(worker),
         until=lambda kinds: not kinds,
         timeout=30,
-        what=f"stale copies of mkc-gone removed from {worker}",
+        what=f"stale copies of {job} removed from {worker}",
     )
-    wait_complete(federation, "mkc-gone", timeout=90)
+    wait_complete(federation, job, timeout=90)
 
 
 def _set_active(fed: Federation, workload: str, *, active: bool) -> None:
