@@ -355,6 +355,8 @@ def _job_name(target: str) -> str:
 
 async def _describe(args: argparse.Namespace, api: KubeApi, now: dt.datetime) -> str:
     namespace = _namespace(args) or "default"
+    if args.kind in ("job", "jobs") and not args.name:
+        raise ValueError("describe job needs the Job's name: describe job NAME (or job/NAME)")
     target = args.kind if not args.name else args.name if args.kind in ("job", "jobs") else f"{args.kind}/{args.name}"
     name = _job_name(target)
     job, workload = await _job_and_workload(api, namespace, name)
@@ -459,7 +461,13 @@ def _filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-c", "--clusterqueue", help="only workloads of this ClusterQueue")
     parser.add_argument("-q", "--localqueue", help="only workloads of this LocalQueue")
     parser.add_argument(
-        "--status", action="append", default=[], metavar="STATUS", help=f"repeatable; one of {', '.join(STATUSES)}"
+        "--status",
+        action="append",
+        default=[],
+        type=str.lower,
+        choices=STATUSES,
+        metavar="STATUS",
+        help=f"repeatable; one of {', '.join(STATUSES)}",
     )
     parser.add_argument("--worker", help="only workloads on (or nominated for) this worker")
 

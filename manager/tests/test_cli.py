@@ -162,3 +162,14 @@ def test_kubectl_flags_go_before_or_after_the_command() -> None:
     )
     args = parse(["workloads", "-A", "-l", "team=a"])
     assert (args.all_namespaces, args.selector, args.context) == (True, "team=a", None)
+
+
+def test_an_unknown_status_is_refused_and_a_known_one_is_matched_in_any_case(capsys: Any) -> None:
+    import pytest
+
+    from manager.cli import parse
+
+    assert parse(["list", "workloads", "--status", "Pending", "--status", "RUNNING"]).status == ["pending", "running"]
+    with pytest.raises(SystemExit):
+        parse(["list", "workloads", "--status", "bogus"])
+    assert "invalid choice: 'bogus'" in capsys.readouterr().err
