@@ -310,3 +310,74 @@ def test_a_stopped_worker_queue_gets_no_copy_and_the_pending_workload_says_why(
         for worker in stopped:
             federation.kubectl(worker, "patch", kind, name, "-n", "default", "--type=merge", "-p", RUN)
     wait_complete(federation, job, timeout=60)
+
+
+def _reports_namespace_selected(selected: bool) -> Any:
+    def check(report: Obj | None) -> bool:
+        status = (report or {}).get("status") or {}
+        return any(
+            q["name"] == LOCAL_QUEUE and q.get("namespaceNotSelected", False) is not selected
+            for q in status.get("localQueues") or ()
+        )
+
+    return check
+
+
+def test_a_worker_queue_that_does_not_select_the_namespace_gets_no_copy_until_the_namespace_is_labelled(
+    federation: Federation,
+) -> None:
+    """A worker whose ClusterQueue's namespaceSelector leaves out the Job's namespace would hold a copy Pending
+    ("Workload namespace doesn't match ClusterQueue selector") until the dispatch timeout. Its agent's report says
+    so: the manager sends nothing, the pending Workload names the reason, and labelling the worker's namespace (the
+    agent watches namespaces) lets the Job run."""
+    label = "kfed-test/selected"
+    selector = json.dumps({"spec": {"namespaceSelector": {"matchLabels": {label: "yes"}}}})
+    changed: list[str] = []
+    try:
+        for worker in federation.workers:
+            federation.kubectl(worker, "patch", "clusterqueue", CLUSTER_QUEUE, "--type=merge", "-p", selector)
+            changed.append(worker)
+        for worker in federation.workers:
+            wait_for(
+                functools.partial(get, federation, worker, "clustercapacity", "local", namespace=""),
+                until=_reports_namespace_selected(False),
+                timeout=20,
+                what=f"{worker}'s capacity report showing default/{LOCAL_QUEUE} not selected",
+            )
+        submit(federation, "unselected", cpu="1", seconds=1)
+        reason = f"ClusterQueue {CLUSTER_QUEUE} does not select namespace default"
+        workload = wait_for(
+            lambda: workload_of(federation, "unselected"),
+            until=lambda wl: reason in (condition(wl, "QuotaReserved") or {}).get("message", ""),
+            timeout=30,
+            what="the pending Workload naming the workers' namespace selectors",
+        )
+        assert workload is not None
+        for worker in federation.workers:
+            assert not [
+                w
+                for w in items(federation, worker, "workloads")
+                if w["metadata"]["name"] == workload["metadata"]["name"]
+            ], f"no copy on {worker}"
+        for worker in federation.workers:
+            federation.kubectl(worker, "label", "namespace", "default", f"{label}=yes")
+        wait_complete(federation, "unselected", timeout=60)
+    finally:
+        for worker in changed:
+            federation.kubectl(
+                worker,
+                "patch",
+                "clusterqueue",
+                CLUSTER_QUEUE,
+                "--type=merge",
+                "-p",
+                json.dumps({"spec": {"namespaceSelector": {"matchLabels": None}}}),
+            )
+            federation.kubectl(worker, "label", "namespace", "default", f"{label}-", check=False)
+    for worker in changed:
+        wait_for(
+            functools.partial(get, federation, worker, "clustercapacity", "local", namespace=""),
+            until=_reports_namespace_selected(True),
+            timeout=20,
+            what=f"{worker}'s capacity report showing default/{LOCAL_QUEUE} selected again",
+        )

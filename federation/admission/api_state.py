@@ -85,6 +85,16 @@ class QuotaState:
     """Quota-holding, unfinished workloads per ClusterQueue."""
     next_requeue_at: float | None = None
     """The earliest ``status.requeueState.requeueAt`` (epoch seconds) still ahead: schedule a pass then."""
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Namespace → its labels, as the ClusterQueues' ``namespaceSelector`` is matched against them."""
+
+    def selects(self, local_queue: LocalQueueInfo) -> bool:
+        """Whether the ClusterQueue ``local_queue`` feeds selects its namespace (True when that ClusterQueue is not
+        known or not usable: that is reported otherwise)."""
+        queue = self.queues.get(local_queue.cluster_queue)
+        if queue is None or queue.spec is None:
+            return True
+        return selector_matches(queue.namespace_selector, self.namespace_labels.get(local_queue.namespace, {}))
 
 
 def local_queue_info(raw: Mapping[str, Any]) -> LocalQueueInfo:
@@ -149,7 +159,7 @@ def quota_state_steps(
         if node is not None and info.terminating:
             node.inactive_reason = TERMINATING
     by_key = {f"{lq.namespace}/{lq.name}": lq for lq in local_queues}
-    state = QuotaState(snapshot, queues, by_key)
+    state = QuotaState(snapshot, queues, by_key, namespace_labels=dict(namespace_labels))
     parse = parse_pending or (lambda raw, queue: core_workload(raw, cluster_queue=queue, rules=rules))
     if rules.ignore_undeclared:
         parse = _ignoring_undeclared(parse, queues)

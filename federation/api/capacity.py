@@ -92,6 +92,9 @@ class LocalQueueRoute(KubeModel):
     cluster_queue: ClusterQueueReference
     stopped: Bool | None = None
     """True when the LocalQueue admits nothing new (its ``stopPolicy`` is not None)."""
+    namespace_not_selected: Bool | None = None
+    """True when the ClusterQueue's ``namespaceSelector`` does not select the LocalQueue's namespace: it admits none
+    of its workloads (Kueue: "Workload namespace doesn't match ClusterQueue selector")."""
 
 
 class PodShape(KubeModel):

@@ -55,9 +55,9 @@ def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
     local_queues = {
         (route["namespace"], route["name"]): route["clusterQueue"] for route in status.get("localQueues") or ()
     }
-    stopped = frozenset(
-        (route["namespace"], route["name"]) for route in status.get("localQueues") or () if route.get("stopped")
-    )
+    routes = status.get("localQueues") or ()
+    stopped = frozenset((route["namespace"], route["name"]) for route in routes if route.get("stopped"))
+    unselected = frozenset((route["namespace"], route["name"]) for route in routes if route.get("namespaceNotSelected"))
     topologies = {str(entry["name"]): summary_from_entry(entry) for entry in status.get("topologies") or ()}
     return ParsedReport(
         generation=int(status.get("generation", 0)),
@@ -68,6 +68,7 @@ def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
             topologies=topologies,
             inactive=inactive,
             stopped_local_queues=stopped,
+            unselected_local_queues=unselected,
         ),
         flavors=_flavor_injections(status["flavors"]) if "flavors" in status else None,
     )
@@ -104,11 +105,17 @@ def capacity_from_queues(
     flavor's ``status.flavorsReservation`` total (never below zero). What the cohort could lend is unknown here, so
     nothing counts as borrowable. A ClusterQueue that says it is not ``Active`` (stopped, or missing a flavor or
     check) offers no room, and is listed in ``inactive`` with its condition's message, as a kfed-agent's report lists
-    its inactive ones (``parse_report``), so a refusal says why. ``observed_at`` is when the manager saw this
-    state; the in-flight ledger compares it to the copies' reservation times."""
+    its inactive ones (``parse_report``), so a refusal says why. A ClusterQueue without ``namespaceSelector`` selects
+    no namespace (Kueue's default), so its LocalQueues are unselected; a selector's match against the worker's
+    namespace labels is not probed (the manager does not read the worker's namespaces), and counts as a match.
+    ``observed_at`` is when the manager saw this state; the in-flight ledger compares it to the copies'
+    reservation times."""
     rooms: dict[str, list[FlavorRoom]] = {}
     inactive: dict[str, str] = {}
+    selecting_none: set[str] = set()
     for queue in cluster_queues:
+        if (queue.get("spec") or {}).get("namespaceSelector") is None:
+            selecting_none.add(str(queue["metadata"]["name"]))
         reason = _inactive_reason(queue)
         if reason is not None:
             inactive[str(queue["metadata"]["name"])] = reason
@@ -142,6 +149,10 @@ def capacity_from_queues(
         generation=0,
         observed_at=observed_at,
         capacity=WorkerCapacity(
-            local_queues=routes, cluster_queues=rooms, inactive=inactive, stopped_local_queues=frozenset(stopped)
+            local_queues=routes,
+            cluster_queues=rooms,
+            inactive=inactive,
+            stopped_local_queues=frozenset(stopped),
+            unselected_local_queues=frozenset(key for key, queue in routes.items() if queue in selecting_none),
         ),
     )

@@ -73,6 +73,9 @@ class WorkerCapacity:
     """ClusterQueue → why it admits nothing (the report says it is not active: stopped, a flavor missing, ...)."""
     stopped_local_queues: frozenset[tuple[str, str]] = frozenset()
     """(namespace, LocalQueue name) of the LocalQueues that admit nothing new (``stopPolicy`` set)."""
+    unselected_local_queues: frozenset[tuple[str, str]] = frozenset()
+    """(namespace, LocalQueue name) of the LocalQueues whose ClusterQueue does not select their namespace
+    (``namespaceSelector``): it admits none of their workloads."""
     _rooms: dict[str, dict[str, Room]] = field(default_factory=dict, init=False, repr=False, compare=False)
     """ClusterQueue → resource → :class:`Room`, computed on first use: a report is read once per candidate and
     decision (100 workers x 10,000 decisions in one pass), and it does not change while it is the latest."""
@@ -126,8 +129,9 @@ def headroom(capacity: WorkerCapacity, in_flight: Mapping[str, Mapping[str, int]
             taken = sent.get(resource, 0)
             rooms[cluster_queue, resource] = (room.free - taken, room.with_borrowing - taken)
     local_queues = capacity.local_queues
-    if capacity.stopped_local_queues:  # no room through them: they count as new once they run again
-        local_queues = {k: v for k, v in local_queues.items() if k not in capacity.stopped_local_queues}
+    closed = capacity.stopped_local_queues | capacity.unselected_local_queues
+    if closed:  # no room through them: they count as new once they run again (or their namespace is selected)
+        local_queues = {k: v for k, v in local_queues.items() if k not in closed}
     return Headroom(local_queues=local_queues, rooms=rooms, topologies=capacity.topologies)
 
 
@@ -251,6 +255,8 @@ def _evaluate(
         return f"no LocalQueue {namespace}/{queue_name}"
     if (namespace, queue_name) in worker.capacity.stopped_local_queues:
         return f"LocalQueue {namespace}/{queue_name} is stopped"
+    if (namespace, queue_name) in worker.capacity.unselected_local_queues:
+        return f"ClusterQueue {cluster_queue} does not select namespace {namespace} (its namespaceSelector)"
     inactive = worker.capacity.inactive.get(cluster_queue)
     if inactive is not None:
         return f"ClusterQueue {cluster_queue} is inactive: {inactive}"

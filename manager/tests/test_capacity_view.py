@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from manager.decisions.capacity_view import capacity_from_queues
+from manager.decisions.capacity_view import capacity_from_queues, parse_report
 from manager.decisions.dispatch import FlavorRoom
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -19,6 +19,7 @@ def _cq(name: str, *, nominal: str, reserved: str | None, active: str | None = "
     return {
         "metadata": {"name": name},
         "spec": {
+            "namespaceSelector": {},
             "resourceGroups": [
                 {
                     "coveredResources": ["cpu", "memory"],
@@ -32,7 +33,7 @@ def _cq(name: str, *, nominal: str, reserved: str | None, active: str | None = "
                         }
                     ],
                 }
-            ]
+            ],
         },
         "status": status,
     }
@@ -86,3 +87,28 @@ def test_a_probed_stopped_local_queue_is_listed_as_stopped() -> None:
     )
     assert report.capacity.stopped_local_queues == frozenset({("team-a", "held")})
     assert set(report.capacity.local_queues) == {("team-a", "held"), ("team-a", "open")}
+
+
+def test_a_probed_cluster_queue_without_a_namespace_selector_selects_none_of_its_local_queues() -> None:
+    closed = _cq("closed", nominal="8", reserved="0")
+    del closed["spec"]["namespaceSelector"]  # type: ignore[attr-defined]  # Kueue's default: null selects none
+    report = capacity_from_queues(
+        [closed, _cq("open", nominal="8", reserved="0")],
+        [_lq("team-a", "a", "closed"), _lq("team-a", "b", "open")],
+        observed_at=NOW,
+    )
+    assert report.capacity.unselected_local_queues == frozenset({("team-a", "a")})
+
+
+def test_a_reported_route_whose_namespace_is_not_selected_is_read() -> None:
+    status = {
+        "observedTime": "2026-11-21T10:00:00Z",
+        "clusterQueues": [],
+        "localQueues": [
+            {"namespace": "team-a", "name": "a", "clusterQueue": "cq", "namespaceNotSelected": True},
+            {"namespace": "team-a", "name": "b", "clusterQueue": "cq"},
+        ],
+    }
+    parsed = parse_report({"status": status})
+    assert parsed is not None
+    assert parsed.capacity.unselected_local_queues == frozenset({("team-a", "a")})

@@ -456,3 +456,31 @@ def test_a_local_queue_its_agent_reports_stopped_gets_nothing_until_it_runs_agai
     assert running.capacity is not None
     assert may_fit_more(headroom(held.capacity, {}), headroom(running.capacity, {})), "restarted: look again"
     assert not may_fit_more(headroom(running.capacity, {}), headroom(held.capacity, {}))
+
+
+def test_a_local_queue_whose_cluster_queue_does_not_select_its_namespace_gets_nothing_until_it_does() -> None:
+    from manager.decisions.capacity_view import parse_report
+
+    flavors = [{"name": "default", "resources": [{"name": "cpu", "nominal": "8", "usage": "0", "free": "8"}]}]
+
+    def report(*, selected: bool) -> WorkerState:
+        route: dict[str, object] = {"namespace": "team-a", "name": "lq", "clusterQueue": "cq"}
+        if not selected:
+            route["namespaceNotSelected"] = True
+        status = {
+            "observedTime": "2026-11-21T10:00:00Z",
+            "clusterQueues": [{"name": "cq", "active": True, "flavors": flavors}],
+            "localQueues": [route],
+        }
+        parsed = parse_report({"status": status})
+        assert parsed is not None
+        return WorkerState(name="w1", usable=True, capacity=parsed.capacity)
+
+    excluded, selected = report(selected=False), report(selected=True)
+    assert choose(1, [excluded]) == NoWorker(
+        "no worker has room: w1: ClusterQueue cq does not select namespace team-a (its namespaceSelector)"
+    )
+    assert choose(1, [selected]) == Dispatch("w1", "cq", False)
+    assert excluded.capacity is not None
+    assert selected.capacity is not None
+    assert may_fit_more(headroom(excluded.capacity, {}), headroom(selected.capacity, {})), "selected now: look again"

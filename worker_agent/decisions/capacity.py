@@ -1,5 +1,6 @@
 """The contents of the worker's ClusterCapacity report: per ClusterQueue and flavor, nominal quota, usage, free
-quota and borrowing headroom per resource, plus which ClusterQueue each LocalQueue feeds, and per TAS flavor the
+quota and borrowing headroom per resource, plus which ClusterQueue each LocalQueue feeds (and whether that
+ClusterQueue admits from it at all: a stopped LocalQueue, a namespace it does not select), and per TAS flavor the
 free capacity of every topology domain above the node level (blocks, racks).
 
 Computed from the same snapshot local admission uses, after the pass's admissions, so the report never disagrees
@@ -17,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.admission.api_quotas import FlavorInfo
-from federation.admission.api_state import QuotaState
+from federation.admission.api_state import LocalQueueInfo, QuotaState
 from federation.admission.flavors import format_amount
 from federation.admission.snapshot import ClusterQueueNode
 
@@ -71,8 +72,13 @@ def _placement_entries(state: QuotaState, flavors: Mapping[str, FlavorInfo]) -> 
     return entries
 
 
-def _stopped(stopped: bool) -> Obj:
-    return {"stopped": True} if stopped else {}
+def _route(state: QuotaState, lq: LocalQueueInfo) -> Obj:
+    route: Obj = {"namespace": lq.namespace, "name": lq.name, "clusterQueue": lq.cluster_queue}
+    if lq.stopped:
+        route["stopped"] = True
+    if not state.selects(lq):
+        route["namespaceNotSelected"] = True
+    return route
 
 
 def capacity_status(
@@ -98,7 +104,7 @@ def capacity_status(
         entry["flavors"] = _flavor_entries(state, node)
         queues.append(entry)
     routes = [
-        {"namespace": lq.namespace, "name": lq.name, "clusterQueue": lq.cluster_queue} | _stopped(lq.stopped)
+        _route(state, lq)
         for lq in sorted(state.local_queues.values(), key=lambda q: (q.namespace, q.name))
         if lq.cluster_queue
     ]

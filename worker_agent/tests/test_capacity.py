@@ -327,3 +327,28 @@ def test_a_stopped_local_queue_is_reported_stopped() -> None:
         {"namespace": "ns", "name": "held", "clusterQueue": "cq", "stopped": True},
         {"namespace": "ns", "name": "open", "clusterQueue": "cq"},
     ]
+
+
+def test_a_local_queue_whose_cluster_queue_does_not_select_its_namespace_is_reported_so() -> None:
+    team = {"matchLabels": {"team": "a"}}
+    local = state(
+        flavors=[flavor("rf")],
+        queues=[
+            cluster_queue("team-a", {"rf": {"cpu": 4}}, selector=team),
+        ],
+        local_queues=[local_queue("ns", "mine", "team-a"), local_queue("other", "theirs", "team-a")],
+        workloads=[],
+        namespaces={"ns": {"team": "a"}, "other": {"team": "b"}},
+    )
+    routes = {r["name"]: r for r in capacity_status(local, pending_counts={}, flavors={})["localQueues"]}
+    assert "namespaceNotSelected" not in routes["mine"]
+    assert routes["theirs"]["namespaceNotSelected"] is True
+
+
+def test_a_cluster_queue_without_a_namespace_selector_selects_no_local_queue() -> None:
+    queue = cluster_queue("cq", {"rf": {"cpu": 4}})
+    del queue["spec"]["namespaceSelector"]  # Kueue's default: null selects no namespace
+    local = state(flavors=[flavor("rf")], queues=[queue], local_queues=[local_queue("ns", "lq", "cq")], workloads=[])
+    assert capacity_status(local, pending_counts={}, flavors={})["localQueues"] == [
+        {"namespace": "ns", "name": "lq", "clusterQueue": "cq", "namespaceNotSelected": True}
+    ]
