@@ -35,6 +35,7 @@ from manager.decisions.admission_checks import (
     waiting_message,
     with_multikueue_message,
     worker_checks_message,
+    worker_queue_message,
 )
 from manager.decisions.execution_time import REASON_EXCEEDED, exceeded_note, exceeded_status, limit_of
 from manager.decisions.ledger import InFlightLedger
@@ -95,18 +96,36 @@ class DispatchProgress:
             ),
         )
 
-    async def show_worker_checks(self, workload: Obj, remote_wl: Obj | None, *, worker: str) -> Obj:
+    async def show_worker_checks(
+        self, workload: Obj, remote_wl: Obj | None, *, worker: str
+    ) -> tuple[Obj, float | None]:
         """Until it is ``Admitted``, the MultiKueue check's message says which of the worker's own admission checks
-        hold its copy; returns the Workload as it is now."""
+        hold its copy, or why the worker's queue has not admitted it (``worker_queue_message``: after a while, with
+        an Event and a log line); returns the Workload as it is now, and the seconds until the queue's reason is to
+        be shown (the caller looks again then)."""
+        if is_true(workload, "Admitted"):
+            return workload, None
         key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
-        waiting = worker_checks_message(remote_wl, worker) if not is_true(workload, "Admitted") else None
-        if waiting is not None:  # the worker's own checks (a ProvisioningRequest...) hold it: say so on the manager
-            multikueue = multikueue_check_names(self._admission_checks.store)
-            shown = with_multikueue_message(workload, multikueue_checks=multikueue, message=waiting)
-            if shown is not None:
-                workload = await self._writes.patch_status(workload, {"admissionChecks": shown})
-                log.info("waiting for the worker's admission checks", workload=key, cluster=worker, message=waiting)
-        return workload
+        waiting = worker_checks_message(remote_wl, worker)  # the worker's own checks (a ProvisioningRequest...)
+        queued, recheck = (
+            (None, None)
+            if waiting is not None
+            else worker_queue_message(remote_wl, worker, now=dt.datetime.now(dt.UTC))
+        )
+        message = waiting or queued
+        if message is None:
+            return workload, recheck
+        multikueue = multikueue_check_names(self._admission_checks.store)
+        shown = with_multikueue_message(workload, multikueue_checks=multikueue, message=message)
+        if shown is None:
+            return workload, None
+        workload = await self._writes.patch_status(workload, {"admissionChecks": shown})
+        if waiting is not None:
+            log.info("waiting for the worker's admission checks", workload=key, cluster=worker, message=message)
+        else:
+            log.info("waiting in the worker's queue", workload=key, cluster=worker, message=message[:300])
+            self._events.emit(workload, reason="WaitingOnWorker", note=message[:1000], action="Dispatch")
+        return workload, None
 
     async def show_unschedulable(
         self, workload: Obj, remote_wl: Obj | None, *, worker: str, manager_job: Obj | None

@@ -294,7 +294,9 @@ class RemoteSync:
         if gated is None:
             return ready_recheck
         gate, workload = gated
-        workload = await self._progress.show_worker_checks(workload, remote_wl, worker=worker)
+        workload, queued_recheck = await self._progress.show_worker_checks(workload, remote_wl, worker=worker)
+        if queued_recheck is not None:  # look again when the worker's queue has held the copy long enough to say why
+            ready_recheck = queued_recheck if ready_recheck is None else min(ready_recheck, queued_recheck)
         workload = await self._progress.show_unschedulable(workload, remote_wl, worker=worker, manager_job=manager_job)
         flavors = conn.report.flavors if conn.report is not None else None
         steps = plan(

@@ -15,6 +15,7 @@ from e2e.scenarios.helpers import condition, get, is_true, items, submit, wait_c
 from e2e.waiting import wait_for
 
 Obj = dict[str, Any]
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
 HOLD = '{"spec": {"stopPolicy": "Hold"}}'
 RUN = '{"spec": {"stopPolicy": "None"}}'
 
@@ -381,3 +382,81 @@ def test_a_worker_queue_that_does_not_select_the_namespace_gets_no_copy_until_th
             timeout=20,
             what=f"{worker}'s capacity report showing default/{LOCAL_QUEUE} selected again",
         )
+
+
+def _picky_queue(*, manager: bool) -> list[Obj]:
+    """ClusterQueue, LocalQueue and ResourceFlavor ``picky``: on the workers the flavor's nodes carry the label
+    ``kfed-test/pool: a``, on the manager the flavor names no nodes (as a manager without nodes often has it)."""
+    from e2e.rig.controllers import ADMISSION_CHECK
+
+    flavor_spec: Obj = {} if manager else {"nodeLabels": {"kfed-test/pool": "a"}}
+    quota = [{"name": "cpu", "nominalQuota": "4"}, {"name": "memory", "nominalQuota": "16Gi"}]
+    cq_spec: Obj = {
+        "namespaceSelector": {},
+        "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [{"name": "picky", "resources": quota}]}],
+    }
+    if manager:
+        cq_spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": ADMISSION_CHECK}]}
+    return [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "picky"},
+            "spec": flavor_spec,
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "picky"},
+            "spec": cq_spec,
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "picky", "namespace": "default"},
+            "spec": {"clusterQueue": "picky"},
+        },
+    ]
+
+
+def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_workers_reason(
+    federation: Federation,
+) -> None:
+    """The worker's flavor selects nodes the Job's nodeSelector rules out; the manager's flavor names no nodes, so
+    the manager admits and sends the copy, which waits in the worker's queue. Within a few seconds the manager's
+    MultiKueue check says why, in the worker's words, with an Event, rather than only 'Dispatched' until the
+    dispatch timeout."""
+    clusters = [MANAGER, *federation.workers]
+    for cluster in clusters:
+        docs = _picky_queue(manager=cluster == MANAGER)
+        federation.kubectl(
+            cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+        )
+    manifest = job_manifest("picky", namespace="default", cpu="1", seconds=1, queue="picky")
+    manifest["spec"]["template"]["spec"]["nodeSelector"] = {"kfed-test/pool": "b"}
+    try:
+        federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+        said = "doesn't match node affinity"
+        workload = wait_for(
+            lambda: workload_of(federation, "picky"),
+            until=lambda wl: any(
+                said in str(c.get("message")) for c in (wl or {}).get("status", {}).get("admissionChecks") or ()
+            ),
+            timeout=45,
+            what="the manager's MultiKueue check naming why the worker does not admit the copy",
+        )
+        assert workload is not None
+        message = workload["status"]["admissionChecks"][0]["message"]
+        assert message.startswith('not admitted yet in worker cluster "worker-'), message
+        events = [
+            e
+            for e in items(federation, MANAGER, "events.events.k8s.io")
+            if e.get("reason") == "WaitingOnWorker" and e["regarding"]["name"] == workload["metadata"]["name"]
+        ]
+        assert events, "a WaitingOnWorker Event on the Workload"
+        assert said in events[0]["note"], events
+    finally:
+        federation.kubectl(MANAGER, "delete", "job", "picky", "--wait=true", "--timeout=60s", check=False)
+        for cluster in clusters:
+            for kind in ("localqueue", "clusterqueue", "resourceflavor"):
+                federation.kubectl(cluster, "delete", kind, "picky", "-n", "default", "--wait=false", check=False)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.api.workload import EVICTED, EVICTED_BY_ADMISSION_CHECK, EVICTED_BY_DEACTIVATION
-from federation.conditions import conditions_of, format_time, set_condition
+from federation.conditions import conditions_of, find_condition, format_time, parse_time, set_condition
 from federation.protocol import MULTIKUEUE_CONTROLLER
 from manager.decisions.dispatch import worker_reasons
 from manager.decisions.dispatch_policy import INVALID_DISPATCH_POLICY_REASON
@@ -289,6 +289,28 @@ def worker_checks_message(remote_workload: Mapping[str, Any] | None, worker: str
             part += f": {check.get('message')}"
         parts.append(part)
     return f'admission checks on "{worker}": ' + "; ".join(parts)
+
+
+QUEUED_REPORT_SECONDS = 10.0
+"""How long a copy may wait in its worker's queue, not admitted, before the manager's MultiKueue check says why (a
+burst's copies wait a moment for the worker's quota as a matter of course)."""
+
+
+def worker_queue_message(
+    remote_workload: Mapping[str, Any] | None, worker: str, *, now: dt.datetime
+) -> tuple[str | None, float | None]:
+    """Why the worker has not admitted the copy, for the MultiKueue check's message on the manager, once the copy
+    has waited :data:`QUEUED_REPORT_SECONDS` with ``QuotaReserved`` False and a message (the worker's queue says
+    why: its quota, a flavor it cannot assign...); and, while it has waited less, the seconds until it is said.
+    ``(None, None)`` for a copy that does not wait there (absent, or holding quota)."""
+    reserved = find_condition(remote_workload, "QuotaReserved") if remote_workload is not None else None
+    if reserved is None or reserved.get("status") != "False" or not reserved.get("message"):
+        return None, None
+    since = reserved.get("lastTransitionTime")
+    waited = (now - parse_time(str(since))).total_seconds() if since else QUEUED_REPORT_SECONDS
+    if waited < QUEUED_REPORT_SECONDS:
+        return None, QUEUED_REPORT_SECONDS - waited
+    return f'not admitted yet in worker cluster "{worker}": {reserved.get("message")}', None
 
 
 def worker_rejection(remote_workload: Mapping[str, Any] | None, worker: str) -> CheckEviction | None:

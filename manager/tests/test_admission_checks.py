@@ -276,3 +276,34 @@ def test_a_cluster_queue_with_a_missing_or_inactive_check_has_a_problem_kueue_na
         "gone": ("AdmissionCheckNotFound", "references missing AdmissionCheck(s): nope"),
         "off": ("AdmissionCheckInactive", "references inactive AdmissionCheck(s): broken"),
     }
+
+
+def test_a_copy_waiting_in_its_workers_queue_is_named_after_a_while_with_the_workers_reason() -> None:
+    from manager.decisions.admission_checks import QUEUED_REPORT_SECONDS, worker_queue_message
+
+    since = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+    copy = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "QuotaReserved",
+                    "status": "False",
+                    "reason": "Pending",
+                    "message": "couldn't assign flavors to pod set main: flavor rf doesn't match node affinity",
+                    "lastTransitionTime": "2026-01-01T12:00:00Z",
+                }
+            ]
+        }
+    }
+    assert worker_queue_message(copy, "w1", now=since + dt.timedelta(seconds=4)) == (
+        None,
+        QUEUED_REPORT_SECONDS - 4,
+    )
+    assert worker_queue_message(copy, "w1", now=since + dt.timedelta(seconds=QUEUED_REPORT_SECONDS)) == (
+        'not admitted yet in worker cluster "w1": '
+        "couldn't assign flavors to pod set main: flavor rf doesn't match node affinity",
+        None,
+    )
+    reserved = {"status": {"conditions": [{"type": "QuotaReserved", "status": "True", "message": "ok"}]}}
+    assert worker_queue_message(reserved, "w1", now=since) == (None, None)
+    assert worker_queue_message(None, "w1", now=since) == (None, None)
