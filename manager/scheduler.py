@@ -49,6 +49,7 @@ from manager.decisions.dispatch import (
     NoWorker,
     WorkerState,
     choose_worker,
+    constrained_pod_sets,
     headroom,
     may_fit_more,
     refusal_key,
@@ -485,7 +486,14 @@ class GlobalScheduler:
             pod_sets = topology_requests(raw) if workers.summaries else ()
             # a backlog of one shape woken by a report of more room: one worker choice per shape once the room is
             # taken, not one per Workload
-            shape = refusal_key(namespace=namespace, queue_name=queue_name, requests=requests, pod_sets=pod_sets)
+            constrained = constrained_pod_sets(admit.workload.pod_sets)
+            shape = refusal_key(
+                namespace=namespace,
+                queue_name=queue_name,
+                requests=requests,
+                pod_sets=pod_sets,
+                constrained=constrained,
+            )
             result: Dispatch | NoWorker | None = workers.refused.get(shape)
             if result is None:
                 result = choose_worker(
@@ -497,6 +505,7 @@ class GlobalScheduler:
                     policy=choice.policy,
                     large_share=choice.large_share,
                     pod_sets=pod_sets,
+                    constrained=constrained,
                 )
             if isinstance(result, NoWorker):
                 workers.refused[shape] = result

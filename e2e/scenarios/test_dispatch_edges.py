@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -384,61 +386,68 @@ def test_a_worker_queue_that_does_not_select_the_namespace_gets_no_copy_until_th
         )
 
 
-def _picky_queue(*, manager: bool) -> list[Obj]:
-    """ClusterQueue, LocalQueue and ResourceFlavor ``picky``: on the workers the flavor's nodes carry the label
-    ``kfed-test/pool: a``, on the manager the flavor names no nodes (as a manager without nodes often has it)."""
+def _picky_queue(name: str, *, worker_flavor: Obj, manager: bool) -> list[Obj]:
+    """ClusterQueue, LocalQueue and ResourceFlavor ``name``: on the workers the flavor's spec is ``worker_flavor``, on
+    the manager it names no nodes (as a manager without nodes often has it)."""
     from e2e.rig.controllers import ADMISSION_CHECK
 
-    flavor_spec: Obj = {} if manager else {"nodeLabels": {"kfed-test/pool": "a"}}
     quota = [{"name": "cpu", "nominalQuota": "4"}, {"name": "memory", "nominalQuota": "16Gi"}]
     cq_spec: Obj = {
         "namespaceSelector": {},
-        "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [{"name": "picky", "resources": quota}]}],
+        "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [{"name": name, "resources": quota}]}],
     }
     if manager:
         cq_spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": ADMISSION_CHECK}]}
     return [
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "apiVersion": KUEUE_API,
             "kind": "ResourceFlavor",
-            "metadata": {"name": "picky"},
-            "spec": flavor_spec,
+            "metadata": {"name": name},
+            "spec": {} if manager else worker_flavor,
         },
+        {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": cq_spec},
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ClusterQueue",
-            "metadata": {"name": "picky"},
-            "spec": cq_spec,
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "apiVersion": KUEUE_API,
             "kind": "LocalQueue",
-            "metadata": {"name": "picky", "namespace": "default"},
-            "spec": {"clusterQueue": "picky"},
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"clusterQueue": name},
         },
     ]
+
+
+@contextlib.contextmanager
+def _picky(federation: Federation, name: str, *, worker_flavor: Obj, node_selector: Obj) -> Iterator[None]:
+    """The ``name`` queues on every cluster and a Job ``name`` on them with ``node_selector``; all deleted after."""
+    clusters = [MANAGER, *federation.workers]
+    for cluster in clusters:
+        docs = _picky_queue(name, worker_flavor=worker_flavor, manager=cluster == MANAGER)
+        federation.kubectl(
+            cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+        )
+    manifest = job_manifest(name, namespace="default", cpu="1", seconds=1, queue=name)
+    manifest["spec"]["template"]["spec"]["nodeSelector"] = node_selector
+    try:
+        federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+        yield
+    finally:
+        federation.kubectl(MANAGER, "delete", "job", name, "--wait=true", "--timeout=60s", check=False)
+        for cluster in clusters:
+            for kind in ("localqueue", "clusterqueue", "resourceflavor"):
+                federation.kubectl(cluster, "delete", kind, name, "-n", "default", "--wait=false", check=False)
 
 
 def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_workers_reason(
     federation: Federation,
 ) -> None:
-    """The worker's flavor selects nodes the Job's nodeSelector rules out; the manager's flavor names no nodes, so
-    the manager admits and sends the copy, which waits in the worker's queue. Within a few seconds the manager's
-    MultiKueue check says why, in the worker's words, with an Event, rather than only 'Dispatched' until the
-    dispatch timeout."""
-    clusters = [MANAGER, *federation.workers]
-    for cluster in clusters:
-        docs = _picky_queue(manager=cluster == MANAGER)
-        federation.kubectl(
-            cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
-        )
-    manifest = job_manifest("picky", namespace="default", cpu="1", seconds=1, queue="picky")
-    manifest["spec"]["template"]["spec"]["nodeSelector"] = {"kfed-test/pool": "b"}
-    try:
-        federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
-        said = "doesn't match node affinity"
+    """The worker's flavor taints its nodes and the Job does not tolerate that; the manager's flavor names no nodes
+    and capacity reports do not carry taints, so the manager admits and sends the copy, which waits in the worker's
+    queue. Within seconds the manager's MultiKueue check says why, in the worker's words, with an Event, rather than
+    only 'Dispatched' until the dispatch timeout."""
+    taint = {"key": "kfed-test/pool", "value": "a", "effect": "NoSchedule"}
+    with _picky(federation, "tainted", worker_flavor={"nodeTaints": [taint]}, node_selector={}):
+        said = "untolerated taint"
         workload = wait_for(
-            lambda: workload_of(federation, "picky"),
+            lambda: workload_of(federation, "tainted"),
             until=lambda wl: any(
                 said in str(c.get("message")) for c in (wl or {}).get("status", {}).get("admissionChecks") or ()
             ),
@@ -455,8 +464,27 @@ def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_worke
         ]
         assert events, "a WaitingOnWorker Event on the Workload"
         assert said in events[0]["note"], events
-    finally:
-        federation.kubectl(MANAGER, "delete", "job", "picky", "--wait=true", "--timeout=60s", check=False)
-        for cluster in clusters:
-            for kind in ("localqueue", "clusterqueue", "resourceflavor"):
-                federation.kubectl(cluster, "delete", kind, "picky", "-n", "default", "--wait=false", check=False)
+
+
+def test_a_job_whose_node_selector_no_worker_flavor_matches_gets_no_copy_and_says_why(
+    federation: Federation,
+) -> None:
+    """The workers' flavor selects nodes labelled ``kfed-test/pool: a`` (their reports list it); a Job asking for
+    pool ``b`` fits the manager's flavor (no labels) but no worker's: it is sent nowhere, and its Workload says so."""
+    labels = {"nodeLabels": {"kfed-test/pool": "a"}}
+    with _picky(federation, "elsewhere", worker_flavor=labels, node_selector={"kfed-test/pool": "b"}):
+        said = "ClusterQueue elsewhere: pod set main: flavor elsewhere doesn't match node affinity"
+        workload = wait_for(
+            lambda: workload_of(federation, "elsewhere"),
+            until=lambda wl: said in (condition(wl, "QuotaReserved") or {}).get("message", ""),
+            timeout=30,
+            what="the pending Workload naming the workers' flavors",
+        )
+        assert workload is not None
+        assert not is_true(workload, "QuotaReserved")
+        for worker in federation.workers:
+            assert not [
+                w
+                for w in items(federation, worker, "workloads")
+                if w["metadata"]["name"] == workload["metadata"]["name"]
+            ], f"no copy on {worker}"

@@ -215,6 +215,20 @@ def _group_label_keys(snapshot: Snapshot, group: ResourceGroup) -> frozenset[str
     return frozenset(keys)
 
 
+def node_label_mismatch(flavor_labels: Mapping[str, Mapping[str, str]], pod_set: PodSet) -> str:
+    """Why no flavor of ``flavor_labels`` (flavor name → its ``nodeLabels``, the flavors of one ClusterQueue) can run
+    ``pod_set`` for its ``nodeSelector`` or required node affinity, or "" when one can (or the pod set asks for no
+    node labels). Only label keys some of these flavors set are compared, as in flavor assignment."""
+    if not (pod_set.node_selector or pod_set.required_affinity) or not flavor_labels:
+        return ""
+    label_keys = frozenset(key for labels in flavor_labels.values() for key in labels)
+    mismatches = [
+        _flavor_mismatch(ResourceFlavorSpec(name, labels), pod_set, label_keys=label_keys, constrained=True)
+        for name, labels in flavor_labels.items()
+    ]
+    return mismatches[0] if all(mismatches) else ""
+
+
 def _flavor_mismatch(
     flavor: ResourceFlavorSpec, pod_set: PodSet, *, label_keys: frozenset[str], constrained: bool
 ) -> str:

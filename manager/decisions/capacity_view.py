@@ -69,6 +69,10 @@ def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
             inactive=inactive,
             stopped_local_queues=stopped,
             unselected_local_queues=unselected,
+            flavor_labels={
+                str(entry["name"]): {str(k): str(v) for k, v in (entry.get("nodeLabels") or {}).items()}
+                for entry in status.get("flavors") or ()
+            },
         ),
         flavors=_flavor_injections(status["flavors"]) if "flavors" in status else None,
     )

@@ -12,7 +12,10 @@ while the others idle) and keeps best fit for large ones (a share of a worker's 
 the roomiest flavor, so for ClusterQueues with several flavors it can accept what the worker then cannot admit
 as one flavor choice; the dispatch timeout (``manager.decisions.withdrawal``) covers that. A pod set that requires
 (or prefers) a topology level must also fit the worker's per-domain TAS summary, so a Job needing one rack goes
-only to a worker that may have a rack with room.
+only to a worker that may have a rack with room. A pod set with a ``nodeSelector`` or required node affinity goes
+only to a worker where some flavor of the ClusterQueue has node labels it matches (from a report that lists the
+flavors' labels; as in flavor assignment, only label keys those flavors set are compared), so a worker whose flavors
+select other nodes is not sent a copy that its queue would hold back ("doesn't match node affinity").
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from federation.admission.flavors import node_label_mismatch
+from federation.admission.model import PodSet
 from federation.quantity import format_quantity
 from federation.topology import CapacitySummary, PodSetRequest, summary_fits
 
@@ -76,6 +81,8 @@ class WorkerCapacity:
     unselected_local_queues: frozenset[tuple[str, str]] = frozenset()
     """(namespace, LocalQueue name) of the LocalQueues whose ClusterQueue does not select their namespace
     (``namespaceSelector``): it admits none of their workloads."""
+    flavor_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """ResourceFlavor → the ``nodeLabels`` of its nodes, for a report that lists the flavors (empty: not known)."""
     _rooms: dict[str, dict[str, Room]] = field(default_factory=dict, init=False, repr=False, compare=False)
     """ClusterQueue → resource → :class:`Room`, computed on first use: a report is read once per candidate and
     decision (100 workers x 10,000 decisions in one pass), and it does not change while it is the latest."""
@@ -235,6 +242,19 @@ def _topology_refusal(flavors: Sequence[FlavorRoom], worker: WorkerCapacity, pod
     return "topology: " + "; ".join(reasons)
 
 
+def _node_label_refusal(capacity: WorkerCapacity, cluster_queue: str, constrained: Sequence[PodSet]) -> str:
+    """Why no flavor of the worker's ``cluster_queue`` selects nodes a pod set's node selector or affinity allows
+    ("" when each pod set has one)."""
+    labels = {
+        room.name: capacity.flavor_labels.get(room.name, {}) for room in capacity.cluster_queues.get(cluster_queue, ())
+    }
+    for pod_set in constrained:
+        mismatch = node_label_mismatch(labels, pod_set)
+        if mismatch:
+            return f"ClusterQueue {cluster_queue}: pod set {pod_set.name}: {mismatch}"
+    return ""
+
+
 def _evaluate(
     worker: WorkerState,
     *,
@@ -242,10 +262,11 @@ def _evaluate(
     queue_name: str,
     requests: Sequence[tuple[str, int]],
     pod_sets: Sequence[PodSetRequest] = (),
+    constrained: Sequence[PodSet] = (),
 ) -> tuple[tuple[int, float, float], Dispatch] | str:
     """(borrows, free share left on the tightest resource, largest share of nominal requested) and the dispatch;
     or why the worker cannot take the workload. ``requests`` sorted by resource; ``pod_sets`` only those that ask
-    for a topology."""
+    for a topology; ``constrained`` only those with a node selector or required node affinity."""
     if not worker.usable:
         return worker.unusable_reason or "not usable"
     if worker.capacity is None:
@@ -263,6 +284,10 @@ def _evaluate(
     rooms = worker.capacity.rooms(cluster_queue)
     if rooms is None:
         return f"ClusterQueue {cluster_queue} not reported"
+    if constrained and worker.capacity.flavor_labels:
+        mismatch = _node_label_refusal(worker.capacity, cluster_queue, constrained)
+        if mismatch:
+            return mismatch
     in_flight = worker.in_flight.get(cluster_queue) or {}
     tightest = 1.0
     share = 0.0
@@ -299,8 +324,18 @@ def _evaluate(
     return (int(borrows), tightest, share), Dispatch(worker=worker.name, cluster_queue=cluster_queue, borrows=borrows)
 
 
+def constrained_pod_sets(pod_sets: Sequence[PodSet]) -> tuple[PodSet, ...]:
+    """The pod sets that ask for node labels (a ``nodeSelector`` or required node affinity)."""
+    return tuple(ps for ps in pod_sets if ps.node_selector or ps.required_affinity)
+
+
 def refusal_key(
-    *, namespace: str, queue_name: str, requests: Mapping[str, int], pod_sets: Sequence[PodSetRequest] = ()
+    *,
+    namespace: str,
+    queue_name: str,
+    requests: Mapping[str, int],
+    pod_sets: Sequence[PodSetRequest] = (),
+    constrained: Sequence[PodSet] = (),
 ) -> tuple[object, ...]:
     """What :func:`choose_worker`'s answer "no worker has room" depends on besides the workers: two workloads with
     the same key are refused by the same workers for the same reasons (``avoid``, the policy and ``large_share`` only
@@ -321,6 +356,7 @@ def refusal_key(
             for ps in pod_sets
             if ps.topology.required or ps.topology.preferred
         ),
+        tuple((tuple(sorted(ps.node_selector.items())), ps.required_affinity) for ps in constrained),
     )
 
 
@@ -334,18 +370,28 @@ def choose_worker(
     policy: DispatchPolicy = DispatchPolicy.BALANCED,
     large_share: float = DEFAULT_LARGE_SHARE,
     pod_sets: Sequence[PodSetRequest] = (),
+    constrained: Sequence[PodSet] = (),
 ) -> Dispatch | NoWorker:
     """The best worker for a workload needing ``requests`` (milli-units, all pod sets) via LocalQueue ``queue_name``.
 
     Workers in ``avoid`` (the workload was withdrawn from them) are chosen only when no other worker fits.
-    ``pod_sets`` (topology requests, per pod) let a worker's TAS summary refuse a workload no domain can hold.
+    ``pod_sets`` (topology requests, per pod) let a worker's TAS summary refuse a workload no domain can hold;
+    ``constrained`` (the pod sets with a node selector or required node affinity, :func:`constrained_pod_sets`) let
+    its flavors' node labels refuse one none of them matches.
     """
     fitting: list[tuple[int, int, float, float, Dispatch]] = []
     reasons: list[tuple[str, str]] = []
     ordered = sorted(requests.items())
     asking = [ps for ps in pod_sets if ps.topology.required or ps.topology.preferred]
     for order, worker in enumerate(workers):
-        result = _evaluate(worker, namespace=namespace, queue_name=queue_name, requests=ordered, pod_sets=asking)
+        result = _evaluate(
+            worker,
+            namespace=namespace,
+            queue_name=queue_name,
+            requests=ordered,
+            pod_sets=asking,
+            constrained=constrained,
+        )
         if isinstance(result, str):
             reasons.append((worker.name, result))
             continue

@@ -484,3 +484,43 @@ def test_a_local_queue_whose_cluster_queue_does_not_select_its_namespace_gets_no
     assert excluded.capacity is not None
     assert selected.capacity is not None
     assert may_fit_more(headroom(excluded.capacity, {}), headroom(selected.capacity, {})), "selected now: look again"
+
+
+def test_a_worker_whose_flavors_select_other_nodes_than_the_pods_ask_for_is_refused_with_the_reason() -> None:
+    from federation.admission.model import NodeSelectorRequirement, PodSet
+    from manager.decisions.capacity_view import parse_report
+    from manager.decisions.dispatch import constrained_pod_sets
+
+    def report(name: str, pool: str) -> WorkerState:
+        flavors = [{"name": "rf", "resources": [{"name": "cpu", "nominal": "8", "usage": "0", "free": "8"}]}]
+        status = {
+            "observedTime": "2026-11-21T10:00:00Z",
+            "clusterQueues": [{"name": "cq", "active": True, "flavors": flavors}],
+            "localQueues": [{"namespace": "team-a", "name": "lq", "clusterQueue": "cq"}],
+            "flavors": [{"name": "rf", "nodeLabels": {"pool": pool}}],
+        }
+        parsed = parse_report({"status": status})
+        assert parsed is not None
+        return WorkerState(name=name, usable=True, capacity=parsed.capacity)
+
+    def pick(*pod_sets: PodSet, workers: list[WorkerState]) -> Dispatch | NoWorker:
+        constrained = constrained_pod_sets(pod_sets)
+        return choose_worker(
+            namespace="team-a", queue_name="lq", requests={"cpu": 1000}, workers=workers, constrained=constrained
+        )
+
+    gpu, cpu = report("w1", "gpu"), report("w2", "cpu")
+    wants_cpu = PodSet("main", 1, {"cpu": 1000}, node_selector={"pool": "cpu"})
+    assert pick(wants_cpu, workers=[gpu, cpu]) == Dispatch("w2", "cq", False)
+    assert pick(wants_cpu, workers=[gpu]) == NoWorker(
+        "no worker has room: w1: ClusterQueue cq: pod set main: flavor rf doesn't match node affinity"
+    )
+    affinity = PodSet(
+        "main", 1, {"cpu": 1000}, required_affinity=((NodeSelectorRequirement("pool", "In", ("gpu", "tpu")),),)
+    )
+    assert pick(affinity, workers=[cpu, gpu]) == Dispatch("w1", "cq", False)
+    other_key = PodSet("main", 1, {"cpu": 1000}, node_selector={"zone": "a"})  # a key no flavor sets: any flavor
+    assert pick(other_key, workers=[gpu]) == Dispatch("w1", "cq", False)
+    assert pick(PodSet("main", 1, {"cpu": 1000}), workers=[gpu]) == Dispatch("w1", "cq", False)
+    key = {"namespace": "team-a", "queue_name": "lq", "requests": {"cpu": 1000}}
+    assert refusal_key(**key, constrained=(wants_cpu,)) != refusal_key(**key, constrained=(other_key,))  # type: ignore[arg-type]
