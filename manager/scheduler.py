@@ -49,7 +49,6 @@ from manager.decisions.dispatch import (
     NoWorker,
     WorkerState,
     choose_worker,
-    constrained_pod_sets,
     headroom,
     may_fit_more,
     refusal_key,
@@ -486,13 +485,13 @@ class GlobalScheduler:
             pod_sets = topology_requests(raw) if workers.summaries else ()
             # a backlog of one shape woken by a report of more room: one worker choice per shape once the room is
             # taken, not one per Workload
-            constrained = constrained_pod_sets(admit.workload.pod_sets)
+            placement = admit.workload.pod_sets
             shape = refusal_key(
                 namespace=namespace,
                 queue_name=queue_name,
                 requests=requests,
                 pod_sets=pod_sets,
-                constrained=constrained,
+                placement=placement,
             )
             result: Dispatch | NoWorker | None = workers.refused.get(shape)
             if result is None:
@@ -505,7 +504,7 @@ class GlobalScheduler:
                     policy=choice.policy,
                     large_share=choice.large_share,
                     pod_sets=pod_sets,
-                    constrained=constrained,
+                    placement=placement,
                 )
             if isinstance(result, NoWorker):
                 workers.refused[shape] = result

@@ -386,25 +386,33 @@ def test_a_worker_queue_that_does_not_select_the_namespace_gets_no_copy_until_th
         )
 
 
-def _picky_queue(name: str, *, worker_flavor: Obj, manager: bool) -> list[Obj]:
-    """ClusterQueue, LocalQueue and ResourceFlavor ``name``: on the workers the flavor's spec is ``worker_flavor``, on
-    the manager it names no nodes (as a manager without nodes often has it)."""
+def _flavored_queue(name: str, flavors: list[tuple[str, Obj, str, str]], *, manager: bool) -> list[Obj]:
+    """ClusterQueue and LocalQueue ``name`` over ``flavors`` (flavor name, its spec, cpu and memory quota), with the
+    ResourceFlavors; on the manager with kfed's check."""
     from e2e.rig.controllers import ADMISSION_CHECK
 
-    quota = [{"name": "cpu", "nominalQuota": "4"}, {"name": "memory", "nominalQuota": "16Gi"}]
     cq_spec: Obj = {
         "namespaceSelector": {},
-        "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [{"name": name, "resources": quota}]}],
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory"],
+                "flavors": [
+                    {
+                        "name": flavor,
+                        "resources": [{"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": memory}],
+                    }
+                    for flavor, _spec, cpu, memory in flavors
+                ],
+            }
+        ],
     }
     if manager:
         cq_spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": ADMISSION_CHECK}]}
     return [
-        {
-            "apiVersion": KUEUE_API,
-            "kind": "ResourceFlavor",
-            "metadata": {"name": name},
-            "spec": {} if manager else worker_flavor,
-        },
+        *(
+            {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": f}, "spec": spec}
+            for f, spec, _, _ in flavors
+        ),
         {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": cq_spec},
         {
             "apiVersion": KUEUE_API,
@@ -416,15 +424,24 @@ def _picky_queue(name: str, *, worker_flavor: Obj, manager: bool) -> list[Obj]:
 
 
 @contextlib.contextmanager
-def _picky(federation: Federation, name: str, *, worker_flavor: Obj, node_selector: Obj) -> Iterator[None]:
-    """The ``name`` queues on every cluster and a Job ``name`` on them with ``node_selector``; all deleted after."""
+def _queued_job(
+    federation: Federation,
+    name: str,
+    *,
+    manager_flavors: list[tuple[str, Obj, str, str]],
+    worker_flavors: list[tuple[str, Obj, str, str]],
+    node_selector: Obj,
+    memory: str = "1Gi",
+) -> Iterator[None]:
+    """The ``name`` queues (over those flavors) on every cluster and a Job ``name`` on them; all deleted after."""
     clusters = [MANAGER, *federation.workers]
     for cluster in clusters:
-        docs = _picky_queue(name, worker_flavor=worker_flavor, manager=cluster == MANAGER)
+        manager = cluster == MANAGER
+        docs = _flavored_queue(name, manager_flavors if manager else worker_flavors, manager=manager)
         federation.kubectl(
             cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
         )
-    manifest = job_manifest(name, namespace="default", cpu="1", seconds=1, queue=name)
+    manifest = job_manifest(name, namespace="default", cpu="2", memory=memory, seconds=1, queue=name)
     manifest["spec"]["template"]["spec"]["nodeSelector"] = node_selector
     try:
         federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
@@ -432,22 +449,31 @@ def _picky(federation: Federation, name: str, *, worker_flavor: Obj, node_select
     finally:
         federation.kubectl(MANAGER, "delete", "job", name, "--wait=true", "--timeout=60s", check=False)
         for cluster in clusters:
-            for kind in ("localqueue", "clusterqueue", "resourceflavor"):
+            for kind in ("localqueue", "clusterqueue"):
                 federation.kubectl(cluster, "delete", kind, name, "-n", "default", "--wait=false", check=False)
+            flavors = manager_flavors if cluster == MANAGER else worker_flavors
+            for flavor, _spec, _cpu, _memory in flavors:
+                federation.kubectl(cluster, "delete", "resourceflavor", flavor, "--wait=false", check=False)
 
 
 def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_workers_reason(
     federation: Federation,
 ) -> None:
-    """The worker's flavor taints its nodes and the Job does not tolerate that; the manager's flavor names no nodes
-    and capacity reports do not carry taints, so the manager admits and sends the copy, which waits in the worker's
-    queue. Within seconds the manager's MultiKueue check says why, in the worker's words, with an Event, rather than
-    only 'Dispatched' until the dispatch timeout."""
-    taint = {"key": "kfed-test/pool", "value": "a", "effect": "NoSchedule"}
-    with _picky(federation, "tainted", worker_flavor={"nodeTaints": [taint]}, node_selector={}):
-        said = "untolerated taint"
+    """The workers' ClusterQueue has two flavors, one with the cpu and one with the memory the Job asks for, and no
+    flavor with both; the manager, which checks each resource against the roomiest flavor, sends the copy, and it
+    waits in the worker's queue. Within seconds the manager's MultiKueue check says why, in the worker's words, with
+    an Event, rather than only 'Dispatched' until the dispatch timeout."""
+    with _queued_job(
+        federation,
+        "split",
+        manager_flavors=[("split-a", {}, "8", "16Gi")],
+        worker_flavors=[("split-a", {}, "4", "1Gi"), ("split-b", {}, "1", "16Gi")],
+        node_selector={},
+        memory="2Gi",
+    ):
+        said = "couldn't assign flavors to pod set main"
         workload = wait_for(
-            lambda: workload_of(federation, "tainted"),
+            lambda: workload_of(federation, "split"),
             until=lambda wl: any(
                 said in str(c.get("message")) for c in (wl or {}).get("status", {}).get("admissionChecks") or ()
             ),
@@ -466,16 +492,33 @@ def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_worke
         assert said in events[0]["note"], events
 
 
-def test_a_job_whose_node_selector_no_worker_flavor_matches_gets_no_copy_and_says_why(
-    federation: Federation,
+POOL_A = {"nodeLabels": {"kfed-test/pool": "a"}}
+TAINTED = {"nodeTaints": [{"key": "kfed-test/pool", "value": "a", "effect": "NoSchedule"}]}
+RULED_OUT: dict[str, tuple[Obj, Obj, str]] = {
+    "labels": (POOL_A, {"kfed-test/pool": "b"}, "flavor ruled-out-labels doesn't match node affinity"),
+    "taints": (TAINTED, {}, "untolerated taint kfed-test/pool=a:NoSchedule in flavor ruled-out-taints"),
+}
+
+
+@pytest.mark.parametrize("by", sorted(RULED_OUT))
+def test_a_job_no_worker_flavor_can_take_by_its_nodes_gets_no_copy_and_says_why(
+    federation: Federation, by: str
 ) -> None:
-    """The workers' flavor selects nodes labelled ``kfed-test/pool: a`` (their reports list it); a Job asking for
-    pool ``b`` fits the manager's flavor (no labels) but no worker's: it is sent nowhere, and its Workload says so."""
-    labels = {"nodeLabels": {"kfed-test/pool": "a"}}
-    with _picky(federation, "elsewhere", worker_flavor=labels, node_selector={"kfed-test/pool": "b"}):
-        said = "ClusterQueue elsewhere: pod set main: flavor elsewhere doesn't match node affinity"
+    """The workers' flavor selects nodes labelled ``kfed-test/pool: a``, or taints them, as their reports say; a Job
+    asking for pool ``b``, or not tolerating the taint, fits the manager's flavor (no labels, no taints) but no
+    worker's: it is sent nowhere, and its Workload says so."""
+    worker_flavor, node_selector, reason = RULED_OUT[by]
+    name = f"ruled-out-{by}"
+    with _queued_job(
+        federation,
+        name,
+        manager_flavors=[(name, {}, "4", "16Gi")],
+        worker_flavors=[(name, worker_flavor, "4", "16Gi")],
+        node_selector=node_selector,
+    ):
+        said = f"ClusterQueue {name}: pod set main: {reason}"
         workload = wait_for(
-            lambda: workload_of(federation, "elsewhere"),
+            lambda: workload_of(federation, name),
             until=lambda wl: said in (condition(wl, "QuotaReserved") or {}).get("message", ""),
             timeout=30,
             what="the pending Workload naming the workers' flavors",

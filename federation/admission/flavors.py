@@ -215,16 +215,18 @@ def _group_label_keys(snapshot: Snapshot, group: ResourceGroup) -> frozenset[str
     return frozenset(keys)
 
 
-def node_label_mismatch(flavor_labels: Mapping[str, Mapping[str, str]], pod_set: PodSet) -> str:
-    """Why no flavor of ``flavor_labels`` (flavor name → its ``nodeLabels``, the flavors of one ClusterQueue) can run
-    ``pod_set`` for its ``nodeSelector`` or required node affinity, or "" when one can (or the pod set asks for no
-    node labels). Only label keys some of these flavors set are compared, as in flavor assignment."""
-    if not (pod_set.node_selector or pod_set.required_affinity) or not flavor_labels:
+def placement_mismatch(flavors: Mapping[str, ResourceFlavorSpec], pod_set: PodSet) -> str:
+    """Why no flavor of ``flavors`` (the flavors of one ClusterQueue, by name) can take ``pod_set``: each one's node
+    taints are not tolerated, or its node labels contradict the pod set's ``nodeSelector`` or required node affinity
+    (only label keys some of these flavors set are compared, as in flavor assignment). "" when one can."""
+    if not flavors:
         return ""
-    label_keys = frozenset(key for labels in flavor_labels.values() for key in labels)
+    constrained = bool(pod_set.node_selector or pod_set.required_affinity)
+    label_keys = (
+        frozenset(key for flavor in flavors.values() for key in flavor.node_labels) if constrained else frozenset()
+    )
     mismatches = [
-        _flavor_mismatch(ResourceFlavorSpec(name, labels), pod_set, label_keys=label_keys, constrained=True)
-        for name, labels in flavor_labels.items()
+        _flavor_mismatch(flavor, pod_set, label_keys=label_keys, constrained=constrained) for flavor in flavors.values()
     ]
     return mismatches[0] if all(mismatches) else ""
 

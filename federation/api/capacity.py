@@ -11,7 +11,8 @@ Two views of capacity:
   and per rack), so the manager can tell whether a workload that needs one rack fits anywhere.
 
 Plus, per ResourceFlavor the local ClusterQueues use, the node labels and tolerations the agent injects into a
-Job's pod template when it starts it, so the manager can create a Job copy already unsuspended and placed.
+Job's pod template when it starts it, so the manager can create a Job copy already unsuspended and placed, and the
+flavor's node taints, so that with its node labels the manager can tell whether a pod set could be admitted to it.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from federation.api.common import (
     Time,
     TopologyReference,
 )
-from federation.api.core import Conditions, Toleration
+from federation.api.core import Conditions, Taint, Toleration
 from federation.api.schema import Crd
 
 CLUSTER_CAPACITY_NAME = "local"
@@ -146,6 +147,9 @@ class FlavorPlacement(KubeModel):
     """Unset when the flavor has none."""
     tolerations: Annotated[list[Toleration], Field(max_length=8), Crd(list_type="atomic")] | None = None
     """The ResourceFlavor's ``spec.tolerations``; unset when it has none."""
+    node_taints: Annotated[list[Taint], Field(max_length=8), Crd(list_type="atomic")] | None = None
+    """The ResourceFlavor's ``spec.nodeTaints`` (what a pod must tolerate to be admitted to it); unset when it has
+    none."""
 
 
 class ClusterCapacityStatus(KubeModel):

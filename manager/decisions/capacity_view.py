@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from federation.admission.model import ResourceFlavorSpec, Taint
 from federation.conditions import parse_time
 from federation.pod_injection import FlavorInjection
 from federation.quantity import parse_quantity
@@ -69,13 +70,24 @@ def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
             inactive=inactive,
             stopped_local_queues=stopped,
             unselected_local_queues=unselected,
-            flavor_labels={
-                str(entry["name"]): {str(k): str(v) for k, v in (entry.get("nodeLabels") or {}).items()}
-                for entry in status.get("flavors") or ()
-            },
+            flavor_nodes=_flavor_nodes(status.get("flavors")),
         ),
         flavors=_flavor_injections(status["flavors"]) if "flavors" in status else None,
     )
+
+
+def _flavor_nodes(entries: Iterable[Mapping[str, Any]] | None) -> dict[str, ResourceFlavorSpec]:
+    """The reported flavors that have node labels or taints, as flavor assignment reads them."""
+    nodes: dict[str, ResourceFlavorSpec] = {}
+    for entry in entries or ():
+        labels = {str(k): str(v) for k, v in (entry.get("nodeLabels") or {}).items()}
+        taints = tuple(
+            Taint(key=str(t["key"]), value=str(t.get("value") or ""), effect=t.get("effect") or "NoSchedule")
+            for t in entry.get("nodeTaints") or ()
+        )
+        if labels or taints:
+            nodes[str(entry["name"])] = ResourceFlavorSpec(str(entry["name"]), labels, taints)
+    return nodes
 
 
 def _flavor_injections(entries: Iterable[Mapping[str, Any]] | None) -> dict[str, FlavorInjection]:

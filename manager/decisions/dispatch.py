@@ -12,10 +12,11 @@ while the others idle) and keeps best fit for large ones (a share of a worker's 
 the roomiest flavor, so for ClusterQueues with several flavors it can accept what the worker then cannot admit
 as one flavor choice; the dispatch timeout (``manager.decisions.withdrawal``) covers that. A pod set that requires
 (or prefers) a topology level must also fit the worker's per-domain TAS summary, so a Job needing one rack goes
-only to a worker that may have a rack with room. A pod set with a ``nodeSelector`` or required node affinity goes
-only to a worker where some flavor of the ClusterQueue has node labels it matches (from a report that lists the
-flavors' labels; as in flavor assignment, only label keys those flavors set are compared), so a worker whose flavors
-select other nodes is not sent a copy that its queue would hold back ("doesn't match node affinity").
+only to a worker that may have a rack with room. A pod set goes only to a worker where some flavor of the
+ClusterQueue could take it by its nodes (from a report that lists the flavors' node labels and taints): the pod set
+tolerates the flavor's taints, and its ``nodeSelector`` and required node affinity allow the flavor's node labels
+(as in flavor assignment, only label keys those flavors set are compared). A worker whose flavors rule the pods out
+is not sent a copy that its queue would hold back ("untolerated taint", "doesn't match node affinity").
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from federation.admission.flavors import node_label_mismatch
-from federation.admission.model import PodSet
+from federation.admission.flavors import placement_mismatch
+from federation.admission.model import PodSet, ResourceFlavorSpec
 from federation.quantity import format_quantity
 from federation.topology import CapacitySummary, PodSetRequest, summary_fits
 
@@ -81,8 +82,9 @@ class WorkerCapacity:
     unselected_local_queues: frozenset[tuple[str, str]] = frozenset()
     """(namespace, LocalQueue name) of the LocalQueues whose ClusterQueue does not select their namespace
     (``namespaceSelector``): it admits none of their workloads."""
-    flavor_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    """ResourceFlavor → the ``nodeLabels`` of its nodes, for a report that lists the flavors (empty: not known)."""
+    flavor_nodes: Mapping[str, ResourceFlavorSpec] = field(default_factory=dict)
+    """ResourceFlavor → the node labels and taints of its nodes, for the flavors that have any (from a report that
+    lists the flavors; empty: none has any, or not known)."""
     _rooms: dict[str, dict[str, Room]] = field(default_factory=dict, init=False, repr=False, compare=False)
     """ClusterQueue → resource → :class:`Room`, computed on first use: a report is read once per candidate and
     decision (100 workers x 10,000 decisions in one pass), and it does not change while it is the latest."""
@@ -242,14 +244,15 @@ def _topology_refusal(flavors: Sequence[FlavorRoom], worker: WorkerCapacity, pod
     return "topology: " + "; ".join(reasons)
 
 
-def _node_label_refusal(capacity: WorkerCapacity, cluster_queue: str, constrained: Sequence[PodSet]) -> str:
-    """Why no flavor of the worker's ``cluster_queue`` selects nodes a pod set's node selector or affinity allows
+def _placement_refusal(capacity: WorkerCapacity, cluster_queue: str, pod_sets: Sequence[PodSet]) -> str:
+    """Why no flavor of the worker's ``cluster_queue`` can take one of the pod sets, for its node taints or labels
     ("" when each pod set has one)."""
-    labels = {
-        room.name: capacity.flavor_labels.get(room.name, {}) for room in capacity.cluster_queues.get(cluster_queue, ())
+    flavors = {
+        room.name: capacity.flavor_nodes.get(room.name) or ResourceFlavorSpec(room.name)
+        for room in capacity.cluster_queues.get(cluster_queue, ())
     }
-    for pod_set in constrained:
-        mismatch = node_label_mismatch(labels, pod_set)
+    for pod_set in pod_sets:
+        mismatch = placement_mismatch(flavors, pod_set)
         if mismatch:
             return f"ClusterQueue {cluster_queue}: pod set {pod_set.name}: {mismatch}"
     return ""
@@ -262,11 +265,11 @@ def _evaluate(
     queue_name: str,
     requests: Sequence[tuple[str, int]],
     pod_sets: Sequence[PodSetRequest] = (),
-    constrained: Sequence[PodSet] = (),
+    placement: Sequence[PodSet] = (),
 ) -> tuple[tuple[int, float, float], Dispatch] | str:
     """(borrows, free share left on the tightest resource, largest share of nominal requested) and the dispatch;
     or why the worker cannot take the workload. ``requests`` sorted by resource; ``pod_sets`` only those that ask
-    for a topology; ``constrained`` only those with a node selector or required node affinity."""
+    for a topology; ``placement`` every pod set, with its node selector, affinity and tolerations."""
     if not worker.usable:
         return worker.unusable_reason or "not usable"
     if worker.capacity is None:
@@ -284,8 +287,8 @@ def _evaluate(
     rooms = worker.capacity.rooms(cluster_queue)
     if rooms is None:
         return f"ClusterQueue {cluster_queue} not reported"
-    if constrained and worker.capacity.flavor_labels:
-        mismatch = _node_label_refusal(worker.capacity, cluster_queue, constrained)
+    if placement and worker.capacity.flavor_nodes:
+        mismatch = _placement_refusal(worker.capacity, cluster_queue, placement)
         if mismatch:
             return mismatch
     in_flight = worker.in_flight.get(cluster_queue) or {}
@@ -324,18 +327,13 @@ def _evaluate(
     return (int(borrows), tightest, share), Dispatch(worker=worker.name, cluster_queue=cluster_queue, borrows=borrows)
 
 
-def constrained_pod_sets(pod_sets: Sequence[PodSet]) -> tuple[PodSet, ...]:
-    """The pod sets that ask for node labels (a ``nodeSelector`` or required node affinity)."""
-    return tuple(ps for ps in pod_sets if ps.node_selector or ps.required_affinity)
-
-
 def refusal_key(
     *,
     namespace: str,
     queue_name: str,
     requests: Mapping[str, int],
     pod_sets: Sequence[PodSetRequest] = (),
-    constrained: Sequence[PodSet] = (),
+    placement: Sequence[PodSet] = (),
 ) -> tuple[object, ...]:
     """What :func:`choose_worker`'s answer "no worker has room" depends on besides the workers: two workloads with
     the same key are refused by the same workers for the same reasons (``avoid``, the policy and ``large_share`` only
@@ -356,7 +354,7 @@ def refusal_key(
             for ps in pod_sets
             if ps.topology.required or ps.topology.preferred
         ),
-        tuple((tuple(sorted(ps.node_selector.items())), ps.required_affinity) for ps in constrained),
+        tuple((tuple(sorted(ps.node_selector.items())), ps.required_affinity, ps.tolerations) for ps in placement),
     )
 
 
@@ -370,14 +368,14 @@ def choose_worker(
     policy: DispatchPolicy = DispatchPolicy.BALANCED,
     large_share: float = DEFAULT_LARGE_SHARE,
     pod_sets: Sequence[PodSetRequest] = (),
-    constrained: Sequence[PodSet] = (),
+    placement: Sequence[PodSet] = (),
 ) -> Dispatch | NoWorker:
     """The best worker for a workload needing ``requests`` (milli-units, all pod sets) via LocalQueue ``queue_name``.
 
     Workers in ``avoid`` (the workload was withdrawn from them) are chosen only when no other worker fits.
     ``pod_sets`` (topology requests, per pod) let a worker's TAS summary refuse a workload no domain can hold;
-    ``constrained`` (the pod sets with a node selector or required node affinity, :func:`constrained_pod_sets`) let
-    its flavors' node labels refuse one none of them matches.
+    ``placement`` (every pod set, with its node selector, affinity and tolerations) lets a worker whose flavors'
+    node taints or labels rule out a pod set refuse it.
     """
     fitting: list[tuple[int, int, float, float, Dispatch]] = []
     reasons: list[tuple[str, str]] = []
@@ -390,7 +388,7 @@ def choose_worker(
             queue_name=queue_name,
             requests=ordered,
             pod_sets=asking,
-            constrained=constrained,
+            placement=placement,
         )
         if isinstance(result, str):
             reasons.append((worker.name, result))

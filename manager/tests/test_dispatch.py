@@ -486,27 +486,28 @@ def test_a_local_queue_whose_cluster_queue_does_not_select_its_namespace_gets_no
     assert may_fit_more(headroom(excluded.capacity, {}), headroom(selected.capacity, {})), "selected now: look again"
 
 
-def test_a_worker_whose_flavors_select_other_nodes_than_the_pods_ask_for_is_refused_with_the_reason() -> None:
-    from federation.admission.model import NodeSelectorRequirement, PodSet
+def test_a_worker_whose_flavors_rule_out_the_pods_by_node_labels_or_taints_is_refused_with_the_reason() -> None:
+    from federation.admission.model import NodeSelectorRequirement, PodSet, Toleration
     from manager.decisions.capacity_view import parse_report
-    from manager.decisions.dispatch import constrained_pod_sets
 
-    def report(name: str, pool: str) -> WorkerState:
+    def report(name: str, pool: str, *, taint: bool = False) -> WorkerState:
         flavors = [{"name": "rf", "resources": [{"name": "cpu", "nominal": "8", "usage": "0", "free": "8"}]}]
+        placement: dict[str, object] = {"name": "rf", "nodeLabels": {"pool": pool}}
+        if taint:
+            placement["nodeTaints"] = [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]
         status = {
             "observedTime": "2026-11-21T10:00:00Z",
             "clusterQueues": [{"name": "cq", "active": True, "flavors": flavors}],
             "localQueues": [{"namespace": "team-a", "name": "lq", "clusterQueue": "cq"}],
-            "flavors": [{"name": "rf", "nodeLabels": {"pool": pool}}],
+            "flavors": [placement],
         }
         parsed = parse_report({"status": status})
         assert parsed is not None
         return WorkerState(name=name, usable=True, capacity=parsed.capacity)
 
     def pick(*pod_sets: PodSet, workers: list[WorkerState]) -> Dispatch | NoWorker:
-        constrained = constrained_pod_sets(pod_sets)
         return choose_worker(
-            namespace="team-a", queue_name="lq", requests={"cpu": 1000}, workers=workers, constrained=constrained
+            namespace="team-a", queue_name="lq", requests={"cpu": 1000}, workers=workers, placement=pod_sets
         )
 
     gpu, cpu = report("w1", "gpu"), report("w2", "cpu")
@@ -521,6 +522,14 @@ def test_a_worker_whose_flavors_select_other_nodes_than_the_pods_ask_for_is_refu
     assert pick(affinity, workers=[cpu, gpu]) == Dispatch("w1", "cq", False)
     other_key = PodSet("main", 1, {"cpu": 1000}, node_selector={"zone": "a"})  # a key no flavor sets: any flavor
     assert pick(other_key, workers=[gpu]) == Dispatch("w1", "cq", False)
-    assert pick(PodSet("main", 1, {"cpu": 1000}), workers=[gpu]) == Dispatch("w1", "cq", False)
+    plain = PodSet("main", 1, {"cpu": 1000})
+    assert pick(plain, workers=[gpu]) == Dispatch("w1", "cq", False)
+    tainted = report("w3", "cpu", taint=True)
+    assert pick(plain, workers=[tainted]) == NoWorker(
+        "no worker has room: w3: ClusterQueue cq: pod set main: untolerated taint dedicated=ml:NoSchedule in flavor rf"
+    )
+    tolerant = PodSet("main", 1, {"cpu": 1000}, tolerations=(Toleration(key="dedicated", operator="Exists"),))
+    assert pick(tolerant, workers=[tainted]) == Dispatch("w3", "cq", False)
     key = {"namespace": "team-a", "queue_name": "lq", "requests": {"cpu": 1000}}
-    assert refusal_key(**key, constrained=(wants_cpu,)) != refusal_key(**key, constrained=(other_key,))  # type: ignore[arg-type]
+    assert refusal_key(**key, placement=(wants_cpu,)) != refusal_key(**key, placement=(other_key,))  # type: ignore[arg-type]
+    assert refusal_key(**key, placement=(plain,)) != refusal_key(**key, placement=(tolerant,))  # type: ignore[arg-type]

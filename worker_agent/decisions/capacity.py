@@ -68,6 +68,11 @@ def _placement_entries(state: QuotaState, flavors: Mapping[str, FlavorInfo]) -> 
             entry["nodeLabels"] = dict(info.spec.node_labels)
         if info.tolerations:
             entry["tolerations"] = [dict(toleration) for toleration in info.tolerations]
+        if info.spec.node_taints:
+            entry["nodeTaints"] = [
+                {"key": t.key, "effect": t.effect} | ({"value": t.value} if t.value else {})
+                for t in info.spec.node_taints
+            ]
         entries.append(entry)
     return entries
 

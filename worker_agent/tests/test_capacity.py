@@ -352,3 +352,15 @@ def test_a_cluster_queue_without_a_namespace_selector_selects_no_local_queue() -
     assert capacity_status(local, pending_counts={}, flavors={})["localQueues"] == [
         {"namespace": "ns", "name": "lq", "clusterQueue": "cq", "namespaceNotSelected": True}
     ]
+
+
+def test_report_lists_each_flavors_node_taints() -> None:
+    from federation.admission.api_quotas import flavor_info
+    from federation.api.capacity import ClusterCapacityStatus
+
+    taints = [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}, {"key": "spot", "effect": "NoExecute"}]
+    raw = [flavor("rf", nodeTaints=taints)]
+    local = state(flavors=raw, queues=[cluster_queue("cq", {"rf": {"cpu": 4}})], local_queues=[], workloads=[])
+    status = capacity_status(local, pending_counts={}, flavors={"rf": flavor_info(raw[0])})
+    assert status["flavors"] == [{"name": "rf", "nodeTaints": taints}]
+    ClusterCapacityStatus.model_validate({"generation": 1, "observedTime": "2026-01-01T00:00:00Z", **status})
