@@ -431,25 +431,25 @@ def test_a_cluster_queue_its_agent_reports_inactive_gets_nothing_and_the_refusal
     assert not may_fit_more(headroom(active.capacity, {}), headroom(stopped.capacity, {}))
 
 
-def test_a_local_queue_its_agent_reports_stopped_gets_nothing_until_it_runs_again() -> None:
+def _reported_route(**route_flags: bool) -> WorkerState:
+    """Worker w1 as its agent's report shows it: ClusterQueue cq with 8 cpu free, fed by LocalQueue team-a/lq whose
+    route carries ``route_flags`` (``stopped``, ``namespaceNotSelected``)."""
     from manager.decisions.capacity_view import parse_report
 
     flavors = [{"name": "default", "resources": [{"name": "cpu", "nominal": "8", "usage": "0", "free": "8"}]}]
+    status = {
+        "observedTime": "2026-11-21T10:00:00Z",
+        "clusterQueues": [{"name": "cq", "active": True, "flavors": flavors}],
+        "localQueues": [{"namespace": "team-a", "name": "lq", "clusterQueue": "cq", **route_flags}],
+    }
+    parsed = parse_report({"status": status})
+    assert parsed is not None
+    return WorkerState(name="w1", usable=True, capacity=parsed.capacity)
 
-    def report(*, stopped: bool) -> WorkerState:
-        route: dict[str, object] = {"namespace": "team-a", "name": "lq", "clusterQueue": "cq"}
-        if stopped:
-            route["stopped"] = True
-        status = {
-            "observedTime": "2026-11-21T10:00:00Z",
-            "clusterQueues": [{"name": "cq", "active": True, "flavors": flavors}],
-            "localQueues": [route],
-        }
-        parsed = parse_report({"status": status})
-        assert parsed is not None
-        return WorkerState(name="w1", usable=True, capacity=parsed.capacity)
 
-    held, running = report(stopped=True), report(stopped=False)
+def test_a_local_queue_its_agent_reports_stopped_gets_nothing_until_it_runs_again() -> None:
+
+    held, running = _reported_route(stopped=True), _reported_route()
     assert choose(1, [held]) == NoWorker("no worker has room: w1: LocalQueue team-a/lq is stopped")
     assert choose(1, [running]) == Dispatch("w1", "cq", False)
     assert held.capacity is not None
@@ -459,24 +459,8 @@ def test_a_local_queue_its_agent_reports_stopped_gets_nothing_until_it_runs_agai
 
 
 def test_a_local_queue_whose_cluster_queue_does_not_select_its_namespace_gets_nothing_until_it_does() -> None:
-    from manager.decisions.capacity_view import parse_report
 
-    flavors = [{"name": "default", "resources": [{"name": "cpu", "nominal": "8", "usage": "0", "free": "8"}]}]
-
-    def report(*, selected: bool) -> WorkerState:
-        route: dict[str, object] = {"namespace": "team-a", "name": "lq", "clusterQueue": "cq"}
-        if not selected:
-            route["namespaceNotSelected"] = True
-        status = {
-            "observedTime": "2026-11-21T10:00:00Z",
-            "clusterQueues": [{"name": "cq", "active": True, "flavors": flavors}],
-            "localQueues": [route],
-        }
-        parsed = parse_report({"status": status})
-        assert parsed is not None
-        return WorkerState(name="w1", usable=True, capacity=parsed.capacity)
-
-    excluded, selected = report(selected=False), report(selected=True)
+    excluded, selected = _reported_route(namespaceNotSelected=True), _reported_route()
     assert choose(1, [excluded]) == NoWorker(
         "no worker has room: w1: ClusterQueue cq does not select namespace team-a (its namespaceSelector)"
     )
