@@ -30,6 +30,7 @@ from federation.kube.resources import (
     CLUSTER_QUEUES,
     COHORTS,
     JOBS,
+    LIMIT_RANGES,
     LOCAL_QUEUES,
     MULTIKUEUE_CLUSTERS,
     MULTIKUEUE_CONFIGS,
@@ -101,6 +102,7 @@ class ManagerRuntime:
         self.multikueue_configs = WatchCache(api, MULTIKUEUE_CONFIGS)
         self.multikueue_clusters = WatchCache(api, MULTIKUEUE_CLUSTERS)
         self.namespaces = WatchCache(api, NAMESPACES)
+        self.limit_ranges = WatchCache(api, LIMIT_RANGES)
         self.secrets = WatchCache(api, SECRETS, namespace=config.namespace)
         self.events = EventRecorder(api, controller="kfed.io/kfed-manager", instance=config.identity)
         self.ledger = InFlightLedger()
@@ -191,6 +193,7 @@ class ManagerRuntime:
                 flavors=self.flavors,
                 cohorts=self.cohorts,
                 namespaces=self.namespaces,
+                limit_ranges=self.limit_ranges,
                 admission_checks=self.admission_checks,
                 multikueue_configs=self.multikueue_configs,
             ),
@@ -242,6 +245,7 @@ class ManagerRuntime:
             self.multikueue_configs,
             self.multikueue_clusters,
             self.namespaces,
+            self.limit_ranges,
             self.secrets,
         )
 
@@ -314,6 +318,7 @@ class ManagerRuntime:
             self.multikueue_configs,
             self.multikueue_clusters,
             self.namespaces,
+            self.limit_ranges,
         ):
             cache.add_handler(lambda _e, _o, _old: self.scheduler.trigger())
         for cache in (self.admission_checks, self.multikueue_configs, self.multikueue_clusters):

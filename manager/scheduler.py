@@ -125,6 +125,7 @@ class SchedulerCaches:
     flavors: SyncedCache
     cohorts: SyncedCache
     namespaces: SyncedCache
+    limit_ranges: SyncedCache
     admission_checks: SyncedCache
     multikueue_configs: SyncedCache
 
@@ -304,6 +305,7 @@ class GlobalScheduler:
                 cohorts=caches.cohorts.store,
                 local_queues=caches.local_queues.store,
                 namespaces=caches.namespaces.store,
+                limit_ranges=caches.limit_ranges.store,
                 workloads=_listed(self._workloads),  # its own reservations count before the cache shows them
                 now_seconds=now.timestamp(),
                 changed=changed,

@@ -40,6 +40,7 @@ class World:
         self.flavors = WatchCache(api, r.RESOURCE_FLAVORS)
         self.cohorts = WatchCache(api, r.COHORTS)
         self.namespaces = WatchCache(api, r.NAMESPACES)
+        self.limit_ranges = WatchCache(api, r.LIMIT_RANGES)
         self.workload_changes = ChangedKeys()
         self.job_changes = ChangedKeys()
         """The keys whose freshest copy changed (a watch event, not one that only echoes the agent's own write, or one
@@ -65,6 +66,7 @@ class World:
             self.flavors,
             self.cohorts,
             self.namespaces,
+            self.limit_ranges,
         )
 
     def on_change(self, handler: Handler, *caches: WatchCache) -> None:
@@ -145,6 +147,7 @@ class World:
             self.flavors.store.version,
             self.cohorts.store.version,
             self.namespaces.store.version,
+            self.limit_ranges.store.version,
         )
 
     def flavor_infos(self) -> dict[str, FlavorInfo]:
@@ -162,6 +165,7 @@ class World:
                 cohorts=self.cohorts.store,
                 local_queues=self.local_queues.store,
                 namespaces=self.namespaces.store,
+                limit_ranges=self.limit_ranges.store,
                 workloads=self.all_workloads(),
                 now_seconds=now_seconds,
                 changed=changed or (),

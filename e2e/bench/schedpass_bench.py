@@ -301,6 +301,7 @@ def build(
         cohorts=_Cache([]),
         local_queues=local_queue_cache,
         namespaces=_Cache([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]),
+        limit_ranges=_Cache([]),
         workloads=workload_cache,
         admission_checks=_Cache([{**check, "status": {"conditions": [ACTIVE]}}]),
         multikueue_configs=_Cache([multikueue_config]),

@@ -43,6 +43,7 @@ from federation.admission.snapshot import Snapshot
 from federation.api.labels import PODSET_TOPOLOGY_SPREADING_ANNOTATION
 from federation.api.workload import EVICTED
 from federation.conditions import is_true, parse_time
+from federation.limit_ranges import LimitRangeSummary, by_namespace, workload_violations
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 
 Obj = dict[str, Any]
@@ -87,6 +88,9 @@ class QuotaState:
     """The earliest ``status.requeueState.requeueAt`` (epoch seconds) still ahead: schedule a pass then."""
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """Namespace → its labels, as the ClusterQueues' ``namespaceSelector`` is matched against them."""
+    limit_ranges: Mapping[str, LimitRangeSummary] = field(default_factory=dict)
+    """Namespace → its LimitRanges' summary (only namespaces that have one): pending pod sets get its defaults and
+    must keep its bounds."""
 
     def selects(self, local_queue: LocalQueueInfo) -> bool:
         """Whether the ClusterQueue ``local_queue`` feeds selects its namespace (True when that ClusterQueue is not
@@ -133,6 +137,7 @@ def quota_state_steps(
     namespace_labels: Mapping[str, Mapping[str, str]],
     workloads: Iterable[Mapping[str, Any]],
     now_seconds: float | None = None,
+    limit_ranges: Mapping[str, LimitRangeSummary] | None = None,
     parse_pending: Callable[[Obj, str], core.Workload] | None = None,
     parse_reserved: Callable[[Obj, str], core.AdmittedWorkload | None] | None = None,
     rules: ResourceRules = ALL_RESOURCES,
@@ -144,7 +149,8 @@ def quota_state_steps(
     caller may let other work run there; ``workloads`` must then be a list of its own, not a view of a store that
     changes meanwhile; the changed ones are all looked up before the first step), and returns the state.
 
-    ``now_seconds`` (epoch) keeps workloads whose ``status.requeueState.requeueAt`` is ahead out of the queues;
+    ``limit_ranges`` (namespace → its LimitRanges' summary) gives pending pod sets their namespace's defaults and
+    bounds; ``now_seconds`` (epoch) keeps workloads whose ``status.requeueState.requeueAt`` is ahead out of the queues;
     ``rules`` says which requested resources count (Kueue's ``resources`` configuration); ``memo`` (kept by the
     caller across builds) reuses the verdict on every pending, blocked or finished Workload object seen before, and
     with ``changed`` and ``lookup`` looks only at the Workloads changed since its last build
@@ -159,13 +165,16 @@ def quota_state_steps(
         if node is not None and info.terminating:
             node.inactive_reason = TERMINATING
     by_key = {f"{lq.namespace}/{lq.name}": lq for lq in local_queues}
-    state = QuotaState(snapshot, queues, by_key, namespace_labels=dict(namespace_labels))
-    parse = parse_pending or (lambda raw, queue: core_workload(raw, cluster_queue=queue, rules=rules))
+    ranges = dict(limit_ranges or {})
+    state = QuotaState(snapshot, queues, by_key, namespace_labels=dict(namespace_labels), limit_ranges=ranges)
+    parse = parse_pending or (
+        lambda raw, queue: core_workload(raw, cluster_queue=queue, rules=rules, limits=ranges.get(_namespace(raw)))
+    )
     if rules.ignore_undeclared:
         parse = _ignoring_undeclared(parse, queues)
     charge = parse_reserved or reserved_workload
     memo = memo if memo is not None else ClassificationMemo()  # one build: every Workload looked at once
-    context = (dict(queues), by_key, dict(namespace_labels), rules)
+    context = (dict(queues), by_key, dict(namespace_labels), ranges, rules)
     yield from memo.classify_steps(
         state,
         workloads,
@@ -182,6 +191,12 @@ def quota_state_steps(
 
 
 build_quota_state = _at_once(quota_state_steps)
+
+
+def _namespace(raw: Mapping[str, Any]) -> str:
+    return str((raw.get("metadata") or {}).get("namespace", ""))
+
+
 """The quota state of :func:`quota_state_steps`'s inputs, built at once."""
 
 
@@ -429,6 +444,14 @@ def _verdict(
         return _blocked(raw, REASON_INADMISSIBLE, f"ClusterQueue {queue.name} is inactive: {queue.problem}")
     if not selector_matches(queue.namespace_selector, namespace_labels.get(namespace, {})):
         return _blocked(raw, REASON_INADMISSIBLE, "Workload namespace doesn't match ClusterQueue selector")
+    limits = state.limit_ranges.get(namespace)
+    if limits is not None:
+        try:
+            outside = workload_violations(raw, limits)
+        except (ValueError, TypeError) as exc:
+            return _blocked(raw, REASON_INADMISSIBLE, f"Workload pod sets cannot be read: {exc}")
+        if outside:
+            return _blocked(raw, REASON_INADMISSIBLE, outside)
     backoff_until = requeue_at(raw) if now_seconds is not None else None
     if backoff_until is not None and now_seconds is not None and backoff_until > now_seconds:
         at = (raw.get("status") or {}).get("requeueState", {}).get("requeueAt")
@@ -504,9 +527,12 @@ class QuotaStateBuilder:
     def __init__(self, *, rules: ResourceRules = ALL_RESOURCES) -> None:
         self._rules = rules
         self._memo: dict[tuple[str, str], tuple[str, object]] = {}
-        self._pending: dict[tuple[str, object, str], core.Workload] = {}
-        """A pending workload's core view by (uid, generation, ClusterQueue): its spec only changes with its
-        generation, and parsing every pending workload's pod sets on every pass was most of a pass's cost."""
+        self._pending: dict[tuple[str, object, str, LimitRangeSummary | None], core.Workload] = {}
+        """A pending workload's core view by (uid, generation, ClusterQueue, its namespace's LimitRanges): its spec
+        only changes with its generation, and parsing every pending workload's pod sets on every pass was most of a
+        pass's cost."""
+        self._limit_ranges: dict[str, LimitRangeSummary] = {}
+        """The LimitRange summaries of the latest build, by namespace."""
         self._reserved: dict[tuple[str, str, str], core.AdmittedWorkload | None] = {}
         """A quota-holding workload's snapshot entry by (uid, resourceVersion, ClusterQueue)."""
         self._classified = ClassificationMemo()
@@ -543,6 +569,7 @@ class QuotaStateBuilder:
         local_queues: Iterable[Mapping[str, Any]],
         namespaces: Iterable[Mapping[str, Any]],
         workloads: Iterable[Mapping[str, Any]],
+        limit_ranges: Iterable[Mapping[str, Any]] = (),
         now_seconds: float | None = None,
         changed: Iterable[str] | None = None,
         lookup: Callable[[str], Mapping[str, Any] | None] | None = None,
@@ -553,6 +580,7 @@ class QuotaStateBuilder:
         self.ignored = []
         queue_infos = [self._parse("ClusterQueue", raw, queue_info) for raw in cluster_queues]
         cohort_specs = [self._parse("Cohort", raw, cohort_spec) for raw in cohorts]
+        self._limit_ranges = by_namespace(limit_ranges)
         state = yield from quota_state_steps(
             flavors=self.flavor_infos(flavors),
             queues={info.name: info for info in queue_infos if info is not None},
@@ -563,6 +591,7 @@ class QuotaStateBuilder:
             },
             workloads=workloads,
             now_seconds=now_seconds,
+            limit_ranges=self._limit_ranges,
             parse_pending=self._parse_pending,
             parse_reserved=self._parse_reserved,
             rules=self._rules,
@@ -604,11 +633,12 @@ class QuotaStateBuilder:
     def _parse_pending(self, raw: Obj, queue: str) -> core.Workload:
         meta = raw.get("metadata") or {}
         generation = meta.get("generation")
+        limits = self._limit_ranges.get(str(meta.get("namespace", "")))
         if generation is None or not meta.get("uid"):
-            return core_workload(raw, cluster_queue=queue, rules=self._rules)
-        key = (str(meta["uid"]), generation, queue)
+            return core_workload(raw, cluster_queue=queue, rules=self._rules, limits=limits)
+        key = (str(meta["uid"]), generation, queue, limits)
         found = self._pending.get(key)
         if found is None or found.key != workload_key(raw):
-            found = core_workload(raw, cluster_queue=queue, rules=self._rules)
+            found = core_workload(raw, cluster_queue=queue, rules=self._rules, limits=limits)
         self._pending[key] = found
         return found

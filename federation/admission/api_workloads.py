@@ -13,6 +13,7 @@ from typing import Any
 from federation.admission import model as core
 from federation.api.workload import ADMITTED, FINISHED, QUOTA_RESERVED
 from federation.conditions import find_condition, is_true, parse_time
+from federation.limit_ranges import LimitRangeSummary, with_defaults
 from federation.podspec import pod_requests
 from federation.quantity import parse_quantity
 
@@ -105,11 +106,13 @@ def without_undeclared(workload: core.Workload, covered: frozenset[str]) -> core
     return replace(workload, pod_sets=pod_sets)
 
 
-def core_pod_set(raw: Mapping[str, Any], *, rules: ResourceRules = ALL_RESOURCES) -> core.PodSet:
-    """One ``spec.podSets[]`` entry, requests filtered by ``rules``; raises ``ValueError`` on an unparsable
-    quantity."""
+def core_pod_set(
+    raw: Mapping[str, Any], *, rules: ResourceRules = ALL_RESOURCES, limits: LimitRangeSummary | None = None
+) -> core.PodSet:
+    """One ``spec.podSets[]`` entry, requests filtered by ``rules``, with the defaults of its namespace's LimitRanges
+    (``limits``) for what its containers leave out; raises ``ValueError`` on an unparsable quantity."""
     template = raw.get("template") or {}
-    pod_spec = template.get("spec") or {}
+    pod_spec = with_defaults(template.get("spec") or {}, limits)
     min_count = raw.get("minCount")
     return core.PodSet(
         name=str(raw.get("name") or "main"),
@@ -130,15 +133,21 @@ class QueuedWorkload:
     raw: Obj
 
 
-def core_workload(obj: Mapping[str, Any], *, cluster_queue: str, rules: ResourceRules = ALL_RESOURCES) -> core.Workload:
-    """The core's view of a workload (``rules.exclude_prefixes`` applied); raises ``ValueError`` on malformed pod
-    sets."""
+def core_workload(
+    obj: Mapping[str, Any],
+    *,
+    cluster_queue: str,
+    rules: ResourceRules = ALL_RESOURCES,
+    limits: LimitRangeSummary | None = None,
+) -> core.Workload:
+    """The core's view of a workload (``rules.exclude_prefixes`` applied, the namespace's LimitRange defaults
+    ``limits`` laid in); raises ``ValueError`` on malformed pod sets."""
     spec = obj.get("spec") or {}
     meta = obj.get("metadata") or {}
     return core.Workload(
         key=workload_key(obj),
         cluster_queue=cluster_queue,
-        pod_sets=tuple(core_pod_set(ps, rules=rules) for ps in spec.get("podSets") or ()),
+        pod_sets=tuple(core_pod_set(ps, rules=rules, limits=limits) for ps in spec.get("podSets") or ()),
         priority=int(spec.get("priority") or 0),
         creation_time=epoch_seconds(meta.get("creationTimestamp")) or 0.0,
     )

@@ -87,6 +87,7 @@ CHANGES: dict[str, Callable[[World], object]] = {
     "a ResourceFlavor": lambda w: w.flavors.store.upsert(flavor("rf", nodeLabels={"a": "b"})),
     "a Cohort": lambda w: w.cohorts.store.upsert({"metadata": {"name": "co"}, "spec": {}}),
     "a Namespace": lambda w: w.namespaces.store.upsert({"metadata": {"name": "ns", "labels": {"x": "y"}}}),
+    "a LimitRange": lambda w: w.limit_ranges.store.upsert({"metadata": {"name": "lr", "namespace": "ns"}}),
 }
 
 

@@ -1,0 +1,193 @@
+"""A namespace's LimitRanges as quota sees them: the defaults its pods will get, and the bounds they must keep.
+
+Why this module exists: a Job's pod template often leaves requests out and lets the namespace's LimitRange fill
+them in, but the LimitRanger admission plugin does that only when each pod is created. Counting the template as it
+stands would charge such a Job no quota at all while its pods take the defaults, and a template above a
+LimitRange's ``max`` would be admitted only to have every pod creation refused. So, as Kueue does, the admission
+code reads a pod set with the defaults of its namespace's LimitRanges laid in (a container's missing limits from
+``default``, its missing requests from ``defaultRequest``) and leaves a pod set outside the ranges' ``min`` or
+``max`` pending with the reason. Several LimitRanges in one namespace are summarized the way Kueue summarizes them:
+the lowest ``max``, the highest ``min``, and the first ``default`` and ``defaultRequest`` found, by name.
+``maxLimitRequestRatio`` and PersistentVolumeClaim ranges are not checked (Kueue does not check them either).
+Plain data in, plain data out: the caller lists the LimitRange objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from federation.podspec import pod_requests
+from federation.quantity import parse_quantity
+
+Amounts = tuple[tuple[str, int], ...]
+"""(resource, milli-units), sorted by resource."""
+Quantities = tuple[tuple[str, str], ...]
+"""(resource, the quantity as the LimitRange wrote it), sorted by resource."""
+
+MAX_MESSAGE = "requests must not be above the limitRange max"
+MIN_MESSAGE = "requests must not be below the limitRange min"
+UNSATISFIED = "resources didn't satisfy LimitRange constraints"
+
+
+@dataclass(frozen=True, slots=True)
+class LimitRangeSummary:
+    """The LimitRanges of one namespace, for containers and for whole pods (hashable: it keys parse caches)."""
+
+    default_limits: Quantities = ()
+    default_requests: Quantities = ()
+    container_max: Amounts = ()
+    container_min: Amounts = ()
+    pod_max: Amounts = ()
+    pod_min: Amounts = ()
+
+
+def _keep(found: dict[str, int], more: Mapping[str, Any], *, pick: Any) -> None:
+    for name, quantity in more.items():
+        amount = parse_quantity(str(quantity))
+        found[name] = pick(found[name], amount) if name in found else amount
+
+
+def _first(found: dict[str, str], more: Mapping[str, Any]) -> None:
+    for name, quantity in more.items():
+        found.setdefault(name, str(quantity))
+
+
+def summarize(limit_ranges: Iterable[Mapping[str, Any]]) -> LimitRangeSummary | None:
+    """The summary of one namespace's LimitRange objects; None when none has a Container or Pod item. Raises
+    ``ValueError`` for a quantity that cannot be read (the API server validates them, so only a hand-made object
+    has one)."""
+    defaults: dict[str, str] = {}
+    default_requests: dict[str, str] = {}
+    bounds: dict[str, dict[str, int]] = {"cmax": {}, "cmin": {}, "pmax": {}, "pmin": {}}
+    relevant = False
+    ordered = sorted(limit_ranges, key=lambda lr: str((lr.get("metadata") or {}).get("name", "")))
+    for limit_range in ordered:
+        for item in (limit_range.get("spec") or {}).get("limits") or ():
+            kind = item.get("type")
+            if kind == "Container":
+                _first(defaults, item.get("default") or {})
+                _first(default_requests, item.get("defaultRequest") or {})
+                _keep(bounds["cmax"], item.get("max") or {}, pick=min)
+                _keep(bounds["cmin"], item.get("min") or {}, pick=max)
+            elif kind == "Pod":
+                _keep(bounds["pmax"], item.get("max") or {}, pick=min)
+                _keep(bounds["pmin"], item.get("min") or {}, pick=max)
+            else:
+                continue
+            relevant = True
+    if not relevant:
+        return None
+    return LimitRangeSummary(
+        default_limits=tuple(sorted(defaults.items())),
+        default_requests=tuple(sorted(default_requests.items())),
+        container_max=tuple(sorted(bounds["cmax"].items())),
+        container_min=tuple(sorted(bounds["cmin"].items())),
+        pod_max=tuple(sorted(bounds["pmax"].items())),
+        pod_min=tuple(sorted(bounds["pmin"].items())),
+    )
+
+
+def by_namespace(limit_ranges: Iterable[Mapping[str, Any]]) -> dict[str, LimitRangeSummary]:
+    """Namespace → the summary of its LimitRanges, for the namespaces that have a Container or Pod item. A
+    namespace with a LimitRange that cannot be read gets no summary (the API server never stores one)."""
+    grouped: dict[str, list[Mapping[str, Any]]] = {}
+    for limit_range in limit_ranges:
+        grouped.setdefault(str((limit_range.get("metadata") or {}).get("namespace", "")), []).append(limit_range)
+    found = {}
+    for namespace, ranges in grouped.items():
+        try:
+            summary = summarize(ranges)
+        except ValueError:
+            continue
+        if summary is not None:
+            found[namespace] = summary
+    return found
+
+
+def _with_defaults(container: Mapping[str, Any], summary: LimitRangeSummary) -> Mapping[str, Any]:
+    resources = container.get("resources") or {}
+    limits = dict(resources.get("limits") or {})
+    requests = dict(resources.get("requests") or {})
+    missing_limits = [(name, q) for name, q in summary.default_limits if name not in limits]
+    missing_requests = [(name, q) for name, q in summary.default_requests if name not in requests]
+    if not missing_limits and not missing_requests:
+        return container
+    limits.update(missing_limits)
+    requests.update(missing_requests)
+    return {**container, "resources": {**resources, "limits": limits, "requests": requests}}
+
+
+def with_defaults(pod_spec: Mapping[str, Any], summary: LimitRangeSummary | None) -> Mapping[str, Any]:
+    """``pod_spec`` with its containers' and init containers' missing limits and requests taken from the
+    LimitRanges' defaults (a new mapping; ``pod_spec`` itself is not changed, and is returned as is when nothing is
+    missing)."""
+    if summary is None or not (summary.default_limits or summary.default_requests):
+        return pod_spec
+    changed: dict[str, Any] = {}
+    for key in ("containers", "initContainers"):
+        containers = pod_spec.get(key) or ()
+        defaulted = [_with_defaults(container, summary) for container in containers]
+        if any(new is not old for new, old in zip(defaulted, containers, strict=True)):
+            changed[key] = defaulted
+    return {**pod_spec, **changed} if changed else pod_spec
+
+
+def _amounts(resources: Mapping[str, Any], key: str) -> dict[str, int]:
+    return {name: parse_quantity(str(q)) for name, q in (resources.get(key) or {}).items()}
+
+
+def _above(amounts: Mapping[str, int], bounds: Amounts) -> list[str]:
+    return [name for name, bound in bounds if name in amounts and amounts[name] > bound]
+
+
+def _below(amounts: Mapping[str, int], bounds: Amounts) -> list[str]:
+    return [name for name, bound in bounds if bound > amounts.get(name, 0)]
+
+
+def _invalid(path: str, names: Sequence[str], message: str) -> str:
+    quoted = ", ".join(f'"{name}"' for name in names)
+    return f"{path}: Invalid value: [{quoted}]: {message}"
+
+
+def violations(pod_spec: Mapping[str, Any], summary: LimitRangeSummary | None, *, path: str) -> list[str]:
+    """What in ``pod_spec`` (with the defaults already laid in) breaks the LimitRanges, one entry per container or
+    pod and bound, as Kueue words them (``path`` is the pod spec's field path, e.g.
+    ``spec.podSets[0].template.spec``). A container's highest of request and limit must not be above the container
+    ``max``, its lowest not below the ``min``; the pod's effective requests likewise against the Pod item."""
+    if summary is None:
+        return []
+    found = []
+    if summary.container_max or summary.container_min:
+        for key in ("initContainers", "containers"):
+            for index, container in enumerate(pod_spec.get(key) or ()):
+                resources = container.get("resources") or {}
+                requests, limits = _amounts(resources, "requests"), _amounts(resources, "limits")
+                highest = {**requests, **{n: max(a, requests.get(n, a)) for n, a in limits.items()}}
+                lowest = {**requests, **{n: min(a, requests.get(n, a)) for n, a in limits.items()}}
+                where = f"{path}.{key}[{index}]"
+                if above := _above(highest, summary.container_max):
+                    found.append(_invalid(where, above, MAX_MESSAGE))
+                if below := _below(lowest, summary.container_min):
+                    found.append(_invalid(where, below, MIN_MESSAGE))
+    if summary.pod_max or summary.pod_min:
+        total = pod_requests(pod_spec)
+        if above := _above(total, summary.pod_max):
+            found.append(_invalid(path, above, MAX_MESSAGE))
+        if below := _below(total, summary.pod_min):
+            found.append(_invalid(path, below, MIN_MESSAGE))
+    return found
+
+
+def workload_violations(workload: Mapping[str, Any], summary: LimitRangeSummary | None) -> str:
+    """Why the Workload's pod sets do not satisfy its namespace's LimitRanges, as one message ("" when they do)."""
+    if summary is None:
+        return ""
+    found = []
+    for index, pod_set in enumerate((workload.get("spec") or {}).get("podSets") or ()):
+        pod_spec = with_defaults((pod_set.get("template") or {}).get("spec") or {}, summary)
+        found += violations(pod_spec, summary, path=f"spec.podSets[{index}].template.spec")
+    if not found:
+        return ""
+    return f"{UNSATISFIED}: {found[0] if len(found) == 1 else '[' + ', '.join(found) + ']'}"
