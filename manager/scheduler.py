@@ -480,6 +480,7 @@ class GlobalScheduler:
             for psa in admit.assignment.pod_set_assignments:
                 for resource, amount in psa.resource_usage.items():
                     requests[resource] = requests.get(resource, 0) + amount
+            usage = [(psa.name, psa.resource_usage) for psa in admit.assignment.pod_set_assignments]
             excluded = exclusions(raw, now=now)
             workers = self._workers(worker_names, now, excluded=excluded)
             # The pod sets' topology requests matter only against a worker's TAS summary: parsed only then.
@@ -494,6 +495,7 @@ class GlobalScheduler:
                 requests=requests,
                 pod_sets=pod_sets,
                 placement=placement,
+                pod_set_usage=usage,
             )
             result: Dispatch | NoWorker | None = workers.refused.get(shape)
             if result is None:
@@ -507,6 +509,7 @@ class GlobalScheduler:
                     large_share=choice.large_share,
                     pod_sets=pod_sets,
                     placement=placement,
+                    pod_set_usage=usage,
                 )
             if isinstance(result, NoWorker):
                 workers.refused[shape] = result

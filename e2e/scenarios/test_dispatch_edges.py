@@ -456,24 +456,39 @@ def _queued_job(
                 federation.kubectl(cluster, "delete", "resourceflavor", flavor, "--wait=false", check=False)
 
 
+@contextlib.contextmanager
+def _limit_range(federation: Federation, clusters: list[str], name: str, *items: Obj) -> Iterator[None]:
+    """A LimitRange ``name`` with ``items`` in namespace default on ``clusters``; deleted after."""
+    manifest = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": name}, "spec": {"limits": list(items)}}
+    try:
+        for cluster in clusters:
+            federation.kubectl(cluster, "apply", "-n", "default", "-f", "-", input=json.dumps(manifest))
+        yield
+    finally:
+        for cluster in clusters:
+            federation.kubectl(cluster, "delete", "limitrange", name, "-n", "default", "--wait=false", check=False)
+
+
 def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_workers_reason(
     federation: Federation,
 ) -> None:
-    """The workers' ClusterQueue has two flavors, one with the cpu and one with the memory the Job asks for, and no
-    flavor with both; the manager, which checks each resource against the roomiest flavor, sends the copy, and it
-    waits in the worker's queue. Within seconds the manager's MultiKueue check says why, in the worker's words, with
-    an Event, rather than only 'Dispatched' until the dispatch timeout."""
-    with _queued_job(
-        federation,
-        "split",
-        manager_flavors=[("split-a", {}, "8", "16Gi")],
-        worker_flavors=[("split-a", {}, "4", "1Gi"), ("split-b", {}, "1", "16Gi")],
-        node_selector={},
-        memory="2Gi",
+    """The workers' namespace has a LimitRange the manager's has not (the manager does not read the workers'
+    LimitRanges): the manager sends the copy, and it waits in the worker's queue. Within seconds the manager's
+    MultiKueue check says why, in the worker's words, with an Event, rather than only 'Dispatched' until the
+    dispatch timeout."""
+    with (
+        _limit_range(federation, list(federation.workers), "one-cpu-pods", {"type": "Pod", "max": {"cpu": "1"}}),
+        _queued_job(
+            federation,
+            "bounded",
+            manager_flavors=[("bounded", {}, "8", "16Gi")],
+            worker_flavors=[("bounded", {}, "8", "16Gi")],
+            node_selector={},
+        ),
     ):
-        said = "couldn't assign flavors to pod set main"
+        said = "resources didn't satisfy LimitRange constraints"
         workload = wait_for(
-            lambda: workload_of(federation, "split"),
+            lambda: workload_of(federation, "bounded"),
             until=lambda wl: any(
                 said in str(c.get("message")) for c in (wl or {}).get("status", {}).get("admissionChecks") or ()
             ),
@@ -483,6 +498,7 @@ def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_worke
         assert workload is not None
         message = workload["status"]["admissionChecks"][0]["message"]
         assert message.startswith('not admitted yet in worker cluster "worker-'), message
+        assert "requests must not be above the limitRange max" in message, message
         events = [
             e
             for e in items(federation, MANAGER, "events.events.k8s.io")
@@ -490,6 +506,81 @@ def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_worke
         ]
         assert events, "a WaitingOnWorker Event on the Workload"
         assert said in events[0]["note"], events
+
+
+def test_a_worker_queue_whose_flavors_each_lack_a_resource_gets_no_copy_and_says_why(federation: Federation) -> None:
+    """The workers' ClusterQueue has two flavors in one resource group, one with the cpu and one with the memory the
+    Job asks for, and none with both: the worker's flavor assignment could not admit it, so the manager sends no copy
+    and the pending Workload says why (before, the copy waited there until the dispatch timeout)."""
+    with _queued_job(
+        federation,
+        "split",
+        manager_flavors=[("split-a", {}, "8", "16Gi")],
+        worker_flavors=[("split-a", {}, "4", "1Gi"), ("split-b", {}, "1", "16Gi")],
+        node_selector={},
+        memory="2Gi",
+    ):
+        said = "ClusterQueue split: no one flavor has room for pod set main's 2 cpu, 2Gi memory together"
+        workload = wait_for(
+            lambda: workload_of(federation, "split"),
+            until=lambda wl: said in (condition(wl, "QuotaReserved") or {}).get("message", ""),
+            timeout=30,
+            what="the pending Workload naming the workers' flavors",
+        )
+        assert workload is not None
+        for worker in federation.workers:
+            assert not [
+                w
+                for w in items(federation, worker, "workloads")
+                if w["metadata"]["name"] == workload["metadata"]["name"]
+            ], f"no copy on {worker}"
+
+
+def test_a_job_without_requests_is_charged_its_namespaces_limit_range_defaults(federation: Federation) -> None:
+    """The manager's namespace has a LimitRange with default requests and the Job's container asks for nothing: its
+    pods will get the defaults, so its quota is the defaults (as in Kueue), not nothing."""
+    defaults = {"type": "Container", "defaultRequest": {"cpu": "1500m"}, "default": {"cpu": "2"}}
+    with _limit_range(federation, [MANAGER], "defaults", defaults):
+        manifest = job_manifest("defaulted", namespace="default", cpu="1", parallelism=2, seconds=1)
+        manifest["spec"]["template"]["spec"]["containers"][0]["resources"] = {}
+        federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+        try:
+            workload = wait_for(
+                lambda: workload_of(federation, "defaulted"),
+                until=lambda wl: is_true(wl, "QuotaReserved"),
+                timeout=45,
+                what="the Workload of a Job without requests to reserve quota",
+            )
+            assert workload is not None
+            usage = workload["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]
+            assert usage.get("cpu") == "3", usage
+            wait_complete(federation, "defaulted")
+        finally:
+            federation.kubectl(MANAGER, "delete", "job", "defaulted", "--wait=true", "--timeout=60s", check=False)
+
+
+def test_a_job_above_its_namespaces_limit_range_waits_with_the_reason_and_runs_once_it_is_lifted(
+    federation: Federation,
+) -> None:
+    """A Job whose pods the manager's namespace LimitRange would refuse is not admitted (its pods could never be
+    created) and says why; when the LimitRange goes, it runs."""
+    with _limit_range(federation, [MANAGER], "small-pods", {"type": "Pod", "max": {"cpu": "1"}}):
+        submit(federation, "oversized", cpu="2", seconds=1)
+        said = "resources didn't satisfy LimitRange constraints"
+        workload = wait_for(
+            lambda: workload_of(federation, "oversized"),
+            until=lambda wl: said in (condition(wl, "QuotaReserved") or {}).get("message", ""),
+            timeout=30,
+            what="the pending Workload naming the LimitRange",
+        )
+        assert workload is not None
+        reserved = condition(workload, "QuotaReserved")
+        assert reserved is not None
+        assert "requests must not be above the limitRange max" in reserved["message"]
+    try:
+        wait_complete(federation, "oversized")
+    finally:
+        federation.kubectl(MANAGER, "delete", "job", "oversized", "--wait=true", "--timeout=60s", check=False)
 
 
 POOL_A = {"nodeLabels": {"kfed-test/pool": "a"}}

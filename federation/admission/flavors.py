@@ -219,16 +219,21 @@ def placement_mismatch(flavors: Mapping[str, ResourceFlavorSpec], pod_set: PodSe
     """Why no flavor of ``flavors`` (the flavors of one ClusterQueue, by name) can take ``pod_set``: each one's node
     taints are not tolerated, or its node labels contradict the pod set's ``nodeSelector`` or required node affinity
     (only label keys some of these flavors set are compared, as in flavor assignment). "" when one can."""
-    if not flavors:
-        return ""
+    mismatches = list(placement_mismatches(flavors, pod_set).values())
+    return mismatches[0] if mismatches and all(mismatches) else ""
+
+
+def placement_mismatches(flavors: Mapping[str, ResourceFlavorSpec], pod_set: PodSet) -> dict[str, str]:
+    """Per flavor of ``flavors`` (one ClusterQueue's), why it cannot take ``pod_set`` by its nodes ("" when it can):
+    see :func:`placement_mismatch`."""
     constrained = bool(pod_set.node_selector or pod_set.required_affinity)
     label_keys = (
         frozenset(key for flavor in flavors.values() for key in flavor.node_labels) if constrained else frozenset()
     )
-    mismatches = [
-        _flavor_mismatch(flavor, pod_set, label_keys=label_keys, constrained=constrained) for flavor in flavors.values()
-    ]
-    return mismatches[0] if all(mismatches) else ""
+    return {
+        name: _flavor_mismatch(flavor, pod_set, label_keys=label_keys, constrained=constrained)
+        for name, flavor in flavors.items()
+    }
 
 
 def _flavor_mismatch(

@@ -2,15 +2,17 @@
 
 A worker is a candidate when it is usable (connected, fresh report) and its LocalQueue of the workload's name
 feeds a ClusterQueue whose free quota, less what the manager already sent there and the report does not show
-yet (the in-flight ledger), covers every requested resource: a workload only ever goes where it fits. Candidates
+yet (the in-flight ledger), covers every requested resource: a workload only ever goes where it fits. The check
+follows the worker's flavor assignment: pod set by pod set, the resources of one resource group (the flavors that
+list the same resources) come from one flavor, the first in order with room for them all, one that fits without
+borrowing before one that needs to borrow; so a ClusterQueue with the cpu in one flavor and the memory in another,
+in one group, takes no workload that needs both, and two pod sets may take two flavors. Candidates
 are ranked: fits without borrowing first, then the ``DispatchPolicy`` on the free quota left over (as a share of
 nominal, on the tightest resource), then the order of the MultiKueueConfig; workers the workload was withdrawn
 from come last. The default, ``Balanced``, spreads small workloads over equally good workers (least allocated:
 with best fit alone every workload packs onto the first worker and one worker does all the local admission
 while the others idle) and keeps best fit for large ones (a share of a worker's quota of at least
-``large_share``), so that large holes stay open for large workloads. Per resource the check takes
-the roomiest flavor, so for ClusterQueues with several flavors it can accept what the worker then cannot admit
-as one flavor choice; the dispatch timeout (``manager.decisions.withdrawal``) covers that. A pod set that requires
+``large_share``), so that large holes stay open for large workloads. A pod set that requires
 (or prefers) a topology level must also fit the worker's per-domain TAS summary, so a Job needing one rack goes
 only to a worker that may have a rack with room. A pod set goes only to a worker where some flavor of the
 ClusterQueue could take it by its nodes (from a report that lists the flavors' node labels and taints): the pod set
@@ -25,9 +27,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from federation.admission.flavors import placement_mismatch
+from federation.admission.flavors import placement_mismatches
 from federation.admission.model import PodSet, ResourceFlavorSpec
-from federation.quantity import format_quantity
+from federation.quantity import QuantityFormat, format_quantity
 from federation.topology import CapacitySummary, PodSetRequest, summary_fits
 
 
@@ -85,6 +87,7 @@ class WorkerCapacity:
     flavor_nodes: Mapping[str, ResourceFlavorSpec] = field(default_factory=dict)
     """ResourceFlavor → the node labels and taints of its nodes, for the flavors that have any (from a report that
     lists the flavors; empty: none has any, or not known)."""
+    _groups: dict[str, tuple[FlavorGroup, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _rooms: dict[str, dict[str, Room]] = field(default_factory=dict, init=False, repr=False, compare=False)
     """ClusterQueue → resource → :class:`Room`, computed on first use: a report is read once per candidate and
     decision (100 workers x 10,000 decisions in one pass), and it does not change while it is the latest."""
@@ -105,6 +108,26 @@ class WorkerCapacity:
                 found[resource] = Room(free=free[0], nominal=free[1], with_borrowing=borrowing[0])
             self._rooms[cluster_queue] = found
         return found
+
+    def groups(self, cluster_queue: str) -> tuple[FlavorGroup, ...]:
+        """The resource groups of ``cluster_queue`` (empty when the report does not have it): its flavors by the
+        resources they list (a flavor lists every resource of its group, and no two groups share one), in order."""
+        found = self._groups.get(cluster_queue)
+        if found is None:
+            by_resources: dict[frozenset[str], list[FlavorRoom]] = {}
+            for flavor in self.cluster_queues.get(cluster_queue, ()):
+                by_resources.setdefault(frozenset(flavor.nominal), []).append(flavor)
+            found = tuple(FlavorGroup(resources, tuple(flavors)) for resources, flavors in by_resources.items())
+            self._groups[cluster_queue] = found
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorGroup:
+    """One resource group of a worker ClusterQueue: the resources it covers and its flavors, in order."""
+
+    resources: frozenset[str]
+    flavors: tuple[FlavorRoom, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,18 +267,134 @@ def _topology_refusal(flavors: Sequence[FlavorRoom], worker: WorkerCapacity, pod
     return "topology: " + "; ".join(reasons)
 
 
-def _placement_refusal(capacity: WorkerCapacity, cluster_queue: str, pod_sets: Sequence[PodSet]) -> str:
-    """Why no flavor of the worker's ``cluster_queue`` can take one of the pod sets, for its node taints or labels
-    ("" when each pod set has one)."""
+def _placeable(
+    capacity: WorkerCapacity, cluster_queue: str, pod_sets: Sequence[PodSet]
+) -> dict[str, frozenset[str]] | str:
+    """Pod set name → the flavors of the worker's ``cluster_queue`` that can take it by their node taints and labels;
+    or why one pod set has none."""
     flavors = {
         room.name: capacity.flavor_nodes.get(room.name) or ResourceFlavorSpec(room.name)
         for room in capacity.cluster_queues.get(cluster_queue, ())
     }
+    found = {}
     for pod_set in pod_sets:
-        mismatch = placement_mismatch(flavors, pod_set)
-        if mismatch:
-            return f"ClusterQueue {cluster_queue}: pod set {pod_set.name}: {mismatch}"
-    return ""
+        mismatches = placement_mismatches(flavors, pod_set)
+        if mismatches and all(mismatches.values()):
+            return f"ClusterQueue {cluster_queue}: pod set {pod_set.name}: {next(iter(mismatches.values()))}"
+        found[pod_set.name] = frozenset(name for name, mismatch in mismatches.items() if not mismatch)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    """How a worker ClusterQueue takes a workload: whether it borrows, the free share of nominal left on its tightest
+    (flavor, resource), and the largest share of a flavor's nominal the workload takes."""
+
+    borrows: bool
+    tightest: float
+    share: float
+
+
+def _assign(
+    groups: Sequence[FlavorGroup],
+    pod_sets: Sequence[tuple[str, Sequence[tuple[str, int]]]],
+    *,
+    cluster_queue: str,
+    in_flight: Mapping[str, int],
+    placeable: Mapping[str, frozenset[str]],
+) -> _Fit | str:
+    """Each pod set's resources of each group from one flavor, the first with room for them all (the room less the
+    quota in flight, and less what earlier pod sets took there), one that fits without borrowing before one that
+    needs it; or why some pod set fits no flavor."""
+    taken: dict[tuple[str, str], int] = {}
+    borrows = False
+    for pod_set, usage in pod_sets:
+        allowed = placeable.get(pod_set)
+        for group in groups:
+            needed = [(resource, amount) for resource, amount in usage if resource in group.resources]
+            if not needed:
+                continue
+            flavors = [f for f in group.flavors if allowed is None or f.name in allowed]
+            chosen = _first_fit(flavors, needed, taken, in_flight, borrowing=False)
+            if chosen is None:
+                chosen = _first_fit(flavors, needed, taken, in_flight, borrowing=True)
+                if chosen is None:
+                    return _no_flavor(flavors, needed, taken, in_flight, cluster_queue=cluster_queue, pod_set=pod_set)
+                borrows = True
+            for resource, amount in needed:
+                taken[chosen.name, resource] = taken.get((chosen.name, resource), 0) + amount
+    tightest, share = 1.0, 0.0
+    rooms = {flavor.name: flavor for group in groups for flavor in group.flavors}
+    for (name, resource), amount in taken.items():
+        nominal = rooms[name].nominal.get(resource, 0)
+        if nominal <= 0:
+            tightest, share = 0.0, 1.0
+            continue
+        left = rooms[name].free.get(resource, 0) - in_flight.get(resource, 0) - amount
+        tightest = min(tightest, max(left / nominal, 0.0))
+        share = max(share, amount / nominal)
+    return _Fit(borrows=borrows, tightest=tightest, share=share)
+
+
+def _free(flavor: FlavorRoom, resource: str, taken: Mapping[tuple[str, str], int], in_flight: Mapping[str, int]) -> int:
+    return flavor.free.get(resource, 0) - in_flight.get(resource, 0) - taken.get((flavor.name, resource), 0)
+
+
+def _shown(resource: str, amount: int) -> str:
+    """``amount`` of ``resource`` as a user writes it: bytes with a binary suffix (2Gi), the rest in decimal."""
+    binary = resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")
+    return format_quantity(amount, QuantityFormat.BINARY_SI if binary else QuantityFormat.DECIMAL_SI)
+
+
+def _first_fit(
+    flavors: Sequence[FlavorRoom],
+    needed: Sequence[tuple[str, int]],
+    taken: Mapping[tuple[str, str], int],
+    in_flight: Mapping[str, int],
+    *,
+    borrowing: bool,
+) -> FlavorRoom | None:
+    for flavor in flavors:
+        if all(
+            _free(flavor, resource, taken, in_flight) + (flavor.borrowable.get(resource, 0) if borrowing else 0)
+            >= amount
+            for resource, amount in needed
+        ):
+            return flavor
+    return None
+
+
+def _no_flavor(
+    flavors: Sequence[FlavorRoom],
+    needed: Sequence[tuple[str, int]],
+    taken: Mapping[tuple[str, str], int],
+    in_flight: Mapping[str, int],
+    *,
+    cluster_queue: str,
+    pod_set: str,
+) -> str:
+    """Why no flavor has room for a pod set's resources of one group: the first resource no flavor has room for
+    (with the roomiest flavor's free quota), or, when each has some flavor with room, that no one flavor has it for
+    all of them."""
+    for resource, amount in needed:
+        frees = [_free(flavor, resource, taken, in_flight) for flavor in flavors]
+        roomiest = max(frees, default=0)
+        if not any(
+            free + flavor.borrowable.get(resource, 0) >= amount for free, flavor in zip(frees, flavors, strict=True)
+        ):
+            # one flavor: the whole workload's request and the flavor's room before it, as one pod set reads
+            already = taken.get((flavors[0].name, resource), 0) if len(flavors) == 1 else 0
+            return (
+                f"insufficient {resource} in ClusterQueue {cluster_queue}: "
+                f"requested {format_quantity(amount + already)}, free {format_quantity(max(roomiest + already, 0))}"
+            )
+    wanted = ", ".join(f"{_shown(resource, amount)} {resource}" for resource, amount in needed)
+    short = "; ".join(
+        f"{flavor.name} has "
+        + ", ".join(f"{_shown(r, max(_free(flavor, r, taken, in_flight), 0))} {r}" for r, _ in needed)
+        for flavor in flavors
+    )
+    return f"ClusterQueue {cluster_queue}: no one flavor has room for pod set {pod_set}'s {wanted} together ({short})"
 
 
 def _evaluate(
@@ -264,12 +403,14 @@ def _evaluate(
     namespace: str,
     queue_name: str,
     requests: Sequence[tuple[str, int]],
+    usage: Sequence[tuple[str, Sequence[tuple[str, int]]]],
     pod_sets: Sequence[PodSetRequest] = (),
     placement: Sequence[PodSet] = (),
 ) -> tuple[tuple[int, float, float], Dispatch] | str:
     """(borrows, free share left on the tightest resource, largest share of nominal requested) and the dispatch;
-    or why the worker cannot take the workload. ``requests`` sorted by resource; ``pod_sets`` only those that ask
-    for a topology; ``placement`` every pod set, with its node selector, affinity and tolerations."""
+    or why the worker cannot take the workload. ``requests`` sorted by resource; ``usage`` per pod set its name and
+    its requests (all its pods, sorted by resource, none zero); ``pod_sets`` only those that ask for a topology;
+    ``placement`` every pod set, with its node selector, affinity and tolerations."""
     if not worker.usable:
         return worker.unusable_reason or "not usable"
     if worker.capacity is None:
@@ -287,44 +428,31 @@ def _evaluate(
     rooms = worker.capacity.rooms(cluster_queue)
     if rooms is None:
         return f"ClusterQueue {cluster_queue} not reported"
+    placeable: Mapping[str, frozenset[str]] = {}
     if placement and worker.capacity.flavor_nodes:
-        mismatch = _placement_refusal(worker.capacity, cluster_queue, placement)
-        if mismatch:
-            return mismatch
-    in_flight = worker.in_flight.get(cluster_queue) or {}
-    tightest = 1.0
-    share = 0.0
-    borrows = False
+        found = _placeable(worker.capacity, cluster_queue, placement)
+        if isinstance(found, str):
+            return found
+        placeable = found
     for resource, amount in requests:
-        if amount <= 0:
-            continue
-        found = rooms.get(resource)
-        if found is None:
+        if amount > 0 and resource not in rooms:
             return f"ClusterQueue {cluster_queue} has no quota for {resource}"
-        sent = in_flight.get(resource, 0)
-        room = found.free - sent
-        if room < amount:
-            if found.with_borrowing - sent < amount:
-                return (
-                    f"insufficient {resource} in ClusterQueue {cluster_queue}: "
-                    f"requested {format_quantity(amount)}, free {format_quantity(max(room, 0))}"
-                )
-            borrows = True
-        nominal = found.nominal
-        if nominal > 0:
-            left_over = (room - amount) / nominal
-            if left_over < tightest:
-                tightest = max(left_over, 0.0)
-            share = max(share, amount / nominal)
-        else:
-            tightest = 0.0
-            share = 1.0
+    fit = _assign(
+        worker.capacity.groups(cluster_queue),
+        usage,
+        cluster_queue=cluster_queue,
+        in_flight=worker.in_flight.get(cluster_queue) or {},
+        placeable=placeable,
+    )
+    if isinstance(fit, str):
+        return fit
     if pod_sets:
         flavors = worker.capacity.cluster_queues[cluster_queue]
         refusal = _topology_refusal(flavors, worker.capacity, pod_sets)
         if refusal:
             return refusal
-    return (int(borrows), tightest, share), Dispatch(worker=worker.name, cluster_queue=cluster_queue, borrows=borrows)
+    dispatch = Dispatch(worker=worker.name, cluster_queue=cluster_queue, borrows=fit.borrows)
+    return (int(fit.borrows), fit.tightest, fit.share), dispatch
 
 
 def refusal_key(
@@ -334,6 +462,7 @@ def refusal_key(
     requests: Mapping[str, int],
     pod_sets: Sequence[PodSetRequest] = (),
     placement: Sequence[PodSet] = (),
+    pod_set_usage: Sequence[tuple[str, Mapping[str, int]]] = (),
 ) -> tuple[object, ...]:
     """What :func:`choose_worker`'s answer "no worker has room" depends on besides the workers: two workloads with
     the same key are refused by the same workers for the same reasons (``avoid``, the policy and ``large_share`` only
@@ -355,7 +484,17 @@ def refusal_key(
             if ps.topology.required or ps.topology.preferred
         ),
         tuple((tuple(sorted(ps.node_selector.items())), ps.required_affinity, ps.tolerations) for ps in placement),
+        _usage(requests, pod_set_usage) if len(pod_set_usage) > 1 else (),
     )
+
+
+def _usage(
+    requests: Mapping[str, int], pod_set_usage: Sequence[tuple[str, Mapping[str, int]]]
+) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    """Per pod set its name and its positive requests, sorted; one pod set with ``requests`` when none is given."""
+    if not pod_set_usage:
+        return (("", tuple(sorted((r, a) for r, a in requests.items() if a > 0))),)
+    return tuple((name, tuple(sorted((r, a) for r, a in usage.items() if a > 0))) for name, usage in pod_set_usage)
 
 
 def choose_worker(
@@ -369,24 +508,29 @@ def choose_worker(
     large_share: float = DEFAULT_LARGE_SHARE,
     pod_sets: Sequence[PodSetRequest] = (),
     placement: Sequence[PodSet] = (),
+    pod_set_usage: Sequence[tuple[str, Mapping[str, int]]] = (),
 ) -> Dispatch | NoWorker:
     """The best worker for a workload needing ``requests`` (milli-units, all pod sets) via LocalQueue ``queue_name``.
 
     Workers in ``avoid`` (the workload was withdrawn from them) are chosen only when no other worker fits.
     ``pod_sets`` (topology requests, per pod) let a worker's TAS summary refuse a workload no domain can hold;
     ``placement`` (every pod set, with its node selector, affinity and tolerations) lets a worker whose flavors'
-    node taints or labels rule out a pod set refuse it.
+    node taints or labels rule out a pod set refuse it; ``pod_set_usage`` (each pod set's name and requests, all its
+    pods) lets each take its own flavor, as the worker's flavor assignment does (without it, the workload is one pod
+    set of ``requests``).
     """
     fitting: list[tuple[int, int, float, float, Dispatch]] = []
     reasons: list[tuple[str, str]] = []
     ordered = sorted(requests.items())
     asking = [ps for ps in pod_sets if ps.topology.required or ps.topology.preferred]
+    usage = _usage(requests, pod_set_usage)
     for order, worker in enumerate(workers):
         result = _evaluate(
             worker,
             namespace=namespace,
             queue_name=queue_name,
             requests=ordered,
+            usage=usage,
             pod_sets=asking,
             placement=placement,
         )
