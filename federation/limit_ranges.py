@@ -5,9 +5,10 @@ them in, but the LimitRanger admission plugin does that only when each pod is cr
 stands would charge such a Job no quota at all while its pods take the defaults, and a template above a
 LimitRange's ``max`` would be admitted only to have every pod creation refused. So, as Kueue does, the admission
 code reads a pod set with the defaults of its namespace's LimitRanges laid in (a container's missing limits from
-``default``, its missing requests from ``defaultRequest``) and leaves a pod set outside the ranges' ``min`` or
-``max`` pending with the reason. Several LimitRanges in one namespace are summarized the way Kueue summarizes them:
-the lowest ``max``, the highest ``min``, and the first ``default`` and ``defaultRequest`` found, by name.
+``default``, its missing requests from ``defaultRequest``) and leaves pending, with the reason, a pod set outside
+the ranges' ``min`` or ``max``, or one whose requests a default limit leaves above its limits. Several
+LimitRanges in one namespace are summarized the way Kueue summarizes them: the lowest ``max``, the highest
+``min``, and the first ``default`` and ``defaultRequest`` found, by name.
 ``maxLimitRequestRatio`` and PersistentVolumeClaim ranges are not checked (Kueue does not check them either).
 Plain data in, plain data out: the caller lists the LimitRange objects.
 """
@@ -26,6 +27,8 @@ Amounts = tuple[tuple[str, int], ...]
 Quantities = tuple[tuple[str, str], ...]
 """(resource, the quantity as the LimitRange wrote it), sorted by resource."""
 
+ABOVE_LIMITS_MESSAGE = "requests must not exceed its limits"
+INVALID = "resources validation failed"
 MAX_MESSAGE = "requests must not be above the limitRange max"
 MIN_MESSAGE = "requests must not be below the limitRange min"
 UNSATISFIED = "resources didn't satisfy LimitRange constraints"
@@ -180,14 +183,36 @@ def violations(pod_spec: Mapping[str, Any], summary: LimitRangeSummary | None, *
     return found
 
 
+def above_limits(pod_spec: Mapping[str, Any], *, path: str) -> list[str]:
+    """The containers of ``pod_spec`` whose requests exceed their limits, as Kueue words them (the API server refuses
+    such a Job, but a LimitRange's default limit can make one of a container that sets only requests)."""
+    found = []
+    for key in ("initContainers", "containers"):
+        for index, container in enumerate(pod_spec.get(key) or ()):
+            resources = container.get("resources") or {}
+            limits = _amounts(resources, "limits")
+            requests = _amounts(resources, "requests")
+            over = [name for name, amount in requests.items() if name in limits and amount > limits[name]]
+            if over:
+                found.append(_invalid(f"{path}.{key}[{index}]", sorted(over), ABOVE_LIMITS_MESSAGE))
+    return found
+
+
+def _joined(kind: str, found: Sequence[str]) -> str:
+    return f"{kind}: {found[0] if len(found) == 1 else '[' + ', '.join(found) + ']'}"
+
+
 def workload_violations(workload: Mapping[str, Any], summary: LimitRangeSummary | None) -> str:
-    """Why the Workload's pod sets do not satisfy its namespace's LimitRanges, as one message ("" when they do)."""
+    """Why the Workload's pod sets, with its namespace's LimitRange defaults laid in, cannot run: requests above
+    their limits, or outside the LimitRanges' bounds; one message, "" when they can."""
     if summary is None:
         return ""
-    found = []
+    invalid, outside = [], []
     for index, pod_set in enumerate((workload.get("spec") or {}).get("podSets") or ()):
         pod_spec = with_defaults((pod_set.get("template") or {}).get("spec") or {}, summary)
-        found += violations(pod_spec, summary, path=f"spec.podSets[{index}].template.spec")
-    if not found:
-        return ""
-    return f"{UNSATISFIED}: {found[0] if len(found) == 1 else '[' + ', '.join(found) + ']'}"
+        path = f"spec.podSets[{index}].template.spec"
+        invalid += above_limits(pod_spec, path=path)
+        outside += violations(pod_spec, summary, path=path)
+    if invalid:
+        return _joined(INVALID, invalid)
+    return _joined(UNSATISFIED, outside) if outside else ""

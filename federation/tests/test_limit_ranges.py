@@ -161,3 +161,12 @@ def test_a_pending_workload_outside_its_namespaces_limit_range_is_blocked_with_t
         )
     )
     assert [w.key for w, _ in other_namespace.pending["cq"]] == ["ns/big"]
+
+
+def test_a_default_limit_below_the_containers_own_request_is_named_before_the_bounds() -> None:
+    summary = summarize([limit_range("lr", {"type": "Container", "default": {"cpu": "1"}, "max": {"cpu": "1"}})])
+    raw = workload("w", cpu="2")
+    assert workload_violations(raw, summary) == (
+        "resources validation failed: spec.podSets[0].template.spec.containers[0]: "
+        'Invalid value: ["cpu"]: requests must not exceed its limits'
+    )

@@ -88,6 +88,7 @@ class WorkerCapacity:
     """ResourceFlavor → the node labels and taints of its nodes, for the flavors that have any (from a report that
     lists the flavors; empty: none has any, or not known)."""
     _groups: dict[str, tuple[FlavorGroup, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _simple: dict[str, bool] = field(default_factory=dict, init=False, repr=False, compare=False)
     _rooms: dict[str, dict[str, Room]] = field(default_factory=dict, init=False, repr=False, compare=False)
     """ClusterQueue → resource → :class:`Room`, computed on first use: a report is read once per candidate and
     decision (100 workers x 10,000 decisions in one pass), and it does not change while it is the latest."""
@@ -107,6 +108,13 @@ class WorkerCapacity:
                 assert borrowing is not None
                 found[resource] = Room(free=free[0], nominal=free[1], with_borrowing=borrowing[0])
             self._rooms[cluster_queue] = found
+        return found
+
+    def one_flavor_per_group(self, cluster_queue: str) -> bool:
+        """Whether each resource group of ``cluster_queue`` has one flavor (then a workload's totals decide)."""
+        found = self._simple.get(cluster_queue)
+        if found is None:
+            found = self._simple[cluster_queue] = all(len(group.flavors) == 1 for group in self.groups(cluster_queue))
         return found
 
     def groups(self, cluster_queue: str) -> tuple[FlavorGroup, ...]:
@@ -430,29 +438,61 @@ def _evaluate(
         return f"ClusterQueue {cluster_queue} not reported"
     placeable: Mapping[str, frozenset[str]] = {}
     if placement and worker.capacity.flavor_nodes:
-        found = _placeable(worker.capacity, cluster_queue, placement)
-        if isinstance(found, str):
-            return found
-        placeable = found
-    for resource, amount in requests:
-        if amount > 0 and resource not in rooms:
-            return f"ClusterQueue {cluster_queue} has no quota for {resource}"
-    fit = _assign(
-        worker.capacity.groups(cluster_queue),
-        usage,
-        cluster_queue=cluster_queue,
-        in_flight=worker.in_flight.get(cluster_queue) or {},
-        placeable=placeable,
-    )
-    if isinstance(fit, str):
-        return fit
+        allowed = _placeable(worker.capacity, cluster_queue, placement)
+        if isinstance(allowed, str):
+            return allowed
+        placeable = allowed
+    in_flight = worker.in_flight.get(cluster_queue) or {}
+    tightest = 1.0
+    share = 0.0
+    borrows = False
+    if placeable or not worker.capacity.one_flavor_per_group(cluster_queue):
+        for resource, amount in requests:
+            if amount > 0 and resource not in rooms:
+                return f"ClusterQueue {cluster_queue} has no quota for {resource}"
+        fit = _assign(
+            worker.capacity.groups(cluster_queue),
+            usage,
+            cluster_queue=cluster_queue,
+            in_flight=in_flight,
+            placeable=placeable,
+        )
+        if isinstance(fit, str):
+            return fit
+        borrows, tightest, share = fit.borrows, fit.tightest, fit.share
+    else:
+        # One flavor per group (the common case, and the hot path: a decision looks at every worker): every pod set
+        # takes that flavor, so the workload's total per resource against its room decides.
+        for resource, amount in requests:
+            if amount <= 0:
+                continue
+            found = rooms.get(resource)
+            if found is None:
+                return f"ClusterQueue {cluster_queue} has no quota for {resource}"
+            sent = in_flight.get(resource, 0)
+            room = found.free - sent
+            if room < amount:
+                if found.with_borrowing - sent < amount:
+                    return (
+                        f"insufficient {resource} in ClusterQueue {cluster_queue}: "
+                        f"requested {format_quantity(amount)}, free {format_quantity(max(room, 0))}"
+                    )
+                borrows = True
+            nominal = found.nominal
+            if nominal > 0:
+                left_over = (room - amount) / nominal
+                if left_over < tightest:
+                    tightest = max(left_over, 0.0)
+                share = max(share, amount / nominal)
+            else:
+                tightest = 0.0
+                share = 1.0
     if pod_sets:
         flavors = worker.capacity.cluster_queues[cluster_queue]
         refusal = _topology_refusal(flavors, worker.capacity, pod_sets)
         if refusal:
             return refusal
-    dispatch = Dispatch(worker=worker.name, cluster_queue=cluster_queue, borrows=fit.borrows)
-    return (int(fit.borrows), fit.tightest, fit.share), dispatch
+    return (int(borrows), tightest, share), Dispatch(worker=worker.name, cluster_queue=cluster_queue, borrows=borrows)
 
 
 def refusal_key(
