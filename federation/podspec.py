@@ -2,7 +2,9 @@
 
 Effective request per resource = max(sum over containers, max over init containers) + pod overhead, where a
 container's limit stands in for a missing request. Sidecar init containers (``restartPolicy: Always``) run
-beside the main containers, so they add to the sum and to every later init container. Amounts are integer
+beside the main containers, so they add to the sum and to every later init container. Pod-level resources
+(``spec.resources``, KEP-2837) replace that sum for the resources they may set (cpu, memory, hugepages), their
+limits standing in for missing requests too, as the scheduler and Kueue count them. Amounts are integer
 milli-units (``federation.quantity``).
 """
 
@@ -19,6 +21,10 @@ def container_requests(container: Mapping[str, Any]) -> dict[str, int]:
     amounts = {name: parse_quantity(str(q)) for name, q in (resources.get("limits") or {}).items()}
     amounts.update({name: parse_quantity(str(q)) for name, q in (resources.get("requests") or {}).items()})
     return amounts
+
+
+POD_LEVEL_RESOURCES = frozenset({"cpu", "memory"})
+"""The resources pod-level ``spec.resources`` may set, besides ``hugepages-*``."""
 
 
 def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
@@ -49,6 +55,11 @@ def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
     total = dict(main)
     _add(total, sidecars)
     _max(total, init_peak)
+    total.update(
+        (name, amount)
+        for name, amount in container_requests(pod_spec).items()
+        if name in POD_LEVEL_RESOURCES or name.startswith("hugepages-")
+    )
     _add(total, {name: parse_quantity(str(q)) for name, q in (pod_spec.get("overhead") or {}).items()})
     return {name: amount for name, amount in total.items() if amount}
 

@@ -559,6 +559,27 @@ def test_a_job_without_requests_is_charged_its_namespaces_limit_range_defaults(f
             federation.kubectl(MANAGER, "delete", "job", "defaulted", "--wait=true", "--timeout=60s", check=False)
 
 
+def test_a_job_with_pod_level_resources_is_charged_them(federation: Federation) -> None:
+    """Pod-level ``resources`` (KEP-2837) set what the pod takes of cpu and memory, whatever its containers ask: the
+    quota charged is the pod-level figure, as the scheduler and Kueue count it."""
+    manifest = job_manifest("pod-level", namespace="default", cpu="1", parallelism=2, seconds=1)
+    manifest["spec"]["template"]["spec"]["resources"] = {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}
+    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    try:
+        workload = wait_for(
+            lambda: workload_of(federation, "pod-level"),
+            until=lambda wl: is_true(wl, "QuotaReserved"),
+            timeout=45,
+            what="the Workload of a Job with pod-level resources to reserve quota",
+        )
+        assert workload is not None
+        usage = workload["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]
+        assert usage.get("cpu") == "4", usage
+        wait_complete(federation, "pod-level")
+    finally:
+        federation.kubectl(MANAGER, "delete", "job", "pod-level", "--wait=true", "--timeout=60s", check=False)
+
+
 def test_a_job_above_its_namespaces_limit_range_waits_with_the_reason_and_runs_once_it_is_lifted(
     federation: Federation,
 ) -> None:

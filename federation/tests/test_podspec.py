@@ -28,3 +28,21 @@ def test_init_containers_count_at_their_peak_and_sidecars_add() -> None:
 def test_total_multiplies_by_count() -> None:
     spec = {"containers": [_c({"cpu": "2", "nvidia.com/gpu": "1"})]}
     assert total_requests([(spec, 3)]) == {"cpu": 6000, "nvidia.com/gpu": 3000}
+
+
+def test_pod_level_resources_replace_the_containers_sum_for_cpu_memory_and_hugepages() -> None:
+    spec = {
+        "resources": {"requests": {"cpu": "4"}, "limits": {"memory": "8Gi", "hugepages-2Mi": "1Gi"}},
+        "containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}}},
+            {"name": "b", "resources": {"requests": {"cpu": "1"}}},
+        ],
+        "overhead": {"cpu": "250m"},
+    }
+    assert pod_requests(spec) == {
+        "cpu": 4250,
+        "memory": 8 * 1024**3 * 1000,
+        "hugepages-2Mi": 1024**3 * 1000,
+        "nvidia.com/gpu": 1000,
+    }
+    assert pod_requests({"resources": {}, "containers": spec["containers"]})["cpu"] == 2000
