@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from federation.podspec import pod_requests
+from federation.podspec import Overheads, pod_requests, with_runtime_overhead
 from federation.quantity import parse_quantity
 
 Amounts = tuple[tuple[str, int], ...]
@@ -202,14 +202,18 @@ def _joined(kind: str, found: Sequence[str]) -> str:
     return f"{kind}: {found[0] if len(found) == 1 else '[' + ', '.join(found) + ']'}"
 
 
-def workload_violations(workload: Mapping[str, Any], summary: LimitRangeSummary | None) -> str:
-    """Why the Workload's pod sets, with its namespace's LimitRange defaults laid in, cannot run: requests above
-    their limits, or outside the LimitRanges' bounds; one message, "" when they can."""
+def workload_violations(
+    workload: Mapping[str, Any], summary: LimitRangeSummary | None, overheads: Overheads = ()
+) -> str:
+    """Why the Workload's pod sets, with its namespace's LimitRange defaults and their RuntimeClass's overhead laid
+    in, cannot run: requests above their limits, or outside the LimitRanges' bounds; one message, "" when they
+    can."""
     if summary is None:
         return ""
     invalid, outside = [], []
     for index, pod_set in enumerate((workload.get("spec") or {}).get("podSets") or ()):
-        pod_spec = with_defaults((pod_set.get("template") or {}).get("spec") or {}, summary)
+        pod_spec = with_runtime_overhead((pod_set.get("template") or {}).get("spec") or {}, overheads)
+        pod_spec = with_defaults(pod_spec, summary)
         path = f"spec.podSets[{index}].template.spec"
         invalid += above_limits(pod_spec, path=path)
         outside += violations(pod_spec, summary, path=path)

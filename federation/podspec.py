@@ -64,6 +64,32 @@ def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
     return {name: amount for name, amount in total.items() if amount}
 
 
+Overheads = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+"""RuntimeClass name → its ``overhead.podFixed`` (resource, quantity) pairs, sorted (hashable: it keys parse caches)."""
+
+
+def runtime_overheads(runtime_classes: Iterable[Mapping[str, Any]]) -> Overheads:
+    """The pod overhead of each RuntimeClass that has one."""
+    found = []
+    for runtime_class in runtime_classes:
+        fixed = ((runtime_class.get("overhead") or {}).get("podFixed")) or {}
+        if fixed:
+            name = str((runtime_class.get("metadata") or {}).get("name", ""))
+            found.append((name, tuple(sorted((str(k), str(v)) for k, v in fixed.items()))))
+    return tuple(sorted(found))
+
+
+def with_runtime_overhead(pod_spec: Mapping[str, Any], overheads: Overheads) -> Mapping[str, Any]:
+    """``pod_spec`` with the overhead of its ``runtimeClassName`` when it sets none itself, as the RuntimeClass
+    admission plugin gives its pods (and Kueue counts); as is otherwise, also when the RuntimeClass is not known (the
+    pods' creation then fails on the cluster, which says so)."""
+    name = pod_spec.get("runtimeClassName")
+    if not name or not overheads or pod_spec.get("overhead"):
+        return pod_spec
+    fixed = next((pairs for known, pairs in overheads if known == name), None)
+    return {**pod_spec, "overhead": dict(fixed)} if fixed else pod_spec
+
+
 def total_requests(pod_sets: Iterable[tuple[Mapping[str, Any], int]]) -> dict[str, int]:
     """Sum of ``count`` times the per-pod requests over ``(pod spec, count)`` pairs."""
     total: dict[str, int] = {}

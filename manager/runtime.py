@@ -37,6 +37,7 @@ from federation.kube.resources import (
     NAMESPACES,
     PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
+    RUNTIME_CLASSES,
     SECRETS,
     WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
@@ -103,6 +104,7 @@ class ManagerRuntime:
         self.multikueue_clusters = WatchCache(api, MULTIKUEUE_CLUSTERS)
         self.namespaces = WatchCache(api, NAMESPACES)
         self.limit_ranges = WatchCache(api, LIMIT_RANGES)
+        self.runtime_classes = WatchCache(api, RUNTIME_CLASSES)
         self.secrets = WatchCache(api, SECRETS, namespace=config.namespace)
         self.events = EventRecorder(api, controller="kfed.io/kfed-manager", instance=config.identity)
         self.ledger = InFlightLedger()
@@ -194,6 +196,7 @@ class ManagerRuntime:
                 cohorts=self.cohorts,
                 namespaces=self.namespaces,
                 limit_ranges=self.limit_ranges,
+                runtime_classes=self.runtime_classes,
                 admission_checks=self.admission_checks,
                 multikueue_configs=self.multikueue_configs,
             ),
@@ -246,6 +249,7 @@ class ManagerRuntime:
             self.multikueue_clusters,
             self.namespaces,
             self.limit_ranges,
+            self.runtime_classes,
             self.secrets,
         )
 
@@ -319,6 +323,7 @@ class ManagerRuntime:
             self.multikueue_clusters,
             self.namespaces,
             self.limit_ranges,
+            self.runtime_classes,
         ):
             cache.add_handler(lambda _e, _o, _old: self.scheduler.trigger())
         for cache in (self.admission_checks, self.multikueue_configs, self.multikueue_clusters):

@@ -126,6 +126,7 @@ class SchedulerCaches:
     cohorts: SyncedCache
     namespaces: SyncedCache
     limit_ranges: SyncedCache
+    runtime_classes: SyncedCache
     admission_checks: SyncedCache
     multikueue_configs: SyncedCache
 
@@ -306,6 +307,7 @@ class GlobalScheduler:
                 local_queues=caches.local_queues.store,
                 namespaces=caches.namespaces.store,
                 limit_ranges=caches.limit_ranges.store,
+                runtime_classes=caches.runtime_classes.store,
                 workloads=_listed(self._workloads),  # its own reservations count before the cache shows them
                 now_seconds=now.timestamp(),
                 changed=changed,

@@ -140,7 +140,15 @@ class Agent:
             publisher.trigger.pull()
 
         world.on_change(wake_on_spec, world.cluster_queues, world.local_queues)
-        world.on_change(wake_all, world.workloads, world.flavors, world.cohorts, world.namespaces, world.limit_ranges)
+        world.on_change(
+            wake_all,
+            world.workloads,
+            world.flavors,
+            world.cohorts,
+            world.namespaces,
+            world.limit_ranges,
+            world.runtime_classes,
+        )
 
         def wake_on_job(event_type: str, obj: Obj, old: Obj | None) -> None:
             if job_change_matters(event_type, obj, old):

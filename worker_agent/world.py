@@ -41,6 +41,7 @@ class World:
         self.cohorts = WatchCache(api, r.COHORTS)
         self.namespaces = WatchCache(api, r.NAMESPACES)
         self.limit_ranges = WatchCache(api, r.LIMIT_RANGES)
+        self.runtime_classes = WatchCache(api, r.RUNTIME_CLASSES)
         self.workload_changes = ChangedKeys()
         self.job_changes = ChangedKeys()
         """The keys whose freshest copy changed (a watch event, not one that only echoes the agent's own write, or one
@@ -67,6 +68,7 @@ class World:
             self.cohorts,
             self.namespaces,
             self.limit_ranges,
+            self.runtime_classes,
         )
 
     def on_change(self, handler: Handler, *caches: WatchCache) -> None:
@@ -148,6 +150,7 @@ class World:
             self.cohorts.store.version,
             self.namespaces.store.version,
             self.limit_ranges.store.version,
+            self.runtime_classes.store.version,
         )
 
     def flavor_infos(self) -> dict[str, FlavorInfo]:
@@ -166,6 +169,7 @@ class World:
                 local_queues=self.local_queues.store,
                 namespaces=self.namespaces.store,
                 limit_ranges=self.limit_ranges.store,
+                runtime_classes=self.runtime_classes.store,
                 workloads=self.all_workloads(),
                 now_seconds=now_seconds,
                 changed=changed or (),

@@ -302,6 +302,7 @@ def build(
         local_queues=local_queue_cache,
         namespaces=_Cache([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]),
         limit_ranges=_Cache([]),
+        runtime_classes=_Cache([]),
         workloads=workload_cache,
         admission_checks=_Cache([{**check, "status": {"conditions": [ACTIVE]}}]),
         multikueue_configs=_Cache([multikueue_config]),

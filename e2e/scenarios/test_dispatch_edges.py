@@ -580,6 +580,39 @@ def test_a_job_with_pod_level_resources_is_charged_them(federation: Federation) 
         federation.kubectl(MANAGER, "delete", "job", "pod-level", "--wait=true", "--timeout=60s", check=False)
 
 
+def test_a_job_naming_a_runtime_class_is_charged_its_overhead(federation: Federation) -> None:
+    """A RuntimeClass with a pod overhead (on every cluster, as its pods need it where they run): the pods get the
+    overhead at creation, so the quota charged includes it, as in Kueue."""
+    runtime_class = {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": "kfed-test-sandboxed"},
+        "handler": "sandboxed",
+        "overhead": {"podFixed": {"cpu": "500m"}},
+    }
+    clusters = [MANAGER, *federation.workers]
+    manifest = job_manifest("sandboxed", namespace="default", cpu="1", parallelism=2, seconds=1)
+    manifest["spec"]["template"]["spec"]["runtimeClassName"] = "kfed-test-sandboxed"
+    try:
+        for cluster in clusters:
+            federation.kubectl(cluster, "apply", "-f", "-", input=json.dumps(runtime_class))
+        federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+        workload = wait_for(
+            lambda: workload_of(federation, "sandboxed"),
+            until=lambda wl: is_true(wl, "QuotaReserved"),
+            timeout=45,
+            what="the Workload of a Job naming a RuntimeClass to reserve quota",
+        )
+        assert workload is not None
+        usage = workload["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]
+        assert usage.get("cpu") == "3", usage
+        wait_complete(federation, "sandboxed")
+    finally:
+        federation.kubectl(MANAGER, "delete", "job", "sandboxed", "--wait=true", "--timeout=60s", check=False)
+        for cluster in clusters:
+            federation.kubectl(cluster, "delete", "runtimeclass", "kfed-test-sandboxed", "--wait=false", check=False)
+
+
 def test_a_job_above_its_namespaces_limit_range_waits_with_the_reason_and_runs_once_it_is_lifted(
     federation: Federation,
 ) -> None:

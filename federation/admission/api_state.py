@@ -44,6 +44,7 @@ from federation.api.labels import PODSET_TOPOLOGY_SPREADING_ANNOTATION
 from federation.api.workload import EVICTED
 from federation.conditions import is_true, parse_time
 from federation.limit_ranges import LimitRangeSummary, by_namespace, workload_violations
+from federation.podspec import Overheads, runtime_overheads
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 
 Obj = dict[str, Any]
@@ -91,6 +92,8 @@ class QuotaState:
     limit_ranges: Mapping[str, LimitRangeSummary] = field(default_factory=dict)
     """Namespace → its LimitRanges' summary (only namespaces that have one): pending pod sets get its defaults and
     must keep its bounds."""
+    runtime_overheads: Overheads = ()
+    """The RuntimeClasses' pod overheads: a pending pod set that names one and sets no overhead is charged it."""
 
     def selects(self, local_queue: LocalQueueInfo) -> bool:
         """Whether the ClusterQueue ``local_queue`` feeds selects its namespace (True when that ClusterQueue is not
@@ -138,6 +141,7 @@ def quota_state_steps(
     workloads: Iterable[Mapping[str, Any]],
     now_seconds: float | None = None,
     limit_ranges: Mapping[str, LimitRangeSummary] | None = None,
+    runtime_overheads: Overheads = (),
     parse_pending: Callable[[Obj, str], core.Workload] | None = None,
     parse_reserved: Callable[[Obj, str], core.AdmittedWorkload | None] | None = None,
     rules: ResourceRules = ALL_RESOURCES,
@@ -150,7 +154,8 @@ def quota_state_steps(
     changes meanwhile; the changed ones are all looked up before the first step), and returns the state.
 
     ``limit_ranges`` (namespace → its LimitRanges' summary) gives pending pod sets their namespace's defaults and
-    bounds; ``now_seconds`` (epoch) keeps workloads whose ``status.requeueState.requeueAt`` is ahead out of the queues;
+    bounds, ``runtime_overheads`` their RuntimeClass's overhead; ``now_seconds`` (epoch) keeps workloads whose
+    ``status.requeueState.requeueAt`` is ahead out of the queues;
     ``rules`` says which requested resources count (Kueue's ``resources`` configuration); ``memo`` (kept by the
     caller across builds) reuses the verdict on every pending, blocked or finished Workload object seen before, and
     with ``changed`` and ``lookup`` looks only at the Workloads changed since its last build
@@ -166,15 +171,24 @@ def quota_state_steps(
             node.inactive_reason = TERMINATING
     by_key = {f"{lq.namespace}/{lq.name}": lq for lq in local_queues}
     ranges = dict(limit_ranges or {})
-    state = QuotaState(snapshot, queues, by_key, namespace_labels=dict(namespace_labels), limit_ranges=ranges)
+    state = QuotaState(
+        snapshot,
+        queues,
+        by_key,
+        namespace_labels=dict(namespace_labels),
+        limit_ranges=ranges,
+        runtime_overheads=runtime_overheads,
+    )
     parse = parse_pending or (
-        lambda raw, queue: core_workload(raw, cluster_queue=queue, rules=rules, limits=ranges.get(_namespace(raw)))
+        lambda raw, queue: core_workload(
+            raw, cluster_queue=queue, rules=rules, limits=ranges.get(_namespace(raw)), overheads=runtime_overheads
+        )
     )
     if rules.ignore_undeclared:
         parse = _ignoring_undeclared(parse, queues)
     charge = parse_reserved or reserved_workload
     memo = memo if memo is not None else ClassificationMemo()  # one build: every Workload looked at once
-    context = (dict(queues), by_key, dict(namespace_labels), ranges, rules)
+    context = (dict(queues), by_key, dict(namespace_labels), ranges, runtime_overheads, rules)
     yield from memo.classify_steps(
         state,
         workloads,
@@ -447,7 +461,7 @@ def _verdict(
     limits = state.limit_ranges.get(namespace)
     if limits is not None:
         try:
-            outside = workload_violations(raw, limits)
+            outside = workload_violations(raw, limits, state.runtime_overheads)
         except (ValueError, TypeError) as exc:
             return _blocked(raw, REASON_INADMISSIBLE, f"Workload pod sets cannot be read: {exc}")
         if outside:
@@ -527,12 +541,14 @@ class QuotaStateBuilder:
     def __init__(self, *, rules: ResourceRules = ALL_RESOURCES) -> None:
         self._rules = rules
         self._memo: dict[tuple[str, str], tuple[str, object]] = {}
-        self._pending: dict[tuple[str, object, str, LimitRangeSummary | None], core.Workload] = {}
-        """A pending workload's core view by (uid, generation, ClusterQueue, its namespace's LimitRanges): its spec
-        only changes with its generation, and parsing every pending workload's pod sets on every pass was most of a
-        pass's cost."""
+        self._pending: dict[tuple[str, object, str, LimitRangeSummary | None, Overheads], core.Workload] = {}
+        """A pending workload's core view by (uid, generation, ClusterQueue, its namespace's LimitRanges, the
+        RuntimeClasses' overheads): its spec only changes with its generation, and parsing every pending workload's
+        pod sets on every pass was most of a pass's cost."""
         self._limit_ranges: dict[str, LimitRangeSummary] = {}
         """The LimitRange summaries of the latest build, by namespace."""
+        self._overheads: Overheads = ()
+        """The RuntimeClasses' overheads of the latest build."""
         self._reserved: dict[tuple[str, str, str], core.AdmittedWorkload | None] = {}
         """A quota-holding workload's snapshot entry by (uid, resourceVersion, ClusterQueue)."""
         self._classified = ClassificationMemo()
@@ -570,6 +586,7 @@ class QuotaStateBuilder:
         namespaces: Iterable[Mapping[str, Any]],
         workloads: Iterable[Mapping[str, Any]],
         limit_ranges: Iterable[Mapping[str, Any]] = (),
+        runtime_classes: Iterable[Mapping[str, Any]] = (),
         now_seconds: float | None = None,
         changed: Iterable[str] | None = None,
         lookup: Callable[[str], Mapping[str, Any] | None] | None = None,
@@ -581,6 +598,7 @@ class QuotaStateBuilder:
         queue_infos = [self._parse("ClusterQueue", raw, queue_info) for raw in cluster_queues]
         cohort_specs = [self._parse("Cohort", raw, cohort_spec) for raw in cohorts]
         self._limit_ranges = by_namespace(limit_ranges)
+        self._overheads = runtime_overheads(runtime_classes)
         state = yield from quota_state_steps(
             flavors=self.flavor_infos(flavors),
             queues={info.name: info for info in queue_infos if info is not None},
@@ -592,6 +610,7 @@ class QuotaStateBuilder:
             workloads=workloads,
             now_seconds=now_seconds,
             limit_ranges=self._limit_ranges,
+            runtime_overheads=self._overheads,
             parse_pending=self._parse_pending,
             parse_reserved=self._parse_reserved,
             rules=self._rules,
@@ -634,11 +653,12 @@ class QuotaStateBuilder:
         meta = raw.get("metadata") or {}
         generation = meta.get("generation")
         limits = self._limit_ranges.get(str(meta.get("namespace", "")))
+        overheads = self._overheads
         if generation is None or not meta.get("uid"):
-            return core_workload(raw, cluster_queue=queue, rules=self._rules, limits=limits)
-        key = (str(meta["uid"]), generation, queue, limits)
+            return core_workload(raw, cluster_queue=queue, rules=self._rules, limits=limits, overheads=overheads)
+        key = (str(meta["uid"]), generation, queue, limits, overheads)
         found = self._pending.get(key)
         if found is None or found.key != workload_key(raw):
-            found = core_workload(raw, cluster_queue=queue, rules=self._rules, limits=limits)
+            found = core_workload(raw, cluster_queue=queue, rules=self._rules, limits=limits, overheads=overheads)
         self._pending[key] = found
         return found

@@ -14,7 +14,7 @@ from federation.admission import model as core
 from federation.api.workload import ADMITTED, FINISHED, QUOTA_RESERVED
 from federation.conditions import find_condition, is_true, parse_time
 from federation.limit_ranges import LimitRangeSummary, with_defaults
-from federation.podspec import pod_requests
+from federation.podspec import Overheads, pod_requests, with_runtime_overhead
 from federation.quantity import parse_quantity
 
 Obj = dict[str, Any]
@@ -107,12 +107,17 @@ def without_undeclared(workload: core.Workload, covered: frozenset[str]) -> core
 
 
 def core_pod_set(
-    raw: Mapping[str, Any], *, rules: ResourceRules = ALL_RESOURCES, limits: LimitRangeSummary | None = None
+    raw: Mapping[str, Any],
+    *,
+    rules: ResourceRules = ALL_RESOURCES,
+    limits: LimitRangeSummary | None = None,
+    overheads: Overheads = (),
 ) -> core.PodSet:
     """One ``spec.podSets[]`` entry, requests filtered by ``rules``, with the defaults of its namespace's LimitRanges
-    (``limits``) for what its containers leave out; raises ``ValueError`` on an unparsable quantity."""
+    (``limits``) for what its containers leave out and its RuntimeClass's overhead (``overheads``) when it sets
+    none; raises ``ValueError`` on an unparsable quantity."""
     template = raw.get("template") or {}
-    pod_spec = with_defaults(template.get("spec") or {}, limits)
+    pod_spec = with_defaults(with_runtime_overhead(template.get("spec") or {}, overheads), limits)
     min_count = raw.get("minCount")
     return core.PodSet(
         name=str(raw.get("name") or "main"),
@@ -139,15 +144,18 @@ def core_workload(
     cluster_queue: str,
     rules: ResourceRules = ALL_RESOURCES,
     limits: LimitRangeSummary | None = None,
+    overheads: Overheads = (),
 ) -> core.Workload:
     """The core's view of a workload (``rules.exclude_prefixes`` applied, the namespace's LimitRange defaults
-    ``limits`` laid in); raises ``ValueError`` on malformed pod sets."""
+    ``limits`` and the RuntimeClasses' ``overheads`` laid in); raises ``ValueError`` on malformed pod sets."""
     spec = obj.get("spec") or {}
     meta = obj.get("metadata") or {}
     return core.Workload(
         key=workload_key(obj),
         cluster_queue=cluster_queue,
-        pod_sets=tuple(core_pod_set(ps, rules=rules, limits=limits) for ps in spec.get("podSets") or ()),
+        pod_sets=tuple(
+            core_pod_set(ps, rules=rules, limits=limits, overheads=overheads) for ps in spec.get("podSets") or ()
+        ),
         priority=int(spec.get("priority") or 0),
         creation_time=epoch_seconds(meta.get("creationTimestamp")) or 0.0,
     )

@@ -69,6 +69,7 @@ class Resource:
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 LIMIT_RANGES = Resource("", "v1", "limitranges", "LimitRange", namespaced=True)
+RUNTIME_CLASSES = Resource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", namespaced=False)
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 SECRETS = Resource("", "v1", "secrets", "Secret", namespaced=True)

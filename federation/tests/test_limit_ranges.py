@@ -170,3 +170,14 @@ def test_a_default_limit_below_the_containers_own_request_is_named_before_the_bo
         "resources validation failed: spec.podSets[0].template.spec.containers[0]: "
         'Invalid value: ["cpu"]: requests must not exceed its limits'
     )
+
+
+def test_quota_counts_a_pending_pod_set_with_its_runtime_class_overhead() -> None:
+    builder = QuotaStateBuilder()
+    raw = workload("w", cpu="1", runtimeClassName="kata")
+    raw["metadata"]["uid"] = "uid-w"
+    kata = {"metadata": {"name": "kata"}, "handler": "kata", "overhead": {"podFixed": {"cpu": "500m"}}}
+    plain = builder.build(**_inputs(workloads=[raw])).pending["cq"][0][0]
+    assert plain.pod_sets[0].requests == {"cpu": 1000}
+    charged = builder.build(**{**_inputs(workloads=[raw]), "runtime_classes": [kata]}).pending["cq"][0][0]
+    assert charged.pod_sets[0].requests == {"cpu": 1500}

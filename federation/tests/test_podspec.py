@@ -1,4 +1,4 @@
-from federation.podspec import pod_requests, total_requests
+from federation.podspec import pod_requests, runtime_overheads, total_requests, with_runtime_overhead
 
 
 def _c(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None, **extra: str) -> dict[str, object]:
@@ -46,3 +46,23 @@ def test_pod_level_resources_replace_the_containers_sum_for_cpu_memory_and_hugep
         "nvidia.com/gpu": 1000,
     }
     assert pod_requests({"resources": {}, "containers": spec["containers"]})["cpu"] == 2000
+
+
+def test_a_runtime_class_overhead_is_laid_in_only_where_the_pod_sets_none() -> None:
+    overheads = runtime_overheads(
+        [
+            {
+                "metadata": {"name": "kata"},
+                "handler": "kata",
+                "overhead": {"podFixed": {"cpu": "250m", "memory": "160Mi"}},
+            },
+            {"metadata": {"name": "runc"}, "handler": "runc"},
+        ]
+    )
+    assert overheads == (("kata", (("cpu", "250m"), ("memory", "160Mi"))),)
+    spec = {"runtimeClassName": "kata", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    assert pod_requests(with_runtime_overhead(spec, overheads)) == {"cpu": 1250, "memory": 160 * 1024**2 * 1000}
+    own = {**spec, "overhead": {"cpu": "1"}}
+    assert with_runtime_overhead(own, overheads) is own, "an overhead the pod sets is its own"
+    unknown = {**spec, "runtimeClassName": "gvisor"}
+    assert with_runtime_overhead(unknown, overheads) is unknown

@@ -88,6 +88,7 @@ CHANGES: dict[str, Callable[[World], object]] = {
     "a Cohort": lambda w: w.cohorts.store.upsert({"metadata": {"name": "co"}, "spec": {}}),
     "a Namespace": lambda w: w.namespaces.store.upsert({"metadata": {"name": "ns", "labels": {"x": "y"}}}),
     "a LimitRange": lambda w: w.limit_ranges.store.upsert({"metadata": {"name": "lr", "namespace": "ns"}}),
+    "a RuntimeClass": lambda w: w.runtime_classes.store.upsert({"metadata": {"name": "kata"}, "handler": "kata"}),
 }
 
 
