@@ -137,6 +137,19 @@ def with_defaults(pod_spec: Mapping[str, Any], summary: LimitRangeSummary | None
     return {**pod_spec, **changed} if changed else pod_spec
 
 
+def pod_set_as_run(
+    pod_set: Mapping[str, Any], summary: LimitRangeSummary | None, overheads: Overheads = ()
+) -> Mapping[str, Any]:
+    """A Workload's ``spec.podSets[]`` entry with its pod template as its pods will be created: the RuntimeClass's
+    overhead and the LimitRange defaults laid in (the entry itself when neither adds anything)."""
+    template = pod_set.get("template") or {}
+    pod_spec = template.get("spec") or {}
+    adjusted = with_defaults(with_runtime_overhead(pod_spec, overheads), summary)
+    if adjusted is pod_spec:
+        return pod_set
+    return {**pod_set, "template": {**template, "spec": adjusted}}
+
+
 def _amounts(resources: Mapping[str, Any], key: str) -> dict[str, int]:
     return {name: parse_quantity(str(q)) for name, q in (resources.get(key) or {}).items()}
 

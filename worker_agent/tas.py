@@ -44,7 +44,7 @@ from federation.pod_injection import PODSET_LABEL, TAS_LABEL, TOPOLOGY_GATE, WOR
 from federation.topology import summarize
 from federation.topology.model import HOSTNAME_LABEL, NODE_FAILURES_REASON
 from federation.topology.report import summary_entry
-from worker_agent.decisions.tas_admission import TasPlacer, TasPodSet, admitted_tas_pod_sets, assumed_usage
+from worker_agent.decisions.tas_admission import AsRun, TasPlacer, TasPodSet, admitted_tas_pod_sets, assumed_usage
 from worker_agent.decisions.tas_failures import (
     PodSetRepair,
     assignment_hosts,
@@ -138,6 +138,9 @@ class Tas:
         self.tas_pods = WatchCache(api, r.PODS, label_selector=TAS_LABEL)
         self.topologies = WatchCache(api, r.TOPOLOGIES)
         self.pod_writes = RecentWrites()
+        self.as_run: AsRun | None = None
+        """Each pod set as its pods will be created, from the latest quota state (LimitRange defaults, RuntimeClass
+        overheads): what placement and the bookings count."""
         self.index = TopologyIndex()
         self.recheck_at: float | None = None
         self._log = log.bind(cluster=cluster)
@@ -242,6 +245,7 @@ class Tas:
 
     def placer(self, state: QuotaState, workloads: Iterable[Obj]) -> TasPlacer:
         """Book what admitted workloads still hold, then hand out the veto for this pass's drain."""
+        self.as_run = state.pod_set_as_run
         pod_sets = self._admitted_pod_sets(workloads)
         bound: dict[str, dict[str, int]] = {}
         for pod in self.tas_pods.store:
@@ -256,7 +260,14 @@ class Tas:
             self.index.set_assumed(flavor, by_flavor.get(flavor, {}))
         raw = {workload.key: item for items in state.pending.values() for workload, item in items}
         waiting = None if self.cluster_watches_synced() else CLUSTER_WATCHES_WAITING
-        return TasPlacer(self.index.flavors, self.index.snapshots, raw, book=self.index.assume_now, waiting=waiting)
+        return TasPlacer(
+            self.index.flavors,
+            self.index.snapshots,
+            raw,
+            book=self.index.assume_now,
+            waiting=waiting,
+            as_run=self.as_run,
+        )
 
     def _admitted_pod_sets(self, workloads: Iterable[Obj]) -> list[TasPodSet]:
         if not self.index.flavors:
@@ -265,7 +276,7 @@ class Tas:
         for workload in workloads:
             if workload_state(workload) != RESERVED:
                 continue
-            found.extend(admitted_tas_pod_sets(workload, self.index.flavors))
+            found.extend(admitted_tas_pod_sets(workload, self.index.flavors, as_run=self.as_run))
         return found
 
     # -- pods of TAS workloads --------------------------------------------------------------------------------
@@ -364,7 +375,7 @@ class Tas:
         for workload in workloads:
             if workload_state(workload) != RESERVED or is_true(workload, "Evicted"):
                 continue
-            sets = admitted_tas_pod_sets(workload, self.index.flavors)
+            sets = admitted_tas_pod_sets(workload, self.index.flavors, as_run=self.as_run)
             if sets:
                 by_workload[workload_key(workload)] = sets
                 raw_of[workload_key(workload)] = workload

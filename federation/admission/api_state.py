@@ -43,7 +43,7 @@ from federation.admission.snapshot import Snapshot
 from federation.api.labels import PODSET_TOPOLOGY_SPREADING_ANNOTATION
 from federation.api.workload import EVICTED
 from federation.conditions import is_true, parse_time
-from federation.limit_ranges import LimitRangeSummary, by_namespace, workload_violations
+from federation.limit_ranges import LimitRangeSummary, by_namespace, pod_set_as_run, workload_violations
 from federation.podspec import Overheads, runtime_overheads
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 
@@ -94,6 +94,11 @@ class QuotaState:
     must keep its bounds."""
     runtime_overheads: Overheads = ()
     """The RuntimeClasses' pod overheads: a pending pod set that names one and sets no overhead is charged it."""
+
+    def pod_set_as_run(self, namespace: str, pod_set: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``pod_set`` (a Workload's ``spec.podSets[]`` entry in ``namespace``) with its pod template as its pods will
+        be created there: the namespace's LimitRange defaults and the RuntimeClass's overhead laid in."""
+        return pod_set_as_run(pod_set, self.limit_ranges.get(namespace), self.runtime_overheads)
 
     def selects(self, local_queue: LocalQueueInfo) -> bool:
         """Whether the ClusterQueue ``local_queue`` feeds selects its namespace (True when that ClusterQueue is not

@@ -44,8 +44,18 @@ def tas_flavor_of(flavors: Mapping[str, str], tas: Mapping[str, FlavorTopology])
     return None
 
 
-def pod_sets_by_name(workload: Obj) -> dict[str, Obj]:
-    return {str(ps.get("name") or "main"): ps for ps in (workload.get("spec") or {}).get("podSets") or ()}
+AsRun = Callable[[str, Obj], Obj]
+"""(namespace, a ``spec.podSets[]`` entry) → the entry with its pod template as its pods will be created (the
+namespace's LimitRange defaults and the RuntimeClass's overhead laid in: ``QuotaState.pod_set_as_run``)."""
+
+
+def pod_sets_by_name(workload: Obj, as_run: AsRun | None = None) -> dict[str, Obj]:
+    """The workload's pod sets by name, each as its pods will run when ``as_run`` is given."""
+    pod_sets = (workload.get("spec") or {}).get("podSets") or ()
+    if as_run is None:
+        return {str(ps.get("name") or "main"): ps for ps in pod_sets}
+    namespace = str((workload.get("metadata") or {}).get("namespace", ""))
+    return {str(ps.get("name") or "main"): as_run(namespace, ps) for ps in pod_sets}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +71,15 @@ class TasPodSet:
     assignment: TopologyAssignment
 
 
-def admitted_tas_pod_sets(workload: Obj, tas: Mapping[str, FlavorTopology]) -> list[TasPodSet]:
-    """The pod sets of a quota-holding workload that have a topologyAssignment on a TAS flavor."""
+def admitted_tas_pod_sets(
+    workload: Obj, tas: Mapping[str, FlavorTopology], *, as_run: AsRun | None = None
+) -> list[TasPodSet]:
+    """The pod sets of a quota-holding workload that have a topologyAssignment on a TAS flavor (each as its pods
+    run, with ``as_run``)."""
     admission = (workload.get("status") or {}).get("admission") or {}
     if not any(item.get("topologyAssignment") is not None for item in admission.get("podSetAssignments") or ()):
         return []
-    specs = pod_sets_by_name(workload)
+    specs = pod_sets_by_name(workload, as_run)
     found: list[TasPodSet] = []
     key = workload_key(workload)
     for item in admission.get("podSetAssignments") or ():
@@ -136,13 +149,15 @@ class TasPlacer:
     """Workload key → its TAS pod sets left unplaced by ``delay``."""
     waiting: str | None = None
     """Why no TAS pod set can be placed yet (the snapshots are still being built); None when they can."""
+    as_run: AsRun | None = None
+    """Each pod set as its pods will be created (placement counts what the pods will request)."""
 
     def veto(self, admit: Admit) -> str | None:
         key = admit.workload.key
         raw = self.raw.get(key)
         if raw is None:
             return None
-        specs = pod_sets_by_name(raw)
+        specs = pod_sets_by_name(raw, self.as_run)
         if self.delay is not None and self.delay(admit):
             names = [
                 psa.name
@@ -161,7 +176,7 @@ class TasPlacer:
         Pending on the nodes there are now, with the same rules as at admission. The assignments (pod set → its
         ``topologyAssignment``), or why they do not fit."""
         key = workload_key(workload)
-        specs = pod_sets_by_name(workload)
+        specs = pod_sets_by_name(workload, self.as_run)
         admission = (workload.get("status") or {}).get("admission") or {}
         wanted = [
             (str(psa.get("name")), dict(psa.get("flavors") or {}), int(psa["count"]) if psa.get("count") else None)

@@ -429,3 +429,16 @@ def test_a_check_is_active_only_with_its_config() -> None:
     inactive = d.active_condition(check_obj, {})
     assert (inactive["status"], inactive["reason"]) == ("False", "BadParametersRef")
     assert inactive["message"] == "ProvisioningRequestConfig cfg not found"
+
+
+def test_placement_counts_the_pods_as_they_will_run_with_the_runtime_class_overhead() -> None:
+    from federation.limit_ranges import pod_set_as_run
+
+    overheads = (("sandboxed", (("cpu", "1"),)),)
+    wl = _delayed_workload(4)
+    wl["spec"]["podSets"][0]["template"]["spec"]["runtimeClassName"] = "sandboxed"
+    assert isinstance(_tas_placer().place_delayed(wl), dict), "1 cpu per pod: four fit in one rack"
+    with_overhead = _tas_placer(as_run=lambda _ns, ps: pod_set_as_run(ps, None, overheads))
+    verdict = with_overhead.place_delayed(wl)
+    assert isinstance(verdict, str), "2 cpu per pod as they will run: four do not fit in one rack of 4 cpu"
+    assert "doesn't allow to fit any of 4 pod(s)" in verdict
