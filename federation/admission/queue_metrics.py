@@ -79,7 +79,12 @@ def queue_samples(
         if key in queue_of_local and not state.local_queues[key].stopped:  # backoff, namespace not selected, ...
             parked_elsewhere[queue_of_local[key]] = parked_elsewhere.get(queue_of_local[key], 0) + 1
             try:
-                backing_off = core_workload(blocked.raw, cluster_queue=queue_of_local[key])
+                backing_off = core_workload(
+                    blocked.raw,
+                    cluster_queue=queue_of_local[key],
+                    limits=state.limit_ranges.get(key.split("/", 1)[0]),
+                    overheads=state.runtime_overheads,
+                )
             except ValueError:  # a malformed workload requests nothing it could be charged for
                 continue
             _add_requests(pending_requests.setdefault(queue_of_local[key], {}), backing_off)
