@@ -27,7 +27,6 @@ PODSET_TOPOLOGY_SPREADING_ANNOTATION = "kueue.x-k8s.io/podset-topology-spreading
 UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION = "kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold"
 MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD = 8
 
-TOPOLOGY_SCHEDULING_GATE = "kueue.x-k8s.io/topology"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 KFED_PREFIX = "kfed.io/"
