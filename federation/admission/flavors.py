@@ -215,17 +215,11 @@ def _group_label_keys(snapshot: Snapshot, group: ResourceGroup) -> frozenset[str
     return frozenset(keys)
 
 
-def placement_mismatch(flavors: Mapping[str, ResourceFlavorSpec], pod_set: PodSet) -> str:
-    """Why no flavor of ``flavors`` (the flavors of one ClusterQueue, by name) can take ``pod_set``: each one's node
-    taints are not tolerated, or its node labels contradict the pod set's ``nodeSelector`` or required node affinity
-    (only label keys some of these flavors set are compared, as in flavor assignment). "" when one can."""
-    mismatches = list(placement_mismatches(flavors, pod_set).values())
-    return mismatches[0] if mismatches and all(mismatches) else ""
-
-
 def placement_mismatches(flavors: Mapping[str, ResourceFlavorSpec], pod_set: PodSet) -> dict[str, str]:
-    """Per flavor of ``flavors`` (one ClusterQueue's), why it cannot take ``pod_set`` by its nodes ("" when it can):
-    see :func:`placement_mismatch`."""
+    """Per flavor of ``flavors`` (the flavors of one ClusterQueue, by name), why it cannot take ``pod_set`` by its
+    nodes ("" when it can): its node taints are not tolerated, or its node labels contradict the pod set's
+    ``nodeSelector`` or required node affinity (only label keys some of these flavors set are compared, as in flavor
+    assignment)."""
     constrained = bool(pod_set.node_selector or pod_set.required_affinity)
     label_keys = (
         frozenset(key for flavor in flavors.values() for key in flavor.node_labels) if constrained else frozenset()

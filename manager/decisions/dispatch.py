@@ -280,13 +280,15 @@ def _placeable(
 ) -> dict[str, frozenset[str]] | str:
     """Pod set name → the flavors of the worker's ``cluster_queue`` that can take it by their node taints and labels;
     or why one pod set has none."""
-    flavors = {
-        room.name: capacity.flavor_nodes.get(room.name) or ResourceFlavorSpec(room.name)
-        for room in capacity.cluster_queues.get(cluster_queue, ())
-    }
+    groups = [
+        {room.name: capacity.flavor_nodes.get(room.name) or ResourceFlavorSpec(room.name) for room in group.flavors}
+        for group in capacity.groups(cluster_queue)
+    ]
     found = {}
     for pod_set in pod_sets:
-        mismatches = placement_mismatches(flavors, pod_set)
+        mismatches = {}
+        for flavors in groups:  # as in flavor assignment, the label keys compared are those of the group's flavors
+            mismatches.update(placement_mismatches(flavors, pod_set))
         if mismatches and all(mismatches.values()):
             return f"ClusterQueue {cluster_queue}: pod set {pod_set.name}: {next(iter(mismatches.values()))}"
         found[pod_set.name] = frozenset(name for name, mismatch in mismatches.items() if not mismatch)
@@ -384,6 +386,9 @@ def _no_flavor(
     """Why no flavor has room for a pod set's resources of one group: the first resource no flavor has room for
     (with the roomiest flavor's free quota), or, when each has some flavor with room, that no one flavor has it for
     all of them."""
+    if not flavors:
+        names = ", ".join(resource for resource, _ in needed)
+        return f"ClusterQueue {cluster_queue}: pod set {pod_set}: no flavor with its {names} can take it by its nodes"
     for resource, amount in needed:
         frees = [_free(flavor, resource, taken, in_flight) for flavor in flavors]
         roomiest = max(frees, default=0)

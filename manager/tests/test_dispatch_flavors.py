@@ -122,3 +122,20 @@ def test_the_refusal_key_tells_apart_workloads_split_differently_over_pod_sets()
     assert whole == refusal_key(
         namespace="ns", queue_name="lq", requests={"cpu": 6 * CPU}, pod_set_usage=[("main", {"cpu": 6 * CPU})]
     ), "one pod set is keyed by its requests alone"
+
+
+def test_a_pod_set_whose_nodes_rule_out_every_flavor_of_one_group_is_refused_for_that() -> None:
+    cpu = [flavor("cpu-a", cpu=8)]
+    gpus = FlavorRoom(name="gpu-b", nominal={"nvidia.com/gpu": 8 * CPU}, free={"nvidia.com/gpu": 8 * CPU})
+    nodes = {"cpu-a": ResourceFlavorSpec("cpu-a"), "gpu-b": ResourceFlavorSpec("gpu-b", node_labels={"pool": "b"})}
+    pinned = PodSet(name="main", count=1, requests={}, node_selector={"pool": "a"})
+    refused = choose(
+        [worker("w1", [*cpu, gpus], flavor_nodes=nodes)],
+        [("main", {"cpu": CPU, "nvidia.com/gpu": CPU})],
+        placement=[pinned],
+    )
+    assert isinstance(refused, NoWorker)
+    assert refused.message == (
+        "no worker has room: w1: ClusterQueue cq: pod set main: no flavor with its nvidia.com/gpu can take it by its "
+        "nodes"
+    )
