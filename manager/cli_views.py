@@ -10,6 +10,7 @@ was queued (created, or requeued) — counted from 0.
 from __future__ import annotations
 
 import datetime as dt
+import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,22 @@ from manager.decisions.visibility import Position, cluster_queue_of
 Obj = Mapping[str, Any]
 KUEUE = "kueue.x-k8s.io/v1beta2"
 WIDTH = 80
+LABEL_WIDTH = 14
+"""Where a describe field's value starts (``Message:      ...``)."""
+
+
+def _field(label: str, text: str) -> list[str]:
+    """A describe field, its value wrapped to :data:`WIDTH` under itself: a reason is never cut short."""
+    return textwrap.wrap(
+        text,
+        width=WIDTH,
+        initial_indent=label.ljust(LABEL_WIDTH),
+        subsequent_indent=" " * LABEL_WIDTH,
+        break_long_words=True,
+        break_on_hyphens=False,
+    ) or [label]
+
+
 SEP = "   "
 
 
@@ -376,7 +393,7 @@ def describe_job(
         ]
         reason = why(workload)
         if reason:
-            lines.append(f"Message:      {reason}"[:WIDTH])
+            lines += _field("Message:", reason)
         lines += ["Conditions (manager Workload):", *_conditions(workload, now=now)]
     if worker:
         lines += [f"Conditions (Workload copy on {worker}):", *_conditions(remote_workload, now=now)]
@@ -408,7 +425,8 @@ def describe_job(
         lines += ["  " + line for line in text.splitlines()]
     else:
         lines.append("  (none)")
-    lines += [f"Note:         {problem}"[:WIDTH] for problem in problems]
+    for problem in problems:
+        lines += _field("Note:", problem)
     return "\n".join(lines)
 
 

@@ -173,3 +173,36 @@ def test_an_unknown_status_is_refused_and_a_known_one_is_matched_in_any_case(cap
     with pytest.raises(SystemExit):
         parse(["list", "workloads", "--status", "bogus"])
     assert "invalid choice: 'bogus'" in capsys.readouterr().err
+
+
+def test_describe_wraps_a_long_reason_under_its_field_instead_of_cutting_it() -> None:
+    from manager.cli_views import describe_job
+
+    reason = (
+        "resources didn't satisfy LimitRange constraints: spec.podSets[0].template.spec: "
+        'Invalid value: ["cpu"]: requests must not be above the limitRange max'
+    )
+    workload = {
+        "metadata": {"name": "job-big-1", "namespace": "ns"},
+        "spec": {"queueName": "lq"},
+        "status": {
+            "conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Inadmissible", "message": reason}]
+        },
+    }
+    text = describe_job(
+        job={"metadata": {"name": "big", "namespace": "ns"}, "spec": {"suspend": True}},
+        workload=workload,
+        worker=None,
+        remote_workload=None,
+        remote_job=None,
+        pods=[],
+        events=[],
+        now=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+        problems=["worker cluster worker-1 cannot be read: " + "x" * 90],
+    )
+    lines = text.splitlines()
+    assert all(len(line) <= 80 for line in lines), text
+    start = next(i for i, line in enumerate(lines) if line.startswith("Message:"))
+    shown = " ".join(line[14:] for line in lines[start : start + 3] if line[:14].strip() in ("Message:", ""))
+    assert reason in shown, text
+    assert sum(line.startswith("Note:") for line in lines) == 1
