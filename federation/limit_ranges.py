@@ -15,12 +15,13 @@ Plain data in, plain data out: the caller lists the LimitRange objects.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from federation.podspec import Overheads, pod_requests, with_runtime_overhead
-from federation.quantity import parse_quantity
+from federation.quantity import format_quantity, parse_quantity
 
 Amounts = tuple[tuple[str, int], ...]
 """(resource, milli-units), sorted by resource."""
@@ -89,6 +90,45 @@ def summarize(limit_ranges: Iterable[Mapping[str, Any]]) -> LimitRangeSummary | 
         container_min=tuple(sorted(bounds["cmin"].items())),
         pod_max=tuple(sorted(bounds["pmax"].items())),
         pod_min=tuple(sorted(bounds["pmin"].items())),
+    )
+
+
+_ENTRY_FIELDS = (
+    ("defaultLimits", "default_limits"),
+    ("defaultRequests", "default_requests"),
+    ("containerMax", "container_max"),
+    ("containerMin", "container_min"),
+    ("podMax", "pod_max"),
+    ("podMin", "pod_min"),
+)
+
+
+def limit_range_entry(summary: LimitRangeSummary) -> dict[str, dict[str, str]]:
+    """The summary as a capacity report's ``limitRange`` (``RouteLimitRange``): quantities as strings."""
+    entry: dict[str, dict[str, str]] = {}
+    for key, attribute in _ENTRY_FIELDS:
+        pairs = getattr(summary, attribute)
+        if pairs:
+            entry[key] = {name: value if isinstance(value, str) else format_quantity(value) for name, value in pairs}
+    return entry
+
+
+def limit_range_from_entry(entry: Mapping[str, Any]) -> LimitRangeSummary:
+    """A reported ``limitRange`` read back; raises ``ValueError`` for a quantity that cannot be read."""
+
+    def amounts(key: str) -> Amounts:
+        return tuple(sorted((str(n), parse_quantity(str(q))) for n, q in (entry.get(key) or {}).items()))
+
+    def quantities(key: str) -> Quantities:
+        return tuple(sorted((str(n), str(q)) for n, q in (entry.get(key) or {}).items()))
+
+    return LimitRangeSummary(
+        default_limits=quantities("defaultLimits"),
+        default_requests=quantities("defaultRequests"),
+        container_max=amounts("containerMax"),
+        container_min=amounts("containerMin"),
+        pod_max=amounts("podMax"),
+        pod_min=amounts("podMin"),
     )
 
 
@@ -213,6 +253,23 @@ def above_limits(pod_spec: Mapping[str, Any], *, path: str) -> list[str]:
 
 def _joined(kind: str, found: Sequence[str]) -> str:
     return f"{kind}: {found[0] if len(found) == 1 else '[' + ', '.join(found) + ']'}"
+
+
+def resources_signature(workload: Mapping[str, Any]) -> str:
+    """What of a Workload's pod templates LimitRanges judge (each container's and the pod's ``resources``, the
+    RuntimeClass), as one string: two Workloads with the same signature get the same verdict."""
+    shapes = []
+    for pod_set in (workload.get("spec") or {}).get("podSets") or ():
+        spec = (pod_set.get("template") or {}).get("spec") or {}
+        shapes.append(
+            [
+                [c.get("resources") for c in spec.get("initContainers") or ()],
+                [c.get("resources") for c in spec.get("containers") or ()],
+                spec.get("resources"),
+                spec.get("runtimeClassName"),
+            ]
+        )
+    return json.dumps(shapes, sort_keys=True, separators=(",", ":"))
 
 
 def workload_violations(

@@ -39,6 +39,7 @@ from federation.kube.cache import SyncedCache
 from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventSink
 from federation.kube.trigger import Trigger
+from federation.limit_ranges import resources_signature, workload_violations
 from federation.obs.metrics import Metrics
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from federation.topology.report import topology_requests
@@ -112,6 +113,8 @@ class _PassWorkers:
 
     states: list[WorkerState]
     summaries: bool
+    limited: frozenset[tuple[str, str]] = frozenset()
+    """(namespace, LocalQueue) whose namespace has LimitRanges on some of these workers."""
     refused: dict[tuple[object, ...], NoWorker] = field(default_factory=dict)
 
 
@@ -348,7 +351,11 @@ class GlobalScheduler:
                     in_flight=self._ledger.in_flight(name),
                 )
             )
-        found = _PassWorkers(states, any(w.capacity is not None and w.capacity.topologies for w in states))
+        found = _PassWorkers(
+            states,
+            any(w.capacity is not None and w.capacity.topologies for w in states),
+            frozenset(route for w in states if w.capacity is not None for route in w.capacity.limit_ranges),
+        )
         self._pass_workers[key] = found
         return found
 
@@ -491,6 +498,7 @@ class GlobalScheduler:
             # a backlog of one shape woken by a report of more room: one worker choice per shape once the room is
             # taken, not one per Workload
             placement = admit.workload.pod_sets
+            limited = (namespace, queue_name) in workers.limited
             shape = refusal_key(
                 namespace=namespace,
                 queue_name=queue_name,
@@ -498,6 +506,7 @@ class GlobalScheduler:
                 pod_sets=pod_sets,
                 placement=placement,
                 pod_set_usage=usage,
+                pod_templates=resources_signature(raw) if limited else None,
             )
             result: Dispatch | NoWorker | None = workers.refused.get(shape)
             if result is None:
@@ -512,6 +521,7 @@ class GlobalScheduler:
                     pod_sets=pod_sets,
                     placement=placement,
                     pod_set_usage=usage,
+                    limit_check=(lambda limits: workload_violations(raw, limits)) if limited else None,
                 )
             if isinstance(result, NoWorker):
                 workers.refused[shape] = result

@@ -472,23 +472,24 @@ def _limit_range(federation: Federation, clusters: list[str], name: str, *items:
 def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_workers_reason(
     federation: Federation,
 ) -> None:
-    """The workers' namespace has a LimitRange the manager's has not (the manager does not read the workers'
-    LimitRanges): the manager sends the copy, and it waits in the worker's queue. Within seconds the manager's
-    MultiKueue check says why, in the worker's words, with an Event, rather than only 'Dispatched' until the
-    dispatch timeout."""
+    """The workers' namespace has a LimitRange whose default request is for a resource their ClusterQueue does not
+    cover (the manager checks a worker's LimitRange bounds, not what its defaults add): the manager sends the copy,
+    and it waits in the worker's queue. Within seconds the manager's MultiKueue check says why, in the worker's
+    words, with an Event, rather than only 'Dispatched' until the dispatch timeout."""
+    scratch = {"type": "Container", "defaultRequest": {"ephemeral-storage": "1Gi"}}
     with (
-        _limit_range(federation, list(federation.workers), "one-cpu-pods", {"type": "Pod", "max": {"cpu": "1"}}),
+        _limit_range(federation, list(federation.workers), "scratch-space", scratch),
         _queued_job(
             federation,
-            "bounded",
-            manager_flavors=[("bounded", {}, "8", "16Gi")],
-            worker_flavors=[("bounded", {}, "8", "16Gi")],
+            "scratch",
+            manager_flavors=[("scratch", {}, "8", "16Gi")],
+            worker_flavors=[("scratch", {}, "8", "16Gi")],
             node_selector={},
         ),
     ):
-        said = "resources didn't satisfy LimitRange constraints"
+        said = "resource ephemeral-storage unavailable in ClusterQueue"
         workload = wait_for(
-            lambda: workload_of(federation, "bounded"),
+            lambda: workload_of(federation, "scratch"),
             until=lambda wl: any(
                 said in str(c.get("message")) for c in (wl or {}).get("status", {}).get("admissionChecks") or ()
             ),
@@ -498,7 +499,6 @@ def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_worke
         assert workload is not None
         message = workload["status"]["admissionChecks"][0]["message"]
         assert message.startswith('not admitted yet in worker cluster "worker-'), message
-        assert "requests must not be above the limitRange max" in message, message
         events = [
             e
             for e in items(federation, MANAGER, "events.events.k8s.io")
@@ -506,6 +506,37 @@ def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_worke
         ]
         assert events, "a WaitingOnWorker Event on the Workload"
         assert said in events[0]["note"], events
+
+
+def test_a_worker_whose_namespace_limit_range_refuses_the_pods_gets_no_copy_until_it_is_lifted(
+    federation: Federation,
+) -> None:
+    """The workers' namespace has a LimitRange whose max the Job's pods exceed (the manager's has none): their agents
+    report it, so the manager sends no copy and the pending Workload says why; when the LimitRange goes, the Job
+    runs (before, the copy waited on a worker until the dispatch timeout, then on the next one)."""
+    with _limit_range(federation, list(federation.workers), "one-cpu-pods", {"type": "Pod", "max": {"cpu": "1"}}):
+        submit(federation, "bounded", cpu="2", seconds=1)
+        said = (
+            "namespace default: resources didn't satisfy LimitRange constraints: spec.podSets[0].template.spec: "
+            'Invalid value: ["cpu"]: requests must not be above the limitRange max'
+        )
+        workload = wait_for(
+            lambda: workload_of(federation, "bounded"),
+            until=lambda wl: said in (condition(wl, "QuotaReserved") or {}).get("message", ""),
+            timeout=30,
+            what="the pending Workload naming the workers' LimitRange",
+        )
+        assert workload is not None
+        for worker in federation.workers:
+            assert not [
+                w
+                for w in items(federation, worker, "workloads")
+                if w["metadata"]["name"] == workload["metadata"]["name"]
+            ], f"no copy on {worker}"
+    try:
+        wait_complete(federation, "bounded")
+    finally:
+        federation.kubectl(MANAGER, "delete", "job", "bounded", "--wait=true", "--timeout=60s", check=False)
 
 
 def test_a_worker_queue_whose_flavors_each_lack_a_resource_gets_no_copy_and_says_why(federation: Federation) -> None:

@@ -85,6 +85,18 @@ class ClusterQueueCapacity(KubeModel):
         return next((f for f in self.flavors if f.name == name), None)
 
 
+class RouteLimitRange(KubeModel):
+    """The LimitRanges of a LocalQueue's namespace, summarized as Kueue summarizes them: the defaults a container gets
+    and the bounds a container and a pod must keep (``federation.limit_ranges``)."""
+
+    default_limits: ResourceList | None = None
+    default_requests: ResourceList | None = None
+    container_max: ResourceList | None = None
+    container_min: ResourceList | None = None
+    pod_max: ResourceList | None = None
+    pod_min: ResourceList | None = None
+
+
 class LocalQueueRoute(KubeModel):
     """Which local ClusterQueue a LocalQueue feeds, so the manager can map a workload's queueName to its quota."""
 
@@ -96,6 +108,8 @@ class LocalQueueRoute(KubeModel):
     namespace_not_selected: Bool | None = None
     """True when the ClusterQueue's ``namespaceSelector`` does not select the LocalQueue's namespace: it admits none
     of its workloads (Kueue: "Workload namespace doesn't match ClusterQueue selector")."""
+    limit_range: RouteLimitRange | None = None
+    """The namespace's LimitRanges, when it has any: a workload whose pods they would refuse is not admitted there."""
 
 
 class PodShape(KubeModel):

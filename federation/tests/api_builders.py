@@ -6,6 +6,7 @@ from typing import Any
 
 from federation.admission.api_quotas import cohort_spec, flavor_info, queue_info
 from federation.admission.api_state import QuotaState, build_quota_state, local_queue_info
+from federation.limit_ranges import by_namespace
 
 Obj = dict[str, Any]
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -143,6 +144,7 @@ def state(
     cohorts: list[Obj] = (),  # type: ignore[assignment]
     namespaces: dict[str, dict[str, str]] | None = None,
     now_seconds: float | None = None,
+    limit_ranges: list[Obj] = (),  # type: ignore[assignment]
 ) -> QuotaState:
     infos = [flavor_info(f) for f in flavors]
     return build_quota_state(
@@ -153,4 +155,5 @@ def state(
         namespace_labels=namespaces if namespaces is not None else {"ns": {}},
         workloads=workloads,
         now_seconds=now_seconds,
+        limit_ranges=by_namespace(limit_ranges),
     )

@@ -181,3 +181,15 @@ def test_quota_counts_a_pending_pod_set_with_its_runtime_class_overhead() -> Non
     assert plain.pod_sets[0].requests == {"cpu": 1000}
     charged = builder.build(**{**_inputs(workloads=[raw]), "runtime_classes": [kata]}).pending["cq"][0][0]
     assert charged.pod_sets[0].requests == {"cpu": 1500}
+
+
+def test_a_summary_survives_the_capacity_report_and_a_signature_tells_pod_shapes_apart() -> None:
+    from federation.limit_ranges import limit_range_entry, limit_range_from_entry, resources_signature
+
+    summary = summarize(
+        [limit_range("lr", {**DEFAULTS, "max": {"cpu": "4", "memory": "8Gi"}}, {"type": "Pod", "min": {"cpu": "1"}})]
+    )
+    assert summary is not None
+    assert limit_range_from_entry(limit_range_entry(summary)) == summary
+    assert resources_signature(workload("a", cpu="1")) == resources_signature(workload("b", cpu="1"))
+    assert resources_signature(workload("a", cpu="1")) != resources_signature(workload("a", cpu="2"))

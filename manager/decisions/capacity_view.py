@@ -12,6 +12,7 @@ from typing import Any
 
 from federation.admission.model import ResourceFlavorSpec, Taint
 from federation.conditions import parse_time
+from federation.limit_ranges import limit_range_from_entry
 from federation.pod_injection import FlavorInjection
 from federation.quantity import parse_quantity
 from federation.topology.report import summary_from_entry
@@ -59,6 +60,11 @@ def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
     routes = status.get("localQueues") or ()
     stopped = frozenset((route["namespace"], route["name"]) for route in routes if route.get("stopped"))
     unselected = frozenset((route["namespace"], route["name"]) for route in routes if route.get("namespaceNotSelected"))
+    limit_ranges = {
+        (route["namespace"], route["name"]): limit_range_from_entry(route["limitRange"])
+        for route in routes
+        if route.get("limitRange")
+    }
     topologies = {str(entry["name"]): summary_from_entry(entry) for entry in status.get("topologies") or ()}
     return ParsedReport(
         generation=int(status.get("generation", 0)),
@@ -70,6 +76,7 @@ def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
             inactive=inactive,
             stopped_local_queues=stopped,
             unselected_local_queues=unselected,
+            limit_ranges=limit_ranges,
             flavor_nodes=_flavor_nodes(status.get("flavors")),
         ),
         flavors=_flavor_injections(status["flavors"]) if "flavors" in status else None,

@@ -23,12 +23,13 @@ is not sent a copy that its queue would hold back ("untolerated taint", "doesn't
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from federation.admission.flavors import placement_mismatches
 from federation.admission.model import PodSet, ResourceFlavorSpec
+from federation.limit_ranges import LimitRangeSummary
 from federation.quantity import QuantityFormat, format_quantity
 from federation.topology import CapacitySummary, PodSetRequest, summary_fits
 
@@ -87,6 +88,9 @@ class WorkerCapacity:
     flavor_nodes: Mapping[str, ResourceFlavorSpec] = field(default_factory=dict)
     """ResourceFlavor → the node labels and taints of its nodes, for the flavors that have any (from a report that
     lists the flavors; empty: none has any, or not known)."""
+    limit_ranges: Mapping[tuple[str, str], LimitRangeSummary] = field(default_factory=dict)
+    """(namespace, LocalQueue name) → the LimitRanges of that namespace on the worker, for the LocalQueues whose
+    namespace has any: a workload whose pods they would refuse is not admitted there."""
     _groups: dict[str, tuple[FlavorGroup, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _simple: dict[str, bool] = field(default_factory=dict, init=False, repr=False, compare=False)
     _rooms: dict[str, dict[str, Room]] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -157,6 +161,7 @@ class Headroom:
     rooms: Mapping[tuple[str, str], tuple[int, int]]
     """(ClusterQueue, resource) → (free, with borrowing), both less the quota in flight there."""
     topologies: Mapping[str, CapacitySummary]
+    limit_ranges: Mapping[tuple[str, str], LimitRangeSummary] = field(default_factory=dict)
 
 
 def headroom(capacity: WorkerCapacity, in_flight: Mapping[str, Mapping[str, int]]) -> Headroom:
@@ -172,7 +177,9 @@ def headroom(capacity: WorkerCapacity, in_flight: Mapping[str, Mapping[str, int]
     closed = capacity.stopped_local_queues | capacity.unselected_local_queues
     if closed:  # no room through them: they count as new once they run again (or their namespace is selected)
         local_queues = {k: v for k, v in local_queues.items() if k not in closed}
-    return Headroom(local_queues=local_queues, rooms=rooms, topologies=capacity.topologies)
+    return Headroom(
+        local_queues=local_queues, rooms=rooms, topologies=capacity.topologies, limit_ranges=capacity.limit_ranges
+    )
 
 
 def may_fit_more(before: Headroom, after: Headroom) -> bool:
@@ -182,6 +189,8 @@ def may_fit_more(before: Headroom, after: Headroom) -> bool:
     admissions the manager already counted in flight)."""
     if after.topologies is not before.topologies and after.topologies != before.topologies:
         return True
+    if after.limit_ranges is not before.limit_ranges and after.limit_ranges != before.limit_ranges:
+        return True  # a LimitRange changed or went: what it refused may be admitted now
     if after.local_queues is not before.local_queues and any(
         before.local_queues.get(key) != cluster_queue for key, cluster_queue in after.local_queues.items()
     ):
@@ -419,11 +428,13 @@ def _evaluate(
     usage: Sequence[tuple[str, Sequence[tuple[str, int]]]],
     pod_sets: Sequence[PodSetRequest] = (),
     placement: Sequence[PodSet] = (),
+    limit_check: Callable[[LimitRangeSummary], str] | None = None,
 ) -> tuple[tuple[int, float, float], Dispatch] | str:
     """(borrows, free share left on the tightest resource, largest share of nominal requested) and the dispatch;
     or why the worker cannot take the workload. ``requests`` sorted by resource; ``usage`` per pod set its name and
     its requests (all its pods, sorted by resource, none zero); ``pod_sets`` only those that ask for a topology;
-    ``placement`` every pod set, with its node selector, affinity and tolerations."""
+    ``placement`` every pod set, with its node selector, affinity and tolerations; ``limit_check`` why the worker's
+    LimitRanges of the namespace would refuse the pods ("" when they would not)."""
     if not worker.usable:
         return worker.unusable_reason or "not usable"
     if worker.capacity is None:
@@ -435,6 +446,11 @@ def _evaluate(
         return f"LocalQueue {namespace}/{queue_name} is stopped"
     if (namespace, queue_name) in worker.capacity.unselected_local_queues:
         return f"ClusterQueue {cluster_queue} does not select namespace {namespace} (its namespaceSelector)"
+    if limit_check is not None and worker.capacity.limit_ranges:
+        limits = worker.capacity.limit_ranges.get((namespace, queue_name))
+        problem = limit_check(limits) if limits is not None else ""
+        if problem:
+            return f"namespace {namespace}: {problem}"
     inactive = worker.capacity.inactive.get(cluster_queue)
     if inactive is not None:
         return f"ClusterQueue {cluster_queue} is inactive: {inactive}"
@@ -508,11 +524,14 @@ def refusal_key(
     pod_sets: Sequence[PodSetRequest] = (),
     placement: Sequence[PodSet] = (),
     pod_set_usage: Sequence[tuple[str, Mapping[str, int]]] = (),
+    pod_templates: object = None,
 ) -> tuple[object, ...]:
     """What :func:`choose_worker`'s answer "no worker has room" depends on besides the workers: two workloads with
     the same key are refused by the same workers for the same reasons (``avoid``, the policy and ``large_share`` only
     rank the workers that fit). Workers' room only shrinks while a pass decides (each dispatch adds to the quota in
-    flight), so a refusal holds for every later workload of the same key in that pass."""
+    flight), so a refusal holds for every later workload of the same key in that pass. ``pod_templates``: what a
+    worker's LimitRanges judge besides the requests (the pod templates' resources), when one reports any for the
+    LocalQueue (None otherwise)."""
     return (
         namespace,
         queue_name,
@@ -530,6 +549,7 @@ def refusal_key(
         ),
         tuple((tuple(sorted(ps.node_selector.items())), ps.required_affinity, ps.tolerations) for ps in placement),
         _usage(requests, pod_set_usage) if len(pod_set_usage) > 1 else (),
+        pod_templates,
     )
 
 
@@ -554,6 +574,7 @@ def choose_worker(
     pod_sets: Sequence[PodSetRequest] = (),
     placement: Sequence[PodSet] = (),
     pod_set_usage: Sequence[tuple[str, Mapping[str, int]]] = (),
+    limit_check: Callable[[LimitRangeSummary], str] | None = None,
 ) -> Dispatch | NoWorker:
     """The best worker for a workload needing ``requests`` (milli-units, all pod sets) via LocalQueue ``queue_name``.
 
@@ -562,7 +583,8 @@ def choose_worker(
     ``placement`` (every pod set, with its node selector, affinity and tolerations) lets a worker whose flavors'
     node taints or labels rule out a pod set refuse it; ``pod_set_usage`` (each pod set's name and requests, all its
     pods) lets each take its own flavor, as the worker's flavor assignment does (without it, the workload is one pod
-    set of ``requests``).
+    set of ``requests``); ``limit_check`` (why a worker namespace's LimitRanges would refuse the pods) lets a worker
+    that reports LimitRanges for the LocalQueue's namespace refuse it.
     """
     fitting: list[tuple[int, int, float, float, Dispatch]] = []
     reasons: list[tuple[str, str]] = []
@@ -578,6 +600,7 @@ def choose_worker(
             usage=usage,
             pod_sets=asking,
             placement=placement,
+            limit_check=limit_check,
         )
         if isinstance(result, str):
             reasons.append((worker.name, result))

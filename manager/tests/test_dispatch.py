@@ -431,9 +431,9 @@ def test_a_cluster_queue_its_agent_reports_inactive_gets_nothing_and_the_refusal
     assert not may_fit_more(headroom(active.capacity, {}), headroom(stopped.capacity, {}))
 
 
-def _reported_route(**route_flags: bool) -> WorkerState:
+def _reported_route(**route_flags: object) -> WorkerState:
     """Worker w1 as its agent's report shows it: ClusterQueue cq with 8 cpu free, fed by LocalQueue team-a/lq whose
-    route carries ``route_flags`` (``stopped``, ``namespaceNotSelected``)."""
+    route carries ``route_flags`` (``stopped``, ``namespaceNotSelected``, ``limitRange``)."""
     from manager.decisions.capacity_view import parse_report
 
     flavors = [{"name": "default", "resources": [{"name": "cpu", "nominal": "8", "usage": "0", "free": "8"}]}]
@@ -517,3 +517,33 @@ def test_a_worker_whose_flavors_rule_out_the_pods_by_node_labels_or_taints_is_re
     key = {"namespace": "team-a", "queue_name": "lq", "requests": {"cpu": 1000}}
     assert refusal_key(**key, placement=(wants_cpu,)) != refusal_key(**key, placement=(other_key,))  # type: ignore[arg-type]
     assert refusal_key(**key, placement=(plain,)) != refusal_key(**key, placement=(tolerant,))  # type: ignore[arg-type]
+
+
+def test_a_worker_whose_namespace_limit_range_would_refuse_the_pods_is_refused_with_the_reason() -> None:
+    from federation.limit_ranges import LimitRangeSummary, limit_range_entry, summarize, workload_violations
+    from federation.tests.api_builders import workload
+
+    bounded = summarize([{"metadata": {"name": "lr"}, "spec": {"limits": [{"type": "Pod", "max": {"cpu": "1"}}]}}])
+    assert bounded is not None
+    limited, open_worker = _reported_route(limitRange=limit_range_entry(bounded)), _reported_route()
+    assert limited.capacity is not None
+    assert limited.capacity.limit_ranges == {("team-a", "lq"): bounded}
+    raw = workload("big", cpu="2", namespace="team-a", queue="lq")
+
+    def check(limits: LimitRangeSummary) -> str:
+        return workload_violations(raw, limits)
+
+    refused = choose_worker(
+        namespace="team-a", queue_name="lq", requests={"cpu": 2 * CPU}, workers=[limited], limit_check=check
+    )
+    assert refused == NoWorker(
+        "no worker has room: w1: namespace team-a: resources didn't satisfy LimitRange constraints: "
+        'spec.podSets[0].template.spec: Invalid value: ["cpu"]: requests must not be above the limitRange max'
+    )
+    fits = choose_worker(
+        namespace="team-a", queue_name="lq", requests={"cpu": 2 * CPU}, workers=[open_worker], limit_check=check
+    )
+    assert fits == Dispatch("w1", "cq", False)
+    assert open_worker.capacity is not None
+    assert may_fit_more(headroom(limited.capacity, {}), headroom(open_worker.capacity, {})), "lifted: look again"
+    assert not may_fit_more(headroom(limited.capacity, {}), headroom(limited.capacity, {}))

@@ -21,6 +21,7 @@ from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_state import LocalQueueInfo, QuotaState
 from federation.admission.flavors import format_amount
 from federation.admission.snapshot import ClusterQueueNode
+from federation.limit_ranges import limit_range_entry
 
 Obj = dict[str, Any]
 
@@ -83,6 +84,9 @@ def _route(state: QuotaState, lq: LocalQueueInfo) -> Obj:
         route["stopped"] = True
     if not state.selects(lq):
         route["namespaceNotSelected"] = True
+    limits = state.limit_ranges.get(lq.namespace)
+    if limits is not None:
+        route["limitRange"] = limit_range_entry(limits)
     return route
 
 

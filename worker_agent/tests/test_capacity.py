@@ -364,3 +364,24 @@ def test_report_lists_each_flavors_node_taints() -> None:
     status = capacity_status(local, pending_counts={}, flavors={"rf": flavor_info(raw[0])})
     assert status["flavors"] == [{"name": "rf", "nodeTaints": taints}]
     ClusterCapacityStatus.model_validate({"generation": 1, "observedTime": "2026-01-01T00:00:00Z", **status})
+
+
+def test_a_local_queue_whose_namespace_has_limit_ranges_carries_their_summary() -> None:
+    from federation.limit_ranges import limit_range_from_entry, summarize
+
+    limit_range = {
+        "metadata": {"name": "lr", "namespace": "ns"},
+        "spec": {"limits": [{"type": "Pod", "max": {"cpu": "2", "memory": "1Gi"}}]},
+    }
+    local = state(
+        flavors=[flavor("rf")],
+        queues=[cluster_queue("cq", {"rf": {"cpu": 4}})],
+        local_queues=[local_queue("ns", "lq", "cq"), local_queue("other", "lq", "cq")],
+        workloads=[],
+        namespaces={"ns": {}, "other": {}},
+        limit_ranges=[limit_range],
+    )
+    routes = {r["namespace"]: r for r in capacity_status(local, pending_counts={}, flavors={})["localQueues"]}
+    assert routes["ns"]["limitRange"] == {"podMax": {"cpu": "2", "memory": "1073741824"}}
+    assert "limitRange" not in routes["other"]
+    assert limit_range_from_entry(routes["ns"]["limitRange"]) == summarize([limit_range])
