@@ -10,13 +10,15 @@ the ranges' ``min`` or ``max``, or one whose requests a default limit leaves abo
 LimitRanges in one namespace are summarized the way Kueue summarizes them: the lowest ``max``, the highest
 ``min``, and the first ``default`` and ``defaultRequest`` found, by name.
 ``maxLimitRequestRatio`` and PersistentVolumeClaim ranges are not checked (Kueue does not check them either).
-Plain data in, plain data out: the caller lists the LimitRange objects.
+A worker's agent publishes its namespaces' summaries in its capacity report (``limit_range_entry``), so that the
+manager sends no copy there that those LimitRanges would refuse. Plain data in, plain data out: the caller lists
+the LimitRange objects.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +49,7 @@ class LimitRangeSummary:
     pod_min: Amounts = ()
 
 
-def _keep(found: dict[str, int], more: Mapping[str, Any], *, pick: Any) -> None:
+def _keep(found: dict[str, int], more: Mapping[str, Any], *, pick: Callable[[int, int], int]) -> None:
     for name, quantity in more.items():
         amount = parse_quantity(str(quantity))
         found[name] = pick(found[name], amount) if name in found else amount
