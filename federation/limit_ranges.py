@@ -179,6 +179,14 @@ def with_defaults(pod_spec: Mapping[str, Any], summary: LimitRangeSummary | None
     return {**pod_spec, **changed} if changed else pod_spec
 
 
+def spec_as_run(
+    pod_spec: Mapping[str, Any], summary: LimitRangeSummary | None, overheads: Overheads = ()
+) -> Mapping[str, Any]:
+    """``pod_spec`` as its pods will be created: the RuntimeClass's overhead and the LimitRange defaults laid in (the
+    spec itself when neither adds anything)."""
+    return with_defaults(with_runtime_overhead(pod_spec, overheads), summary)
+
+
 def pod_set_as_run(
     pod_set: Mapping[str, Any], summary: LimitRangeSummary | None, overheads: Overheads = ()
 ) -> Mapping[str, Any]:
@@ -186,7 +194,7 @@ def pod_set_as_run(
     overhead and the LimitRange defaults laid in (the entry itself when neither adds anything)."""
     template = pod_set.get("template") or {}
     pod_spec = template.get("spec") or {}
-    adjusted = with_defaults(with_runtime_overhead(pod_spec, overheads), summary)
+    adjusted = spec_as_run(pod_spec, summary, overheads)
     if adjusted is pod_spec:
         return pod_set
     return {**pod_set, "template": {**template, "spec": adjusted}}
@@ -284,8 +292,7 @@ def workload_violations(
         return ""
     invalid, outside = [], []
     for index, pod_set in enumerate((workload.get("spec") or {}).get("podSets") or ()):
-        pod_spec = with_runtime_overhead((pod_set.get("template") or {}).get("spec") or {}, overheads)
-        pod_spec = with_defaults(pod_spec, summary)
+        pod_spec = spec_as_run((pod_set.get("template") or {}).get("spec") or {}, summary, overheads)
         path = f"spec.podSets[{index}].template.spec"
         invalid += above_limits(pod_spec, path=path)
         outside += violations(pod_spec, summary, path=path)

@@ -24,6 +24,14 @@ RUN = '{"spec": {"stopPolicy": "None"}}'
 pytestmark = pytest.mark.e2e
 
 
+def _assert_no_copy(federation: Federation, workload: Obj) -> None:
+    """No worker holds a copy of the manager's ``workload``."""
+    for worker in federation.workers:
+        assert not [
+            w for w in items(federation, worker, "workloads") if w["metadata"]["name"] == workload["metadata"]["name"]
+        ], f"no copy on {worker}"
+
+
 def test_s2_the_manager_job_starts_only_after_admission_and_mirrors_status_while_running(
     federation: Federation,
 ) -> None:
@@ -304,11 +312,7 @@ def test_a_stopped_worker_queue_gets_no_copy_and_the_pending_workload_says_why(
         message = condition(workload, "QuotaReserved")["message"]  # type: ignore[index]
         for worker in federation.workers:
             assert f"{worker}: " in message or f"{worker}," in message, message
-            assert not [
-                w
-                for w in items(federation, worker, "workloads")
-                if w["metadata"]["name"] == workload["metadata"]["name"]
-            ], f"no copy on {worker}"
+        _assert_no_copy(federation, workload)
     finally:
         for worker in stopped:
             federation.kubectl(worker, "patch", kind, name, "-n", "default", "--type=merge", "-p", RUN)
@@ -356,12 +360,7 @@ def test_a_worker_queue_that_does_not_select_the_namespace_gets_no_copy_until_th
             what="the pending Workload naming the workers' namespace selectors",
         )
         assert workload is not None
-        for worker in federation.workers:
-            assert not [
-                w
-                for w in items(federation, worker, "workloads")
-                if w["metadata"]["name"] == workload["metadata"]["name"]
-            ], f"no copy on {worker}"
+        _assert_no_copy(federation, workload)
         for worker in federation.workers:
             federation.kubectl(worker, "label", "namespace", "default", f"{label}=yes")
         wait_complete(federation, "unselected", timeout=60)
@@ -527,12 +526,7 @@ def test_a_worker_whose_namespace_limit_range_refuses_the_pods_gets_no_copy_unti
             what="the pending Workload naming the workers' LimitRange",
         )
         assert workload is not None
-        for worker in federation.workers:
-            assert not [
-                w
-                for w in items(federation, worker, "workloads")
-                if w["metadata"]["name"] == workload["metadata"]["name"]
-            ], f"no copy on {worker}"
+        _assert_no_copy(federation, workload)
     try:
         wait_complete(federation, "bounded")
     finally:
@@ -559,12 +553,27 @@ def test_a_worker_queue_whose_flavors_each_lack_a_resource_gets_no_copy_and_says
             what="the pending Workload naming the workers' flavors",
         )
         assert workload is not None
-        for worker in federation.workers:
-            assert not [
-                w
-                for w in items(federation, worker, "workloads")
-                if w["metadata"]["name"] == workload["metadata"]["name"]
-            ], f"no copy on {worker}"
+        _assert_no_copy(federation, workload)
+
+
+def _charged_cpu(federation: Federation, manifest: Obj) -> str:
+    """Create the Job ``manifest`` on the manager, wait for its Workload to reserve quota, and return the cpu charged
+    (its first pod set's ``resourceUsage``) once the Job completed; the Job is deleted after."""
+    name = manifest["metadata"]["name"]
+    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    try:
+        workload = wait_for(
+            lambda: workload_of(federation, name),
+            until=lambda wl: is_true(wl, "QuotaReserved"),
+            timeout=45,
+            what=f"the Workload of Job {name} to reserve quota",
+        )
+        assert workload is not None
+        usage = workload["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]
+        wait_complete(federation, name)
+        return str(usage.get("cpu"))
+    finally:
+        federation.kubectl(MANAGER, "delete", "job", name, "--wait=true", "--timeout=60s", check=False)
 
 
 def test_a_job_without_requests_is_charged_its_namespaces_limit_range_defaults(federation: Federation) -> None:
@@ -574,20 +583,7 @@ def test_a_job_without_requests_is_charged_its_namespaces_limit_range_defaults(f
     with _limit_range(federation, [MANAGER], "defaults", defaults):
         manifest = job_manifest("defaulted", namespace="default", cpu="1", parallelism=2, seconds=1)
         manifest["spec"]["template"]["spec"]["containers"][0]["resources"] = {}
-        federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
-        try:
-            workload = wait_for(
-                lambda: workload_of(federation, "defaulted"),
-                until=lambda wl: is_true(wl, "QuotaReserved"),
-                timeout=45,
-                what="the Workload of a Job without requests to reserve quota",
-            )
-            assert workload is not None
-            usage = workload["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]
-            assert usage.get("cpu") == "3", usage
-            wait_complete(federation, "defaulted")
-        finally:
-            federation.kubectl(MANAGER, "delete", "job", "defaulted", "--wait=true", "--timeout=60s", check=False)
+        assert _charged_cpu(federation, manifest) == "3"
 
 
 def test_a_job_with_pod_level_resources_is_charged_them(federation: Federation) -> None:
@@ -595,20 +591,7 @@ def test_a_job_with_pod_level_resources_is_charged_them(federation: Federation) 
     quota charged is the pod-level figure, as the scheduler and Kueue count it."""
     manifest = job_manifest("pod-level", namespace="default", cpu="1", parallelism=2, seconds=1)
     manifest["spec"]["template"]["spec"]["resources"] = {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}
-    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
-    try:
-        workload = wait_for(
-            lambda: workload_of(federation, "pod-level"),
-            until=lambda wl: is_true(wl, "QuotaReserved"),
-            timeout=45,
-            what="the Workload of a Job with pod-level resources to reserve quota",
-        )
-        assert workload is not None
-        usage = workload["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]
-        assert usage.get("cpu") == "4", usage
-        wait_complete(federation, "pod-level")
-    finally:
-        federation.kubectl(MANAGER, "delete", "job", "pod-level", "--wait=true", "--timeout=60s", check=False)
+    assert _charged_cpu(federation, manifest) == "4"
 
 
 def test_a_job_naming_a_runtime_class_is_charged_its_overhead(federation: Federation) -> None:
@@ -627,19 +610,8 @@ def test_a_job_naming_a_runtime_class_is_charged_its_overhead(federation: Federa
     try:
         for cluster in clusters:
             federation.kubectl(cluster, "apply", "-f", "-", input=json.dumps(runtime_class))
-        federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
-        workload = wait_for(
-            lambda: workload_of(federation, "sandboxed"),
-            until=lambda wl: is_true(wl, "QuotaReserved"),
-            timeout=45,
-            what="the Workload of a Job naming a RuntimeClass to reserve quota",
-        )
-        assert workload is not None
-        usage = workload["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]
-        assert usage.get("cpu") == "3", usage
-        wait_complete(federation, "sandboxed")
+        assert _charged_cpu(federation, manifest) == "3"
     finally:
-        federation.kubectl(MANAGER, "delete", "job", "sandboxed", "--wait=true", "--timeout=60s", check=False)
         for cluster in clusters:
             federation.kubectl(cluster, "delete", "runtimeclass", "kfed-test-sandboxed", "--wait=false", check=False)
 
@@ -701,9 +673,4 @@ def test_a_job_no_worker_flavor_can_take_by_its_nodes_gets_no_copy_and_says_why(
         )
         assert workload is not None
         assert not is_true(workload, "QuotaReserved")
-        for worker in federation.workers:
-            assert not [
-                w
-                for w in items(federation, worker, "workloads")
-                if w["metadata"]["name"] == workload["metadata"]["name"]
-            ], f"no copy on {worker}"
+        _assert_no_copy(federation, workload)

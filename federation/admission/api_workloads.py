@@ -13,8 +13,8 @@ from typing import Any
 from federation.admission import model as core
 from federation.api.workload import ADMITTED, FINISHED, QUOTA_RESERVED
 from federation.conditions import find_condition, is_true, parse_time
-from federation.limit_ranges import LimitRangeSummary, with_defaults
-from federation.podspec import Overheads, pod_requests, with_runtime_overhead
+from federation.limit_ranges import LimitRangeSummary, spec_as_run
+from federation.podspec import Overheads, pod_requests
 from federation.quantity import parse_quantity
 
 Obj = dict[str, Any]
@@ -117,7 +117,7 @@ def core_pod_set(
     (``limits``) for what its containers leave out and its RuntimeClass's overhead (``overheads``) when it sets
     none; raises ``ValueError`` on an unparsable quantity."""
     template = raw.get("template") or {}
-    pod_spec = with_defaults(with_runtime_overhead(template.get("spec") or {}, overheads), limits)
+    pod_spec = spec_as_run(template.get("spec") or {}, limits, overheads)
     min_count = raw.get("minCount")
     return core.PodSet(
         name=str(raw.get("name") or "main"),
