@@ -29,6 +29,7 @@ import structlog
 
 from federation.admission.api_drain import EventSpec, WorkloadUpdate, drain, pending_update
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
+from federation.admission.api_workloads import ResourceRules
 from federation.admission.decisions import Admit, Preempt, Wait
 from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot
@@ -39,7 +40,7 @@ from federation.kube.cache import SyncedCache
 from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventSink
 from federation.kube.trigger import Trigger
-from federation.limit_ranges import resources_signature, workload_violations
+from federation.limit_ranges import resources_signature
 from federation.obs.metrics import Metrics
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from federation.topology.report import topology_requests
@@ -66,6 +67,7 @@ from manager.decisions.reservation import (
     workload_checks,
 )
 from manager.decisions.withdrawal import exclusions, preemption_status, withdrawn_from
+from manager.decisions.worker_requests import AsRunThere, as_run_there
 from manager.queue_status_writes import QueueStatusWrites
 from manager.reservation_holds import ReservationHolds
 from manager.verdict_writes import VerdictWrites
@@ -104,6 +106,22 @@ def _listed(source: Callable[[], Iterable[dict[str, Any]]]) -> Iterator[dict[str
 
 def _by_name(objects: Any) -> dict[str, dict[str, Any]]:
     return {o["metadata"]["name"]: o for o in objects}
+
+
+def _as_run_there(raw: dict[str, Any], admit: Admit, state: QuotaState, rules: ResourceRules) -> AsRunThere:
+    """How the workers judge the admitted ``raw`` Workload's pods by their namespace's LimitRanges: the admitted pod
+    counts, the manager's RuntimeClass overheads and resource rules, and the resources the manager charged (when it
+    ignores undeclared ones, and for ``pods``)."""
+    assigned = admit.assignment.pod_set_assignments
+    charged = {resource for psa in assigned for resource in psa.resource_usage}
+    return as_run_there(
+        raw,
+        {psa.name: psa.count for psa in assigned},
+        rules=rules,
+        overheads=state.runtime_overheads,
+        charged=charged if rules.ignore_undeclared else None,
+        pods="pods" in charged,
+    )
 
 
 @dataclass(slots=True)
@@ -495,10 +513,14 @@ class GlobalScheduler:
             # The pod sets' topology requests matter only against a worker's TAS summary: parsed only then.
             namespace, queue_name = raw["metadata"]["namespace"], raw["spec"]["queueName"]
             pod_sets = topology_requests(raw) if workers.summaries else ()
+            here = state.limit_ranges.get(namespace)
+            # the requests differ from worker to worker only when a LimitRange is involved here or there
+            judged = (namespace, queue_name) in workers.limited or (
+                here is not None and bool(here.default_limits or here.default_requests)
+            )
             # a backlog of one shape woken by a report of more room: one worker choice per shape once the room is
             # taken, not one per Workload
             placement = admit.workload.pod_sets
-            limited = (namespace, queue_name) in workers.limited
             shape = refusal_key(
                 namespace=namespace,
                 queue_name=queue_name,
@@ -506,7 +528,7 @@ class GlobalScheduler:
                 pod_sets=pod_sets,
                 placement=placement,
                 pod_set_usage=usage,
-                pod_templates=resources_signature(raw) if limited else None,
+                pod_templates=resources_signature(raw) if judged else None,
             )
             result: Dispatch | NoWorker | None = workers.refused.get(shape)
             if result is None:
@@ -521,7 +543,7 @@ class GlobalScheduler:
                     pod_sets=pod_sets,
                     placement=placement,
                     pod_set_usage=usage,
-                    limit_check=(lambda limits: workload_violations(raw, limits)) if limited else None,
+                    as_run_there=_as_run_there(raw, admit, state, config.resource_rules) if judged else None,
                 )
             if isinstance(result, NoWorker):
                 workers.refused[shape] = result
@@ -533,7 +555,10 @@ class GlobalScheduler:
             tas = tas_flavor_names(caches.flavors.store, capacity.topologies if capacity is not None else ())
             chosen[admit.workload.key] = (result, every_check, check_names, tas)
             self._ledger.record(
-                admit.workload.key, worker=result.worker, cluster_queue=result.cluster_queue, requests=requests
+                admit.workload.key,
+                worker=result.worker,
+                cluster_queue=result.cluster_queue,
+                requests=dict(result.requests) if judged else requests,
             )
             return None
 

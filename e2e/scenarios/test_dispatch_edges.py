@@ -431,8 +431,10 @@ def _queued_job(
     worker_flavors: list[tuple[str, Obj, str, str]],
     node_selector: Obj,
     memory: str = "1Gi",
+    pod_spec: Obj | None = None,
 ) -> Iterator[None]:
-    """The ``name`` queues (over those flavors) on every cluster and a Job ``name`` on them; all deleted after."""
+    """The ``name`` queues (over those flavors) on every cluster and a Job ``name`` on them (``pod_spec``: more fields
+    of its pod spec); all deleted after."""
     clusters = [MANAGER, *federation.workers]
     for cluster in clusters:
         manager = cluster == MANAGER
@@ -442,6 +444,7 @@ def _queued_job(
         )
     manifest = job_manifest(name, namespace="default", cpu="2", memory=memory, seconds=1, queue=name)
     manifest["spec"]["template"]["spec"]["nodeSelector"] = node_selector
+    manifest["spec"]["template"]["spec"].update(pod_spec or {})
     try:
         federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
         yield
@@ -471,21 +474,33 @@ def _limit_range(federation: Federation, clusters: list[str], name: str, *items:
 def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_workers_reason(
     federation: Federation,
 ) -> None:
-    """The workers' namespace has a LimitRange whose default request is for a resource their ClusterQueue does not
-    cover (the manager checks a worker's LimitRange bounds, not what its defaults add): the manager sends the copy,
-    and it waits in the worker's queue. Within seconds the manager's MultiKueue check says why, in the worker's
-    words, with an Event, rather than only 'Dispatched' until the dispatch timeout."""
-    scratch = {"type": "Container", "defaultRequest": {"ephemeral-storage": "1Gi"}}
-    with (
-        _limit_range(federation, list(federation.workers), "scratch-space", scratch),
-        _queued_job(
-            federation,
-            "scratch",
-            manager_flavors=[("scratch", {}, "8", "16Gi")],
-            worker_flavors=[("scratch", {}, "8", "16Gi")],
-            node_selector={},
-        ),
-    ):
+    """The workers have a RuntimeClass whose pod overhead is a resource their ClusterQueue does not cover, and the
+    manager has none (workers do not report their RuntimeClasses): the manager sends the copy, and it waits in the
+    worker's queue. Within seconds the manager's MultiKueue check says why, in the worker's words, with an Event,
+    rather than only 'Dispatched' until the dispatch timeout."""
+    runtime_class = {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": "kfed-test-scratch"},
+        "handler": "scratch",
+        "overhead": {"podFixed": {"ephemeral-storage": "1Gi"}},
+    }
+    with contextlib.ExitStack() as cleanup:
+        for cluster in federation.workers:
+            cleanup.callback(
+                federation.kubectl, cluster, "delete", "runtimeclass", "kfed-test-scratch", "--wait=false", check=False
+            )
+            federation.kubectl(cluster, "apply", "-f", "-", input=json.dumps(runtime_class))
+        cleanup.enter_context(
+            _queued_job(
+                federation,
+                "scratch",
+                manager_flavors=[("scratch", {}, "8", "16Gi")],
+                worker_flavors=[("scratch", {}, "8", "16Gi")],
+                node_selector={},
+                pod_spec={"runtimeClassName": "kfed-test-scratch"},
+            )
+        )
         said = "resource ephemeral-storage unavailable in ClusterQueue"
         workload = wait_for(
             lambda: workload_of(federation, "scratch"),
@@ -531,6 +546,33 @@ def test_a_worker_whose_namespace_limit_range_refuses_the_pods_gets_no_copy_unti
         wait_complete(federation, "bounded")
     finally:
         federation.kubectl(MANAGER, "delete", "job", "bounded", "--wait=true", "--timeout=60s", check=False)
+
+
+def test_a_worker_whose_namespace_limit_range_defaults_a_resource_its_queue_lacks_gets_no_copy_until_it_goes(
+    federation: Federation,
+) -> None:
+    """The workers' namespace has a LimitRange whose default request is for a resource their ClusterQueue does not
+    cover (the manager's has none): the Job copy's pods would ask for it there, so the manager sends no copy and the
+    pending Workload says why; when the LimitRange goes, the Job runs (before, the copy waited in a worker's queue
+    until the dispatch timeout, then in the next one's)."""
+    scratch = {"type": "Container", "defaultRequest": {"ephemeral-storage": "1Gi"}}
+    with _limit_range(federation, list(federation.workers), "scratch-space", scratch):
+        submit(federation, "scratch-default", cpu="1", seconds=1)
+        said = (
+            "has no quota for ephemeral-storage, which the LimitRange defaults of namespace default there give the pods"
+        )
+        workload = wait_for(
+            lambda: workload_of(federation, "scratch-default"),
+            until=lambda wl: said in (condition(wl, "QuotaReserved") or {}).get("message", ""),
+            timeout=30,
+            what="the pending Workload naming the workers' LimitRange default",
+        )
+        assert workload is not None
+        _assert_no_copy(federation, workload)
+    try:
+        wait_complete(federation, "scratch-default")
+    finally:
+        federation.kubectl(MANAGER, "delete", "job", "scratch-default", "--wait=true", "--timeout=60s", check=False)
 
 
 def test_a_worker_queue_whose_flavors_each_lack_a_resource_gets_no_copy_and_says_why(federation: Federation) -> None:

@@ -130,6 +130,26 @@ def core_pod_set(
     )
 
 
+def pod_set_usage(
+    workload: Mapping[str, Any],
+    counts: Mapping[str, int],
+    *,
+    rules: ResourceRules = ALL_RESOURCES,
+    limits: LimitRangeSummary | None = None,
+    overheads: Overheads = (),
+) -> list[tuple[str, dict[str, int]]]:
+    """Each pod set's name and its requests for ``counts[name]`` of its pods (all of them when it is not in
+    ``counts``), as the LimitRanges ``limits`` and the RuntimeClasses' ``overheads`` of a cluster make its pods: what
+    that cluster's quota charges for ``workload`` (a raw Workload); raises ``ValueError`` on an unparsable
+    quantity."""
+    found = []
+    for raw in (workload.get("spec") or {}).get("podSets") or ():
+        pod_set = core_pod_set(raw, rules=rules, limits=limits, overheads=overheads)
+        count = counts.get(pod_set.name, pod_set.count)
+        found.append((pod_set.name, {name: amount * count for name, amount in pod_set.requests.items() if amount}))
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class QueuedWorkload:
     """A pending workload resolved to its ClusterQueue, ready for the core."""

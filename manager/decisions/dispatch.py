@@ -18,12 +18,14 @@ only to a worker that may have a rack with room. A pod set goes only to a worker
 ClusterQueue could take it by its nodes (from a report that lists the flavors' node labels and taints): the pod set
 tolerates the flavor's taints, and its ``nodeSelector`` and required node affinity allow the flavor's node labels
 (as in flavor assignment, only label keys those flavors set are compared). A worker whose flavors rule the pods out
-is not sent a copy that its queue would hold back ("untolerated taint", "doesn't match node affinity").
+is not sent a copy that its queue would hold back ("untolerated taint", "doesn't match node affinity"). When
+LimitRanges are involved, each worker is judged by what its own namespace's LimitRanges make the pods ask for, and
+one whose LimitRanges refuse them gets no copy (:mod:`manager.decisions.worker_requests`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -32,6 +34,7 @@ from federation.admission.model import PodSet, ResourceFlavorSpec
 from federation.limit_ranges import LimitRangeSummary
 from federation.quantity import QuantityFormat, format_quantity
 from federation.topology import CapacitySummary, PodSetRequest, summary_fits
+from manager.decisions.worker_requests import AsRunThere
 
 
 class DispatchPolicy(StrEnum):
@@ -207,6 +210,9 @@ class Dispatch:
     worker: str
     cluster_queue: str
     borrows: bool
+    requests: Sequence[tuple[str, int]] = field(default=(), compare=False)
+    """What the worker's quota charges for the workload, per resource (its pods as the worker's namespace makes
+    them, which may differ from the manager's: :mod:`manager.decisions.worker_requests`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,13 +434,13 @@ def _evaluate(
     usage: Sequence[tuple[str, Sequence[tuple[str, int]]]],
     pod_sets: Sequence[PodSetRequest] = (),
     placement: Sequence[PodSet] = (),
-    limit_check: Callable[[LimitRangeSummary], str] | None = None,
+    as_run_there: AsRunThere | None = None,
 ) -> tuple[tuple[int, float, float], Dispatch] | str:
     """(borrows, free share left on the tightest resource, largest share of nominal requested) and the dispatch;
     or why the worker cannot take the workload. ``requests`` sorted by resource; ``usage`` per pod set its name and
     its requests (all its pods, sorted by resource, none zero); ``pod_sets`` only those that ask for a topology;
-    ``placement`` every pod set, with its node selector, affinity and tolerations; ``limit_check`` why the worker's
-    LimitRanges of the namespace would refuse the pods ("" when they would not)."""
+    ``placement`` every pod set, with its node selector, affinity and tolerations; ``as_run_there`` the requests and
+    usage as the worker namespace's LimitRanges make the pods, or why they refuse them."""
     if not worker.usable:
         return worker.unusable_reason or "not usable"
     if worker.capacity is None:
@@ -446,11 +452,12 @@ def _evaluate(
         return f"LocalQueue {namespace}/{queue_name} is stopped"
     if (namespace, queue_name) in worker.capacity.unselected_local_queues:
         return f"ClusterQueue {cluster_queue} does not select namespace {namespace} (its namespaceSelector)"
-    if limit_check is not None and worker.capacity.limit_ranges:
-        limits = worker.capacity.limit_ranges.get((namespace, queue_name))
-        problem = limit_check(limits) if limits is not None else ""
-        if problem:
-            return f"namespace {namespace}: {problem}"
+    asked = requests
+    if as_run_there is not None:
+        there = as_run_there(worker.capacity.limit_ranges.get((namespace, queue_name)))
+        if isinstance(there, str):
+            return f"namespace {namespace}: {there}"
+        requests, usage = there.requests, there.usage
     inactive = worker.capacity.inactive.get(cluster_queue)
     if inactive is not None:
         return f"ClusterQueue {cluster_queue} is inactive: {inactive}"
@@ -470,7 +477,7 @@ def _evaluate(
     if placeable or not worker.capacity.one_flavor_per_group(cluster_queue):
         for resource, amount in requests:
             if amount > 0 and resource not in rooms:
-                return f"ClusterQueue {cluster_queue} has no quota for {resource}"
+                return _no_quota(cluster_queue, resource, namespace=namespace, asked=asked)
         fit = _assign(
             worker.capacity.groups(cluster_queue),
             usage,
@@ -489,7 +496,7 @@ def _evaluate(
                 continue
             found = rooms.get(resource)
             if found is None:
-                return f"ClusterQueue {cluster_queue} has no quota for {resource}"
+                return _no_quota(cluster_queue, resource, namespace=namespace, asked=asked)
             sent = in_flight.get(resource, 0)
             room = found.free - sent
             if room < amount:
@@ -513,7 +520,20 @@ def _evaluate(
         refusal = _topology_refusal(flavors, worker.capacity, pod_sets)
         if refusal:
             return refusal
-    return (int(borrows), tightest, share), Dispatch(worker=worker.name, cluster_queue=cluster_queue, borrows=borrows)
+    return (int(borrows), tightest, share), Dispatch(
+        worker=worker.name, cluster_queue=cluster_queue, borrows=borrows, requests=requests
+    )
+
+
+def _no_quota(cluster_queue: str, resource: str, *, namespace: str, asked: Sequence[tuple[str, int]]) -> str:
+    """Why a worker whose ClusterQueue lacks ``resource`` refuses: saying where the request comes from when the
+    workload itself (``asked``) does not ask for it."""
+    if any(r == resource and a > 0 for r, a in asked):
+        return f"ClusterQueue {cluster_queue} has no quota for {resource}"
+    return (
+        f"ClusterQueue {cluster_queue} has no quota for {resource}, which the LimitRange defaults of namespace "
+        f"{namespace} there give the pods"
+    )
 
 
 def refusal_key(
@@ -530,8 +550,8 @@ def refusal_key(
     the same key are refused by the same workers for the same reasons (``avoid``, the policy and ``large_share`` only
     rank the workers that fit). Workers' room only shrinks while a pass decides (each dispatch adds to the quota in
     flight), so a refusal holds for every later workload of the same key in that pass. ``pod_templates``: what a
-    worker's LimitRanges judge besides the requests (the pod templates' resources), when one reports any for the
-    LocalQueue (None otherwise)."""
+    worker's LimitRanges judge besides the requests (the pod templates' resources), when the workers are judged by
+    them (None otherwise)."""
     return (
         namespace,
         queue_name,
@@ -574,7 +594,7 @@ def choose_worker(
     pod_sets: Sequence[PodSetRequest] = (),
     placement: Sequence[PodSet] = (),
     pod_set_usage: Sequence[tuple[str, Mapping[str, int]]] = (),
-    limit_check: Callable[[LimitRangeSummary], str] | None = None,
+    as_run_there: AsRunThere | None = None,
 ) -> Dispatch | NoWorker:
     """The best worker for a workload needing ``requests`` (milli-units, all pod sets) via LocalQueue ``queue_name``.
 
@@ -583,8 +603,9 @@ def choose_worker(
     ``placement`` (every pod set, with its node selector, affinity and tolerations) lets a worker whose flavors'
     node taints or labels rule out a pod set refuse it; ``pod_set_usage`` (each pod set's name and requests, all its
     pods) lets each take its own flavor, as the worker's flavor assignment does (without it, the workload is one pod
-    set of ``requests``); ``limit_check`` (why a worker namespace's LimitRanges would refuse the pods) lets a worker
-    that reports LimitRanges for the LocalQueue's namespace refuse it.
+    set of ``requests``); ``as_run_there`` (the requests as a worker namespace's LimitRanges make the pods, or why
+    they refuse them) has each worker judged by its own LimitRanges, when the manager's or some worker's namespace has
+    any: what the worker's quota would charge, not what the manager's does.
     """
     fitting: list[tuple[int, int, float, float, Dispatch]] = []
     reasons: list[tuple[str, str]] = []
@@ -600,7 +621,7 @@ def choose_worker(
             usage=usage,
             pod_sets=asking,
             placement=placement,
-            limit_check=limit_check,
+            as_run_there=as_run_there,
         )
         if isinstance(result, str):
             reasons.append((worker.name, result))

@@ -520,8 +520,10 @@ def test_a_worker_whose_flavors_rule_out_the_pods_by_node_labels_or_taints_is_re
 
 
 def test_a_worker_whose_namespace_limit_range_would_refuse_the_pods_is_refused_with_the_reason() -> None:
-    from federation.limit_ranges import LimitRangeSummary, limit_range_entry, summarize, workload_violations
+    from federation.admission.api_workloads import ALL_RESOURCES
+    from federation.limit_ranges import limit_range_entry, summarize
     from federation.tests.api_builders import workload
+    from manager.decisions.worker_requests import as_run_there
 
     bounded = summarize([{"metadata": {"name": "lr"}, "spec": {"limits": [{"type": "Pod", "max": {"cpu": "1"}}]}}])
     assert bounded is not None
@@ -529,21 +531,91 @@ def test_a_worker_whose_namespace_limit_range_would_refuse_the_pods_is_refused_w
     assert limited.capacity is not None
     assert limited.capacity.limit_ranges == {("team-a", "lq"): bounded}
     raw = workload("big", cpu="2", namespace="team-a", queue="lq")
-
-    def check(limits: LimitRangeSummary) -> str:
-        return workload_violations(raw, limits)
+    check = as_run_there(raw, {"main": 1}, rules=ALL_RESOURCES)
 
     refused = choose_worker(
-        namespace="team-a", queue_name="lq", requests={"cpu": 2 * CPU}, workers=[limited], limit_check=check
+        namespace="team-a", queue_name="lq", requests={"cpu": 2 * CPU}, workers=[limited], as_run_there=check
     )
     assert refused == NoWorker(
         "no worker has room: w1: namespace team-a: resources didn't satisfy LimitRange constraints: "
         'spec.podSets[0].template.spec: Invalid value: ["cpu"]: requests must not be above the limitRange max'
     )
     fits = choose_worker(
-        namespace="team-a", queue_name="lq", requests={"cpu": 2 * CPU}, workers=[open_worker], limit_check=check
+        namespace="team-a", queue_name="lq", requests={"cpu": 2 * CPU}, workers=[open_worker], as_run_there=check
     )
     assert fits == Dispatch("w1", "cq", False)
     assert open_worker.capacity is not None
     assert may_fit_more(headroom(limited.capacity, {}), headroom(open_worker.capacity, {})), "lifted: look again"
     assert not may_fit_more(headroom(limited.capacity, {}), headroom(limited.capacity, {}))
+
+
+def test_each_worker_is_judged_by_the_requests_its_own_namespace_limit_ranges_give_the_pods() -> None:
+    """The Job's containers ask for nothing: a worker whose namespace LimitRange defaults each to 4 cpu charges 4 cpu
+    a pod (3 pods do not fit its 8 free cpu, 2 do, and 8 cpu go in flight there); a worker without one charges
+    nothing; a default for a resource the worker's ClusterQueue lacks is named as the LimitRange's."""
+    from federation.admission.api_workloads import ALL_RESOURCES
+    from federation.limit_ranges import limit_range_entry, summarize
+    from federation.tests.api_builders import workload
+    from manager.decisions.worker_requests import as_run_there
+
+    def limit_range(default_request: dict[str, str]) -> dict[str, dict[str, str]]:
+        found = summarize(
+            [
+                {
+                    "metadata": {"name": "lr"},
+                    "spec": {"limits": [{"type": "Container", "defaultRequest": default_request}]},
+                }
+            ]
+        )
+        assert found is not None
+        return limit_range_entry(found)
+
+    four_cpu = _reported_route(limitRange=limit_range({"cpu": "4"}))
+    scratch = _reported_route(limitRange=limit_range({"ephemeral-storage": "1Gi"}))
+    plain = _reported_route()
+
+    def pick(count: int, workers: list[WorkerState]) -> Dispatch | NoWorker:
+        raw = workload("bare", count=count, namespace="team-a", queue="lq")
+        raw["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] = {}
+        judge = as_run_there(raw, {"main": count}, rules=ALL_RESOURCES)
+        return choose_worker(namespace="team-a", queue_name="lq", requests={}, workers=workers, as_run_there=judge)
+
+    assert pick(3, [four_cpu]) == NoWorker(
+        "no worker has room: w1: insufficient cpu in ClusterQueue cq: requested 12, free 8"
+    )
+    two = pick(2, [four_cpu])
+    assert isinstance(two, Dispatch)
+    assert dict(two.requests) == {"cpu": 8 * CPU}
+    three_there = pick(3, [plain])
+    assert isinstance(three_there, Dispatch)
+    assert dict(three_there.requests) == {}
+    assert pick(1, [scratch]) == NoWorker(
+        "no worker has room: w1: ClusterQueue cq has no quota for ephemeral-storage, which the LimitRange defaults "
+        "of namespace team-a there give the pods"
+    )
+
+
+def test_a_worker_charges_pods_and_leaves_out_what_the_manager_ignores_as_the_manager_does() -> None:
+    from federation.admission.api_workloads import ResourceRules
+    from federation.limit_ranges import summarize
+    from federation.tests.api_builders import workload
+    from manager.decisions.worker_requests import as_run_there
+
+    limits = summarize(
+        [
+            {
+                "metadata": {"name": "lr"},
+                "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "1", "example.com/gpu": "1"}}]},
+            }
+        ]
+    )
+    raw = workload("bare", count=4, namespace="team-a", queue="lq")
+    raw["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] = {}
+    judge = as_run_there(
+        raw, {"main": 3}, rules=ResourceRules(ignore_undeclared=True), charged={"cpu", "pods"}, pods=True
+    )
+    there = judge(limits)
+    assert not isinstance(there, str)
+    assert there.requests == (("cpu", 3 * CPU), ("pods", 3 * CPU))
+    assert there.usage == (("main", (("cpu", 3 * CPU), ("pods", 3 * CPU))),)
+    assert judge(limits) is there, "one judgement per LimitRange summary"
