@@ -232,7 +232,7 @@ REASON_CHARACTERS = 400
 
 def refusal_message(refusals: Sequence[tuple[str, str]]) -> str:
     """Why no worker can take a workload, from each worker's (name, reason): see :func:`worker_reasons`."""
-    return "no worker has room: " + worker_reasons(refusals)
+    return "no worker can take it: " + worker_reasons(refusals)
 
 
 def worker_reasons(refusals: Sequence[tuple[str, str]]) -> str:
@@ -546,7 +546,7 @@ def refusal_key(
     pod_set_usage: Sequence[tuple[str, Mapping[str, int]]] = (),
     pod_templates: object = None,
 ) -> tuple[object, ...]:
-    """What :func:`choose_worker`'s answer "no worker has room" depends on besides the workers: two workloads with
+    """What :func:`choose_worker`'s answer "no worker can take it" depends on besides the workers: two workloads with
     the same key are refused by the same workers for the same reasons (``avoid``, the policy and ``large_share`` only
     rank the workers that fit). Workers' room only shrinks while a pass decides (each dispatch adds to the quota in
     flight), so a refusal holds for every later workload of the same key in that pass. ``pod_templates``: what a

@@ -19,7 +19,7 @@ def test_workloads_show_where_each_runs_and_why_others_wait() -> None:
     table = render_workloads(
         [
             wl("b", ("QuotaReserved", "True", ""), ("Admitted", "True", ""), clusterName="worker-2"),
-            wl("a", ("QuotaReserved", "False", "no worker has room: worker-1: insufficient cpu")),
+            wl("a", ("QuotaReserved", "False", "no worker can take it: worker-1: insufficient cpu")),
             wl("c", ("QuotaReserved", "True", ""), nominatedClusterNames=["worker-1"]),
             wl(
                 "d",
@@ -35,7 +35,7 @@ def test_workloads_show_where_each_runs_and_why_others_wait() -> None:
     lines = table.splitlines()
     assert lines[0].split() == ["NAME", "QUEUE", "STATE", "WORKER", "MESSAGE", "AGE"]
     assert lines[1].split()[:4] == ["a", "user-queue", "Pending", "-"]
-    assert "no worker has room" in lines[1]
+    assert "no worker can take it" in lines[1]
     assert lines[2].split() == ["b", "user-queue", "Admitted", "worker-2", "90s"]
     assert lines[3].split() == ["c", "user-queue", "Reserved", "worker-1", "90s"]
     assert lines[4].split()[:4] == ["d", "user-queue", "Admitted", "worker-1"]
@@ -117,7 +117,7 @@ def test_workload_filters_match_kueuectl_statuses_queues_and_workers() -> None:
 
 
 def test_tables_fit_80_columns_unless_wide() -> None:
-    long = "no worker has room: " + "worker-1: insufficient cpu, " * 10
+    long = "no worker can take it: " + "worker-1: insufficient cpu, " * 10
     table = render_workloads([wl("a", ("QuotaReserved", "False", long))], now=NOW, all_namespaces=True)
     assert all(len(line) <= 80 for line in table.splitlines()), table
     assert table.splitlines()[1].rstrip().endswith("90s")

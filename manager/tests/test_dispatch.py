@@ -62,9 +62,9 @@ def test_a_refusal_names_each_reason_once_after_the_workers_that_gave_it() -> No
     full = "insufficient cpu in ClusterQueue cq: requested 1, free 0"
     refusals = [(f"worker-{i}", full) for i in range(1, 6)] + [("worker-6", "not connected")]
     assert refusal_message(refusals) == (
-        f"no worker has room: worker-1, worker-2, worker-3 and 2 more: {full}; worker-6: not connected"
+        f"no worker can take it: worker-1, worker-2, worker-3 and 2 more: {full}; worker-6: not connected"
     )
-    assert refusal_message([("w1", "not connected")]) == "no worker has room: w1: not connected"
+    assert refusal_message([("w1", "not connected")]) == "no worker can take it: w1: not connected"
 
 
 def test_a_refusal_message_stays_short_whatever_the_number_of_workers() -> None:
@@ -73,7 +73,9 @@ def test_a_refusal_message_stays_short_whatever_the_number_of_workers() -> None:
     refused = choose(16, workers)
     assert isinstance(refused, NoWorker)
     assert len(refused.message) < 2000, len(refused.message)
-    assert refused.message.startswith("no worker has room: worker-0, worker-12, worker-24 and 164 more: insufficient")
+    assert refused.message.startswith(
+        "no worker can take it: worker-0, worker-12, worker-24 and 164 more: insufficient"
+    )
     assert refused.message.endswith("; 664 more workers for other reasons"), refused.message[-200:]
     long_reason = "topology: " + "x" * 5000
     assert len(refusal_message([("w", long_reason)])) < 500
@@ -417,11 +419,11 @@ def test_a_cluster_queue_its_agent_reports_inactive_gets_nothing_and_the_refusal
 
     stopped = report(active=False, reason="ClusterQueue is stopped")
     assert choose(1, [stopped]) == NoWorker(
-        "no worker has room: w1: ClusterQueue cq is inactive: ClusterQueue is stopped"
+        "no worker can take it: w1: ClusterQueue cq is inactive: ClusterQueue is stopped"
     )
     unexplained = report(active=False)
     assert choose(1, [unexplained]) == NoWorker(
-        "no worker has room: w1: ClusterQueue cq is inactive: the worker's agent reports it inactive"
+        "no worker can take it: w1: ClusterQueue cq is inactive: the worker's agent reports it inactive"
     )
     active = report(active=True)
     assert choose(1, [active]) == Dispatch("w1", "cq", False)
@@ -450,7 +452,7 @@ def _reported_route(**route_flags: object) -> WorkerState:
 def test_a_local_queue_its_agent_reports_stopped_gets_nothing_until_it_runs_again() -> None:
 
     held, running = _reported_route(stopped=True), _reported_route()
-    assert choose(1, [held]) == NoWorker("no worker has room: w1: LocalQueue team-a/lq is stopped")
+    assert choose(1, [held]) == NoWorker("no worker can take it: w1: LocalQueue team-a/lq is stopped")
     assert choose(1, [running]) == Dispatch("w1", "cq", False)
     assert held.capacity is not None
     assert running.capacity is not None
@@ -462,7 +464,7 @@ def test_a_local_queue_whose_cluster_queue_does_not_select_its_namespace_gets_no
 
     excluded, selected = _reported_route(namespaceNotSelected=True), _reported_route()
     assert choose(1, [excluded]) == NoWorker(
-        "no worker has room: w1: ClusterQueue cq does not select namespace team-a (its namespaceSelector)"
+        "no worker can take it: w1: ClusterQueue cq does not select namespace team-a (its namespaceSelector)"
     )
     assert choose(1, [selected]) == Dispatch("w1", "cq", False)
     assert excluded.capacity is not None
@@ -498,7 +500,7 @@ def test_a_worker_whose_flavors_rule_out_the_pods_by_node_labels_or_taints_is_re
     wants_cpu = PodSet("main", 1, {"cpu": 1000}, node_selector={"pool": "cpu"})
     assert pick(wants_cpu, workers=[gpu, cpu]) == Dispatch("w2", "cq", False)
     assert pick(wants_cpu, workers=[gpu]) == NoWorker(
-        "no worker has room: w1: ClusterQueue cq: pod set main: flavor rf doesn't match node affinity"
+        "no worker can take it: w1: ClusterQueue cq: pod set main: flavor rf doesn't match node affinity"
     )
     affinity = PodSet(
         "main", 1, {"cpu": 1000}, required_affinity=((NodeSelectorRequirement("pool", "In", ("gpu", "tpu")),),)
@@ -510,7 +512,8 @@ def test_a_worker_whose_flavors_rule_out_the_pods_by_node_labels_or_taints_is_re
     assert pick(plain, workers=[gpu]) == Dispatch("w1", "cq", False)
     tainted = report("w3", "cpu", taint=True)
     assert pick(plain, workers=[tainted]) == NoWorker(
-        "no worker has room: w3: ClusterQueue cq: pod set main: untolerated taint dedicated=ml:NoSchedule in flavor rf"
+        "no worker can take it: w3: ClusterQueue cq: pod set main: untolerated taint dedicated=ml:NoSchedule in "
+        "flavor rf"
     )
     tolerant = PodSet("main", 1, {"cpu": 1000}, tolerations=(Toleration(key="dedicated", operator="Exists"),))
     assert pick(tolerant, workers=[tainted]) == Dispatch("w3", "cq", False)
@@ -537,7 +540,7 @@ def test_a_worker_whose_namespace_limit_range_would_refuse_the_pods_is_refused_w
         namespace="team-a", queue_name="lq", requests={"cpu": 2 * CPU}, workers=[limited], as_run_there=check
     )
     assert refused == NoWorker(
-        "no worker has room: w1: namespace team-a: resources didn't satisfy LimitRange constraints: "
+        "no worker can take it: w1: namespace team-a: resources didn't satisfy LimitRange constraints: "
         'spec.podSets[0].template.spec: Invalid value: ["cpu"]: requests must not be above the limitRange max'
     )
     fits = choose_worker(
@@ -581,7 +584,7 @@ def test_each_worker_is_judged_by_the_requests_its_own_namespace_limit_ranges_gi
         return choose_worker(namespace="team-a", queue_name="lq", requests={}, workers=workers, as_run_there=judge)
 
     assert pick(3, [four_cpu]) == NoWorker(
-        "no worker has room: w1: insufficient cpu in ClusterQueue cq: requested 12, free 8"
+        "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 12, free 8"
     )
     two = pick(2, [four_cpu])
     assert isinstance(two, Dispatch)
@@ -590,7 +593,7 @@ def test_each_worker_is_judged_by_the_requests_its_own_namespace_limit_ranges_gi
     assert isinstance(three_there, Dispatch)
     assert dict(three_there.requests) == {}
     assert pick(1, [scratch]) == NoWorker(
-        "no worker has room: w1: ClusterQueue cq has no quota for ephemeral-storage, which the LimitRange defaults "
+        "no worker can take it: w1: ClusterQueue cq has no quota for ephemeral-storage, which the LimitRange defaults "
         "of namespace team-a there give the pods"
     )
 

@@ -65,7 +65,7 @@ def test_a_group_whose_flavors_each_lack_one_resource_takes_no_workload_needing_
     refused = choose([worker("w1", SPLIT)], [("main", {"cpu": 2 * CPU, "memory": 2 * GI})])
     assert isinstance(refused, NoWorker)
     assert refused.message == (
-        "no worker has room: w1: ClusterQueue cq: no one flavor has room for pod set main's 2 cpu, 2Gi memory "
+        "no worker can take it: w1: ClusterQueue cq: no one flavor has room for pod set main's 2 cpu, 2Gi memory "
         "together (cpu-rich has 4 cpu, 1Gi memory; memory-rich has 1 cpu, 16Gi memory)"
     )
     fits = choose([worker("w1", SPLIT), worker("w2", [flavor("both", cpu=4, memory=4)])], [("main", {"cpu": 2 * CPU})])
@@ -78,14 +78,14 @@ def test_two_pod_sets_may_take_two_flavors_but_not_more_than_one_flavor_holds() 
     assert choose([worker("w1", two)], usage) == Dispatch("w1", "cq", False)
     too_big = choose([worker("w1", two)], [("main", {"cpu": 6 * CPU})])
     assert isinstance(too_big, NoWorker)
-    assert too_big.message == "no worker has room: w1: insufficient cpu in ClusterQueue cq: requested 6, free 4"
+    assert too_big.message == "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 6, free 4"
 
 
 def test_one_flavor_reads_as_before_the_whole_request_against_its_room() -> None:
     one = [flavor("only", cpu=4)]
     refused = choose([worker("w1", one)], [("driver", {"cpu": 3 * CPU}), ("workers", {"cpu": 2 * CPU})])
     assert isinstance(refused, NoWorker)
-    assert refused.message == "no worker has room: w1: insufficient cpu in ClusterQueue cq: requested 5, free 4"
+    assert refused.message == "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 5, free 4"
 
 
 def test_a_flavor_that_fits_without_borrowing_is_taken_before_an_earlier_one_that_must_borrow() -> None:
@@ -106,7 +106,7 @@ def test_a_pod_set_takes_only_a_flavor_its_nodes_allow_even_when_another_has_roo
     target = [worker("w1", flavors, flavor_nodes=nodes)]
     refused = choose(target, [("main", {"cpu": 2 * CPU})], placement=[pinned])
     assert isinstance(refused, NoWorker)
-    assert refused.message == "no worker has room: w1: insufficient cpu in ClusterQueue cq: requested 2, free 1"
+    assert refused.message == "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 2, free 1"
     assert choose(target, [("main", {"cpu": 2 * CPU})], placement=[pinned_b]) == Dispatch("w1", "cq", False)
 
 
@@ -136,6 +136,6 @@ def test_a_pod_set_whose_nodes_rule_out_every_flavor_of_one_group_is_refused_for
     )
     assert isinstance(refused, NoWorker)
     assert refused.message == (
-        "no worker has room: w1: ClusterQueue cq: pod set main: no flavor with its nvidia.com/gpu can take it by its "
-        "nodes"
+        "no worker can take it: w1: ClusterQueue cq: pod set main: no flavor with its nvidia.com/gpu can take it by "
+        "its nodes"
     )

@@ -218,7 +218,7 @@ def test_a_pass_offers_a_shape_no_worker_has_room_for_to_the_workers_once(monkey
     parked = [_stored(harness, key.split("/")[1]) for key in _outcome(harness)[1]]
     messages = {c["message"] for raw in parked for c in raw["status"]["conditions"] if c["type"] == "QuotaReserved"}
     assert len(messages) == 2, messages  # one per shape, each naming what every worker lacks
-    assert all("no worker has room" in message and "insufficient cpu" in message for message in messages), messages
+    assert all("no worker can take it" in message and "insufficient cpu" in message for message in messages), messages
 
     offered.clear()
     connection = harness.connections["worker-1"]
