@@ -108,10 +108,12 @@ def _by_name(objects: Any) -> dict[str, dict[str, Any]]:
     return {o["metadata"]["name"]: o for o in objects}
 
 
-def _as_run_there(raw: dict[str, Any], admit: Admit, state: QuotaState, rules: ResourceRules) -> AsRunThere:
+def _as_run_there(
+    raw: dict[str, Any], admit: Admit, state: QuotaState, rules: ResourceRules, *, topology: bool
+) -> AsRunThere:
     """How the workers judge the admitted ``raw`` Workload's pods by their namespace's LimitRanges: the admitted pod
     counts, the manager's RuntimeClass overheads and resource rules, and the resources the manager charged (when it
-    ignores undeclared ones, and for ``pods``)."""
+    ignores undeclared ones, and for ``pods``); ``topology``: some worker has a TAS summary."""
     assigned = admit.assignment.pod_set_assignments
     charged = {resource for psa in assigned for resource in psa.resource_usage}
     return as_run_there(
@@ -121,6 +123,7 @@ def _as_run_there(raw: dict[str, Any], admit: Admit, state: QuotaState, rules: R
         overheads=state.runtime_overheads,
         charged=charged if rules.ignore_undeclared else None,
         pods="pods" in charged,
+        topology=topology,
     )
 
 
@@ -543,7 +546,11 @@ class GlobalScheduler:
                     pod_sets=pod_sets,
                     placement=placement,
                     pod_set_usage=usage,
-                    as_run_there=_as_run_there(raw, admit, state, config.resource_rules) if judged else None,
+                    as_run_there=(
+                        _as_run_there(raw, admit, state, config.resource_rules, topology=workers.summaries)
+                        if judged
+                        else None
+                    ),
                 )
             if isinstance(result, NoWorker):
                 workers.refused[shape] = result

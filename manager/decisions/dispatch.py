@@ -458,6 +458,8 @@ def _evaluate(
         if isinstance(there, str):
             return f"namespace {namespace}: {there}"
         requests, usage = there.requests, there.usage
+        if there.topology is not None:
+            pod_sets = [ps for ps in there.topology if ps.topology.required or ps.topology.preferred]
     inactive = worker.capacity.inactive.get(cluster_queue)
     if inactive is not None:
         return f"ClusterQueue {cluster_queue} is inactive: {inactive}"

@@ -622,3 +622,46 @@ def test_a_worker_charges_pods_and_leaves_out_what_the_manager_ignores_as_the_ma
     assert there.requests == (("cpu", 3 * CPU), ("pods", 3 * CPU))
     assert there.usage == (("main", (("cpu", 3 * CPU), ("pods", 3 * CPU))),)
     assert judge(limits) is there, "one judgement per LimitRange summary"
+
+
+def test_a_workers_tas_summary_is_checked_with_the_pods_its_namespace_limit_ranges_make() -> None:
+    """Three pods that ask for nothing and require one rack of 16 cpu: where the worker's LimitRange gives each
+    6 cpu, no rack holds them, and the worker gets no copy (its placement would hold it); without it, they fit."""
+    import dataclasses
+
+    from federation.admission.api_workloads import ALL_RESOURCES
+    from federation.limit_ranges import summarize
+    from federation.tests.api_builders import workload
+    from federation.topology import summarize as summarize_topology
+    from federation.topology.report import summary_entry, summary_from_entry
+    from federation.topology.tests.helpers import RACK, grid, snapshot_of
+    from manager.decisions.worker_requests import as_run_there
+
+    limits = summarize(
+        [{"metadata": {"name": "lr"}, "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "6"}}]}}]
+    )
+    assert limits is not None
+    summary = summary_from_entry(summary_entry("default", "topo", summarize_topology(snapshot_of(grid(1, 2, 2)))))
+    state = worker("w1", free_cpu=64, nominal_cpu=64)
+    assert state.capacity is not None
+    plain = dataclasses.replace(state.capacity, topologies={"default": summary})
+    defaulted = dataclasses.replace(plain, limit_ranges={("team-a", "lq"): limits})
+    raw = workload("racked", count=3, namespace="team-a", queue="lq")
+    template = raw["spec"]["podSets"][0]["template"]
+    template["spec"]["containers"][0]["resources"] = {}
+    template["metadata"] = {"annotations": {"kueue.x-k8s.io/podset-required-topology": RACK}}
+
+    def pick(capacity: WorkerCapacity) -> Dispatch | NoWorker:
+        judge = as_run_there(raw, {"main": 3}, rules=ALL_RESOURCES, topology=True)
+        return choose_worker(
+            namespace="team-a",
+            queue_name="lq",
+            requests={},
+            workers=[WorkerState(name="w1", usable=True, capacity=capacity)],
+            as_run_there=judge,
+        )
+
+    assert pick(plain) == Dispatch("w1", "cq", False)
+    refused = pick(defaulted)
+    assert isinstance(refused, NoWorker)
+    assert "domain holds at most 2 of 3 pods" in refused.message, refused.message
