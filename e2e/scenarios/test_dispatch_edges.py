@@ -559,7 +559,7 @@ def test_a_worker_whose_namespace_limit_range_defaults_a_resource_its_queue_lack
     with _limit_range(federation, list(federation.workers), "scratch-space", scratch):
         submit(federation, "scratch-default", cpu="1", seconds=1)
         said = (
-            "has no quota for ephemeral-storage, which the LimitRange defaults of namespace default there give the pods"
+            "has no quota for ephemeral-storage (the pods' requests with the LimitRange defaults of namespace default"
         )
         workload = wait_for(
             lambda: workload_of(federation, "scratch-default"),

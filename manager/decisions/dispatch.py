@@ -452,39 +452,80 @@ def _evaluate(
         return f"LocalQueue {namespace}/{queue_name} is stopped"
     if (namespace, queue_name) in worker.capacity.unselected_local_queues:
         return f"ClusterQueue {cluster_queue} does not select namespace {namespace} (its namespaceSelector)"
-    asked = requests
-    if as_run_there is not None:
-        there = as_run_there(worker.capacity.limit_ranges.get((namespace, queue_name)))
-        if isinstance(there, str):
-            return f"namespace {namespace}: {there}"
-        requests, usage = there.requests, there.usage
-        if there.topology is not None:
-            pod_sets = [ps for ps in there.topology if ps.topology.required or ps.topology.preferred]
-    inactive = worker.capacity.inactive.get(cluster_queue)
+    if as_run_there is None:
+        return _fit(
+            worker.name,
+            worker.capacity,
+            worker.in_flight,
+            cluster_queue,
+            requests=requests,
+            usage=usage,
+            pod_sets=pod_sets,
+            placement=placement,
+        )
+    limits = worker.capacity.limit_ranges.get((namespace, queue_name))
+    there = as_run_there(limits)
+    if isinstance(there, str):
+        return f"namespace {namespace}: {there}"
+    if there.topology is not None:
+        pod_sets = [ps for ps in there.topology if ps.topology.required or ps.topology.preferred]
+    fit = _fit(
+        worker.name,
+        worker.capacity,
+        worker.in_flight,
+        cluster_queue,
+        requests=there.requests,
+        usage=there.usage,
+        pod_sets=pod_sets,
+        placement=placement,
+    )
+    if isinstance(fit, str) and there.requests != tuple((r, a) for r, a in requests if a > 0):
+        # the worker was judged by other requests than the workload's own: say which
+        if limits is None:
+            return f"{fit} (the pods' requests there: namespace {namespace} has no LimitRange defaults there)"
+        return f"{fit} (the pods' requests with the LimitRange defaults of namespace {namespace} there)"
+    return fit
+
+
+def _fit(
+    worker: str,
+    capacity: WorkerCapacity,
+    in_flight: Mapping[str, Mapping[str, int]],
+    cluster_queue: str,
+    *,
+    requests: Sequence[tuple[str, int]],
+    usage: Sequence[tuple[str, Sequence[tuple[str, int]]]],
+    pod_sets: Sequence[PodSetRequest],
+    placement: Sequence[PodSet],
+) -> tuple[tuple[int, float, float], Dispatch] | str:
+    """:func:`_evaluate` for ``worker`` once its LocalQueue feeds ``cluster_queue`` and takes the namespace: whether
+    that ClusterQueue's flavors (``capacity``, less the quota ``in_flight`` there) have room for ``requests``
+    (``usage`` per pod set) and its TAS summaries for ``pod_sets``, with nodes that allow ``placement``."""
+    inactive = capacity.inactive.get(cluster_queue)
     if inactive is not None:
         return f"ClusterQueue {cluster_queue} is inactive: {inactive}"
-    rooms = worker.capacity.rooms(cluster_queue)
+    rooms = capacity.rooms(cluster_queue)
     if rooms is None:
         return f"ClusterQueue {cluster_queue} not reported"
     placeable: Mapping[str, frozenset[str]] = {}
-    if placement and worker.capacity.flavor_nodes:
-        allowed = _placeable(worker.capacity, cluster_queue, placement)
+    if placement and capacity.flavor_nodes:
+        allowed = _placeable(capacity, cluster_queue, placement)
         if isinstance(allowed, str):
             return allowed
         placeable = allowed
-    in_flight = worker.in_flight.get(cluster_queue) or {}
+    sent_here = in_flight.get(cluster_queue) or {}
     tightest = 1.0
     share = 0.0
     borrows = False
-    if placeable or not worker.capacity.one_flavor_per_group(cluster_queue):
+    if placeable or not capacity.one_flavor_per_group(cluster_queue):
         for resource, amount in requests:
             if amount > 0 and resource not in rooms:
-                return _no_quota(cluster_queue, resource, namespace=namespace, asked=asked)
+                return f"ClusterQueue {cluster_queue} has no quota for {resource}"
         fit = _assign(
-            worker.capacity.groups(cluster_queue),
+            capacity.groups(cluster_queue),
             usage,
             cluster_queue=cluster_queue,
-            in_flight=in_flight,
+            in_flight=sent_here,
             placeable=placeable,
         )
         if isinstance(fit, str):
@@ -498,8 +539,8 @@ def _evaluate(
                 continue
             found = rooms.get(resource)
             if found is None:
-                return _no_quota(cluster_queue, resource, namespace=namespace, asked=asked)
-            sent = in_flight.get(resource, 0)
+                return f"ClusterQueue {cluster_queue} has no quota for {resource}"
+            sent = sent_here.get(resource, 0)
             room = found.free - sent
             if room < amount:
                 if found.with_borrowing - sent < amount:
@@ -518,23 +559,12 @@ def _evaluate(
                 tightest = 0.0
                 share = 1.0
     if pod_sets:
-        flavors = worker.capacity.cluster_queues[cluster_queue]
-        refusal = _topology_refusal(flavors, worker.capacity, pod_sets)
+        flavors = capacity.cluster_queues[cluster_queue]
+        refusal = _topology_refusal(flavors, capacity, pod_sets)
         if refusal:
             return refusal
     return (int(borrows), tightest, share), Dispatch(
-        worker=worker.name, cluster_queue=cluster_queue, borrows=borrows, requests=requests
-    )
-
-
-def _no_quota(cluster_queue: str, resource: str, *, namespace: str, asked: Sequence[tuple[str, int]]) -> str:
-    """Why a worker whose ClusterQueue lacks ``resource`` refuses: saying where the request comes from when the
-    workload itself (``asked``) does not ask for it."""
-    if any(r == resource and a > 0 for r, a in asked):
-        return f"ClusterQueue {cluster_queue} has no quota for {resource}"
-    return (
-        f"ClusterQueue {cluster_queue} has no quota for {resource}, which the LimitRange defaults of namespace "
-        f"{namespace} there give the pods"
+        worker=worker, cluster_queue=cluster_queue, borrows=borrows, requests=requests
     )
 
 

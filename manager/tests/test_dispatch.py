@@ -584,7 +584,8 @@ def test_each_worker_is_judged_by_the_requests_its_own_namespace_limit_ranges_gi
         return choose_worker(namespace="team-a", queue_name="lq", requests={}, workers=workers, as_run_there=judge)
 
     assert pick(3, [four_cpu]) == NoWorker(
-        "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 12, free 8"
+        "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 12, free 8 (the pods' requests "
+        "with the LimitRange defaults of namespace team-a there)"
     )
     two = pick(2, [four_cpu])
     assert isinstance(two, Dispatch)
@@ -593,8 +594,8 @@ def test_each_worker_is_judged_by_the_requests_its_own_namespace_limit_ranges_gi
     assert isinstance(three_there, Dispatch)
     assert dict(three_there.requests) == {}
     assert pick(1, [scratch]) == NoWorker(
-        "no worker can take it: w1: ClusterQueue cq has no quota for ephemeral-storage, which the LimitRange defaults "
-        "of namespace team-a there give the pods"
+        "no worker can take it: w1: ClusterQueue cq has no quota for ephemeral-storage (the pods' requests with the "
+        "LimitRange defaults of namespace team-a there)"
     )
 
 
