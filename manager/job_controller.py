@@ -30,9 +30,7 @@ from federation.kube.recorder import EventRecorder
 from federation.kube.resources import JOBS, WORKLOADS
 from federation.obs.metrics import Metrics
 from federation.protocol import MULTIKUEUE_CONTROLLER
-from manager.config import ManagerConfig
-from manager.decisions.sync import job_finish
-from manager.decisions.workload_from_job import (
+from federation.workload_from_job import (
     JobNotQueueable,
     Priority,
     maximum_execution_time,
@@ -44,6 +42,8 @@ from manager.decisions.workload_from_job import (
     workload_for_job,
     workload_name_for_job,
 )
+from manager.config import ManagerConfig
+from manager.decisions.sync import job_finish
 from manager.decisions.workload_match import WorkloadEdit, edit_for_job
 from manager.manager_jobs import needs_stopping, stop_manager_job
 

@@ -45,6 +45,7 @@ from federation.kube.resources import (
 from federation.kube.trigger import spec_changed
 from federation.kube.workqueue import WorkQueue
 from federation.obs.metrics import Metrics
+from federation.workload_from_job import workload_name_for_job
 from manager.admission_check_status import AdmissionCheckStatus
 from manager.config import ManagerConfig
 from manager.copy_cleanup import CopyCleaner
@@ -62,7 +63,6 @@ from manager.decisions.scheduling_inputs import (
     released,
 )
 from manager.decisions.visibility import QueueObjects
-from manager.decisions.workload_from_job import workload_name_for_job
 from manager.job_controller import JobController
 from manager.local_queues_config import KEY as LOCAL_QUEUES_KEY
 from manager.local_queues_config import LocalQueuesConfig

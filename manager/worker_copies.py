@@ -21,11 +21,11 @@ from federation.kube.errors import AlreadyExists, Forbidden
 from federation.kube.resources import JOBS, WORKLOADS
 from federation.obs.metrics import Metrics
 from federation.protocol import MANAGER_UID_LABEL
+from federation.workload_from_job import workload_priority_class
 from manager.concurrently import concurrently
 from manager.config import ManagerConfig
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
 from manager.decisions.sync import Step
-from manager.decisions.workload_from_job import workload_priority_class
 from manager.workers import WorkerConnection
 from manager.workload_writes import REMOTE_SYNC
 

@@ -55,12 +55,12 @@ from federation.kube.overlay import WriteOverlay
 from federation.kube.resources import WORKLOADS
 from federation.kube.store import Store
 from federation.obs.metrics import Metrics
+from federation.workload_from_job import Priority, workload_for_job
 from manager import scheduler as scheduler_module
 from manager.config import ManagerConfig
 from manager.decisions.capacity_view import parse_report
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.visibility import DEFAULT_LIMIT, PendingRequest, pending_summary
-from manager.decisions.workload_from_job import Priority, workload_for_job
 from manager.scheduler import DECIDE_SECONDS, GlobalScheduler, SchedulerCaches
 
 FLAVOR = "default-flavor"

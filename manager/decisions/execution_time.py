@@ -2,7 +2,7 @@
 ``spec.maximumExecutionTimeSeconds`` is deactivated (pure).
 
 A user caps how long a Job may run with the label ``kueue.x-k8s.io/max-exec-time-seconds``; the Job's Workload carries
-it as ``maximumExecutionTimeSeconds`` (``manager.decisions.workload_from_job``). The clock runs while the Workload is
+it as ``maximumExecutionTimeSeconds`` (``federation.workload_from_job``). The clock runs while the Workload is
 ``Admitted``: from that condition's ``lastTransitionTime``, plus ``status.accumulatedPastExecutionTimeSeconds``, the
 admitted time of its earlier runs (a Workload preempted or taken back from a lost worker keeps what it used). When
 the budget is spent, the Workload gets Kueue's ``DeactivationTarget`` condition (reason

@@ -50,7 +50,7 @@ from federation.pod_injection import (
     start_patch,
 )
 from federation.protocol import JOB_GENERATED_LABELS, MANAGER_UID_LABEL
-from manager.decisions.workload_from_job import JOB_UID_LABEL, clean_template
+from federation.workload_from_job import JOB_UID_LABEL, clean_template
 
 _META_KEPT = ("name", "namespace", "labels", "annotations")
 _JOB_SPEC_DROPPED = ("managedBy", "selector", "manualSelector", "ttlSecondsAfterFinished")

@@ -38,14 +38,14 @@ from typing import Any
 from federation.conditions import is_true
 from federation.pod_injection import admitted_count, requested_count
 from federation.quantity import parse_quantity
-from manager.decisions.sync import job_finish
-from manager.decisions.workload_from_job import (
+from federation.workload_from_job import (
     checked_queue_name,
     maximum_execution_time,
     pod_count,
     pod_sets_for_job,
     queue_name_of,
 )
+from manager.decisions.sync import job_finish
 
 
 class WorkloadEdit(enum.Enum):

@@ -2,8 +2,7 @@ from typing import Any
 
 import pytest
 
-from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
-from manager.decisions.workload_from_job import (
+from federation.workload_from_job import (
     JobNotQueueable,
     Priority,
     pod_sets_for_job,
@@ -14,6 +13,7 @@ from manager.decisions.workload_from_job import (
     workload_name_for_job,
     workload_priority_class,
 )
+from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
 from manager.tests.builders import make_job
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from federation.api.labels import MIN_PARALLELISM_ANNOTATION
 from federation.conditions import set_condition
-from manager.decisions.workload_from_job import (
+from federation.workload_from_job import (
     JobNotQueueable,
     Priority,
     pod_sets_for_job,

@@ -1,4 +1,5 @@
-"""Job → Workload: the manager's Workload for a queued batch/v1 Job, as Kueue's Job integration builds it.
+"""Job → Workload: the Workload for a queued batch/v1 Job, as Kueue's Job integration builds it (kfed-manager's for
+a Job queued on the manager cluster, kfed-agent's for one queued on its worker cluster itself).
 
 The name is Kueue's (``job-<job name>-<5 hex digits of a SHA-1 over kind, group, name and uid>``, at most 63
 characters, so it also fits the ``kueue.x-k8s.io/prebuilt-workload-name`` label), so tools that compute a Job's
