@@ -155,6 +155,11 @@ class Agent:
                 reconciler.trigger.pull()
 
         world.on_change(wake_on_job, world.jobs)
+
+        def wake_job_pass(*_: object) -> None:  # a priority class a local Job waited for may be there now
+            reconciler.trigger.pull()
+
+        world.on_change(wake_job_pass, world.workload_priority_classes, world.pod_priority_classes)
         # Not among the caches readiness waits for: without it (an Events rule missing from a hand-edited role, its
         # watch retried and logged) admission goes on, only unschedulable pods go unreported.
         unschedulable = UnschedulablePods(self.api, world=world, cluster=self.cluster)

@@ -42,6 +42,9 @@ class World:
         self.namespaces = WatchCache(api, r.NAMESPACES)
         self.limit_ranges = WatchCache(api, r.LIMIT_RANGES)
         self.runtime_classes = WatchCache(api, r.RUNTIME_CLASSES)
+        # the priority of a Job queued on this worker itself (``decisions.local_jobs``)
+        self.workload_priority_classes = WatchCache(api, r.WORKLOAD_PRIORITY_CLASSES)
+        self.pod_priority_classes = WatchCache(api, r.PRIORITY_CLASSES)
         self.workload_changes = ChangedKeys()
         self.job_changes = ChangedKeys()
         """The keys whose freshest copy changed (a watch event, not one that only echoes the agent's own write, or one
@@ -69,6 +72,8 @@ class World:
             self.namespaces,
             self.limit_ranges,
             self.runtime_classes,
+            self.workload_priority_classes,
+            self.pod_priority_classes,
         )
 
     def on_change(self, handler: Handler, *caches: WatchCache) -> None:

@@ -108,7 +108,12 @@ AGENT_ON = {
     "managerAccess.serviceAccountName": "manager-from-hq",
     "managerAccess.tokenSecret": True,
 }
-AGENT_OFF = {**COMMON_OFF, "agent.clusterQueueStatus": False, "managerAccess.enabled": False}
+AGENT_OFF = {
+    **COMMON_OFF,
+    "agent.clusterQueueStatus": False,
+    "managerAccess.enabled": False,
+    "jobAdmissionPolicy.enabled": False,
+}
 
 KUEUE_CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
@@ -550,6 +555,9 @@ def test_job_admission_policy_is_the_file_the_rig_applies(case: tuple[str, Path,
         assert policies == expected
         [params] = [c for c in find(objects, "ConfigMap") if c["metadata"]["name"] == "kfed-local-queues"]
         assert params["metadata"]["namespace"] == NAMESPACE
+    elif chart == AGENT_CHART and values.get("jobAdmissionPolicy.enabled", True):
+        text = (AGENT_CHART / "files" / "job-admission-policy.yaml").read_text()
+        assert policies == list(yaml.safe_load_all(text))
     else:
         assert not policies
 

@@ -41,6 +41,7 @@ CRD_DIR = REPO_ROOT / "charts" / "kfed-agent" / "crds"
 PREREQUISITE_CRDS = Path(__file__).parent / "crds"
 """CRDs of other projects the workers need (the cluster autoscaler's ProvisioningRequest), applied like kfed's."""
 JOB_POLICY = REPO_ROOT / "charts" / "kfed-manager" / "files" / "job-admission-policy.yaml"
+AGENT_JOB_POLICY = REPO_ROOT / "charts" / "kfed-agent" / "files" / "job-admission-policy.yaml"
 MANAGER = "manager"
 RIG_ENTRIES = (
     "rig.json",
@@ -193,6 +194,8 @@ class Federation:
             else:
                 self._install_job_policy()
             self._wait_job_policy()
+            if self.spec.controllers:
+                self._wait_agent_job_policy()
             for name in self.workers:
                 self.kubectl(name, "apply", "-f", "-", input=_yaml_stream(node_manifests(name, self.spec.shape(name))))
             if self.spec.manager_nodes:
@@ -306,6 +309,15 @@ class Federation:
         ]
         self.kubectl(MANAGER, "apply", "-f", "-", input=_yaml_stream(params))
         self.kubectl(MANAGER, "apply", "-f", str(JOB_POLICY))
+        if self.spec.controllers:
+            for worker in self.agent_workers:
+                self.kubectl(worker, "apply", "-f", str(AGENT_JOB_POLICY))
+
+    @property
+    def agent_workers(self) -> list[str]:
+        """The workers that run a kfed-agent (with ``controllers``)."""
+        agents = self.spec.agents
+        return [w for w in self.workers if agents is None or w in agents]
 
     def _install_charts(self) -> None:
         from e2e.rig import from_charts
@@ -313,6 +325,38 @@ class Federation:
         self.releases = from_charts.releases(self)
         for release in self.releases:
             from_charts.install(self, release)
+
+    def _wait_agent_job_policy(self, timeout: float = 30) -> None:
+        """Returns once a server-side dry run shows each agent's MutatingAdmissionPolicy in effect on its worker."""
+        probe = yaml.safe_dump(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": "kfed-rig-policy-probe", "namespace": "default", "labels": {QUEUE_LABEL: "x"}},
+                "spec": {
+                    "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+                },
+            }
+        )
+        deadline = time.monotonic() + timeout
+        for worker in self.agent_workers:
+            while True:
+                result = self.kubectl(
+                    worker,
+                    "create",
+                    "--dry-run=server",
+                    "-o",
+                    "jsonpath={.spec.suspend}",
+                    "-f",
+                    "-",
+                    input=probe,
+                    check=False,
+                )
+                if result.returncode == 0 and result.stdout.strip() == "true":
+                    break
+                if time.monotonic() >= deadline:
+                    raise RigError(f"the kfed-agent job admission policy did not take effect on {worker} in time")
+                time.sleep(0.25)
 
     def _wait_job_policy(self, timeout: float = 30) -> None:
         """Returns once a server-side dry run shows the manager's MutatingAdmissionPolicy in effect."""

@@ -232,35 +232,75 @@ def test_pods_held_by_a_users_scheduling_gate_are_named_on_the_manager(federatio
         federation.kubectl(MANAGER, "delete", "job", "gated", "-n", "default", "--wait=false", check=False)
 
 
-def test_a_job_queued_on_a_worker_itself_is_told_the_agent_does_not_admit_it(federation: Federation) -> None:
-    """kfed-agent admits only what a manager sends: a Job someone creates on a worker with a queue-name label gets
-    no Workload there, and one Warning Event says so instead of leaving it suspended without a word."""
+def _owned_workloads(federation: Federation, cluster: str, job: Obj) -> list[Obj]:
+    uid = job["metadata"]["uid"]
+    return [
+        w
+        for w in items(federation, cluster, "workloads")
+        if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences") or ())
+    ]
+
+
+def test_a_job_queued_on_a_worker_itself_is_queued_admitted_and_run_there(federation: Federation) -> None:
+    """As Kueue on that worker would: a Job someone creates on a worker with a queue-name label is created suspended
+    (the agent chart's MutatingAdmissionPolicy), gets a Workload of Kueue's name owned by it, is admitted against the
+    worker's ClusterQueue and started with Kueue's pod labels, and its Workload finishes with it. One naming a
+    WorkloadPriorityClass that does not exist is told why (a Warning Event) and queued once the class exists."""
     worker = federation.workers[0]
     manifest = job_manifest("queued-on-worker", namespace="default", cpu="1", seconds=1)
-    manifest["spec"]["suspend"] = True
-    federation.kubectl(worker, "create", "-f", "-", input=json.dumps(manifest))
+    out = federation.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(manifest)).stdout
+    created = json.loads(out)
+    assert created["spec"]["suspend"] is True, "created suspended, to wait for its admission"
+    late = job_manifest("queued-on-worker-late", namespace="default", cpu="1", seconds=1)
+    late["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "kfed-test-worker-high"
+    late_job = json.loads(federation.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(late)).stdout)
+    priority_class = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": "kfed-test-worker-high"},
+        "value": 500,
+    }
     try:
-        selector = "involvedObject.kind=Job,involvedObject.name=queued-on-worker,reason=NotQueuedOnWorker"
+        finished = wait_for(
+            lambda: _owned_workloads(federation, worker, created),
+            until=lambda found: len(found) == 1 and is_true(found[0], "Finished"),
+            timeout=60,
+            what="the worker-queued Job's Workload to be admitted there and finish with the Job",
+        )
+        workload = finished[0]
+        assert workload["spec"]["queueName"] == LOCAL_QUEUE
+        assert (condition(workload, "Finished") or {}).get("reason") == "Succeeded"
+        assert workload["status"]["admission"]["clusterQueue"] == CLUSTER_QUEUE
+        job = get(federation, worker, "job", "queued-on-worker")
+        assert job is not None
+        assert is_true(job, "Complete"), job.get("status")
+        pod_labels = job["spec"]["template"]["metadata"]["labels"]
+        assert pod_labels.get("kueue.x-k8s.io/cluster-queue-name") == CLUSTER_QUEUE, pod_labels
+
+        selector = "involvedObject.kind=Job,involvedObject.name=queued-on-worker-late,reason=CreatingWorkloadFailed"
         events = wait_for(
             lambda: items(federation, worker, "events", "--field-selector", selector),
             until=bool,
             timeout=30,
-            what="the worker's agent saying it does not queue a Job created on the worker",
+            what="the worker's agent saying why the Job has no Workload",
         )
-        assert [e["type"] for e in events] == ["Warning"], events
-        assert "nothing will unsuspend this one" in events[0]["message"], events
-        assert "manager cluster" in events[0]["message"], events
-        job = get(federation, worker, "job", "queued-on-worker")
-        assert job is not None
-        assert job["spec"]["suspend"] is True
-        owned = [
-            w
-            for w in items(federation, worker, "workloads")
-            if any(o.get("name") == "queued-on-worker" for o in w["metadata"].get("ownerReferences") or ())
-        ]
-        assert owned == [], "the agent made no Workload for it"
+        assert events[0]["type"] == "Warning"
+        assert "WorkloadPriorityClass 'kfed-test-worker-high' does not exist" in events[0]["message"], events
+        assert _owned_workloads(federation, worker, late_job) == []
+        federation.kubectl(worker, "apply", "-f", "-", input=json.dumps(priority_class))
+        done = wait_for(
+            lambda: _owned_workloads(federation, worker, late_job),
+            until=lambda found: len(found) == 1 and is_true(found[0], "Finished"),
+            timeout=60,
+            what="the Job queued once its WorkloadPriorityClass exists",
+        )
+        assert done[0]["spec"]["priority"] == 500
     finally:
-        federation.kubectl(worker, "delete", "job", "queued-on-worker", "-n", "default", "--wait=false", check=False)
+        for name in ("queued-on-worker", "queued-on-worker-late"):
+            federation.kubectl(worker, "delete", "job", name, "-n", "default", "--wait=false", check=False)
+        federation.kubectl(
+            worker, "delete", "workloadpriorityclass", "kfed-test-worker-high", "--wait=false", check=False
+        )
 
 
 def _reports_cluster_queue_inactive(report: Obj | None) -> bool:

@@ -2,7 +2,7 @@
 
 Why this module exists: the reconciler's passes ask the same questions of every Workload and Job (which Workloads are
 evicted but still hold quota, which may have an admission-check or requeue step to take, which kfed-manager copies
-wait for their Job copy, which Workload each Job names). The answers depend on the object alone, so
+wait for their Job copy, which Workload each Job belongs to). The answers depend on the object alone, so
 ``worker_agent.indexes`` keeps them by key, derives them again only for the objects that changed, and the passes ask
 the full decisions only where an answer says there may be something to do. Pure.
 """
@@ -18,6 +18,7 @@ from federation.admission.requeued import may_take_requeued_step
 from worker_agent.decisions.checks import may_take_checks_step
 from worker_agent.decisions.job_copies import admitted_since, waits_for_job_copy
 from worker_agent.decisions.jobs import job_finished, prebuilt_workload_name
+from worker_agent.decisions.local_jobs import local_workload_key
 from worker_agent.decisions.preemption import evicted_holding_quota
 
 
@@ -49,9 +50,9 @@ def workload_facts(workload: Mapping[str, Any]) -> WorkloadFacts:
 def job_change_matters(event_type: str, job: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
     """Whether a watch event of a Job can change what the agent decides about it: everything but a status update
     that leaves what the passes read as it was (the Job controller writes a Job's status several times in its life,
-    e.g. ``ready`` or ``uncountedTerminatedPods``, and each woke a whole pass). The passes read the Job's uid and
-    spec, the Workload it names, ``status.active`` (a stopped Job of an evicted Workload) and its true ``Complete`` or
-    ``Failed`` condition (``decisions.jobs.job_finished``)."""
+    e.g. ``ready`` or ``uncountedTerminatedPods``, and each woke a whole pass). The passes read the Job's uid, labels
+    and spec, the Workload it names, ``status.active`` (a stopped Job of an evicted Workload) and its true
+    ``Complete`` or ``Failed`` condition (``decisions.jobs.job_finished``)."""
     if old is None or event_type != "MODIFIED":
         return True
     return _read_of(job) != _read_of(old)
@@ -61,6 +62,7 @@ def _read_of(job: Mapping[str, Any]) -> tuple[Any, ...]:
     return (
         (job.get("metadata") or {}).get("uid"),
         prebuilt_workload_name(job),
+        (job.get("metadata") or {}).get("labels"),
         job.get("spec"),
         (job.get("status") or {}).get("active"),
         job_finished(job),
@@ -68,10 +70,12 @@ def _read_of(job: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def job_target(job: Mapping[str, Any]) -> tuple[str, str] | None:
-    """``(namespace, name)`` of the prebuilt Workload the Job names (``decisions.jobs.prebuilt_workload_name``)."""
+    """``(namespace, name)`` of the Workload of the Job: the prebuilt Workload it names
+    (``decisions.jobs.prebuilt_workload_name``), or, for a Job queued on this worker itself, Kueue's name for its
+    Workload (``decisions.local_jobs``)."""
     name = prebuilt_workload_name(job)
     if name is None:
-        return None
+        return local_workload_key(job)
     return str((job.get("metadata") or {}).get("namespace", "")), name
 
 
