@@ -9,7 +9,7 @@ things change; a Job managed by another controller is left alone with one Event 
 waits suspended (its pod count, min-parallelism, tolerations or queue) gets its Workload brought in line, as Kueue
 does: updated when it holds no quota, replaced when it does; a queue change waits for the quota to be released.
 A running Job whose pod count its user changed loses its Workload (confirmed against the apiserver first), so it is
-stopped and queued again at its new size (``manager.decisions.workload_match``).
+stopped and queued again at its new size (``federation.workload_match``).
 """
 
 from __future__ import annotations
@@ -33,18 +33,15 @@ from federation.protocol import MULTIKUEUE_CONTROLLER
 from federation.workload_from_job import (
     JobNotQueueable,
     Priority,
-    maximum_execution_time,
-    pod_sets_for_job,
     priority_class_changed,
     priority_spec,
-    queue_name_of,
     resolve_priority,
     workload_for_job,
     workload_name_for_job,
 )
+from federation.workload_match import WorkloadEdit, edit_for_job, updated_spec
 from manager.config import ManagerConfig
 from manager.decisions.sync import job_finish
-from manager.decisions.workload_match import WorkloadEdit, edit_for_job
 from manager.manager_jobs import needs_stopping, stop_manager_job
 
 log = structlog.get_logger(__name__)
@@ -144,7 +141,7 @@ class JobController:
         return edit_for_job(live, workload) is WorkloadEdit.RUNNING_REPLACE
 
     async def _follow_edit(self, job: dict[str, Any], workload: dict[str, Any]) -> float | None:
-        """Bring the Workload in line with its edited Job (``manager.decisions.workload_match``). The Workload's
+        """Bring the Workload in line with its edited Job (``federation.workload_match``). The Workload's
         resourceVersion is the write's precondition, so a reservation the scheduler writes meanwhile makes it a
         Conflict, decided again with what the Workload is then."""
         key = f"{job['metadata']['namespace']}/{job['metadata']['name']}"
@@ -162,10 +159,7 @@ class JobController:
         ref = f"{meta['namespace']}/{meta['name']}"
         try:
             if edit in (WorkloadEdit.UPDATE, WorkloadEdit.UPDATE_QUEUE):
-                spec: dict[str, Any] = {"queueName": queue_name_of(job)}
-                if edit is WorkloadEdit.UPDATE:
-                    spec["podSets"] = pod_sets_for_job(job)
-                    spec["maximumExecutionTimeSeconds"] = maximum_execution_time(job)  # None removes it
+                spec = updated_spec(job, edit)
                 await self._api.patch(
                     WORKLOADS,
                     meta["name"],

@@ -277,7 +277,7 @@ class ManagerRuntime:
             if needs_scheduling(event, workload, old):
                 self.scheduler.trigger()
             # Deleted: its Job needs a new Workload. Released: a queue its Job was relabelled with while it held
-            # quota can be taken now (manager.decisions.workload_match). Edited while queued: back in line with its Job.
+            # quota can be taken now (federation.workload_match). Edited while queued: back in line with its Job.
             if event == "DELETED" or released(workload, old) or edited_while_queued(event, workload, old):
                 job = owner_job_name(workload)
                 if job is not None:

@@ -29,12 +29,11 @@ from federation.admission.deactivation import deactivation_eviction
 from federation.admission.queue_metrics import workload_labels
 from federation.conditions import is_true
 from federation.kube import resources as r
-from federation.kube.errors import AlreadyExists, Conflict, Invalid, KubeError, NotFound
+from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
 from federation.kube.refusal import is_refusal
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
-from federation.workload_from_job import JobNotQueueable, resolve_priority
 from worker_agent.decisions.job_copies import (
     JobCopyMissing,
     eviction_status,
@@ -50,7 +49,7 @@ from worker_agent.decisions.jobs import (
     injections,
     start_decision,
 )
-from worker_agent.decisions.local_jobs import REASON_NOT_QUEUEABLE, local_workload, needs_local_workload
+from worker_agent.decisions.local_jobs import local_queue_name, needs_local_workload
 from worker_agent.decisions.preemption import (
     evicted_holding_quota,
     release_status,
@@ -59,6 +58,7 @@ from worker_agent.decisions.preemption import (
     suspend_patch,
 )
 from worker_agent.indexes import JobIndex, WorkloadIndex
+from worker_agent.local_jobs import LocalJobs
 from worker_agent.world import World
 from worker_agent.writes import WRITE_CONCURRENCY, Writes, copy_of_manager, limited, name_of, queue_of
 
@@ -112,9 +112,8 @@ class JobPasses:
         """The Workloads changed since the last look at the finishes owed (``_write_owed_finishes``)."""
         self._placement_checked: set[str] = set()
         """uids of started kfed-manager Job copies whose placement matched their flavors when first seen."""
-        self._not_queueable: dict[str, tuple[str, str]] = {}
-        """Job key → (uid, message) of the Jobs queued on this worker that could not have a Workload (its Warning
-        Event is recorded once per message)."""
+        self.local_jobs = LocalJobs(world=world, writes=writes, trigger=trigger, events=events, cluster=cluster)
+        """The Workloads of the Jobs queued on this worker itself."""
         self._term_started = clock()
         """Job copies created well before this leadership term are not checked again (``out_of_sync``)."""
         self._log = log.bind(cluster=cluster)
@@ -154,12 +153,15 @@ class JobPasses:
                 if job is None or target is None or workload is None:
                     unsettled.discard(key)  # looked at again when the Job, or its Workload, comes or changes
                     if job is None:
-                        self._not_queueable.pop(key, None)
+                        self.local_jobs.forget(key)
                     elif target is not None and needs_local_workload(job):
-                        tg.start_soon(limited, limiter, self._queue_local_job, key, job, unsettled)
+                        tg.start_soon(limited, limiter, self.local_jobs.queue, key, job, unsettled)
                     continue
                 namespace, name = target
                 bound = self._log.bind(job=key, workload=f"{namespace}/{name}")
+                if local_queue_name(job) is not None and self.local_jobs.edited(key, job, workload, unsettled):
+                    tg.start_soon(limited, limiter, self.local_jobs.follow_edit, key, job, workload, unsettled, bound)
+                    continue
                 if evicted_holding_quota(workload):
                     tg.start_soon(limited, limiter, self._stop_evicted, job, workload, now, bound)
                     continue
@@ -211,50 +213,6 @@ class JobPasses:
         for workload_key_changed in workloads_changed:
             candidates.update(named.get(workload_key_changed, ()))
         return candidates
-
-    async def _queue_local_job(self, key: str, job: Obj, unsettled: set[str]) -> None:
-        """Create the Workload of a Job queued on this worker itself (``decisions.local_jobs``), as Kueue's Job
-        integration does; a Job that cannot have one gets a Warning Event and a log line saying why, once per reason,
-        and is looked at again in every pass (a WorkloadPriorityClass it names may come)."""
-        try:
-            priority = resolve_priority(
-                job,
-                workload_class=self.world.workload_priority_classes.store.get_by_name,
-                pod_class=self.world.pod_priority_classes.store.get_by_name,
-                pod_classes=self.world.pod_priority_classes.store,
-            )
-        except JobNotQueueable as err:
-            self._report_not_queueable(key, job, str(err), unsettled)
-            return
-        workload = local_workload(job, priority=priority)
-        if isinstance(workload, str):
-            self._report_not_queueable(key, job, workload, unsettled)
-            return
-        meta = workload["metadata"]
-        bound = self._log.bind(job=key, workload=f"{meta['namespace']}/{meta['name']}")
-        try:
-            await self.api.create(r.WORKLOADS, workload, field_manager="kfed-agent")
-        except AlreadyExists:
-            return  # its watch event is on the way
-        except Invalid as err:  # something in the Job the Workload API refuses: said, not retried
-            self._report_not_queueable(key, job, f"the Workload API refused its Workload: {str(err)[:800]}", unsettled)
-            return
-        except KubeError as exc:
-            bound.warning("workload.create_failed", error=str(exc)[:300])
-            self.writes.retry(job, exc)
-            unsettled.add(key)
-            return
-        self._not_queueable.pop(key, None)
-        bound.info("workload.created", why="a Job queued on this worker")
-
-    def _report_not_queueable(self, key: str, job: Obj, message: str, unsettled: set[str]) -> None:
-        unsettled.add(key)
-        uid = str((job.get("metadata") or {}).get("uid") or "")
-        if self._not_queueable.get(key) == (uid, message):
-            return
-        self._not_queueable[key] = (uid, message)
-        self._log.warning("job.not_queueable", job=key, reason=message)
-        self.events.emit(job, reason=REASON_NOT_QUEUEABLE, note=message, action="Queue", event_type="Warning")
 
     def _placement_eviction(
         self, job: Obj, workload: Obj, flavors: Mapping[str, FlavorInfo], now: dt.datetime

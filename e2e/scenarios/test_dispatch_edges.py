@@ -295,8 +295,32 @@ def test_a_job_queued_on_a_worker_itself_is_queued_admitted_and_run_there(federa
             what="the Job queued once its WorkloadPriorityClass exists",
         )
         assert done[0]["spec"]["priority"] == 500
+
+        # too big for the worker's ClusterQueue: it waits; cut down while it waits, its Workload follows and it runs
+        big = job_manifest("queued-on-worker-big", namespace="default", cpu="1", parallelism=500, seconds=1)
+        del big["spec"]["completions"]
+        big_job = json.loads(
+            federation.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(big)).stdout
+        )
+        waiting = wait_for(
+            lambda: _owned_workloads(federation, worker, big_job),
+            until=lambda found: len(found) == 1 and condition(found[0], "QuotaReserved") is not None,
+            timeout=30,
+            what="the big worker-queued Job's Workload to wait for quota",
+        )
+        assert not is_true(waiting[0], "QuotaReserved"), waiting[0].get("status")
+        federation.kubectl(
+            worker, "patch", "job", "queued-on-worker-big", "--type=merge", "-p", '{"spec":{"parallelism":2}}'
+        )
+        ran = wait_for(
+            lambda: _owned_workloads(federation, worker, big_job),
+            until=lambda found: len(found) == 1 and is_true(found[0], "Finished"),
+            timeout=60,
+            what="the cut-down Job's Workload to follow the edit, be admitted and finish",
+        )
+        assert ran[0]["spec"]["podSets"][0]["count"] == 2
     finally:
-        for name in ("queued-on-worker", "queued-on-worker-late"):
+        for name in ("queued-on-worker", "queued-on-worker-late", "queued-on-worker-big"):
             federation.kubectl(worker, "delete", "job", name, "-n", "default", "--wait=false", check=False)
         federation.kubectl(
             worker, "delete", "workloadpriorityclass", "kfed-test-worker-high", "--wait=false", check=False

@@ -11,6 +11,7 @@ from federation.admission.deactivation import deactivation_reason
 from federation.api.labels import MAX_EXEC_TIME_LABEL
 from federation.conditions import find_condition, format_time, set_condition
 from federation.workload_from_job import JobNotQueueable, Priority, workload_for_job
+from federation.workload_match import WorkloadEdit, edit_for_job
 from manager.decisions.execution_time import (
     accumulated_on_release,
     exceeded_note,
@@ -19,7 +20,6 @@ from manager.decisions.execution_time import (
 )
 from manager.decisions.remote_copies import remote_job, remote_workload
 from manager.decisions.withdrawal import requeue_status
-from manager.decisions.workload_match import WorkloadEdit, edit_for_job
 from manager.tests.builders import make_job
 
 NOW = dt.datetime(2026, 11, 24, 12, 0, tzinfo=dt.UTC)

@@ -11,7 +11,7 @@ from federation.workload_from_job import (
     pod_sets_for_job,
     workload_for_job,
 )
-from manager.decisions.workload_match import WorkloadEdit, edit_for_job, pod_sets_match
+from federation.workload_match import WorkloadEdit, edit_for_job, pod_sets_match
 from manager.tests.builders import JobBuilder, make_job
 
 NOW = dt.datetime(2026, 11, 24, tzinfo=dt.UTC)

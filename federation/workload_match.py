@@ -1,4 +1,5 @@
-"""Does a Job's Workload still describe the Job? (pure)
+"""Does a Job's Workload still describe the Job? (pure; kfed-manager asks it of the Jobs queued on the manager
+cluster, kfed-agent of those queued on its worker cluster itself)
 
 A user may edit a Job after its Workload was made: while it waits suspended, ``parallelism`` and ``completions``
 (the pod count), the ``kueue.x-k8s.io/job-min-parallelism`` annotation (the ``minCount``), the pod template's
@@ -23,8 +24,9 @@ A running Job can only have its pod count changed (``parallelism``; the template
 with the count its Workload was admitted with (the admission's, under partial admission) and, when they differ,
 stops the Job and deletes the Workload, so the Job is queued again at its new size. Here the Workload is deleted
 (``RUNNING_REPLACE``) and kfed's handling of a Workload deleted under a running Job does the rest: it withdraws the
-copies, suspends the Job and queues a new Workload. Suspending the Job first, as Kueue orders it, would race the
-remote sync, which resumes the Job of a Workload that is still admitted. Only an admitted Workload is compared
+copies, suspends the Job and queues a new Workload (on a worker, kfed-agent suspends the Job and queues a new one).
+Suspending the Job first, as Kueue orders it, would race the remote sync, which resumes the Job of a Workload that
+is still admitted. Only an admitted Workload is compared
 with its running Job: while it is being requeued the two legitimately differ for a moment. kfed has no admission
 webhook, so the min-parallelism annotation Kueue's webhook keeps fixed on a running Job is not compared either.
 """
@@ -35,7 +37,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.conditions import is_true
+from federation.conditions import find_condition, is_true
 from federation.pod_injection import admitted_count, requested_count
 from federation.quantity import parse_quantity
 from federation.workload_from_job import (
@@ -45,7 +47,6 @@ from federation.workload_from_job import (
     pod_sets_for_job,
     queue_name_of,
 )
-from manager.decisions.sync import job_finish
 
 
 class WorkloadEdit(enum.Enum):
@@ -113,6 +114,14 @@ def pod_sets_match(
     )
 
 
+def _ended(job: Mapping[str, Any]) -> bool:
+    """The Job has a true ``Complete`` or ``Failed`` condition."""
+    return any(
+        (found := find_condition(job, kind)) is not None and found.get("status") == "True"
+        for kind in ("Complete", "Failed")
+    )
+
+
 def running_count(workload: Mapping[str, Any]) -> int | None:
     """The pod count an admitted Workload's Job runs with: the admission's under partial admission (the pod set has
     a ``minCount``), else the pod set's; None for a Workload that is not admitted or has no single pod set."""
@@ -131,7 +140,7 @@ def edit_for_job(job: Mapping[str, Any], workload: Mapping[str, Any]) -> Workloa
     if is_true(workload, "Finished") or (workload.get("metadata") or {}).get("deletionTimestamp"):
         return WorkloadEdit.KEEP
     if not (job.get("spec") or {}).get("suspend", False):
-        if job_finish(job) is not None:
+        if _ended(job):
             return WorkloadEdit.KEEP
         expected = running_count(workload)
         if expected is None or pod_count(job.get("spec") or {}) == expected:
@@ -146,3 +155,13 @@ def edit_for_job(job: Mapping[str, Any], workload: Mapping[str, Any]) -> Workloa
     if queue and queue != (workload.get("spec") or {}).get("queueName") and not reserved:
         return WorkloadEdit.UPDATE_QUEUE
     return WorkloadEdit.KEEP
+
+
+def updated_spec(job: Mapping[str, Any], edit: WorkloadEdit) -> dict[str, Any]:
+    """The merge patch of the Workload's ``spec`` for an ``UPDATE`` or ``UPDATE_QUEUE`` edit: the Job's queue, and for
+    ``UPDATE`` its pod sets and execution time limit (None removes the limit)."""
+    spec: dict[str, Any] = {"queueName": queue_name_of(job)}
+    if edit is WorkloadEdit.UPDATE:
+        spec["podSets"] = pod_sets_for_job(job)
+        spec["maximumExecutionTimeSeconds"] = maximum_execution_time(job)
+    return spec
