@@ -130,5 +130,5 @@ class LocalJobs:
         if self._told.get(key) == (uid, message):
             return
         self._told[key] = (uid, message)
-        self._log.warning("job.not_queueable", job=key, reason=message, event=reason)
+        self._log.warning("job.not_queueable", job=key, reason=reason, message=message)
         self.events.emit(job, reason=reason, note=message, action="Queue", event_type="Warning")
