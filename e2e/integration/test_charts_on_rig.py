@@ -193,7 +193,7 @@ def test_agent_token_can_do_its_rules_and_no_more(installed: Installed) -> None:
     for verb, resource, scope in [
         ("get", "secrets", ("-n", NAMESPACE)),
         ("list", "secrets", ("--all-namespaces",)),
-        ("create", "workloads.kueue.x-k8s.io", ("-n", "default")),
+        ("deletecollection", "workloads.kueue.x-k8s.io", ("-n", "default")),  # it creates those of local Jobs
         ("delete", "jobs.batch", ("-n", "default")),
         ("patch", "clustercapacities.kfed.io/other", ()),
         ("update", "leases.coordination.k8s.io/kfed-manager", ("-n", NAMESPACE)),
