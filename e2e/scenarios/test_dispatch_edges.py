@@ -327,6 +327,105 @@ def test_a_job_queued_on_a_worker_itself_is_queued_admitted_and_run_there(federa
         )
 
 
+def test_a_worker_queued_job_is_preempted_by_a_higher_priority_one_and_runs_again_after(federation: Federation) -> None:
+    """Kueue's preemption within a worker ClusterQueue, for Jobs queued on that worker: a higher-priority Job that
+    does not fit evicts the running lower-priority one (Event Preempted), whose Job is stopped; once the higher one
+    finished, the lower one is admitted again and runs."""
+    worker = federation.workers[0]
+    docs = [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "local-prio"},
+            "spec": {
+                "namespaceSelector": {},
+                "preemption": {"withinClusterQueue": "LowerPriority"},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory"],
+                        "flavors": [
+                            {
+                                "name": "default-flavor",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": "8"},
+                                    {"name": "memory", "nominalQuota": "16Gi"},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "local-prio", "namespace": "default"},
+            "spec": {"clusterQueue": "local-prio"},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": "kfed-test-local-high"},
+            "value": 1000,
+        },
+    ]
+    federation.kubectl(
+        worker, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+    )
+    low = job_manifest("local-low", namespace="default", cpu="8", seconds=600, queue="local-prio")
+    high = job_manifest("local-high", namespace="default", cpu="8", seconds=1, queue="local-prio")
+    high["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "kfed-test-local-high"
+    try:
+        low_job = json.loads(
+            federation.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(low)).stdout
+        )
+        wait_for(
+            lambda: get(federation, worker, "job", "local-low"),
+            until=lambda j: int(((j or {}).get("status") or {}).get("active", 0)) > 0,
+            timeout=30,
+            what="the low-priority worker-queued Job running",
+        )
+        high_job = json.loads(
+            federation.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(high)).stdout
+        )
+        done = wait_for(
+            lambda: _owned_workloads(federation, worker, high_job),
+            until=lambda found: len(found) == 1 and is_true(found[0], "Finished"),
+            timeout=60,
+            what="the high-priority worker-queued Job admitted by preemption and finished",
+        )
+        assert done[0]["status"]["admission"]["clusterQueue"] == "local-prio"
+        [low_workload] = _owned_workloads(federation, worker, low_job)
+        preempted = items(
+            federation,
+            worker,
+            "events",
+            "--field-selector",
+            f"reason=Preempted,involvedObject.name={low_workload['metadata']['name']}",
+        )
+        assert preempted, "a Preempted Event on the lower-priority Workload"
+        wait_for(
+            lambda: (_owned_workloads(federation, worker, low_job), get(federation, worker, "job", "local-low")),
+            until=lambda pair: (
+                len(pair[0]) == 1
+                and is_true(pair[0][0], "QuotaReserved")
+                and int(((pair[1] or {}).get("status") or {}).get("active", 0)) > 0
+            ),
+            timeout=60,
+            what="the preempted Job admitted again and running once the higher one finished",
+        )
+    finally:
+        for name in ("local-low", "local-high"):
+            federation.kubectl(
+                worker, "delete", "job", name, "-n", "default", "--wait=true", "--timeout=60s", check=False
+            )
+        federation.kubectl(worker, "delete", "localqueue", "local-prio", "-n", "default", "--wait=false", check=False)
+        federation.kubectl(worker, "delete", "clusterqueue", "local-prio", "--wait=false", check=False)
+        federation.kubectl(
+            worker, "delete", "workloadpriorityclass", "kfed-test-local-high", "--wait=false", check=False
+        )
+
+
 def _reports_cluster_queue_inactive(report: Obj | None) -> bool:
     status = (report or {}).get("status") or {}
     return any(q["name"] == CLUSTER_QUEUE and q.get("active") is False for q in status.get("clusterQueues") or ())
