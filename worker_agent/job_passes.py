@@ -34,6 +34,7 @@ from federation.kube.recorder import EventRecorder
 from federation.kube.refusal import is_refusal
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
+from federation.workload_match import WorkloadEdit
 from worker_agent.decisions.job_copies import (
     JobCopyMissing,
     eviction_status,
@@ -159,8 +160,14 @@ class JobPasses:
                     continue
                 namespace, name = target
                 bound = self._log.bind(job=key, workload=f"{namespace}/{name}")
-                if local_queue_name(job) is not None and self.local_jobs.edited(key, job, workload, unsettled):
-                    tg.start_soon(limited, limiter, self.local_jobs.follow_edit, key, job, workload, unsettled, bound)
+                edit = (
+                    self.local_jobs.edit_of(key, job, workload, unsettled)
+                    if local_queue_name(job) is not None
+                    else WorkloadEdit.KEEP
+                )
+                if edit is not WorkloadEdit.KEEP:
+                    follow = self.local_jobs.follow_edit
+                    tg.start_soon(limited, limiter, follow, key, job, workload, edit, unsettled)
                     continue
                 if evicted_holding_quota(workload):
                     tg.start_soon(limited, limiter, self._stop_evicted, job, workload, now, bound)

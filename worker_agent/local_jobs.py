@@ -85,21 +85,21 @@ class LocalJobs:
         bound.info("workload.created", why="a Job queued on this worker")
         self.events.emit(job, reason="CreatedWorkload", note=f"Created Workload: {ref}", action="Queue")
 
-    def edited(self, key: str, job: Obj, workload: Obj, unsettled: set[str]) -> bool:
-        """Whether the Workload of a Job queued here no longer describes the Job (``follow_edit`` brings it in
-        line); a Job whose edit makes it unqueueable is told why and keeps its Workload as it is."""
+    def edit_of(self, key: str, job: Obj, workload: Obj, unsettled: set[str]) -> WorkloadEdit:
+        """What the Workload of a Job queued here needs to describe the Job again (``follow_edit`` does it); a Job
+        whose edit makes it unqueueable is told why and keeps its Workload as it is (``KEEP``)."""
         try:
-            return edit_for_job(job, workload) is not WorkloadEdit.KEEP
+            return edit_for_job(job, workload)
         except JobNotQueueable as err:
             self._tell(key, job, "UpdatingWorkloadFailed", str(err), unsettled)
-            return False
+            return WorkloadEdit.KEEP
 
-    async def follow_edit(self, key: str, job: Obj, workload: Obj, unsettled: set[str], bound: Any) -> None:
-        """Update or delete the Workload to match its edited Job, at the Workload's resourceVersion (a Conflict is
-        decided again at once)."""
-        edit = edit_for_job(job, workload)
+    async def follow_edit(self, key: str, job: Obj, workload: Obj, edit: WorkloadEdit, unsettled: set[str]) -> None:
+        """Update or delete the Workload as ``edit`` says, at the Workload's resourceVersion (a Conflict is decided
+        again at once)."""
         meta = workload["metadata"]
         namespace, name = str(meta["namespace"]), str(meta["name"])
+        bound = self._log.bind(job=key, workload=f"{namespace}/{name}")
         try:
             if edit in (WorkloadEdit.UPDATE, WorkloadEdit.UPDATE_QUEUE):
                 body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "spec": updated_spec(job, edit)}

@@ -328,38 +328,24 @@ class Federation:
 
     def _wait_agent_job_policy(self, timeout: float = 30) -> None:
         """Returns once a server-side dry run shows each agent's MutatingAdmissionPolicy in effect on its worker."""
-        probe = yaml.safe_dump(
-            {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "metadata": {"name": "kfed-rig-policy-probe", "namespace": "default", "labels": {QUEUE_LABEL: "x"}},
-                "spec": {
-                    "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
-                },
-            }
-        )
         deadline = time.monotonic() + timeout
         for worker in self.agent_workers:
-            while True:
-                result = self.kubectl(
-                    worker,
-                    "create",
-                    "--dry-run=server",
-                    "-o",
-                    "jsonpath={.spec.suspend}",
-                    "-f",
-                    "-",
-                    input=probe,
-                    check=False,
-                )
-                if result.returncode == 0 and result.stdout.strip() == "true":
-                    break
-                if time.monotonic() >= deadline:
-                    raise RigError(f"the kfed-agent job admission policy did not take effect on {worker} in time")
-                time.sleep(0.25)
+            self._wait_policy(worker, "{.spec.suspend}", "true", deadline, what="the kfed-agent job admission policy")
 
     def _wait_job_policy(self, timeout: float = 30) -> None:
         """Returns once a server-side dry run shows the manager's MutatingAdmissionPolicy in effect."""
+        deadline = time.monotonic() + timeout
+        self._wait_policy(
+            MANAGER,
+            "{.spec.managedBy}",
+            "kueue.x-k8s.io/multikueue",
+            deadline,
+            what="the manager's job admission policy",
+        )
+
+    def _wait_policy(self, cluster: str, field: str, expected: str, deadline: float, *, what: str) -> None:
+        """Until ``deadline`` (monotonic), dry-run a queued Job on ``cluster`` until its ``field`` (a jsonpath) reads
+        ``expected``: the admission policy ``what`` is in effect there."""
         probe = yaml.safe_dump(
             {
                 "apiVersion": "batch/v1",
@@ -370,23 +356,15 @@ class Federation:
                 },
             }
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while True:
             result = self.kubectl(
-                MANAGER,
-                "create",
-                "--dry-run=server",
-                "-o",
-                "jsonpath={.spec.managedBy}",
-                "-f",
-                "-",
-                input=probe,
-                check=False,
+                cluster, "create", "--dry-run=server", "-o", f"jsonpath={field}", "-f", "-", input=probe, check=False
             )
-            if result.returncode == 0 and result.stdout.strip() == "kueue.x-k8s.io/multikueue":
+            if result.returncode == 0 and result.stdout.strip() == expected:
                 return
+            if time.monotonic() >= deadline:
+                raise RigError(f"{what} did not take effect on {cluster} in time")
             time.sleep(0.25)
-        raise RigError("the manager's job admission policy did not take effect in time")
 
     def _wait_default_service_account(self, cluster: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
