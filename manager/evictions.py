@@ -17,6 +17,7 @@ from typing import Any
 
 import structlog
 
+from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.queue_metrics import eviction_labels, eviction_latency, pods_ready_to_evicted, workload_labels
 from federation.kube.api import KubeApi
 from federation.kube.cache import SyncedCache
@@ -37,7 +38,6 @@ from manager.decisions.withdrawal import (
     eviction_status,
     exclusion_annotation,
     requeue_status,
-    scheduling_stats_after,
     unreachable_report_in,
     withdrawn_annotation,
     withdrawn_from,

@@ -404,7 +404,7 @@ def test_a_worker_queued_job_is_preempted_by_a_higher_priority_one_and_runs_agai
             f"reason=Preempted,involvedObject.name={low_workload['metadata']['name']}",
         )
         assert preempted, "a Preempted Event on the lower-priority Workload"
-        wait_for(
+        again, _ = wait_for(
             lambda: (_owned_workloads(federation, worker, low_job), get(federation, worker, "job", "local-low")),
             until=lambda pair: (
                 len(pair[0]) == 1
@@ -414,6 +414,9 @@ def test_a_worker_queued_job_is_preempted_by_a_higher_priority_one_and_runs_agai
             timeout=60,
             what="the preempted Job admitted again and running once the higher one finished",
         )
+        assert again[0]["status"]["schedulingStats"]["evictions"] == [
+            {"reason": "Preempted", "underlyingCause": "", "count": 1}
+        ], "the eviction is counted on the worker's Workload, which is the one its users read"
     finally:
         for name in ("local-low", "local-high"):
             federation.kubectl(

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.admission.api_drain import workload_generation
+from federation.admission.eviction_counts import scheduling_stats_after
 from federation.api.workload import (
     DEACTIVATED_MESSAGE,
     DEACTIVATION_TARGET,
@@ -82,7 +83,7 @@ def deactivation_eviction(workload: Mapping[str, Any], *, now: dt.datetime) -> D
         now=now,
         observed_generation=workload_generation(workload),
     )
-    status: Obj = {"conditions": conditions}
+    status: Obj = {"conditions": conditions, "schedulingStats": scheduling_stats_after(workload, reason)}
     if (workload.get("status") or {}).get("requeueState") is not None:
         status["requeueState"] = None  # Kueue drops it: a reactivated workload starts its requeue count afresh
     return DeactivationEviction(status, reason, message)

@@ -19,7 +19,7 @@ from typing import Any
 
 from federation.admission.check_reset import checks_reset_on_eviction
 from federation.admission.deactivation import deactivation_eviction
-from federation.admission.queue_metrics import eviction_labels
+from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.requeued import requeued_on_release
 from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
 from manager.decisions.execution_time import ACCUMULATED_FIELD, accumulated_on_release
@@ -214,23 +214,6 @@ def eviction_status(
     return {"conditions": conditions, "admissionChecks": checks}
 
 
-def scheduling_stats_after(workload: Obj, cause: str, *, underlying_cause: str = "") -> dict[str, Any]:
-    """``status.schedulingStats`` with one more eviction for ``cause`` (an ``Evicted`` reason), counted as Kueue
-    counts it: per ``reason`` and ``underlyingCause`` (``DeactivatedDueTo<cause>`` is ``Deactivated`` with that
-    cause underneath; ``underlying_cause`` names it for the others, e.g. ``PodsReadyTimeout``'s ``WaitForStart``).
-    The whole list is written (a merge patch replaces lists)."""
-    reason, underlying = eviction_labels(cause, underlying_cause)
-    stats = dict((workload.get("status") or {}).get("schedulingStats") or {})
-    evictions = [dict(e) for e in stats.get("evictions") or ()]
-    for entry in evictions:
-        if entry.get("reason") == reason and (entry.get("underlyingCause") or "") == underlying:
-            entry["count"] = int(entry.get("count") or 0) + 1
-            break
-    else:
-        evictions.append({"reason": reason, "underlyingCause": underlying, "count": 1})
-    return {**stats, "evictions": evictions}
-
-
 REASON_PREEMPTED = "Preempted"
 REASON_DEACTIVATED = "Deactivated"
 
@@ -258,8 +241,8 @@ def pending_deactivation_status(workload: Obj, *, now: dt.datetime) -> dict[str,
     already): ``federation.admission.deactivation``'s eviction, and its nomination cleared. A Workload evicted already
     (e.g. preempted, then deactivated while it waited) keeps that eviction and only loses its ``DeactivationTarget``
     marker and requeue state. Nothing was admitted, so Kueue records no Event and counts no eviction metric for it,
-    and neither does kfed. None when there is nothing to write. (Its admission checks are Pending already: a release
-    resets them.)"""
+    and neither does kfed; the eviction is still counted in ``schedulingStats``, as Kueue's status patch does. None
+    when there is nothing to write. (Its admission checks are Pending already: a release resets them.)"""
     if not deactivated(workload) or is_true(workload, "Finished") or is_true(workload, "QuotaReserved"):
         return None
     status = workload.get("status") or {}

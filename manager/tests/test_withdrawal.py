@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from federation.admission.deactivation import deactivation_reason
+from federation.admission.eviction_counts import scheduling_stats_after
 from manager.decisions.lifecycle import Phase, phase_of
 from manager.decisions.refusals import REFUSED_BY_ANNOTATION, REFUSED_UNTIL_ANNOTATION
 from manager.decisions.withdrawal import (
@@ -18,7 +19,6 @@ from manager.decisions.withdrawal import (
     pending_deactivation_status,
     preemption_status,
     requeue_status,
-    scheduling_stats_after,
     unreachable_report_in,
     withdrawal_reason,
     worker_unreachable_message,
@@ -265,6 +265,7 @@ def test_a_deactivated_workload_without_quota_is_marked_evicted_as_kueue_does() 
     assert evicted["observedGeneration"] == 2
     assert patch["nominatedClusterNames"] is None
     assert "requeueState" not in patch
+    assert patch["schedulingStats"] == {"evictions": [{"reason": "Deactivated", "underlyingCause": "", "count": 1}]}
 
 
 def test_kfeds_own_deactivation_names_its_cause_and_drops_the_marker() -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.admission.check_reset import checks_reset_on_eviction
+from federation.admission.eviction_counts import scheduling_stats_after
 from federation.api.workload import ADMITTED, EVICTED, QUOTA_RESERVED, REQUEUED
 from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
 from federation.protocol import REASON_ADMITTED
@@ -160,7 +161,7 @@ def _released(workload: Mapping[str, Any], *, reason: str, message: str, now: dt
             now=now,
             observed_generation=generation,
         )
-    return {"conditions": conditions, "admission": None}
+    return {"conditions": conditions, "admission": None, "schedulingStats": scheduling_stats_after(workload, reason)}
 
 
 def retry_at(checks: Sequence[Mapping[str, Any]]) -> dt.datetime | None:

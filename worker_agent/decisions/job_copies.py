@@ -36,6 +36,7 @@ from typing import Any
 
 from federation.admission.api_drain import workload_generation
 from federation.admission.api_workloads import is_admitted, workload_key
+from federation.admission.eviction_counts import scheduling_stats_after
 from federation.api.workload import ADMITTED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
 from federation.pod_injection import INJECTED_ANNOTATION, FlavorInjection, start_patch
@@ -225,7 +226,7 @@ def eviction_status(workload: Obj, message: str, *, now: dt.datetime, reason: st
         now=now,
         observed_generation=workload_generation(workload),
     )
-    return {"conditions": conditions}
+    return {"conditions": conditions, "schedulingStats": scheduling_stats_after(workload, reason)}
 
 
 __all__ = [

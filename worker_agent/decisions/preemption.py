@@ -31,6 +31,7 @@ from typing import Any
 from federation.admission.api_drain import EventSpec, WorkloadUpdate, workload_generation
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Victim
+from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.requeued import requeued_on_release
 from federation.api.workload import ADMITTED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, format_time, is_true, set_condition
@@ -122,7 +123,7 @@ def victim_update(raw: Obj, victim: Victim, *, preemptor: str, now: dt.datetime)
             now=now,
             observed_generation=generation,
         )
-    status: Obj = {"conditions": conditions}
+    status: Obj = {"conditions": conditions, "schedulingStats": scheduling_stats_after(raw, REASON_PREEMPTED)}
     gates = (raw.get("status") or {}).get("preemptionGates")
     if gates:
         stamp = format_time(now)

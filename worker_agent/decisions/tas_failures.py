@@ -49,6 +49,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from federation.admission.eviction_counts import scheduling_stats_after
 from federation.api.labels import (
     MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD,
     UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION,
@@ -251,7 +252,11 @@ def plan_repair(
             message=message[:32768],
             now=now,
         )
-        status: dict[str, Any] = {"conditions": conditions, "unhealthyNodes": [{"name": n} for n in unhealthy]}
+        status: dict[str, Any] = {
+            "conditions": conditions,
+            "unhealthyNodes": [{"name": n} for n in unhealthy],
+            "schedulingStats": scheduling_stats_after(workload, NODE_FAILURES_REASON),
+        }
         return WorkloadRepair(status, True, message, failed, 0, tuple(pods_on_failed))
     if not changed_assignment and unhealthy == previous:
         if pods_on_failed:

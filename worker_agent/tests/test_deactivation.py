@@ -37,6 +37,9 @@ def test_a_user_deactivated_admitted_workload_is_evicted_then_its_quota_released
         "The workload is deactivated",
     )
     assert eviction.status["requeueState"] is None
+    assert eviction.status["schedulingStats"] == {
+        "evictions": [{"reason": "Deactivated", "underlyingCause": "", "count": 1}]
+    }
     after = merged(wl, eviction.status)
     assert not needs_deactivation_eviction(after)  # evicted once
     assert evicted_holding_quota(after)  # the job pass stops its Job, then releases the quota
@@ -56,6 +59,8 @@ def test_a_deactivation_target_names_the_cause_and_goes() -> None:
     assert eviction.message == "The workload is deactivated due to too many"
     assert find_condition({"status": eviction.status}, "DeactivationTarget") is None
     assert "requeueState" not in eviction.status
+    counted = {"reason": "Deactivated", "underlyingCause": "RequeuingLimitExceeded", "count": 1}
+    assert eviction.status["schedulingStats"] == {"evictions": [counted]}
 
 
 def test_active_finished_or_already_evicted_workloads_are_left_alone() -> None:

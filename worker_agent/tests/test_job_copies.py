@@ -46,6 +46,8 @@ def test_an_admitted_manager_copy_without_a_job_is_evicted_once_the_timeout_has_
     assert eviction.message == message
     evicted = find_condition({"status": eviction.status}, "Evicted") or {}
     assert (evicted["status"], evicted["reason"], evicted["message"]) == ("True", REASON_JOB_COPY_MISSING, message)
+    counted = {"reason": REASON_JOB_COPY_MISSING, "underlyingCause": "", "count": 1}
+    assert eviction.status["schedulingStats"] == {"evictions": [counted]}
     # the eviction's usual end follows: no Job to stop, the quota is released; the copy was deactivated first, so
     # it is not queued again (Kueue's Requeued=False, with the eviction's reason and message)
     written = {**wl, "spec": {**wl["spec"], "active": False}, "status": {**wl["status"], **eviction.status}}

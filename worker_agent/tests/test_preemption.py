@@ -76,6 +76,7 @@ def test_without_a_gate_the_lower_priority_victim_is_evicted_and_the_preemptor_w
     by_type = conditions(status)
     assert (by_type["Evicted"]["status"], by_type["Evicted"]["reason"]) == ("True", "Preempted")
     assert (by_type["Preempted"]["status"], by_type["Preempted"]["reason"]) == ("True", "InClusterQueue")
+    assert status["schedulingStats"] == {"evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 1}]}
     outcome, status = outcomes["ns/high"]
     assert outcome == "pending"
     assert "Pending the preemption of 1 workload(s)" in conditions(status)["QuotaReserved"]["message"]

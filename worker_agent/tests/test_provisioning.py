@@ -260,6 +260,9 @@ def test_retry_releases_the_quota_and_requeues_after_the_backoff() -> None:
     assert requeued is not None
     assert (requeued["status"], requeued["reason"]) == ("False", "AdmissionCheck")
     assert requeued["message"] == evicted["message"]
+    assert step.status["schedulingStats"] == {
+        "evictions": [{"reason": "AdmissionCheck", "underlyingCause": "", "count": 1}]
+    }
 
 
 def test_rejected_deactivates_and_keeps_the_rejection_visible() -> None:
@@ -273,6 +276,8 @@ def test_rejected_deactivates_and_keeps_the_rejection_visible() -> None:
     requeued = find_condition({"status": step.status}, "Requeued")  # Kueue: False, not queued until reactivated
     assert requeued is not None
     assert (requeued["status"], requeued["reason"]) == ("False", "DeactivatedDueToAdmissionCheck")
+    counted = {"reason": "Deactivated", "underlyingCause": "AdmissionCheck", "count": 1}  # as Kueue labels it
+    assert step.status["schedulingStats"] == {"evictions": [counted]}
     assert "admissionChecks" not in step.status
 
 

@@ -156,6 +156,9 @@ def test_no_room_in_the_required_rack_evicts_with_node_failures_and_recovery_cle
     assert repair.evicted
     evicted = repair.status["conditions"][0]
     assert (evicted["type"], evicted["status"], evicted["reason"]) == ("Evicted", "True", "NodeFailures")
+    assert repair.status["schedulingStats"]["evictions"] == [
+        {"reason": "NodeFailures", "underlyingCause": "", "count": 1}
+    ]
     cleared = plan_repair(
         _workload(assignment.to_dict(), unhealthy=["gone"]),
         [PodSetRepair("main", request, snapshot, assignment, {})],
