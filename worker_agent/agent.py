@@ -81,17 +81,24 @@ class Agent:
         events = EventRecorder(self.api, controller="kfed.io/kfed-agent", instance=self.identity)
         publisher_options: dict[str, Any] = {} if self.heartbeat is None else {"heartbeat": self.heartbeat}
         tas_box: list[Tas] = []
-        provisioning_box: list[Provisioning] = []
+        trigger = Trigger()
+        served = await Provisioning.served_by(self.api)
+        if not served:
+            log.warning("agent.provisioning_requests_not_served", cluster=self.cluster, message=NOT_SERVED)
+        provisioning = Provisioning(
+            self.api, events=events, cluster=self.cluster, wake=lambda *_: trigger.pull(), served=served
+        )
+        self.provisioning = provisioning
         publisher = CapacityPublisher(
             world,
             cluster=self.cluster,
             metrics=self.metrics,
             lock=lock,
             update_queue_status=self.update_queue_status,
-            topologies=lambda: _reported_topologies(tas_box, world, provisioning_box),
+            topologies=lambda: _reported_topologies(tas_box, world, provisioning),
+            admission_checks=provisioning.admission_checks,
             **publisher_options,
         )
-        trigger = Trigger()
 
         def wake_tas(*_: object) -> None:
             trigger.pull()
@@ -108,14 +115,6 @@ class Agent:
         )
         tas_box.append(tas)
         self.tas = tas
-        served = await Provisioning.served_by(self.api)
-        if not served:
-            log.warning("agent.provisioning_requests_not_served", cluster=self.cluster, message=NOT_SERVED)
-        provisioning = Provisioning(
-            self.api, events=events, cluster=self.cluster, wake=lambda *_: trigger.pull(), served=served
-        )
-        self.provisioning = provisioning
-        provisioning_box.append(provisioning)
         reconciler = Reconciler(
             world,
             cluster=self.cluster,
@@ -196,13 +195,11 @@ class Agent:
             )
 
 
-def _reported_topologies(tas: list[Tas], world: World, provisioning: list[Provisioning]) -> list[Obj]:
+def _reported_topologies(tas: list[Tas], world: World, provisioning: Provisioning) -> list[Obj]:
     """The TAS summaries for the capacity report, without the flavors a ProvisioningRequest check covers (their
     nodes appear when a workload asks: the manager judges them on quota alone)."""
     if not tas:
         return []
     entries = tas[0].summaries()
-    if not provisioning:
-        return entries
-    skip = autoscaled_flavors(world.cluster_queues.store, provisioning[0].checks_by_name())
+    skip = autoscaled_flavors(world.cluster_queues.store, provisioning.checks_by_name())
     return [entry for entry in entries if entry.get("name") not in skip]

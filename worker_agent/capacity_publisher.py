@@ -2,7 +2,8 @@
 
 Publishes within ``CAPACITY_DEBOUNCE_SECONDS`` of any change to quota objects or workloads (reports in a burst
 at most every ``CAPACITY_MIN_INTERVAL_SECONDS``), and at least every ``CAPACITY_HEARTBEAT_SECONDS``; the local
-queues' status follows the reports at most every ``QUEUE_STATUS_MIN_INTERVAL_SECONDS`` (finalizers at once), its
+queues' status follows the reports at most every ``QUEUE_STATUS_MIN_INTERVAL_SECONDS`` (finalizers at once: Kueue's
+resource-in-use finalizer on the ClusterQueues, and on the ResourceFlavors and AdmissionChecks they name), its
 last change always written; each report bumps ``status.generation``. The manager drops an in-flight ledger
 entry once a report's ``observedTime`` is later than the copy's ``QuotaReserved`` transition, so two rules keep
 that comparison honest with second-precision condition times:
@@ -37,6 +38,7 @@ from federation.admission.queue_metrics import Sample, inadmissible_by_condition
 from federation.api.capacity import CLUSTER_CAPACITY_NAME
 from federation.conditions import format_time
 from federation.kube import resources as r
+from federation.kube.cache import WatchCache
 from federation.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from federation.kube.overlay import WriteOverlay
 from federation.kube.status_writes import write_finalizers, write_status_patches
@@ -72,6 +74,7 @@ class CapacityPublisher:
         update_queue_status: bool = True,
         clock: Callable[[], float] = time.time,
         topologies: Callable[[], list[Obj]] = list,
+        admission_checks: WatchCache | None = None,
     ) -> None:
         self.world = world
         self.api = world.api
@@ -106,6 +109,12 @@ class CapacityPublisher:
         world.cluster_queues.add_handler(self._cluster_queue_view.observe)
         self._flavor_view = WriteOverlay(world.flavors.store)
         world.flavors.add_handler(self._flavor_view.observe)
+        self._check_view: WriteOverlay | None = None
+        """The AdmissionChecks (read by the provisioning controller) with this publisher's finalizer writes."""
+        if admission_checks is not None:
+            self._check_view = WriteOverlay(admission_checks.store)
+            admission_checks.add_handler(self._check_view.observe)
+            admission_checks.add_handler(lambda *_: self.trigger.pull())  # a deleted check's finalizer goes
         world.local_queues.add_handler(self._local_queue_view.observe)
 
     def admitted_at(self, when: float) -> None:
@@ -233,16 +242,21 @@ class CapacityPublisher:
             overlay=self._cluster_queue_view,
         )
         queues.update(updated)  # the status below is written at the resourceVersion the finalizers made
-        flavors = {str(f["metadata"]["name"]): f for f in self._flavor_view}
-        flavors_written, _ = await write_finalizers(
-            self.api,
-            r.RESOURCE_FLAVORS,
-            in_use_changes(flavors, cluster_queue_references(queues.values())[0]),
-            current=flavors,
-            field_manager="kfed-agent",
-            overlay=self._flavor_view,
-        )
-        written &= flavors_written
+        named_flavors, named_checks = cluster_queue_references(queues.values())
+        in_use = [(r.RESOURCE_FLAVORS, self._flavor_view, named_flavors)]
+        if self._check_view is not None:
+            in_use.append((r.ADMISSION_CHECKS, self._check_view, named_checks))
+        for resource, view, named in in_use:
+            objects = {str(o["metadata"]["name"]): o for o in view}
+            in_use_written, _ = await write_finalizers(
+                self.api,
+                resource,
+                in_use_changes(objects, named),
+                current=objects,
+                field_manager="kfed-agent",
+                overlay=view,
+            )
+            written &= in_use_written
         if time.monotonic() < self._queue_status_written + self.queue_status_interval:
             self._queue_status_owed = True
             if not written:

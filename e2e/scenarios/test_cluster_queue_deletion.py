@@ -145,11 +145,10 @@ def _has_finalizer(obj: dict[str, Any] | None) -> bool:
 def test_a_flavor_or_check_a_cluster_queue_names_is_kept_until_no_queue_names_it(
     federation: Federation, cluster: str
 ) -> None:
-    """Kueue's resource-in-use finalizer on ResourceFlavors and (on the manager) AdmissionChecks: deleting one that
-    a ClusterQueue names leaves it Terminating until the queue no longer names it; one no queue names goes at once."""
-    names = {"resourceflavor": "e2e-kept-flavor"}
-    if cluster == MANAGER:
-        names["admissioncheck"] = "e2e-kept-check"
+    """Kueue's resource-in-use finalizer on ResourceFlavors and AdmissionChecks, kept by kfed-manager on the manager
+    and by kfed-agent on a worker: deleting one that a ClusterQueue names leaves it Terminating until the queue no
+    longer names it; one no queue names goes at once."""
+    names = {"resourceflavor": "e2e-kept-flavor", "admissioncheck": "e2e-kept-check"}
     flavor_in_queue = {"name": names["resourceflavor"], "resources": [{"name": "cpu", "nominalQuota": "1"}]}
     queue: dict[str, Any] = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
@@ -158,30 +157,24 @@ def test_a_flavor_or_check_a_cluster_queue_names_is_kept_until_no_queue_names_it
         "spec": {
             "namespaceSelector": {},
             "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [flavor_in_queue]}],
+            "admissionChecksStrategy": {"admissionChecks": [{"name": names["admissioncheck"]}]},
         },
     }
-    if cluster == MANAGER:
-        queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": names["admissioncheck"]}]}
 
     def objects(suffix: str) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = [
+        return [
             {
                 "apiVersion": "kueue.x-k8s.io/v1beta2",
                 "kind": "ResourceFlavor",
                 "metadata": {"name": names["resourceflavor"] + suffix},
-            }
+            },
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "AdmissionCheck",
+                "metadata": {"name": names["admissioncheck"] + suffix},
+                "spec": {"controllerName": "example.com/e2e-check"},
+            },
         ]
-        if cluster == MANAGER:
-            check = {"name": names["admissioncheck"] + suffix}
-            found.append(
-                {
-                    "apiVersion": "kueue.x-k8s.io/v1beta2",
-                    "kind": "AdmissionCheck",
-                    "metadata": check,
-                    "spec": {"controllerName": "example.com/e2e-check"},
-                }
-            )
-        return found
 
     def wait_finalized(suffix: str) -> None:
         for kind, name in names.items():
