@@ -43,7 +43,6 @@ from federation.kube.trigger import Trigger
 from federation.limit_ranges import resources_signature
 from federation.obs.metrics import Metrics
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
-from federation.topology.report import topology_requests
 from manager.config import ManagerConfig
 from manager.decisions.dispatch import (
     Dispatch,
@@ -67,7 +66,7 @@ from manager.decisions.reservation import (
     workload_checks,
 )
 from manager.decisions.withdrawal import exclusions, preemption_status, withdrawn_from
-from manager.decisions.worker_requests import AsRunThere, as_run_there
+from manager.decisions.worker_requests import AsRunThere, as_run_there, placement_requests
 from manager.queue_status_writes import QueueStatusWrites
 from manager.reservation_holds import ReservationHolds
 from manager.verdict_writes import VerdictWrites
@@ -513,9 +512,11 @@ class GlobalScheduler:
             usage = [(psa.name, psa.resource_usage) for psa in admit.assignment.pod_set_assignments]
             excluded = exclusions(raw, now=now)
             workers = self._workers(worker_names, now, excluded=excluded)
-            # The pod sets' topology requests matter only against a worker's TAS summary: parsed only then.
+            # The pod sets' topology requests matter only against a worker's TAS summary: parsed only then, with
+            # the admitted pod counts and the RuntimeClass's overhead (the worker's placement adds it too).
             namespace, queue_name = raw["metadata"]["namespace"], raw["spec"]["queueName"]
-            pod_sets = topology_requests(raw) if workers.summaries else ()
+            counts = {psa.name: psa.count for psa in admit.assignment.pod_set_assignments}
+            pod_sets = placement_requests(raw, counts, None, state.runtime_overheads) if workers.summaries else ()
             here = state.limit_ranges.get(namespace)
             # the requests differ from worker to worker only when a LimitRange is involved here or there
             judged = (namespace, queue_name) in workers.limited or (

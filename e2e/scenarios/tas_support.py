@@ -97,6 +97,7 @@ def submit_tas(
     tolerations: list[Obj] | None = None,
     backoff_limit: int = 50,
     job_annotations: dict[str, str] | None = None,
+    runtime_class: str | None = None,
 ) -> None:
     annotations = {"pod-complete.stage.kwok.x-k8s.io/delay": f"{seconds:g}s"}
     if required:
@@ -115,6 +116,8 @@ def submit_tas(
     }
     if tolerations:
         pod_spec["tolerations"] = tolerations
+    if runtime_class:
+        pod_spec["runtimeClassName"] = runtime_class
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -12,7 +12,7 @@ import pytest
 
 from e2e.queues import TOPOLOGY, topology_object
 from e2e.rig import node_faults
-from e2e.rig.federation import Federation
+from e2e.rig.federation import MANAGER, Federation
 from e2e.rig.nodes import BLOCK_LABEL, HOSTNAME_LABEL, RACK_LABEL
 from e2e.scenarios.helpers import condition, get, items, worker_of, workload_of
 from e2e.scenarios.tas_support import (
@@ -377,3 +377,45 @@ def test_a_job_requiring_a_rack_goes_to_the_worker_that_has_one(tas: Federation)
     finally:
         delete_job(tas, "tas-needs-rack")
         delete_job(tas, "tas-no-rack")
+
+
+def test_a_rack_job_whose_runtime_class_overhead_outgrows_every_rack_waits_on_the_manager(tas: Federation) -> None:
+    """Four pods of 7 cpu fit one of worker-2's racks; a RuntimeClass overhead of 2 cpu a pod (which Kueue charges
+    and the worker's placement adds) makes them 9 cpu, and no rack holds them: the Job waits on the manager saying
+    so, and no copy is sent (before, the manager checked the racks without the overhead, and the copy waited on
+    worker-2, unplaceable, until the dispatch timeout)."""
+    runtime_class = {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": "kfed-test-rack-overhead"},
+        "handler": "sandboxed",
+        "overhead": {"podFixed": {"cpu": "2"}},
+    }
+    clusters = [MANAGER, *tas.workers]
+    try:
+        for cluster in clusters:
+            tas.kubectl(cluster, "apply", "-f", "-", input=json.dumps(runtime_class))
+        submit_tas(
+            tas,
+            "tas-rack-overhead",
+            pods=4,
+            cpu="7",
+            queue="tas-queue",
+            required=RACK_LABEL,
+            seconds=20,
+            runtime_class="kfed-test-rack-overhead",
+        )
+        waiting = wait_for(
+            lambda: condition(workload_of(tas, "tas-rack-overhead"), "QuotaReserved"),
+            until=lambda found: found is not None and "topology" in found.get("message", ""),
+            timeout=30,
+            what="the rack Job with a RuntimeClass overhead to wait with a topology reason",
+        )
+        assert waiting is not None
+        assert waiting["status"] == "False"
+        assert "of 4 pods" in waiting["message"], waiting["message"]
+        assert worker_of(tas, "tas-rack-overhead") is None
+    finally:
+        delete_job(tas, "tas-rack-overhead")
+        for cluster in clusters:
+            tas.kubectl(cluster, "delete", "runtimeclass", "kfed-test-rack-overhead", "--wait=false", check=False)

@@ -117,14 +117,15 @@ def _judge(
     if pods:
         for (name, requests), raw in zip(usage, (workload.get("spec") or {}).get("podSets") or (), strict=True):
             requests["pods"] = counts.get(name, int(raw.get("count", 1))) * MILLI
-    return run_there(usage, _placement(workload, counts, limits, overheads) if topology else None)
+    return run_there(usage, placement_requests(workload, counts, limits, overheads) if topology else None)
 
 
-def _placement(
+def placement_requests(
     workload: Mapping[str, Any], counts: Mapping[str, int], limits: LimitRangeSummary | None, overheads: Overheads
 ) -> list[PodSetRequest]:
-    """The pod sets as placement requests, their admitted counts of pods as the LimitRanges ``limits`` and the
-    RuntimeClasses' ``overheads`` make them."""
+    """The pod sets as placement requests (what a worker's TAS summary is checked with): their admitted ``counts``
+    of pods as the LimitRanges ``limits`` (None: no LimitRange) and the RuntimeClasses' ``overheads`` make them, as
+    the worker's placement sees them."""
     spec = workload.get("spec") or {}
     pod_sets = []
     for pod_set in spec.get("podSets") or ():

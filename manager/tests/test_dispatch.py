@@ -666,3 +666,46 @@ def test_a_workers_tas_summary_is_checked_with_the_pods_its_namespace_limit_rang
     refused = pick(defaulted)
     assert isinstance(refused, NoWorker)
     assert "domain holds at most 2 of 3 pods" in refused.message, refused.message
+
+
+def test_a_workers_tas_summary_is_checked_with_the_runtime_class_overhead_of_the_pods() -> None:
+    """Three pods of 4 cpu that require one rack of 16 cpu fit (12); with a RuntimeClass whose overhead adds 2 cpu
+    to each pod (Kueue charges it, and the worker's placement adds it) they need 18, and the worker gets no copy."""
+    import dataclasses
+
+    from federation.podspec import runtime_overheads
+    from federation.tests.api_builders import workload
+    from federation.topology import summarize as summarize_topology
+    from federation.topology.model import PodSetRequest
+    from federation.topology.report import summary_entry, summary_from_entry
+    from federation.topology.tests.helpers import RACK, grid, snapshot_of
+    from manager.decisions.worker_requests import placement_requests
+
+    summary = summary_from_entry(summary_entry("default", "topo", summarize_topology(snapshot_of(grid(1, 2, 2)))))
+    state = worker("w1", free_cpu=64, nominal_cpu=64)
+    assert state.capacity is not None
+    capacity = dataclasses.replace(state.capacity, topologies={"default": summary})
+    overheads = runtime_overheads(
+        [{"metadata": {"name": "sandboxed"}, "handler": "h", "overhead": {"podFixed": {"cpu": "2"}}}]
+    )
+    raw = workload("racked", count=3, cpu="4", namespace="team-a", queue="lq")
+    template = raw["spec"]["podSets"][0]["template"]
+    template["metadata"] = {"annotations": {"kueue.x-k8s.io/podset-required-topology": RACK}}
+
+    def pick(pod_sets: list[PodSetRequest]) -> Dispatch | NoWorker:
+        return choose_worker(
+            namespace="team-a",
+            queue_name="lq",
+            requests={"cpu": 12 * CPU},
+            workers=[WorkerState(name="w1", usable=True, capacity=capacity)],
+            pod_sets=pod_sets,
+        )
+
+    assert pick(placement_requests(raw, {"main": 3}, None, overheads)) == Dispatch("w1", "cq", False)
+    template["spec"]["runtimeClassName"] = "sandboxed"
+    refused = pick(placement_requests(raw, {"main": 3}, None, overheads))
+    assert isinstance(refused, NoWorker)
+    assert "domain holds at most 2 of 3 pods" in refused.message, refused.message
+    assert pick(placement_requests(raw, {"main": 2}, None, overheads)) == Dispatch("w1", "cq", False), (
+        "the admitted count of pods, not the spec's"
+    )
