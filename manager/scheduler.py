@@ -42,6 +42,7 @@ from federation.kube.recorder import EventSink
 from federation.kube.trigger import Trigger
 from federation.limit_ranges import resources_signature
 from federation.obs.metrics import Metrics
+from federation.podspec import Overheads
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from manager.config import ManagerConfig
 from manager.decisions.dispatch import (
@@ -66,7 +67,12 @@ from manager.decisions.reservation import (
     workload_checks,
 )
 from manager.decisions.withdrawal import exclusions, preemption_status, withdrawn_from
-from manager.decisions.worker_requests import AsRunThere, as_run_there, placement_requests
+from manager.decisions.worker_requests import (
+    AsRunThere,
+    as_run_there,
+    overheads_differ_somewhere,
+    placement_requests,
+)
 from manager.queue_status_writes import QueueStatusWrites
 from manager.reservation_holds import ReservationHolds
 from manager.verdict_writes import VerdictWrites
@@ -135,6 +141,8 @@ class _PassWorkers:
     summaries: bool
     limited: frozenset[tuple[str, str]] = frozenset()
     """(namespace, LocalQueue) whose namespace has LimitRanges on some of these workers."""
+    overheads: frozenset[Overheads] = frozenset()
+    """The RuntimeClass overheads these workers report (each distinct set once)."""
     refused: dict[tuple[object, ...], NoWorker] = field(default_factory=dict)
 
 
@@ -375,6 +383,11 @@ class GlobalScheduler:
             states,
             any(w.capacity is not None and w.capacity.topologies for w in states),
             frozenset(route for w in states if w.capacity is not None for route in w.capacity.limit_ranges),
+            frozenset(
+                w.capacity.runtime_overheads
+                for w in states
+                if w.capacity is not None and w.capacity.runtime_overheads is not None
+            ),
         )
         self._pass_workers[key] = found
         return found
@@ -518,9 +531,12 @@ class GlobalScheduler:
             counts = {psa.name: psa.count for psa in admit.assignment.pod_set_assignments}
             pod_sets = placement_requests(raw, counts, None, state.runtime_overheads) if workers.summaries else ()
             here = state.limit_ranges.get(namespace)
-            # the requests differ from worker to worker only when a LimitRange is involved here or there
-            judged = (namespace, queue_name) in workers.limited or (
-                here is not None and bool(here.default_limits or here.default_requests)
+            # the requests differ from worker to worker only when a LimitRange is involved here or there, or a
+            # worker's overhead for the pods' RuntimeClass is not the manager's
+            judged = (
+                (namespace, queue_name) in workers.limited
+                or (here is not None and bool(here.default_limits or here.default_requests))
+                or overheads_differ_somewhere(raw, state.runtime_overheads, workers.overheads)
             )
             # a backlog of one shape woken by a report of more room: one worker choice per shape once the room is
             # taken, not one per Workload

@@ -637,26 +637,110 @@ def _limit_range(federation: Federation, clusters: list[str], name: str, *items:
             federation.kubectl(cluster, "delete", "limitrange", name, "-n", "default", "--wait=false", check=False)
 
 
+@contextlib.contextmanager
+def _copies_ask_for_scratch(federation: Federation, job: str) -> Iterator[None]:
+    """On every worker, a MutatingAdmissionPolicy that adds 1Gi of ephemeral-storage to the first container's requests
+    of the Workload copies of Job ``job`` (a worker-side admission policy the manager cannot see); removed after."""
+    name = f"kfed-test-{job}-scratch"
+    prefix = f"job-{job}-"
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "reinvocationPolicy": "Never",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": ["kueue.x-k8s.io"],
+                        "apiVersions": ["v1beta2"],
+                        "operations": ["CREATE"],
+                        "resources": ["workloads"],
+                    }
+                ]
+            },
+            "matchConditions": [{"name": "this-job", "expression": f"object.metadata.name.startsWith('{prefix}')"}],
+            "mutations": [
+                {
+                    "patchType": "JSONPatch",
+                    "jsonPatch": {
+                        "expression": "[JSONPatch{op: 'add', path: "
+                        "'/spec/podSets/0/template/spec/containers/0/resources/requests/ephemeral-storage', "
+                        "value: '1Gi'}]"
+                    },
+                }
+            ],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name},
+    }
+    probe = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": f"{prefix}probe", "namespace": "default"},
+        "spec": {
+            "queueName": job,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+    def mutated(cluster: str) -> bool:
+        done = federation.kubectl(
+            cluster, "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe), check=False
+        )
+        if done.returncode != 0:
+            return False
+        requests = json.loads(done.stdout)["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]
+        return "ephemeral-storage" in requests.get("requests", {})
+
+    try:
+        for cluster in federation.workers:
+            federation.kubectl(
+                cluster,
+                "apply",
+                "-f",
+                "-",
+                input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [policy, binding]}),
+            )
+        for cluster in federation.workers:
+            wait_for(
+                functools.partial(mutated, cluster),
+                until=bool,
+                timeout=30,
+                what=f"the scratch admission policy in effect on {cluster}",
+            )
+        yield
+    finally:
+        for cluster in federation.workers:
+            for kind in ("mutatingadmissionpolicybinding", "mutatingadmissionpolicy"):
+                federation.kubectl(cluster, "delete", kind, name, "--wait=false", check=False)
+
+
 def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_workers_reason(
     federation: Federation,
 ) -> None:
-    """The workers have a RuntimeClass whose pod overhead is a resource their ClusterQueue does not cover, and the
-    manager has none (workers do not report their RuntimeClasses): the manager sends the copy, and it waits in the
-    worker's queue. Within seconds the manager's MultiKueue check says why, in the worker's words, with an Event,
-    rather than only 'Dispatched' until the dispatch timeout."""
-    runtime_class = {
-        "apiVersion": "node.k8s.io/v1",
-        "kind": "RuntimeClass",
-        "metadata": {"name": "kfed-test-scratch"},
-        "handler": "scratch",
-        "overhead": {"podFixed": {"ephemeral-storage": "1Gi"}},
-    }
+    """The workers have an admission policy that adds ephemeral-storage, a resource their ClusterQueue does not cover,
+    to the Workload copies' pods: the manager cannot see it, sends the copy, and it waits in the worker's queue.
+    Within seconds the manager's MultiKueue check says why, in the worker's words, with an Event, rather than only
+    'Dispatched' until the dispatch timeout."""
     with contextlib.ExitStack() as cleanup:
-        for cluster in federation.workers:
-            cleanup.callback(
-                federation.kubectl, cluster, "delete", "runtimeclass", "kfed-test-scratch", "--wait=false", check=False
-            )
-            federation.kubectl(cluster, "apply", "-f", "-", input=json.dumps(runtime_class))
+        cleanup.enter_context(_copies_ask_for_scratch(federation, "scratch"))
         cleanup.enter_context(
             _queued_job(
                 federation,
@@ -664,7 +748,6 @@ def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_worke
                 manager_flavors=[("scratch", {}, "8", "16Gi")],
                 worker_flavors=[("scratch", {}, "8", "16Gi")],
                 node_selector={},
-                pod_spec={"runtimeClassName": "kfed-test-scratch"},
             )
         )
         said = "resource ephemeral-storage unavailable in ClusterQueue"
@@ -686,6 +769,54 @@ def test_a_copy_its_worker_does_not_admit_is_named_on_the_manager_with_the_worke
         ]
         assert events, "a WaitingOnWorker Event on the Workload"
         assert said in events[0]["note"], events
+
+
+def test_a_worker_whose_runtime_class_overhead_its_queue_lacks_gets_no_copy_and_the_job_says_why(
+    federation: Federation,
+) -> None:
+    """The workers have a RuntimeClass whose pod overhead is a resource their ClusterQueue does not cover, and the
+    manager has none: the agents report their RuntimeClasses, so the manager sends no copy and the pending Workload
+    says why; once the workers' RuntimeClass has no overhead, the Job runs (before, the copy waited on a worker until
+    the dispatch timeout, then on the next one)."""
+    runtime_class = {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": "kfed-test-scratch"},
+        "handler": "scratch",
+        "overhead": {"podFixed": {"ephemeral-storage": "1Gi"}},
+    }
+    with contextlib.ExitStack() as cleanup:
+        for cluster in federation.workers:
+            cleanup.callback(
+                federation.kubectl, cluster, "delete", "runtimeclass", "kfed-test-scratch", "--wait=false", check=False
+            )
+            federation.kubectl(cluster, "apply", "-f", "-", input=json.dumps(runtime_class))
+        cleanup.enter_context(
+            _queued_job(
+                federation,
+                "overhead",
+                manager_flavors=[("overhead", {}, "8", "16Gi")],
+                worker_flavors=[("overhead", {}, "8", "16Gi")],
+                node_selector={},
+                pod_spec={"runtimeClassName": "kfed-test-scratch"},
+            )
+        )
+        said = (
+            "ClusterQueue overhead has no quota for ephemeral-storage (the pods' requests with the overhead of "
+            "RuntimeClass kfed-test-scratch there)"
+        )
+        workload = wait_for(
+            lambda: workload_of(federation, "overhead"),
+            until=lambda wl: said in (condition(wl, "QuotaReserved") or {}).get("message", ""),
+            timeout=30,
+            what="the pending Workload naming the workers' RuntimeClass overhead",
+        )
+        assert workload is not None
+        _assert_no_copy(federation, workload)
+        for cluster in federation.workers:  # the RuntimeClass's overhead cannot change: it goes, and comes back bare
+            federation.kubectl(cluster, "delete", "runtimeclass", "kfed-test-scratch", "--wait=true")
+            federation.kubectl(cluster, "apply", "-f", "-", input=json.dumps({**runtime_class, "overhead": None}))
+        wait_complete(federation, "overhead")
 
 
 def test_a_worker_whose_namespace_limit_range_refuses_the_pods_gets_no_copy_until_it_is_lifted(

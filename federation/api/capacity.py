@@ -32,6 +32,7 @@ from federation.api.base import (
 )
 from federation.api.common import (
     DNS1123_LABEL,
+    DNS1123_SUBDOMAIN,
     Bool,
     ClusterQueueReference,
     CohortReference,
@@ -166,6 +167,15 @@ class FlavorPlacement(KubeModel):
     none."""
 
 
+class RuntimeClassOverhead(KubeModel):
+    """A RuntimeClass of the worker with a pod overhead: a pod naming it is charged that overhead there (Kueue adds
+    it to the pod's requests, as the RuntimeClass admission plugin adds it to the pod)."""
+
+    name: Annotated[StrictStr, Field(min_length=1, max_length=253, pattern=DNS1123_SUBDOMAIN)]
+    overhead: ResourceList
+    """The RuntimeClass's ``overhead.podFixed``."""
+
+
 class ClusterCapacityStatus(KubeModel):
     generation: Annotated[Int64, Field(ge=0)]
     """Increases by one with every report the agent publishes."""
@@ -186,6 +196,11 @@ class ClusterCapacityStatus(KubeModel):
         Annotated[list[FlavorPlacement], Field(max_length=1000), Crd(list_type="map", map_keys=("name",))] | None
     ) = None
     """One entry per existing ResourceFlavor that a reported ClusterQueue names."""
+    runtime_classes: (
+        Annotated[list[RuntimeClassOverhead], Field(max_length=1000), Crd(list_type="map", map_keys=("name",))] | None
+    ) = None
+    """The worker's RuntimeClasses that have a pod overhead (empty: none has one; unset in the reports of agents
+    older than this field, whose workers the manager judges by its own RuntimeClasses)."""
     conditions: Conditions | None = None
 
     def cluster_queue(self, name: str) -> ClusterQueueCapacity | None:

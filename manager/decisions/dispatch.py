@@ -32,6 +32,7 @@ from enum import StrEnum
 from federation.admission.flavors import placement_mismatches
 from federation.admission.model import PodSet, ResourceFlavorSpec
 from federation.limit_ranges import LimitRangeSummary
+from federation.podspec import Overheads
 from federation.quantity import QuantityFormat, format_quantity
 from federation.topology import CapacitySummary, PodSetRequest, summary_fits
 from manager.decisions.worker_requests import AsRunThere
@@ -94,6 +95,9 @@ class WorkerCapacity:
     limit_ranges: Mapping[tuple[str, str], LimitRangeSummary] = field(default_factory=dict)
     """(namespace, LocalQueue name) → the LimitRanges of that namespace on the worker, for the LocalQueues whose
     namespace has any: a workload whose pods they would refuse is not admitted there."""
+    runtime_overheads: Overheads | None = None
+    """The worker's RuntimeClasses that have a pod overhead (a pod naming one is charged it there); None when the
+    report does not say (an older agent, or probed capacity): the manager's own are assumed."""
     _groups: dict[str, tuple[FlavorGroup, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _simple: dict[str, bool] = field(default_factory=dict, init=False, repr=False, compare=False)
     _rooms: dict[str, dict[str, Room]] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -165,6 +169,7 @@ class Headroom:
     """(ClusterQueue, resource) → (free, with borrowing), both less the quota in flight there."""
     topologies: Mapping[str, CapacitySummary]
     limit_ranges: Mapping[tuple[str, str], LimitRangeSummary] = field(default_factory=dict)
+    runtime_overheads: Overheads | None = None
 
 
 def headroom(capacity: WorkerCapacity, in_flight: Mapping[str, Mapping[str, int]]) -> Headroom:
@@ -181,7 +186,11 @@ def headroom(capacity: WorkerCapacity, in_flight: Mapping[str, Mapping[str, int]
     if closed:  # no room through them: they count as new once they run again (or their namespace is selected)
         local_queues = {k: v for k, v in local_queues.items() if k not in closed}
     return Headroom(
-        local_queues=local_queues, rooms=rooms, topologies=capacity.topologies, limit_ranges=capacity.limit_ranges
+        local_queues=local_queues,
+        rooms=rooms,
+        topologies=capacity.topologies,
+        limit_ranges=capacity.limit_ranges,
+        runtime_overheads=capacity.runtime_overheads,
     )
 
 
@@ -194,6 +203,8 @@ def may_fit_more(before: Headroom, after: Headroom) -> bool:
         return True
     if after.limit_ranges is not before.limit_ranges and after.limit_ranges != before.limit_ranges:
         return True  # a LimitRange changed or went: what it refused may be admitted now
+    if after.runtime_overheads != before.runtime_overheads:
+        return True  # a RuntimeClass's overhead changed or went: the pods may ask for less there now
     if after.local_queues is not before.local_queues and any(
         before.local_queues.get(key) != cluster_queue for key, cluster_queue in after.local_queues.items()
     ):
@@ -440,7 +451,8 @@ def _evaluate(
     or why the worker cannot take the workload. ``requests`` sorted by resource; ``usage`` per pod set its name and
     its requests (all its pods, sorted by resource, none zero); ``pod_sets`` only those that ask for a topology;
     ``placement`` every pod set, with its node selector, affinity and tolerations; ``as_run_there`` the requests and
-    usage as the worker namespace's LimitRanges make the pods, or why they refuse them."""
+    usage as the worker namespace's LimitRanges and the worker's RuntimeClass overheads make the pods, or why they
+    refuse them."""
     if not worker.usable:
         return worker.unusable_reason or "not usable"
     if worker.capacity is None:
@@ -464,7 +476,7 @@ def _evaluate(
             placement=placement,
         )
     limits = worker.capacity.limit_ranges.get((namespace, queue_name))
-    there = as_run_there(limits)
+    there = as_run_there(limits, worker.capacity.runtime_overheads)
     if isinstance(there, str):
         return f"namespace {namespace}: {there}"
     if there.topology is not None:
@@ -480,10 +492,7 @@ def _evaluate(
         placement=placement,
     )
     if isinstance(fit, str) and there.requests != tuple((r, a) for r, a in requests if a > 0):
-        # the worker was judged by other requests than the workload's own: say which
-        if limits is None:
-            return f"{fit} (the pods' requests there: namespace {namespace} has no LimitRange defaults there)"
-        return f"{fit} (the pods' requests with the LimitRange defaults of namespace {namespace} there)"
+        return f"{fit} ({there.basis})"  # the worker was judged by other requests than the workload's own: say which
     return fit
 
 
@@ -635,9 +644,10 @@ def choose_worker(
     ``placement`` (every pod set, with its node selector, affinity and tolerations) lets a worker whose flavors'
     node taints or labels rule out a pod set refuse it; ``pod_set_usage`` (each pod set's name and requests, all its
     pods) lets each take its own flavor, as the worker's flavor assignment does (without it, the workload is one pod
-    set of ``requests``); ``as_run_there`` (the requests as a worker namespace's LimitRanges make the pods, or why
-    they refuse them) has each worker judged by its own LimitRanges, when the manager's or some worker's namespace has
-    any: what the worker's quota would charge, not what the manager's does.
+    set of ``requests``); ``as_run_there`` (the requests as a worker namespace's LimitRanges and the worker's
+    RuntimeClass overheads make the pods, or why they refuse them) has each worker judged by its own, when a
+    LimitRange is involved on either side or a worker's overheads for the pods' RuntimeClass differ from the
+    manager's: what the worker's quota would charge, not what the manager's does.
     """
     fitting: list[tuple[int, int, float, float, Dispatch]] = []
     reasons: list[tuple[str, str]] = []

@@ -1,4 +1,5 @@
 import datetime as dt
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -433,9 +434,10 @@ def test_a_cluster_queue_its_agent_reports_inactive_gets_nothing_and_the_refusal
     assert not may_fit_more(headroom(active.capacity, {}), headroom(stopped.capacity, {}))
 
 
-def _reported_route(**route_flags: object) -> WorkerState:
+def _reported_route(runtime_classes: list[dict[str, Any]] | None = None, **route_flags: object) -> WorkerState:
     """Worker w1 as its agent's report shows it: ClusterQueue cq with 8 cpu free, fed by LocalQueue team-a/lq whose
-    route carries ``route_flags`` (``stopped``, ``namespaceNotSelected``, ``limitRange``)."""
+    route carries ``route_flags`` (``stopped``, ``namespaceNotSelected``, ``limitRange``); ``runtime_classes``: the
+    report's ``runtimeClasses`` (None: an agent that does not report them)."""
     from manager.decisions.capacity_view import parse_report
 
     flavors = [{"name": "default", "resources": [{"name": "cpu", "nominal": "8", "usage": "0", "free": "8"}]}]
@@ -444,6 +446,8 @@ def _reported_route(**route_flags: object) -> WorkerState:
         "clusterQueues": [{"name": "cq", "active": True, "flavors": flavors}],
         "localQueues": [{"namespace": "team-a", "name": "lq", "clusterQueue": "cq", **route_flags}],
     }
+    if runtime_classes is not None:
+        status["runtimeClasses"] = runtime_classes
     parsed = parse_report({"status": status})
     assert parsed is not None
     return WorkerState(name="w1", usable=True, capacity=parsed.capacity)
@@ -618,11 +622,11 @@ def test_a_worker_charges_pods_and_leaves_out_what_the_manager_ignores_as_the_ma
     judge = as_run_there(
         raw, {"main": 3}, rules=ResourceRules(ignore_undeclared=True), charged={"cpu", "pods"}, pods=True
     )
-    there = judge(limits)
+    there = judge(limits, None)
     assert not isinstance(there, str)
     assert there.requests == (("cpu", 3 * CPU), ("pods", 3 * CPU))
     assert there.usage == (("main", (("cpu", 3 * CPU), ("pods", 3 * CPU))),)
-    assert judge(limits) is there, "one judgement per LimitRange summary"
+    assert judge(limits, None) is there, "one judgement per LimitRange summary"
 
 
 def test_a_workers_tas_summary_is_checked_with_the_pods_its_namespace_limit_ranges_make() -> None:
@@ -709,3 +713,55 @@ def test_a_workers_tas_summary_is_checked_with_the_runtime_class_overhead_of_the
     assert pick(placement_requests(raw, {"main": 2}, None, overheads)) == Dispatch("w1", "cq", False), (
         "the admitted count of pods, not the spec's"
     )
+
+
+def test_each_worker_is_judged_by_its_own_runtime_class_overheads() -> None:
+    """The pods name RuntimeClass sandboxed, whose overhead on the manager is 1 cpu a pod: a worker that reports 3 cpu
+    for it charges 4 cpu a pod (3 pods do not fit its 8 free cpu), one that reports none charges the 1 cpu the
+    containers ask, one whose overhead is a resource its ClusterQueue lacks is named with that resource, and one that
+    does not report its RuntimeClasses is judged by the manager's."""
+    from federation.admission.api_workloads import ALL_RESOURCES
+    from federation.podspec import runtime_overheads
+    from federation.tests.api_builders import workload
+    from manager.decisions.worker_requests import as_run_there, overheads_differ_somewhere
+
+    here = runtime_overheads([{"metadata": {"name": "sandboxed"}, "overhead": {"podFixed": {"cpu": "1"}}}])
+    heavy = _reported_route([{"name": "sandboxed", "overhead": {"cpu": "3"}}])
+    bare = _reported_route([])
+    scratch = _reported_route([{"name": "sandboxed", "overhead": {"ephemeral-storage": "1Gi"}}])
+    silent = _reported_route()
+    assert heavy.capacity is not None
+    assert bare.capacity is not None
+    assert silent.capacity is not None
+    assert heavy.capacity.runtime_overheads == (("sandboxed", (("cpu", "3"),)),)
+    assert bare.capacity.runtime_overheads == ()
+    assert silent.capacity.runtime_overheads is None
+    raw = workload("sandboxed", count=3, namespace="team-a", queue="lq")
+    raw["spec"]["podSets"][0]["template"]["spec"]["runtimeClassName"] = "sandboxed"
+    judge = as_run_there(raw, {"main": 3}, rules=ALL_RESOURCES, overheads=here)
+
+    def pick(w: WorkerState) -> Dispatch | NoWorker:
+        return choose_worker(
+            namespace="team-a", queue_name="lq", requests={"cpu": 6 * CPU}, workers=[w], as_run_there=judge
+        )
+
+    assert pick(heavy) == NoWorker(
+        "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 12, free 8 (the pods' requests "
+        "with the overhead of RuntimeClass sandboxed there)"
+    )
+    there = pick(bare)
+    assert isinstance(there, Dispatch)
+    assert dict(there.requests) == {"cpu": 3 * CPU}, "no overhead there: the containers' 1 cpu a pod"
+    assert pick(scratch) == NoWorker(
+        "no worker can take it: w1: ClusterQueue cq has no quota for ephemeral-storage (the pods' requests with the "
+        "overhead of RuntimeClass sandboxed there)"
+    )
+    judged_as_here = pick(silent)
+    assert isinstance(judged_as_here, Dispatch)
+    assert dict(judged_as_here.requests) == {"cpu": 6 * CPU}, "the manager's overhead, 1 cpu a pod"
+    reported = {heavy.capacity.runtime_overheads, silent.capacity.runtime_overheads}
+    assert overheads_differ_somewhere(raw, here, reported)
+    assert not overheads_differ_somewhere(raw, here, {None, (("sandboxed", (("cpu", "1000m"),)),)}), "same amount"
+    plain = workload("plain", namespace="team-a", queue="lq")
+    assert not overheads_differ_somewhere(plain, here, reported), "pods that name no RuntimeClass"
+    assert may_fit_more(headroom(heavy.capacity, {}), headroom(bare.capacity, {})), "the overhead went: look again"

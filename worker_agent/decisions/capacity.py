@@ -117,7 +117,13 @@ def capacity_status(
         for lq in sorted(state.local_queues.values(), key=lambda q: (q.namespace, q.name))
         if lq.cluster_queue
     ]
-    status: Obj = {"clusterQueues": queues, "localQueues": routes, "flavors": _placement_entries(state, flavors)}
+    status: Obj = {
+        "clusterQueues": queues,
+        "localQueues": routes,
+        "flavors": _placement_entries(state, flavors),
+        # the manager judges this worker with these, not with its own RuntimeClasses
+        "runtimeClasses": [{"name": name, "overhead": dict(overhead)} for name, overhead in state.runtime_overheads],
+    }
     if topologies:
         status["topologies"] = list(topologies)
     return status

@@ -385,3 +385,22 @@ def test_a_local_queue_whose_namespace_has_limit_ranges_carries_their_summary() 
     assert routes["ns"]["limitRange"] == {"podMax": {"cpu": "2", "memory": "1073741824"}}
     assert "limitRange" not in routes["other"]
     assert limit_range_from_entry(routes["ns"]["limitRange"]) == summarize([limit_range])
+
+
+def test_report_lists_the_runtime_class_overheads_in_the_shape_the_schema_accepts() -> None:
+    import dataclasses
+
+    from federation.api.capacity import ClusterCapacityStatus
+    from federation.podspec import runtime_overheads
+
+    classes = [
+        {"metadata": {"name": "sandboxed"}, "handler": "h", "overhead": {"podFixed": {"cpu": "250m", "memory": "1Gi"}}},
+        {"metadata": {"name": "plain"}, "handler": "h"},
+    ]
+    local = dataclasses.replace(worker_state(), runtime_overheads=runtime_overheads(classes))
+    status = capacity_status(local, pending_counts={}, flavors={})
+    assert status["runtimeClasses"] == [{"name": "sandboxed", "overhead": {"cpu": "250m", "memory": "1Gi"}}]
+    report = {"generation": 1, "observedTime": "2026-01-01T00:00:00Z", **status}
+    ClusterCapacityStatus.model_validate(report)
+    none = capacity_status(worker_state(), pending_counts={}, flavors={})
+    assert none["runtimeClasses"] == [], "said even when none has an overhead (absent: an agent that does not say)"
