@@ -9,7 +9,7 @@ Job deletes it. One pod set, ``main``, of ``parallelism`` pods (fewer if ``compl
 ``kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold`` (Kueue v0.20: 1-8) is copied to the Workload, as Kueue's
 Job integration does, so the worker's agent honours it; any other value makes the Job not queueable, saying why.
 So does ``kueue.x-k8s.io/max-exec-time-seconds`` (a whole number of seconds above 0; the Workload's
-``maximumExecutionTimeSeconds``, see ``manager.decisions.execution_time``) and a ``kueue.x-k8s.io/queue-name``
+``maximumExecutionTimeSeconds``, see ``federation.admission.execution_time``) and a ``kueue.x-k8s.io/queue-name``
 that the Workload API would refuse as its ``queueName`` (not a DNS-1123 subdomain), which Kueue's webhook refuses
 on the Job itself.
 """

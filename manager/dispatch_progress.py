@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from federation.admission.execution_time import REASON_EXCEEDED, exceeded_note, exceeded_status, limit_of
 from federation.admission.queue_metrics import cohort_ancestors, queued_since, ready_waits, workload_labels
 from federation.admission.requeued import may_take_requeued_step, queues_of, requeued_step
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
@@ -37,7 +38,6 @@ from manager.decisions.admission_checks import (
     worker_checks_message,
     worker_queue_message,
 )
-from manager.decisions.execution_time import REASON_EXCEEDED, exceeded_note, exceeded_status, limit_of
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.pods_ready import (
     REASON_PODS_READY_TIMEOUT,
@@ -202,7 +202,7 @@ class DispatchProgress:
         return True, None
 
     async def out_of_time(self, workload: Obj, *, worker: str, now: dt.datetime) -> None:
-        """The workload used its ``maximumExecutionTimeSeconds`` (``manager.decisions.execution_time``): deactivate
+        """The workload used its ``maximumExecutionTimeSeconds`` (``federation.admission.execution_time``): deactivate
         it, with Kueue's Warning Event."""
         await self._evictions.deactivate(workload, status=exceeded_status(workload, now=now))
         limit = limit_of(workload) or 0

@@ -18,6 +18,7 @@ from typing import Any
 import structlog
 
 from federation.admission.deactivation import deactivation_reason
+from federation.admission.execution_time import execution_time_left
 from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
@@ -35,7 +36,6 @@ from manager.decisions.admission_checks import (
     owner_rejection,
     worker_rejection,
 )
-from manager.decisions.execution_time import execution_time_left
 from manager.decisions.job_status import mirrored_job_status
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.lifecycle import Phase, held_worker, phase_of

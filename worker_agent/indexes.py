@@ -126,7 +126,9 @@ class _KeyedIndex:
         raise NotImplementedError
 
 
-_FACT_FIELDS = tuple(f.name for f in fields(WorkloadFacts) if f.name != "job_copy_admitted_since")
+_TIMES = ("job_copy_admitted_since", "execution_deadline")
+"""The facts that are times (epoch seconds or None), kept per key; the others are booleans, kept as key sets."""
+_FACT_FIELDS = tuple(f.name for f in fields(WorkloadFacts) if f.name not in _TIMES)
 
 
 class WorkloadIndex(_KeyedIndex):
@@ -138,6 +140,8 @@ class WorkloadIndex(_KeyedIndex):
         self._holding: dict[str, set[str]] = {name: set() for name in _FACT_FIELDS}
         self.job_copy_admitted_since: dict[str, float] = {}
         """Key → admission time (epoch seconds) of each kfed-manager copy waiting for its Job copy."""
+        self.execution_deadlines: dict[str, float] = {}
+        """Key → when (epoch seconds) each admitted Workload with a maximum execution time has spent it."""
         self.derived = 0
         """How many times an object's facts were derived (for tests and the curious)."""
 
@@ -146,6 +150,7 @@ class WorkloadIndex(_KeyedIndex):
         for held in self._holding.values():
             held.clear()
         self.job_copy_admitted_since.clear()
+        self.execution_deadlines.clear()
 
     def _update(self, key: str) -> None:
         obj = self._lookup(key)
@@ -164,11 +169,14 @@ class WorkloadIndex(_KeyedIndex):
                 held.add(key)
             else:
                 held.discard(key)
-        since = after.job_copy_admitted_since if after is not None else None
-        if since is None:
-            self.job_copy_admitted_since.pop(key, None)
-        else:
-            self.job_copy_admitted_since[key] = since
+        for times, at in (
+            (self.job_copy_admitted_since, after.job_copy_admitted_since if after is not None else None),
+            (self.execution_deadlines, after.execution_deadline if after is not None else None),
+        ):
+            if at is None:
+                times.pop(key, None)
+            else:
+                times[key] = at
 
     def holding(self, fact: str) -> list[str]:
         """The keys (sorted) of the Workloads for which the boolean ``fact`` of ``WorkloadFacts`` holds."""

@@ -110,6 +110,10 @@ class Reconciler:
             if next_job_copy_due is not None:  # an admitted copy's wait for its Job copy ends: evict it then
                 left = max(0.0, next_job_copy_due - self.clock().timestamp()) + COALESCE_SECONDS
                 recheck = left if recheck is None else min(recheck, left)
+            next_execution_due = self.jobs.next_execution_due
+            if next_execution_due is not None:  # an admitted Workload's maximum execution time is spent: deactivate it
+                left = max(0.0, next_execution_due - self.clock().timestamp()) + COALESCE_SECONDS
+                recheck = left if recheck is None else min(recheck, left)
             finish_due = self.jobs.next_finish_due()
             if finish_due is not None:  # a deferred Finished write falls due
                 left = max(0.0, finish_due - time.monotonic())
@@ -132,6 +136,9 @@ class Reconciler:
                             remember=self.world.workload_writes.remember,
                             now=self.clock(),
                         )
+                    await (
+                        self.jobs.execution_time_pass()
+                    )  # before the deactivation pass, which evicts what it deactivates
                     await self.jobs.deactivation_pass()  # before the job pass, which stops and releases what it evicts
                     await self.jobs.job_copy_pass()  # before the job pass, which releases what it evicts
                     await self.jobs.job_pass()

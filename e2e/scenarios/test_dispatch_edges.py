@@ -327,6 +327,54 @@ def test_a_job_queued_on_a_worker_itself_is_queued_admitted_and_run_there(federa
         )
 
 
+def test_a_worker_queued_job_past_its_maximum_execution_time_is_deactivated_and_stopped(federation: Federation) -> None:
+    """As Kueue on that worker would: a Job queued on a worker with ``kueue.x-k8s.io/max-exec-time-seconds: 3`` runs,
+    and 3 s after its admission its Workload is deactivated (``MaximumExecutionTimeExceeded`` Warning Event), evicted
+    with ``DeactivatedDueToMaximumExecutionTimeExceeded`` (counted in ``schedulingStats``), its quota released and
+    not queued again, and the Job suspended (before, it ran on past its limit)."""
+    worker = federation.workers[0]
+    manifest = job_manifest("capped-on-worker", namespace="default", cpu="1", seconds=600)
+    manifest["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "3"
+    created = json.loads(
+        federation.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(manifest)).stdout
+    )
+    reason = "DeactivatedDueToMaximumExecutionTimeExceeded"
+    try:
+        [workload] = wait_for(
+            lambda: _owned_workloads(federation, worker, created),
+            until=lambda found: (
+                len(found) == 1
+                and (condition(found[0], "Requeued") or {}).get("reason") == reason
+                and not is_true(found[0], "QuotaReserved")
+            ),
+            timeout=60,
+            what="the capped worker-queued Job's Workload deactivated, evicted and its quota released",
+        )
+        assert workload["spec"]["active"] is False
+        assert workload["spec"]["maximumExecutionTimeSeconds"] == 3
+        evicted = condition(workload, "Evicted") or {}
+        assert (evicted.get("status"), evicted.get("reason")) == ("True", reason)
+        assert evicted["message"] == "The workload is deactivated due to exceeding the maximum execution time"
+        assert (condition(workload, "Requeued") or {}).get("status") == "False", "not queued again"
+        assert workload["status"]["schedulingStats"]["evictions"] == [
+            {"reason": "Deactivated", "underlyingCause": "MaximumExecutionTimeExceeded", "count": 1}
+        ]
+        selector = f"involvedObject.name={workload['metadata']['name']},reason=MaximumExecutionTimeExceeded"
+        events = items(federation, worker, "events", "--field-selector", selector)
+        assert [(e["type"], e["message"]) for e in events] == [("Warning", "The maximum execution time (3s) exceeded")]
+        job = wait_for(
+            lambda: get(federation, worker, "job", "capped-on-worker"),
+            until=lambda j: (
+                j is not None and bool(j["spec"].get("suspend")) and not (j.get("status") or {}).get("active")
+            ),
+            timeout=30,
+            what="the capped Job suspended, its pods gone",
+        )
+        assert job is not None
+    finally:
+        federation.kubectl(worker, "delete", "job", "capped-on-worker", "-n", "default", "--wait=false", check=False)
+
+
 def test_a_worker_queued_job_is_preempted_by_a_higher_priority_one_and_runs_again_after(federation: Federation) -> None:
     """Kueue's preemption within a worker ClusterQueue, for Jobs queued on that worker: a higher-priority Job that
     does not fit evicts the running lower-priority one (Event Preempted), whose Job is stopped; once the higher one

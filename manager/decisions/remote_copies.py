@@ -18,7 +18,7 @@ Job admitted at its ``minCount`` is sent as one that cannot shrink: no ``minCoun
 min-parallelism on the Job copy (a Kueue worker refuses a min-parallelism that is not below the pod count).
 
 Neither copy carries the execution time limit (the Workload's ``maximumExecutionTimeSeconds``, the Job's
-``kueue.x-k8s.io/max-exec-time-seconds`` label): the manager keeps that clock (``manager.decisions.execution_time``),
+``kueue.x-k8s.io/max-exec-time-seconds`` label): the manager keeps that clock (``federation.admission.execution_time``),
 and a stock Kueue worker finds the two copies equivalent only if both lack it.
 
 The Workload copy carries no preemption gate (Kueue v0.20's orchestrated preemption, ``spec.preemptionGates``). A

@@ -20,9 +20,9 @@ from typing import Any
 from federation.admission.check_reset import checks_reset_on_eviction
 from federation.admission.deactivation import deactivation_eviction
 from federation.admission.eviction_counts import scheduling_stats_after
+from federation.admission.execution_time import ACCUMULATED_FIELD, accumulated_on_release
 from federation.admission.requeued import requeued_on_release
 from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
-from manager.decisions.execution_time import ACCUMULATED_FIELD, accumulated_on_release
 from manager.decisions.refusals import refusal_end, refused_message, refused_until, refused_workers
 from manager.decisions.sync import job_finish
 from manager.decisions.worker_lists import workers_in

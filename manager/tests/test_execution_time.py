@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 
 from federation.admission.deactivation import deactivation_reason
-from federation.api.labels import MAX_EXEC_TIME_LABEL
-from federation.conditions import find_condition, format_time, set_condition
-from federation.workload_from_job import JobNotQueueable, Priority, workload_for_job
-from federation.workload_match import WorkloadEdit, edit_for_job
-from manager.decisions.execution_time import (
+from federation.admission.execution_time import (
     accumulated_on_release,
     exceeded_note,
     exceeded_status,
     execution_time_left,
 )
+from federation.api.labels import MAX_EXEC_TIME_LABEL
+from federation.conditions import find_condition, format_time, set_condition
+from federation.workload_from_job import JobNotQueueable, Priority, workload_for_job
+from federation.workload_match import WorkloadEdit, edit_for_job
 from manager.decisions.remote_copies import remote_job, remote_workload
 from manager.decisions.withdrawal import requeue_status
 from manager.tests.builders import make_job

@@ -2,7 +2,8 @@
 
 Why this module exists: the reconciler's passes ask the same questions of every Workload and Job (which Workloads are
 evicted but still hold quota, which may have an admission-check or requeue step to take, which kfed-manager copies
-wait for their Job copy, which Workload each Job belongs to). The answers depend on the object alone, so
+wait for their Job copy, when an admitted Workload's maximum execution time is spent, which Workload each Job
+belongs to). The answers depend on the object alone, so
 ``worker_agent.indexes`` keeps them by key, derives them again only for the objects that changed, and the passes ask
 the full decisions only where an answer says there may be something to do. Pure.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.admission.deactivation import needs_deactivation_eviction
+from federation.admission.execution_time import execution_deadline
 from federation.admission.requeued import may_take_requeued_step
 from worker_agent.decisions.checks import may_take_checks_step
 from worker_agent.decisions.job_copies import admitted_since, waits_for_job_copy
@@ -35,6 +37,9 @@ class WorkloadFacts:
     job_copy_admitted_since: float | None
     """For a kfed-manager copy waiting for its Job copy (``decisions.job_copies.waits_for_job_copy``), when it was
     admitted (``admitted_since``); None for every other Workload."""
+    execution_deadline: float | None = None
+    """For an admitted Workload with ``maximumExecutionTimeSeconds``, when its budget is spent (epoch seconds,
+    ``federation.admission.execution_time.execution_deadline``); None for every other Workload."""
 
 
 def workload_facts(workload: Mapping[str, Any]) -> WorkloadFacts:
@@ -44,6 +49,7 @@ def workload_facts(workload: Mapping[str, Any]) -> WorkloadFacts:
         may_take_requeued_step=may_take_requeued_step(workload),
         needs_deactivation_eviction=needs_deactivation_eviction(workload),
         job_copy_admitted_since=admitted_since(workload) if waits_for_job_copy(workload) else None,
+        execution_deadline=execution_deadline(workload),
     )
 
 

@@ -32,6 +32,7 @@ from federation.admission.api_drain import EventSpec, WorkloadUpdate, workload_g
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Victim
 from federation.admission.eviction_counts import scheduling_stats_after
+from federation.admission.execution_time import ACCUMULATED_FIELD, accumulated_on_release, limit_of
 from federation.admission.requeued import requeued_on_release
 from federation.api.workload import ADMITTED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, format_time, is_true, set_condition
@@ -169,7 +170,8 @@ def release_status(workload: Obj, *, now: dt.datetime) -> Obj:
     ``Requeued`` takes the ``Evicted`` reason and message, as Kueue's job reconciler does; it is ``False`` for a
     deactivated Workload (``spec.active: false``: the agent's own ``JobCopyMissing`` eviction, a Rejected check, or
     a user), which is not queued again until it is reactivated, and after the evictions that come with a backoff
-    (``federation.admission.requeued``)."""
+    (``federation.admission.requeued``). The admitted time counts against ``maximumExecutionTimeSeconds``
+    (``accumulatedPastExecutionTimeSeconds``); a deactivated Workload starts afresh once reactivated."""
     evicted = find_condition(workload, "Evicted") or {}
     reason = str(evicted.get("reason") or REASON_PREEMPTED)
     message = str(evicted.get("message") or "")
@@ -192,4 +194,10 @@ def release_status(workload: Obj, *, now: dt.datetime) -> Obj:
             now=now,
             observed_generation=generation,
         )
-    return {"conditions": conditions, "admission": None}
+    patch: Obj = {"conditions": conditions, "admission": None}
+    if (workload.get("spec") or {}).get("active") is False:
+        if (workload.get("status") or {}).get(ACCUMULATED_FIELD) is not None:
+            patch[ACCUMULATED_FIELD] = None
+    elif limit_of(workload) is not None and (used := accumulated_on_release(workload, now=now)) is not None:
+        patch[ACCUMULATED_FIELD] = used
+    return patch

@@ -129,3 +129,17 @@ def test_a_job_change_the_passes_read_wakes_them(what: str) -> None:
     }[what]
     event_type = {"added": "ADDED", "deleted": "DELETED"}.get(what, "MODIFIED")
     assert job_change_matters(event_type, new, None if what == "added" else old)
+
+
+def test_an_admitted_workload_with_a_maximum_execution_time_has_a_deadline_until_deactivated_or_finished() -> None:
+    """Admitted at 00:00:01 with 30 s and 12 s spent in earlier runs: its budget is spent at 00:00:19."""
+    limited = {**ADMITTED, "spec": {**ADMITTED["spec"], "maximumExecutionTimeSeconds": 30}}
+    limited["status"] = {**limited["status"], "accumulatedPastExecutionTimeSeconds": 12}
+    at = dt.datetime(2026, 1, 1, 0, 0, 19, tzinfo=dt.UTC).timestamp()
+    assert workload_facts(limited).execution_deadline == at
+    assert workload_facts(ADMITTED).execution_deadline is None, "no limit"
+    pending = {**workload("p"), "spec": {**workload("p")["spec"], "maximumExecutionTimeSeconds": 30}}
+    assert workload_facts(pending).execution_deadline is None, "the clock runs only while admitted"
+    deactivated = {**limited, "spec": {**limited["spec"], "active": False}}
+    assert workload_facts(deactivated).execution_deadline is None, "deactivated already: its eviction follows"
+    assert workload_facts(with_conditions(limited, ("Finished", "True"))).execution_deadline is None

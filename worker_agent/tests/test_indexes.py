@@ -96,6 +96,13 @@ def test_after_the_first_refresh_only_changed_keys_are_derived_again() -> None:
     index.refresh()
     assert index.job_copy_admitted_since == {}, "a deleted Workload leaves every answer"
     assert index.derived == 203
+    capped = {**COPY, "spec": {**COPY["spec"], "maximumExecutionTimeSeconds": 30}}
+    source.put("ns/capped", capped)
+    index.refresh()
+    assert index.execution_deadlines == {"ns/capped": workload_facts(capped).execution_deadline}
+    source.put("ns/capped", {**capped, "spec": {**capped["spec"], "active": False}})
+    index.refresh()
+    assert index.execution_deadlines == {}, "deactivated: no deadline left"
 
 
 def test_a_relist_makes_the_index_look_at_everything_again() -> None:

@@ -222,3 +222,16 @@ def test_a_started_job_whose_workload_holds_no_quota_is_suspended() -> None:
     assert not running_without_reservation(job(suspend=False), reserved)
     assert not running_without_reservation(job(suspend=False, finished=True), pending)
     assert not running_without_reservation(job(suspend=False), finished_wl)
+
+
+def test_a_release_counts_the_admitted_time_against_the_maximum_execution_time_and_a_deactivation_resets_it() -> None:
+    """Admitted at 00:00:01 and released at 00:01:00 with 5 s from an earlier run: 64 s used; a deactivated Workload
+    (its budget spent, say) starts afresh once reactivated; one without a limit gets no count."""
+    low = workload("low", cpu="3", priority=0, status=admitted_status("cq", "rf", "3"))
+    eviction = plan([low, workload("high", cpu="3", priority=100, created="2026-01-01T00:00:05Z")])["ns/low"][1]
+    evicted = workload("low", cpu="3", status={**low["status"], **eviction, "accumulatedPastExecutionTimeSeconds": 5})
+    capped = {**evicted, "spec": {**evicted["spec"], "maximumExecutionTimeSeconds": 600}}
+    assert release_status(capped, now=NOW)["accumulatedPastExecutionTimeSeconds"] == 64
+    deactivated = {**capped, "spec": {**capped["spec"], "active": False}}
+    assert release_status(deactivated, now=NOW)["accumulatedPastExecutionTimeSeconds"] is None
+    assert "accumulatedPastExecutionTimeSeconds" not in release_status(evicted, now=NOW)

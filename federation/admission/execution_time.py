@@ -1,5 +1,5 @@
-"""Kueue's maximum execution time on the manager: a Workload admitted for longer than its
-``spec.maximumExecutionTimeSeconds`` is deactivated (pure).
+"""Kueue's maximum execution time: a Workload admitted for longer than its ``spec.maximumExecutionTimeSeconds`` is
+deactivated (pure).
 
 A user caps how long a Job may run with the label ``kueue.x-k8s.io/max-exec-time-seconds``; the Job's Workload carries
 it as ``maximumExecutionTimeSeconds`` (``federation.workload_from_job``). The clock runs while the Workload is
@@ -11,7 +11,9 @@ and ``spec.active: false``; the usual deactivation follows (``federation.admissi
 ``DeactivatedDueToMaximumExecutionTimeExceeded``, withdrawn from its worker, the Job suspended, and not queued again
 until someone reactivates it. A reactivated Workload starts with a whole budget again.
 
-The manager alone keeps this clock. The copies a worker receives carry neither the label nor the field
+kfed-manager keeps this clock for the manager's Workloads, and kfed-agent for the Workloads on its worker that carry
+the field: those of Jobs queued on the worker itself, or a copy a stock MultiKueue manager sent with it, as Kueue on
+that worker would. kfed-manager's own copies carry neither the label nor the field
 (``manager.decisions.remote_copies``): a worker counting from its own admission would evict its copy first, and the
 manager would take that for a worker's eviction and dispatch the Workload again.
 """
@@ -58,6 +60,18 @@ def execution_time_left(workload: Obj, *, now: dt.datetime) -> float | None:
     if limit is None or since is None or is_true(workload, "Finished"):
         return None
     return limit - accumulated(workload) - (now - since).total_seconds()
+
+
+def execution_deadline(workload: Obj) -> float | None:
+    """When (epoch seconds) the admitted Workload's budget is spent; None when it has no limit, is not admitted, is
+    finished, or is deactivated already (its eviction follows)."""
+    limit = limit_of(workload)
+    since = _admitted_since(workload)
+    if limit is None or since is None or is_true(workload, "Finished"):
+        return None
+    if (workload.get("spec") or {}).get("active") is False:
+        return None
+    return since.timestamp() + limit - accumulated(workload)
 
 
 def accumulated_on_release(workload: Obj, *, now: dt.datetime) -> int | None:
