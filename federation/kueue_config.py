@@ -108,23 +108,23 @@ _FIELDS: dict[str, tuple[str, Callable[[Any, str], Any], tuple[Component, ...]]]
         ("manager",),
     ),
     "visibilityServer.bindPort": ("visibility_port", _number(int, 0), ("manager",)),
-    "waitForPodsReady.timeout": ("wait_for_pods_ready_timeout", go_duration, ("manager",)),
-    "waitForPodsReady.recoveryTimeout": ("wait_for_pods_ready_recovery_timeout", go_duration, ("manager",)),
+    "waitForPodsReady.timeout": ("wait_for_pods_ready_timeout", go_duration, _BOTH),
+    "waitForPodsReady.recoveryTimeout": ("wait_for_pods_ready_recovery_timeout", go_duration, _BOTH),
     "waitForPodsReady.blockAdmission": ("wait_for_pods_ready_block_admission", _boolean, ("manager",)),
     "waitForPodsReady.requeuingStrategy.backoffLimitCount": (
         "requeuing_backoff_limit_count",
         _number(int, 0),
-        ("manager",),
+        _BOTH,
     ),
     "waitForPodsReady.requeuingStrategy.backoffBaseSeconds": (
         "requeuing_backoff_base_seconds",
         _number(float, 0),
-        ("manager",),
+        _BOTH,
     ),
     "waitForPodsReady.requeuingStrategy.backoffMaxSeconds": (
         "requeuing_backoff_max_seconds",
         _number(float, 0),
-        ("manager",),
+        _BOTH,
     ),
 }
 
@@ -264,18 +264,16 @@ def read_configuration(text: str, *, component: Component) -> Settings:
     if isinstance(ready, Mapping):
         # Kueue: the section (v1beta2) or enable: true (v1beta1) turns it on, with a 5 min timeout by default; the
         # recovery timeout defaults to the timeout, and blockAdmission to false (v1beta2) or to enable (v1beta1).
+        # kfed-agent applies it to the Workloads of Jobs queued on its worker itself, without blockAdmission.
         enabled = _boolean(ready.get("enable", not v1beta1), "waitForPodsReady.enable")
-        if enabled and component == "manager":
+        if enabled:
             timeout = ready.get("timeout")
             seconds = 300.0 if timeout is None else go_duration(timeout, "waitForPodsReady.timeout")
             settings.defaults["wait_for_pods_ready_timeout"] = seconds
             settings.defaults["wait_for_pods_ready_recovery_timeout"] = seconds
-            settings.defaults["wait_for_pods_ready_block_admission"] = v1beta1
+            if component == "manager":
+                settings.defaults["wait_for_pods_ready_block_admission"] = v1beta1
         else:
-            if enabled:
-                settings.warnings.append(
-                    f"waitForPodsReady: not used by kfed-{component}, ignored (kfed-manager applies it)"
-                )
             fields = {p: v for p, v in fields.items() if not p.startswith("waitForPodsReady.")}
     fields.pop("waitForPodsReady.enable", None)
     fields = _fair_sharing(data, fields, settings, component=component)

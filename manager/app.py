@@ -25,7 +25,14 @@ from federation.kube.leader import LeaderElectionConfig, LeaderElector
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from federation.kueue_config import ConfigError, label_selector
-from federation.obs.config_file import CONFIG_HELP, add_resources_arguments, log_config_warnings, parse_with_config
+from federation.obs.config_file import (
+    CONFIG_HELP,
+    add_pods_ready_arguments,
+    add_resources_arguments,
+    log_config_warnings,
+    parse_with_config,
+    pods_ready_policy,
+)
 from federation.obs.health import HealthEndpoints
 from federation.obs.logging import configure_logging
 from federation.obs.metrics import ROLE_FOLLOWER, ROLE_LEADER, ROLE_STANDALONE, Metrics
@@ -36,7 +43,6 @@ from manager.dashboard_page import PAGE
 from manager.decisions.dashboard_view import dashboard_state
 from manager.decisions.dispatch import DispatchPolicy
 from manager.decisions.dispatch_policy import DispatchChoice, large_share
-from manager.decisions.pods_ready import BACKOFF_BASE_SECONDS, BACKOFF_MAX_SECONDS, WaitForPodsReady
 from manager.decisions.retention import RetentionPolicy
 from manager.decisions.visibility import QueueObjects
 from manager.runtime import ManagerRuntime
@@ -168,32 +174,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="Balanced: a workload taking at least this share of a worker's quota is placed by best fit "
         "(a MultiKueueConfig's annotation kfed.io/dispatch-large-share overrides it for its queues)",
     )
-    ready = parser.add_argument_group(
-        "waitForPodsReady", "Kueue's waitForPodsReady (off unless --wait-for-pods-ready-timeout is given)"
-    )
-    ready.add_argument(
-        "--wait-for-pods-ready-timeout",
-        type=float,
-        default=None,
-        help="seconds an admitted workload's pods have to become ready before it is evicted (PodsReadyTimeout)",
-    )
-    ready.add_argument(
-        "--wait-for-pods-ready-recovery-timeout",
-        type=float,
-        default=None,
-        help="seconds a workload whose pods were ready has to become ready again (0 or unset: never evicted for that)",
-    )
-    ready.add_argument(
-        "--wait-for-pods-ready-block-admission",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="admit nothing, in any ClusterQueue, while a workload holding quota is not PodsReady",
-    )
-    ready.add_argument(
-        "--requeuing-backoff-limit-count", type=int, default=None, help="requeues before deactivation (default: none)"
-    )
-    ready.add_argument("--requeuing-backoff-base-seconds", type=float, default=BACKOFF_BASE_SECONDS)
-    ready.add_argument("--requeuing-backoff-max-seconds", type=float, default=BACKOFF_MAX_SECONDS)
+    add_pods_ready_arguments(parser, block_admission=True)
     fair = parser.add_argument_group("fairSharing", "Kueue's fair sharing (off by default)")
     fair.add_argument(
         "--fair-sharing",
@@ -284,18 +265,7 @@ async def run(args: argparse.Namespace) -> None:
             after_finished=args.workload_retention_after_finished,
             after_deactivated_by_kueue=args.workload_retention_after_deactivated_by_kueue,
         ),
-        wait_for_pods_ready=(
-            WaitForPodsReady(
-                timeout=args.wait_for_pods_ready_timeout,
-                recovery_timeout=args.wait_for_pods_ready_recovery_timeout or None,  # Kueue: 0s disables it
-                block_admission=args.wait_for_pods_ready_block_admission,
-                backoff_limit_count=args.requeuing_backoff_limit_count,
-                backoff_base_seconds=args.requeuing_backoff_base_seconds,
-                backoff_max_seconds=args.requeuing_backoff_max_seconds,
-            )
-            if args.wait_for_pods_ready_timeout is not None
-            else None
-        ),
+        wait_for_pods_ready=pods_ready_policy(args),
     )
     metrics = Metrics()
     health = HealthEndpoints(metrics=metrics.exposition)

@@ -9,10 +9,10 @@ from typing import Any
 
 from federation.admission.api_workloads import ResourceRules
 from federation.admission.cycle import CycleConfig
+from federation.admission.pods_ready import WaitForPodsReady
 from federation.kube.kubeconfig import DEFAULT_KUBECONFIG_DIR
 from federation.protocol import DEFAULT_ORIGIN
 from manager.decisions.dispatch_policy import MANAGER_DISPATCH_DEFAULT, DispatchChoice
-from manager.decisions.pods_ready import WaitForPodsReady
 from manager.decisions.refusals import DEFAULT_REFUSAL_BACKOFF, MAX_REFUSAL_BACKOFF
 from manager.decisions.retention import RetentionPolicy
 

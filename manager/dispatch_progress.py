@@ -16,6 +16,12 @@ from typing import Any
 import structlog
 
 from federation.admission.execution_time import REASON_EXCEEDED, exceeded_note, exceeded_status, limit_of
+from federation.admission.pods_ready import (
+    REASON_PODS_READY_TIMEOUT,
+    deactivation_target,
+    pods_ready_step,
+    waiting_for_start,
+)
 from federation.admission.queue_metrics import cohort_ancestors, queued_since, ready_waits, workload_labels
 from federation.admission.requeued import may_take_requeued_step, queues_of, requeued_step
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
@@ -39,12 +45,6 @@ from manager.decisions.admission_checks import (
     worker_queue_message,
 )
 from manager.decisions.ledger import InFlightLedger
-from manager.decisions.pods_ready import (
-    REASON_PODS_READY_TIMEOUT,
-    deactivation_target,
-    pods_ready_step,
-    waiting_for_start,
-)
 from manager.decisions.reservation import topology_ready
 from manager.decisions.sync import job_finish
 from manager.decisions.unschedulable import cleared_on_finish, shown_unschedulable
@@ -215,7 +215,7 @@ class DispatchProgress:
     async def pods_ready(
         self, workload: Obj, *, worker: str, remote_jb: Obj | None, now: dt.datetime
     ) -> tuple[Obj, float | None] | None:
-        """Kueue's waitForPodsReady (``manager.decisions.pods_ready``): record readiness, or evict with
+        """Kueue's waitForPodsReady (``federation.admission.pods_ready``): record readiness, or evict with
         ``PodsReadyTimeout`` and a requeue backoff, or deactivate past the requeuing limit (then None). Otherwise
         the workload as it is now and when to look at its readiness again."""
         policy = self._config.wait_for_pods_ready

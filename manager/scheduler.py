@@ -33,6 +33,7 @@ from federation.admission.api_workloads import ResourceRules
 from federation.admission.decisions import Admit, Preempt, Wait
 from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot
+from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
 from federation.admission.queue_metrics import Sample, queue_samples
 from federation.conditions import is_true
 from federation.kube.api import KubeApi
@@ -57,7 +58,6 @@ from manager.decisions.dispatch import (
 )
 from manager.decisions.dispatch_policy import DispatchChoice, queue_dispatch_choice
 from manager.decisions.ledger import InFlightLedger
-from manager.decisions.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
 from manager.decisions.refusals import RefusalEnds, refusal_end
 from manager.decisions.reservation import (
     assigned_flavors,

@@ -14,6 +14,7 @@ import anyio
 import structlog
 
 from federation.admission.api_workloads import ALL_RESOURCES, ResourceRules
+from federation.admission.pods_ready import WaitForPodsReady
 from federation.gc_freeze import freeze_after_first_sync
 from federation.kube.api import KubeApi
 from federation.kube.cache import unsynced
@@ -48,6 +49,7 @@ class Agent:
         node_failure_delay: float = DEFAULT_NODE_FAILURE_DELAY,
         resource_rules: ResourceRules = ALL_RESOURCES,
         job_copy_timeout: float = DEFAULT_JOB_COPY_TIMEOUT_SECONDS,
+        wait_for_pods_ready: WaitForPodsReady | None = None,
     ) -> None:
         self.api = api
         self.cluster = cluster
@@ -58,6 +60,7 @@ class Agent:
         self.node_failure_delay = node_failure_delay
         self.resource_rules = resource_rules
         self.job_copy_timeout = job_copy_timeout
+        self.wait_for_pods_ready = wait_for_pods_ready
         self.tas: Tas | None = None
         self.provisioning: Provisioning | None = None
         self.world: World | None = None
@@ -127,6 +130,7 @@ class Agent:
             tas=tas,
             provisioning=provisioning,
             job_copy_timeout=self.job_copy_timeout,
+            wait_for_pods_ready=self.wait_for_pods_ready,
         )
 
         def wake_on_spec(event_type: str, obj: Obj, old: Obj | None) -> None:

@@ -26,7 +26,14 @@ from federation.kube.api import KubeApi
 from federation.kube.clients import connect_in_cluster, connect_kubeconfig_file
 from federation.kube.kubeconfig import KubeconfigError
 from federation.kube.leader import LeaderElectionConfig, LeaderElector
-from federation.obs.config_file import CONFIG_HELP, add_resources_arguments, log_config_warnings, parse_with_config
+from federation.obs.config_file import (
+    CONFIG_HELP,
+    add_pods_ready_arguments,
+    add_resources_arguments,
+    log_config_warnings,
+    parse_with_config,
+    pods_ready_policy,
+)
 from federation.obs.health import HealthEndpoints
 from federation.obs.logging import configure_logging
 from federation.obs.metrics import ROLE_FOLLOWER, ROLE_LEADER, Metrics
@@ -92,6 +99,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "deactivated and evicted (reason JobCopyMissing) and its quota released",
     )
     add_resources_arguments(parser)
+    add_pods_ready_arguments(parser, block_admission=False)  # for the Jobs queued on this worker itself
     parser.add_argument("--qps", type=float, default=300.0, help="client-side rate limit to the apiserver")
     parser.add_argument("--burst", type=int, default=500)
     return parse_with_config(parser, sys.argv[1:] if argv is None else argv, component="agent")
@@ -135,6 +143,7 @@ async def run(args: argparse.Namespace) -> int:
         node_failure_delay=args.node_failure_delay,
         resource_rules=args.resource_rules,
         job_copy_timeout=args.job_copy_timeout,
+        wait_for_pods_ready=pods_ready_policy(args),
     )
     health = HealthEndpoints(metrics=metrics.exposition)
     health.add_readiness_check("caches", agent.ready)

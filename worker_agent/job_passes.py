@@ -26,7 +26,6 @@ import structlog
 from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_state
 from federation.admission.deactivation import deactivation_eviction
-from federation.admission.execution_time import REASON_EXCEEDED, exceeded_note, exceeded_status, limit_of
 from federation.admission.queue_metrics import workload_labels
 from federation.conditions import is_true
 from federation.kube import resources as r
@@ -107,8 +106,6 @@ class JobPasses:
         self.job_copy_timeout = job_copy_timeout
         self.next_job_copy_due: float | None = None
         """When the next admitted kfed-manager copy without a Job copy reaches its timeout (epoch seconds)."""
-        self.next_execution_due: float | None = None
-        """When the next admitted Workload spends its maximum execution time (epoch seconds)."""
         self.finish_grace = FINISH_GRACE_SECONDS
         self._finish_owed: dict[tuple[str, str], tuple[float, FinishWorkload]] = {}
         """kfed-manager copies finished in memory only: key → (monotonic time the write is due, the finish)."""
@@ -271,43 +268,6 @@ class JobPasses:
                 reason=eviction.reason,
             )
             self.events.emit(written, reason=f"EvictedDueTo{eviction.reason}", note=eviction.message, action="Evict")
-
-    async def execution_time_pass(self) -> None:
-        """Deactivate the admitted Workloads that spent their ``maximumExecutionTimeSeconds``
-        (``federation.admission.execution_time``), as Kueue on this worker would: its ``DeactivationTarget`` first,
-        then ``spec.active: false``, with Kueue's Warning Event; the deactivation pass then evicts it and the job pass
-        stops its Job. Notes when the next one falls due, for the loop to wake then."""
-        self.workload_index.refresh()
-        now = self.clock()
-        next_due: float | None = None
-        for key, due_at in sorted(self.workload_index.execution_deadlines.items()):
-            if now.timestamp() < due_at:
-                next_due = due_at if next_due is None else min(next_due, due_at)
-                continue
-            workload = self.world.workload_by_key(key)
-            if workload is None:
-                continue
-            bound = self._log.bind(workload=key)
-            marked = await self.writes.patch_status(
-                r.WORKLOADS, workload, {"status": exceeded_status(workload, now=now)}, bound
-            )
-            if marked is None:
-                continue
-            self.world.workload_writes.remember(marked)
-            deactivated = await self.writes.deactivate(marked, bound)
-            if deactivated is None:
-                continue
-            self.world.workload_writes.remember(deactivated)
-            limit = limit_of(workload) or 0
-            bound.warning("workload.deactivated", why="maximum execution time exceeded", limit=limit)
-            self.events.emit(
-                deactivated,
-                reason=REASON_EXCEEDED,
-                note=exceeded_note(limit),
-                action="Deactivate",
-                event_type="Warning",
-            )
-        self.next_execution_due = next_due
 
     async def job_copy_pass(self) -> None:
         """Evict the admitted kfed-manager copies whose Job copy has not come within ``job_copy_timeout``

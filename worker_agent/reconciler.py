@@ -22,6 +22,7 @@ from collections.abc import Callable
 import anyio
 import structlog
 
+from federation.admission.pods_ready import WaitForPodsReady
 from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
@@ -29,6 +30,7 @@ from worker_agent.admission_passes import AdmissionPasses
 from worker_agent.decisions.job_copies import DEFAULT_JOB_COPY_TIMEOUT_SECONDS
 from worker_agent.job_passes import JobPasses
 from worker_agent.provisioning import Provisioning
+from worker_agent.run_limits import RunLimits
 from worker_agent.tas import Tas
 from worker_agent.world import World
 from worker_agent.writes import Writes
@@ -58,6 +60,7 @@ class Reconciler:
         tas: Tas | None = None,
         provisioning: Provisioning | None = None,
         job_copy_timeout: float = DEFAULT_JOB_COPY_TIMEOUT_SECONDS,
+        wait_for_pods_ready: WaitForPodsReady | None = None,
     ) -> None:
         """``on_released``: quota was released without a write the watches would see (a deferred finish)."""
         self.world = world
@@ -97,6 +100,17 @@ class Reconciler:
             on_released=on_released,
             job_copy_timeout=job_copy_timeout,
         )
+        self.run_limits = RunLimits(
+            world=world,
+            writes=self.writes,
+            workload_index=self.workload_index,
+            job_index=self.job_index,
+            cluster=cluster,
+            events=events,
+            metrics=metrics,
+            clock=clock,
+            wait_for_pods_ready=wait_for_pods_ready,
+        )
 
     async def run(self) -> None:
         self.trigger.pull()
@@ -110,9 +124,9 @@ class Reconciler:
             if next_job_copy_due is not None:  # an admitted copy's wait for its Job copy ends: evict it then
                 left = max(0.0, next_job_copy_due - self.clock().timestamp()) + COALESCE_SECONDS
                 recheck = left if recheck is None else min(recheck, left)
-            next_execution_due = self.jobs.next_execution_due
-            if next_execution_due is not None:  # an admitted Workload's maximum execution time is spent: deactivate it
-                left = max(0.0, next_execution_due - self.clock().timestamp()) + COALESCE_SECONDS
+            limit_due = self.run_limits.next_due
+            if limit_due is not None:  # a time limit or a readiness timeout falls due: act on it then
+                left = max(0.0, limit_due - self.clock().timestamp()) + COALESCE_SECONDS
                 recheck = left if recheck is None else min(recheck, left)
             finish_due = self.jobs.next_finish_due()
             if finish_due is not None:  # a deferred Finished write falls due
@@ -137,8 +151,8 @@ class Reconciler:
                             now=self.clock(),
                         )
                     await (
-                        self.jobs.execution_time_pass()
-                    )  # before the deactivation pass, which evicts what it deactivates
+                        self.run_limits.run_limits_pass()
+                    )  # before the deactivation pass: it evicts what this deactivates
                     await self.jobs.deactivation_pass()  # before the job pass, which stops and releases what it evicts
                     await self.jobs.job_copy_pass()  # before the job pass, which releases what it evicts
                     await self.jobs.job_pass()

@@ -12,6 +12,7 @@ from pathlib import Path
 import structlog
 
 from federation.admission.api_workloads import ResourceRules
+from federation.admission.pods_ready import BACKOFF_BASE_SECONDS, BACKOFF_MAX_SECONDS, WaitForPodsReady
 from federation.kueue_config import Component, ConfigError, read_configuration
 
 CONFIG_HELP = (
@@ -71,6 +72,52 @@ def add_resources_arguments(parser: argparse.ArgumentParser) -> None:
         default="BlockUndeclared",
         help="BlockUndeclared: a request for a resource the ClusterQueue does not cover keeps the workload pending; "
         "IgnoreUndeclared: such requests are ignored",
+    )
+
+
+def add_pods_ready_arguments(parser: argparse.ArgumentParser, *, block_admission: bool) -> None:
+    """Kueue's ``waitForPodsReady`` (``federation.admission.pods_ready``); ``block_admission``: the binary applies
+    Kueue's ``blockAdmission`` too (kfed-manager; kfed-agent does not)."""
+    ready = parser.add_argument_group(
+        "waitForPodsReady", "Kueue's waitForPodsReady (off unless --wait-for-pods-ready-timeout is given)"
+    )
+    ready.add_argument(
+        "--wait-for-pods-ready-timeout",
+        type=float,
+        default=None,
+        help="seconds an admitted workload's pods have to become ready before it is evicted (PodsReadyTimeout)",
+    )
+    ready.add_argument(
+        "--wait-for-pods-ready-recovery-timeout",
+        type=float,
+        default=None,
+        help="seconds a workload whose pods were ready has to become ready again (0 or unset: never evicted for that)",
+    )
+    if block_admission:
+        ready.add_argument(
+            "--wait-for-pods-ready-block-admission",
+            action=argparse.BooleanOptionalAction,
+            default=False,
+            help="admit nothing, in any ClusterQueue, while a workload holding quota is not PodsReady",
+        )
+    ready.add_argument(
+        "--requeuing-backoff-limit-count", type=int, default=None, help="requeues before deactivation (default: none)"
+    )
+    ready.add_argument("--requeuing-backoff-base-seconds", type=float, default=BACKOFF_BASE_SECONDS)
+    ready.add_argument("--requeuing-backoff-max-seconds", type=float, default=BACKOFF_MAX_SECONDS)
+
+
+def pods_ready_policy(args: argparse.Namespace) -> WaitForPodsReady | None:
+    """The :class:`WaitForPodsReady` the arguments of :func:`add_pods_ready_arguments` give; None when off."""
+    if args.wait_for_pods_ready_timeout is None:
+        return None
+    return WaitForPodsReady(
+        timeout=args.wait_for_pods_ready_timeout,
+        recovery_timeout=args.wait_for_pods_ready_recovery_timeout or None,  # Kueue: 0s disables it
+        block_admission=getattr(args, "wait_for_pods_ready_block_admission", False),
+        backoff_limit_count=args.requeuing_backoff_limit_count,
+        backoff_base_seconds=args.requeuing_backoff_base_seconds,
+        backoff_max_seconds=args.requeuing_backoff_max_seconds,
     )
 
 

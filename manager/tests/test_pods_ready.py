@@ -1,12 +1,12 @@
 import datetime as dt
 from typing import Any
 
-from federation.conditions import format_time
-from manager.decisions.pods_ready import (
+from federation.admission.pods_ready import (
     WaitForPodsReady,
     pods_ready_step,
     requeue_state_after,
 )
+from federation.conditions import format_time
 
 T0 = dt.datetime(2026, 11, 23, 10, 0, tzinfo=dt.UTC)
 POLICY = WaitForPodsReady(timeout=60, backoff_limit_count=2, backoff_base_seconds=10, backoff_max_seconds=25)
@@ -125,7 +125,7 @@ def test_nothing_happens_to_workloads_not_admitted_finished_evicted_or_inactive(
 
 
 def test_block_admission_waits_while_any_workload_holding_quota_is_not_ready() -> None:
-    from manager.decisions.pods_ready import BLOCK_ADMISSION_MESSAGE, admission_blocked
+    from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, admission_blocked
 
     ready = admitted(cond("PodsReady", True, "Started", T0))
     starting = admitted(cond("PodsReady", False, "WaitForStart", T0))
@@ -142,8 +142,8 @@ def test_block_admission_admits_one_workload_per_pass_across_cluster_queues() ->
     Kueue's message, whatever its ClusterQueue."""
     from federation.admission.api_drain import drain
     from federation.admission.decisions import Admit, Wait
+    from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, admission_blocked
     from federation.tests.api_builders import cluster_queue, flavor, local_queue, state, workload
-    from manager.decisions.pods_ready import BLOCK_ADMISSION_MESSAGE, admission_blocked
 
     quota = state(
         flavors=[flavor("default")],

@@ -22,6 +22,7 @@ from worker_agent.decisions.job_copies import admitted_since, waits_for_job_copy
 from worker_agent.decisions.jobs import job_finished, prebuilt_workload_name
 from worker_agent.decisions.local_jobs import local_workload_key
 from worker_agent.decisions.preemption import evicted_holding_quota
+from worker_agent.decisions.run_limits import readiness_judged_here
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,8 @@ class WorkloadFacts:
     job_copy_admitted_since: float | None
     """For a kfed-manager copy waiting for its Job copy (``decisions.job_copies.waits_for_job_copy``), when it was
     admitted (``admitted_since``); None for every other Workload."""
+    readiness_judged_here: bool = False
+    """``decisions.run_limits.readiness_judged_here``: its pods' readiness is judged here (waitForPodsReady)."""
     execution_deadline: float | None = None
     """For an admitted Workload with ``maximumExecutionTimeSeconds``, when its budget is spent (epoch seconds,
     ``federation.admission.execution_time.execution_deadline``); None for every other Workload."""
@@ -49,6 +52,7 @@ def workload_facts(workload: Mapping[str, Any]) -> WorkloadFacts:
         may_take_requeued_step=may_take_requeued_step(workload),
         needs_deactivation_eviction=needs_deactivation_eviction(workload),
         job_copy_admitted_since=admitted_since(workload) if waits_for_job_copy(workload) else None,
+        readiness_judged_here=readiness_judged_here(workload),
         execution_deadline=execution_deadline(workload),
     )
 
@@ -58,7 +62,8 @@ def job_change_matters(event_type: str, job: Mapping[str, Any], old: Mapping[str
     that leaves what the passes read as it was (the Job controller writes a Job's status several times in its life,
     e.g. ``ready`` or ``uncountedTerminatedPods``, and each woke a whole pass). The passes read the Job's uid, labels
     and spec, the Workload it names, ``status.active`` (a stopped Job of an evicted Workload) and its true
-    ``Complete`` or ``Failed`` condition (``decisions.jobs.job_finished``)."""
+    ``Complete`` or ``Failed`` condition (``decisions.jobs.job_finished``); and, of a Job queued on this worker
+    itself (not a copy), whether its pods are ready (waitForPodsReady, ``federation.admission.pods_ready``)."""
     if old is None or event_type != "MODIFIED":
         return True
     return _read_of(job) != _read_of(old)
@@ -72,7 +77,15 @@ def _read_of(job: Mapping[str, Any]) -> tuple[Any, ...]:
         job.get("spec"),
         (job.get("status") or {}).get("active"),
         job_finished(job),
+        _ready_pods(job) if prebuilt_workload_name(job) is None else None,
     )
+
+
+def _ready_pods(job: Mapping[str, Any]) -> int:
+    """The ready and succeeded pods ``federation.admission.pods_ready.pods_ready`` counts."""
+    status = job.get("status") or {}
+    uncounted = len((status.get("uncountedTerminatedPods") or {}).get("succeeded") or ())
+    return int(status.get("ready") or 0) + int(status.get("succeeded") or 0) + uncounted
 
 
 def job_target(job: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -1,9 +1,11 @@
-"""Kueue's waitForPodsReady on the manager: a dispatched workload whose pods do not become ready in time is taken
-back and requeued with backoff, and deactivated after too many requeues (pure).
+"""Kueue's waitForPodsReady: an admitted workload whose pods do not become ready in time is evicted and requeued
+with backoff, and deactivated after too many requeues (pure; manager and agent).
 
-The manager decides because the requeue and its backoff belong to the global queue: the worker only runs the
-copy. Readiness is read from the Job copy on the worker (``ready + succeeded`` pods reach the pod set's count, as
-Kueue's batch/v1 Job integration counts it). The clock starts when the workload was ``Admitted``; a workload whose
+kfed-manager decides for the manager's Workloads, because the requeue and its backoff belong to the global queue:
+the worker only runs the copy, and its readiness is read from the Job copy on the worker. kfed-agent decides, the
+same way, for the Workloads of Jobs queued on its worker itself, from their Job (kfed-manager's copies are the
+manager's to judge). A Job's pods are ready when ``ready + succeeded`` reach the pod sets' count, as Kueue's
+batch/v1 Job integration counts it. The clock starts when the workload was ``Admitted``; a workload whose
 pods were ready once and then are not gets ``recovery_timeout`` from that moment (none: it is never evicted for
 that). Eviction uses Kueue's reason ``PodsReadyTimeout`` and message, ``status.requeueState`` counts the requeues
 and says when the workload may compete again: ``base · 2^(count-1)`` seconds, capped at ``max``. One requeue past

@@ -1,0 +1,67 @@
+"""The status writes of kfed-agent's run limits (``worker_agent.decisions.run_limits``): which Workloads' readiness it
+judges, and Kueue's PodsReady condition and PodsReadyTimeout eviction."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from federation.admission.pods_ready import WaitForPodsReady, pods_ready_step
+from federation.conditions import find_condition
+from federation.tests.api_builders import admitted_status, workload
+from worker_agent.decisions.facts import job_change_matters, workload_facts
+from worker_agent.decisions.run_limits import (
+    pods_ready_condition_status,
+    pods_ready_eviction_status,
+    readiness_judged_here,
+)
+
+NOW = dt.datetime(2026, 1, 1, 0, 1, tzinfo=dt.UTC)
+LOCAL = workload("local", status=admitted_status("cq", "rf", "1"))
+POLICY = WaitForPodsReady(timeout=30, backoff_base_seconds=10)
+
+
+def test_only_a_running_workload_of_a_job_queued_here_has_its_readiness_judged_here() -> None:
+    assert readiness_judged_here(LOCAL)
+    assert workload_facts(LOCAL).readiness_judged_here
+    copy = {**LOCAL, "metadata": {**LOCAL["metadata"], "labels": {"kueue.x-k8s.io/multikueue-origin": "mgr"}}}
+    assert not readiness_judged_here(copy), "a MultiKueue manager's copy: the manager judges it"
+    assert not readiness_judged_here(workload("pending")), "not admitted"
+    assert not readiness_judged_here({**LOCAL, "spec": {**LOCAL["spec"], "active": False}}), "deactivated"
+    evicted = {**LOCAL, "status": {**LOCAL["status"], "conditions": [*LOCAL["status"]["conditions"]]}}
+    evicted["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted"})
+    assert not readiness_judged_here(evicted), "evicted already"
+
+
+def test_a_timed_out_workload_is_evicted_with_kueues_reason_backoff_and_count() -> None:
+    """Admitted at 00:00:01, its pods not ready 30 s later: evicted with PodsReadyTimeout, WaitForStart under it."""
+    step = pods_ready_step(LOCAL, remote_job=None, now=NOW, policy=POLICY)
+    assert step.evict_message == "Exceeded the PodsReady timeout ns/local"
+    status = pods_ready_eviction_status(LOCAL, step, now=NOW)
+    evicted = find_condition({"status": status}, "Evicted") or {}
+    assert (evicted["status"], evicted["reason"], evicted["message"]) == (
+        "True",
+        "PodsReadyTimeout",
+        "Exceeded the PodsReady timeout ns/local",
+    )
+    assert status["requeueState"] == {"count": 1, "requeueAt": "2026-01-01T00:01:10Z"}
+    counted = {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}
+    assert status["schedulingStats"] == {"evictions": [counted]}
+
+
+def test_the_pods_ready_condition_is_written_as_the_step_says() -> None:
+    ready_job = {"status": {"ready": 1}}
+    step = pods_ready_step(LOCAL, remote_job=ready_job, now=NOW, policy=POLICY)
+    assert step.condition is not None
+    status = pods_ready_condition_status(LOCAL, step.condition, now=NOW)
+    ready = find_condition({"status": status}, "PodsReady") or {}
+    assert (ready["status"], ready["reason"]) == ("True", "Started")
+    assert len(status["conditions"]) == len(LOCAL["status"]["conditions"]) + 1, "the others are kept"
+
+
+def test_a_local_jobs_ready_pods_wake_the_agent_and_a_copys_do_not() -> None:
+    local = {"metadata": {"uid": "u", "labels": {}}, "spec": {}, "status": {"active": 1}}
+    ready = {**local, "status": {"active": 1, "ready": 1}}
+    assert job_change_matters("MODIFIED", ready, local), "a local Job's pods became ready: its readiness is judged"
+    copy_labels = {"kueue.x-k8s.io/prebuilt-workload-name": "w"}
+    copy = {**local, "metadata": {"uid": "u", "labels": copy_labels}}
+    assert not job_change_matters("MODIFIED", {**copy, "status": ready["status"]}, copy), "the manager judges copies"
