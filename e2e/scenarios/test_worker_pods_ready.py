@@ -1,0 +1,116 @@
+"""Kueue's waitForPodsReady for the Jobs queued on a worker itself, on a federation of its own whose kfed-agent reads
+it from a Kueue configuration file (as Kueue on that worker would): a Job whose pods never become ready is evicted
+with ``PodsReadyTimeout``, requeued after its backoff, and deactivated once past the requeuing limit; a healthy one
+runs with ``PodsReady=True``. (kfed-manager's copies are the manager's to judge: ``test_pods_ready``.)
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.queues import apply_sample_queues, job_manifest
+from e2e.rig.federation import Federation, FederationSpec, running
+from e2e.rig.nodes import NodeShape
+from e2e.scenarios.helpers import condition, get, is_true, items
+from e2e.toolchain import ensure_built
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+WORKER = "worker-1"
+CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+waitForPodsReady:
+  timeout: 8s
+  blockAdmission: true
+  requeuingStrategy:
+    backoffLimitCount: 1
+    backoffBaseSeconds: 1
+"""
+"""blockAdmission is not applied by kfed-agent (it logs that); the rest is."""
+
+
+@pytest.fixture(scope="module")
+def waiting() -> Iterator[Federation]:
+    with tempfile.TemporaryDirectory(prefix="kfed-agent-ready-") as tmp:
+        config = Path(tmp) / "config.yaml"
+        config.write_text(CONFIG)
+        spec = FederationSpec(
+            workers=1,
+            node_shapes={WORKER: NodeShape(count=2)},
+            job_seconds=2,
+            controllers=True,
+            agent_args=("--config", str(config)),
+        )
+        with running(Path(tmp) / "rig", ensure_built(), spec) as fed:
+            apply_sample_queues(fed)
+            yield fed
+
+
+def _workload_of(fed: Federation, job: dict[str, Any]) -> dict[str, Any] | None:
+    uid = job["metadata"]["uid"]
+    owned = [
+        w
+        for w in items(fed, WORKER, "workloads")
+        if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences") or ())
+    ]
+    return owned[0] if len(owned) == 1 else None
+
+
+def _create(fed: Federation, manifest: dict[str, Any]) -> dict[str, Any]:
+    return dict(json.loads(fed.kubectl(WORKER, "create", "-o", "json", "-f", "-", input=json.dumps(manifest)).stdout))
+
+
+def test_a_worker_queued_job_never_ready_is_evicted_requeued_then_deactivated(waiting: Federation) -> None:
+    manifest = job_manifest("never-ready", namespace="default", cpu="1", seconds=600)
+    manifest["spec"]["template"]["spec"]["nodeSelector"] = {"kfed.io/no-such-node": "true"}
+    job = _create(waiting, manifest)
+    reason = "DeactivatedDueToRequeuingLimitExceeded"
+    workload = wait_for(
+        lambda: _workload_of(waiting, job),
+        until=lambda wl: (
+            wl is not None
+            and (condition(wl, "Evicted") or {}).get("reason") == reason
+            and not is_true(wl, "QuotaReserved")
+        ),
+        timeout=90,
+        what="the never-ready Job's Workload evicted for its pods, requeued, then deactivated at the limit",
+    )
+    assert workload is not None
+    assert workload["spec"]["active"] is False
+    assert (condition(workload, "Requeued") or {}).get("status") == "False", "not queued again"
+    assert workload["status"]["schedulingStats"]["evictions"] == [
+        {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1},
+        {"reason": "Deactivated", "underlyingCause": "RequeuingLimitExceeded", "count": 1},
+    ]
+    selector = f"involvedObject.name={workload['metadata']['name']},reason=EvictedDueToPodsReadyTimeout"
+    events = items(waiting, WORKER, "events", "--field-selector", selector)
+    assert [e["message"] for e in events] == ["Exceeded the PodsReady timeout default/" + workload["metadata"]["name"]]
+    stopped = wait_for(
+        lambda: get(waiting, WORKER, "job", "never-ready"),
+        until=lambda j: j is not None and bool(j["spec"].get("suspend")),
+        timeout=30,
+        what="the never-ready Job suspended",
+    )
+    assert stopped is not None
+
+
+def test_a_healthy_worker_queued_job_runs_with_pods_ready(waiting: Federation) -> None:
+    job = _create(waiting, job_manifest("healthy", namespace="default", cpu="1", seconds=6))
+    workload = wait_for(
+        lambda: _workload_of(waiting, job),
+        until=lambda wl: wl is not None and is_true(wl, "Finished"),
+        timeout=60,
+        what="the healthy worker-queued Job's Workload finished",
+    )
+    assert workload is not None
+    ready = condition(workload, "PodsReady") or {}
+    assert (ready.get("status"), ready.get("reason")) == ("True", "Started")
+    assert (condition(workload, "Finished") or {}).get("reason") == "Succeeded"
+    assert not workload["status"].get("schedulingStats"), "never evicted"
