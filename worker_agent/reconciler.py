@@ -150,9 +150,8 @@ class Reconciler:
                             remember=self.world.workload_writes.remember,
                             now=self.clock(),
                         )
-                    await (
-                        self.run_limits.run_limits_pass()
-                    )  # before the deactivation pass: it evicts what this deactivates
+                    # time limits and readiness first: the deactivation pass evicts what they deactivate
+                    await self.run_limits.run_limits_pass()
                     await self.jobs.deactivation_pass()  # before the job pass, which stops and releases what it evicts
                     await self.jobs.job_copy_pass()  # before the job pass, which releases what it evicts
                     await self.jobs.job_pass()
