@@ -34,6 +34,7 @@ from federation.kube.recorder import EventRecorder
 from federation.kube.refusal import is_refusal
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
+from federation.workload_from_job import priority_class_changed
 from federation.workload_match import WorkloadEdit
 from worker_agent.decisions.job_copies import (
     JobCopyMissing,
@@ -160,11 +161,11 @@ class JobPasses:
                     continue
                 namespace, name = target
                 bound = self._log.bind(job=key, workload=f"{namespace}/{name}")
-                edit = (
-                    self.local_jobs.edit_of(key, job, workload, unsettled)
-                    if local_queue_name(job) is not None
-                    else WorkloadEdit.KEEP
-                )
+                local = local_queue_name(job) is not None
+                if local and priority_class_changed(workload, job) and not is_true(workload, "Finished"):
+                    tg.start_soon(limited, limiter, self.local_jobs.reprioritize, key, job, workload, unsettled)
+                    continue  # its edits, if any, are followed once the priority is written
+                edit = self.local_jobs.edit_of(key, job, workload, unsettled) if local else WorkloadEdit.KEEP
                 if edit is not WorkloadEdit.KEEP:
                     follow = self.local_jobs.follow_edit
                     tg.start_soon(limited, limiter, follow, key, job, workload, edit, unsettled)

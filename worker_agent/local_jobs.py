@@ -20,7 +20,7 @@ from federation.kube import resources as r
 from federation.kube.errors import AlreadyExists, Conflict, Invalid, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger
-from federation.workload_from_job import JobNotQueueable, resolve_priority
+from federation.workload_from_job import JobNotQueueable, Priority, priority_spec, resolve_priority
 from federation.workload_match import WorkloadEdit, edit_for_job, updated_spec
 from worker_agent.decisions.local_jobs import REASON_NOT_QUEUEABLE, local_workload
 from worker_agent.world import World
@@ -48,16 +48,53 @@ class LocalJobs:
         """The Job ``key`` is gone."""
         self._told.pop(key, None)
 
+    def _priority(self, job: Obj) -> Priority:
+        """The Job's priority from this cluster's WorkloadPriorityClasses and PriorityClasses (``JobNotQueueable``
+        when the class it names does not exist)."""
+        return resolve_priority(
+            job,
+            workload_class=self.world.workload_priority_classes.store.get_by_name,
+            pod_class=self.world.pod_priority_classes.store.get_by_name,
+            pod_classes=self.world.pod_priority_classes.store,
+        )
+
+    async def reprioritize(self, key: str, job: Obj, workload: Obj, unsettled: set[str]) -> None:
+        """The Job's ``kueue.x-k8s.io/priority-class`` label names another class than its Workload's: the Workload
+        takes that class's priority, as in Kueue (a class that does not exist is told, and the Workload keeps its
+        priority)."""
+        try:
+            priority = self._priority(job)
+        except JobNotQueueable as err:
+            self._tell(key, job, "UpdatingPriorityFailed", str(err), unsettled)
+            return
+        meta = workload["metadata"]
+        body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "spec": priority_spec(priority)}
+        try:
+            await self.api.patch(
+                r.WORKLOADS, meta["name"], body, namespace=meta["namespace"], field_manager=FIELD_MANAGER
+            )
+        except (Conflict, NotFound):
+            self.trigger.pull()
+            return
+        except Invalid as err:  # e.g. a class added to a Workload that holds quota: said, not retried
+            message = f"the Workload API refused the new priority: {str(err)[:800]}"
+            self._tell(key, job, "UpdatingPriorityFailed", message, unsettled)
+            return
+        except KubeError as exc:
+            self._log.warning("workload.update_failed", job=key, error=str(exc)[:300])
+            self.writes.retry(job, exc)
+            unsettled.add(key)
+            return
+        old = (workload.get("spec") or {}).get("priority", 0)
+        self._log.info(
+            "workload.priority_changed", job=key, priority_class=priority.class_name, old=old, new=priority.value
+        )
+
     async def queue(self, key: str, job: Obj, unsettled: set[str]) -> None:
         """Create the Workload of a Job queued here that has none (``key`` is left in ``unsettled`` when it could not
         be, for the next pass)."""
         try:
-            priority = resolve_priority(
-                job,
-                workload_class=self.world.workload_priority_classes.store.get_by_name,
-                pod_class=self.world.pod_priority_classes.store.get_by_name,
-                pod_classes=self.world.pod_priority_classes.store,
-            )
+            priority = self._priority(job)
         except JobNotQueueable as err:
             self._tell(key, job, REASON_NOT_QUEUEABLE, str(err), unsettled)
             return

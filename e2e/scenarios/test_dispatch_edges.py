@@ -327,6 +327,63 @@ def test_a_job_queued_on_a_worker_itself_is_queued_admitted_and_run_there(federa
         )
 
 
+def test_a_worker_queued_jobs_new_priority_class_label_reprioritizes_its_workload(federation: Federation) -> None:
+    """As Kueue on that worker would: relabelling a running worker-queued Job with another
+    ``kueue.x-k8s.io/priority-class`` gives its Workload that class's priority; a class that does not exist is told
+    (a Warning Event) and the Workload keeps its priority."""
+    worker = federation.workers[0]
+    classes = [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        for name, value in (("kfed-test-before", 100), ("kfed-test-reprioritized", 700))
+    ]
+    federation.kubectl(
+        worker, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": classes})
+    )
+    manifest = job_manifest("reprioritized", namespace="default", cpu="1", seconds=600)
+    manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "kfed-test-before"
+    created = json.loads(
+        federation.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(manifest)).stdout
+    )
+    label = "kueue.x-k8s.io/priority-class"
+    try:
+        [admitted] = wait_for(
+            lambda: _owned_workloads(federation, worker, created),
+            until=lambda found: len(found) == 1 and is_true(found[0], "Admitted"),
+            timeout=30,
+            what="the worker-queued Job admitted",
+        )
+        assert admitted["spec"]["priority"] == 100
+        federation.kubectl(worker, "label", "job", "reprioritized", f"{label}=kfed-test-reprioritized", "--overwrite")
+        [workload] = wait_for(
+            lambda: _owned_workloads(federation, worker, created),
+            until=lambda found: len(found) == 1 and found[0]["spec"].get("priority") == 700,
+            timeout=30,
+            what="the relabelled Job's Workload taking the new class's priority",
+        )
+        assert workload["spec"]["priorityClassRef"]["name"] == "kfed-test-reprioritized"
+        assert is_true(workload, "Admitted"), "still admitted: only its priority changed"
+        federation.kubectl(worker, "label", "job", "reprioritized", f"{label}=kfed-test-no-such-class", "--overwrite")
+        selector = "involvedObject.kind=Job,involvedObject.name=reprioritized,reason=UpdatingPriorityFailed"
+        events = wait_for(
+            lambda: items(federation, worker, "events", "--field-selector", selector),
+            until=bool,
+            timeout=30,
+            what="the agent saying why the priority was not changed",
+        )
+        assert "kfed-test-no-such-class" in events[0]["message"], events
+        [kept] = _owned_workloads(federation, worker, created)
+        assert kept["spec"]["priority"] == 700
+    finally:
+        federation.kubectl(worker, "delete", "job", "reprioritized", "-n", "default", "--wait=false", check=False)
+        for name in ("kfed-test-before", "kfed-test-reprioritized"):
+            federation.kubectl(worker, "delete", "workloadpriorityclass", name, "--wait=false", check=False)
+
+
 def test_a_worker_queued_job_past_its_maximum_execution_time_is_deactivated_and_stopped(federation: Federation) -> None:
     """As Kueue on that worker would: a Job queued on a worker with ``kueue.x-k8s.io/max-exec-time-seconds: 3`` runs,
     and 3 s after its admission its Workload is deactivated (``MaximumExecutionTimeExceeded`` Warning Event), evicted
