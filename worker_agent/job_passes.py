@@ -62,7 +62,7 @@ from worker_agent.decisions.preemption import (
 from worker_agent.indexes import JobIndex, WorkloadIndex
 from worker_agent.local_jobs import LocalJobs
 from worker_agent.world import World
-from worker_agent.writes import WRITE_CONCURRENCY, Writes, copy_of_manager, limited, name_of, queue_of
+from worker_agent.writes import WRITE_CONCURRENCY, Writes, copy_of_manager, count_eviction, limited, name_of
 
 log = structlog.get_logger(__name__)
 
@@ -260,14 +260,7 @@ class JobPasses:
             bound.warning("workload.evicted", reason=eviction.reason, message=eviction.message)
             if not is_true(workload, "QuotaReserved"):
                 continue  # Kueue reports (Event, metric) only the eviction of a workload that held quota
-            namespace, local_queue, priority_class = workload_labels(written)
-            self.metrics.evicted(
-                cluster_queue=queue_of(written),
-                namespace=namespace,
-                local_queue=local_queue,
-                priority_class=priority_class,
-                reason=eviction.reason,
-            )
+            count_eviction(self.metrics, written, reason=eviction.reason)
             self.events.emit(written, reason=f"EvictedDueTo{eviction.reason}", note=eviction.message, action="Evict")
 
     async def job_copy_pass(self) -> None:
@@ -308,14 +301,7 @@ class JobPasses:
         if written is None:
             return
         self.world.workload_writes.remember(written)
-        namespace, local_queue, priority_class = workload_labels(written)
-        self.metrics.evicted(
-            cluster_queue=queue_of(written),
-            namespace=namespace,
-            local_queue=local_queue,
-            priority_class=priority_class,
-            reason=eviction.reason,
-        )
+        count_eviction(self.metrics, written, reason=eviction.reason)
         bound.warning("workload.evicted", reason=eviction.reason, message=eviction.message)
         self.events.emit(written, reason=eviction.reason, note=eviction.message, action="Evict", event_type="Warning")
 

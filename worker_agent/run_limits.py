@@ -21,12 +21,12 @@ import structlog
 
 from federation.admission.execution_time import REASON_EXCEEDED, exceeded_note, exceeded_status, limit_of
 from federation.admission.pods_ready import (
+    REASON_PODS_READY_TIMEOUT,
     WaitForPodsReady,
     deactivation_target,
     pods_ready_step,
     waiting_for_start,
 )
-from federation.admission.queue_metrics import workload_labels
 from federation.conditions import conditions_of, find_condition
 from federation.kube import resources as r
 from federation.kube.recorder import EventRecorder
@@ -34,7 +34,7 @@ from federation.obs.metrics import Metrics
 from worker_agent.decisions.run_limits import pods_ready_condition_status, pods_ready_eviction_status
 from worker_agent.indexes import JobIndex, WorkloadIndex
 from worker_agent.world import World
-from worker_agent.writes import Writes, queue_of
+from worker_agent.writes import Writes, count_eviction
 
 log = structlog.get_logger(__name__)
 
@@ -154,15 +154,8 @@ class RunLimits:
         if written is None:
             return
         self.world.workload_writes.remember(written)
-        reason = "PodsReadyTimeout"
-        namespace, local_queue, priority_class = workload_labels(written)
-        self.metrics.evicted(
-            cluster_queue=queue_of(written),
-            namespace=namespace,
-            local_queue=local_queue,
-            priority_class=priority_class,
-            reason=reason,
-        )
+        reason = REASON_PODS_READY_TIMEOUT
+        count_eviction(self.metrics, written, reason=reason)
         bound.warning("workload.evicted", reason=reason, message=message)
         self.events.emit(written, reason=f"EvictedDueTo{reason}", note=message, action="Evict")
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from federation.admission.queue_metrics import workload_labels
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
 from federation.kube import resources as r
 from federation.kube.api import KubeApi
@@ -24,6 +25,7 @@ from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
 from federation.kube.refusal import RefusalReporter, is_refusal
 from federation.kube.trigger import Trigger
+from federation.obs.metrics import Metrics
 
 Obj = dict[str, Any]
 WRITE_CONCURRENCY = 16
@@ -55,6 +57,18 @@ def versioned(obj: Obj, body: Obj) -> Obj:
 
 def queue_of(workload: Obj) -> str:
     return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
+
+
+def count_eviction(metrics: Metrics, workload: Obj, *, reason: str) -> None:
+    """Kueue's evicted-workloads counters for an eviction of ``workload`` (as written, still admitted)."""
+    namespace, local_queue, priority_class = workload_labels(workload)
+    metrics.evicted(
+        cluster_queue=queue_of(workload),
+        namespace=namespace,
+        local_queue=local_queue,
+        priority_class=priority_class,
+        reason=reason,
+    )
 
 
 async def limited(limiter: anyio.CapacityLimiter, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
