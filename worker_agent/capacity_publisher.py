@@ -3,7 +3,8 @@
 Publishes within ``CAPACITY_DEBOUNCE_SECONDS`` of any change to quota objects or workloads (reports in a burst
 at most every ``CAPACITY_MIN_INTERVAL_SECONDS``), and at least every ``CAPACITY_HEARTBEAT_SECONDS``; the local
 queues' status follows the reports at most every ``QUEUE_STATUS_MIN_INTERVAL_SECONDS`` (finalizers at once: Kueue's
-resource-in-use finalizer on the ClusterQueues, and on the ResourceFlavors and AdmissionChecks they name), its
+resource-in-use finalizer on the ClusterQueues, ResourceFlavors and AdmissionChecks, lifted from a deleted one once
+nothing uses it), its
 last change always written; each report bumps ``status.generation``. The manager drops an in-flight ledger
 entry once a report's ``observedTime`` is later than the copy's ``QuotaReserved`` transition, so two rules keep
 that comparison honest with second-precision condition times:
