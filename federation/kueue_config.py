@@ -264,7 +264,7 @@ def read_configuration(text: str, *, component: Component) -> Settings:
     if isinstance(ready, Mapping):
         # Kueue: the section (v1beta2) or enable: true (v1beta1) turns it on, with a 5 min timeout by default; the
         # recovery timeout defaults to the timeout, and blockAdmission to false (v1beta2) or to enable (v1beta1).
-        # kfed-agent applies it to the Workloads of Jobs queued on its worker itself, without blockAdmission.
+        # kfed-agent applies it to the Workloads on its worker but kfed-manager's copies, without blockAdmission.
         enabled = _boolean(ready.get("enable", not v1beta1), "waitForPodsReady.enable")
         if enabled:
             timeout = ready.get("timeout")

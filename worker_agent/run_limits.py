@@ -2,9 +2,9 @@
 
 Why this module exists: Kueue on a worker deactivates a Workload that spent its ``maximumExecutionTimeSeconds``, and,
 with ``waitForPodsReady`` configured, evicts one whose pods are not ready in time and requeues it with a backoff
-(deactivating it past the requeuing limit). kfed-agent does the same for the Workloads on its worker that it judges:
-for the time limit, every Workload that carries one (kfed-manager's copies carry none: the manager keeps that clock);
-for readiness, the Workloads of Jobs queued on the worker itself (the manager judges its copies'). The decisions are
+(deactivating it past the requeuing limit). kfed-agent does the same for the Workloads on its worker that it judges: for
+the time limit, every Workload that carries one (kfed-manager's copies carry none: the manager keeps that clock); for
+readiness, every Workload but kfed-manager's copies (the manager judges those from their Job copy). The decisions are
 ``federation.admission.execution_time``, ``federation.admission.pods_ready`` and ``decisions.run_limits``; each pass
 notes when it must look again, for the reconciler's loop to wake then. The deactivation and job passes that follow
 evict, stop the Job and release the quota.

@@ -1,16 +1,16 @@
 """Kueue's waitForPodsReady: an admitted workload whose pods do not become ready in time is evicted and requeued
 with backoff, and deactivated after too many requeues (pure; manager and agent).
 
-kfed-manager decides for the manager's Workloads, because the requeue and its backoff belong to the global queue:
-the worker only runs the copy, and its readiness is read from the Job copy on the worker. kfed-agent decides, the
-same way, for the Workloads of Jobs queued on its worker itself, from their Job (kfed-manager's copies are the
-manager's to judge). A Job's pods are ready when ``ready + succeeded`` reach the pod sets' count, as Kueue's
-batch/v1 Job integration counts it. The clock starts when the workload was ``Admitted``; a workload whose
-pods were ready once and then are not gets ``recovery_timeout`` from that moment (none: it is never evicted for
-that). Eviction uses Kueue's reason ``PodsReadyTimeout`` and message, ``status.requeueState`` counts the requeues
-and says when the workload may compete again: ``base · 2^(count-1)`` seconds, capped at ``max``. One requeue past
-``backoff_limit_count`` deactivates the workload instead (``DeactivationTarget`` reason
-``RequeuingLimitExceeded``), as Kueue does. Off unless configured, like Kueue.
+kfed-manager decides for the manager's Workloads, because the requeue and its backoff belong to the global queue: the
+worker only runs the copy, and its readiness is read from the Job copy on the worker. kfed-agent decides, the same way,
+for the other Workloads on its worker (those of Jobs queued there, a stock MultiKueue manager's copies), from their Job,
+as Kueue on that worker would (kfed-manager's copies are the manager's to judge). A Job's pods are ready when
+``ready + succeeded`` reach the pod sets' count, as Kueue's batch/v1 Job integration counts it. The clock starts when
+the workload was ``Admitted``; a workload whose pods were ready once and then are not gets ``recovery_timeout`` from
+that moment (none: it is never evicted for that). Eviction uses Kueue's reason ``PodsReadyTimeout`` and message,
+``status.requeueState`` counts the requeues and says when the workload may compete again: ``base · 2^(count-1)``
+seconds, capped at ``max``. One requeue past ``backoff_limit_count`` deactivates the workload instead
+(``DeactivationTarget`` reason ``RequeuingLimitExceeded``), as Kueue does. Off unless configured, like Kueue.
 
 With ``block_admission`` (:func:`admission_blocked`), nothing new is admitted, in any ClusterQueue, while a workload
 holding quota is not ``PodsReady=True``: Jobs start one at a time, so two large ones cannot each hold half of the

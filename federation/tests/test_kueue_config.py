@@ -85,7 +85,7 @@ waitForPodsReady:
     }
     assert manager.warnings == []
     agent = read_configuration(text, component="agent")
-    assert agent.defaults == {  # waitForPodsReady: for the Jobs queued on its worker itself, without blockAdmission
+    assert agent.defaults == {  # waitForPodsReady, without blockAdmission
         "namespace": "kfed-system",
         "wait_for_pods_ready_timeout": 300.0,
         "wait_for_pods_ready_recovery_timeout": 180.0,

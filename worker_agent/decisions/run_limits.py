@@ -1,8 +1,8 @@
 """The status writes that end an admitted Workload's run on this worker for running too long or not starting (pure).
 
 Why this module exists: Kueue limits how a Workload runs once admitted, and kfed-agent applies those limits to the
-Workloads of Jobs queued on its worker itself, as Kueue there would (kfed-manager's copies are the manager's to
-judge): ``maximumExecutionTimeSeconds`` (``federation.admission.execution_time``) and ``waitForPodsReady``
+Workloads on its worker as Kueue there would, but for kfed-manager's copies, which the manager judges:
+``maximumExecutionTimeSeconds`` (``federation.admission.execution_time``) and ``waitForPodsReady``
 (``federation.admission.pods_ready``). Those modules decide; this one turns a decision into the agent's status
 patch. An eviction here is Kueue's: ``Evicted=True`` with its reason, counted in ``schedulingStats``; the job pass
 then stops the Job and releases the quota, and the requeue backoff (``requeueState``) keeps the Workload out of the
@@ -18,17 +18,18 @@ from typing import Any
 from federation.admission.api_drain import workload_generation
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.pods_ready import REASON_PODS_READY_TIMEOUT, PodsReadyStep
-from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
 from federation.api.workload import EVICTED
 from federation.conditions import conditions_of, is_true, set_condition
+from federation.protocol import MANAGER_UID_LABEL
 
 Obj = Mapping[str, Any]
 
 
 def readiness_judged_here(workload: Obj) -> bool:
     """Whether the agent judges the Workload's pods' readiness (waitForPodsReady): admitted, running (not finished,
-    evicted or deactivated), and not a MultiKueue manager's copy."""
-    if MULTIKUEUE_ORIGIN_LABEL in ((workload.get("metadata") or {}).get("labels") or {}):
+    evicted or deactivated), and not one of kfed-manager's copies (kfed-manager judges those from their Job copy). A
+    stock MultiKueue manager's copy is judged here, as Kueue on this worker would judge it."""
+    if MANAGER_UID_LABEL in ((workload.get("metadata") or {}).get("labels") or {}):
         return False
     if (workload.get("spec") or {}).get("active") is False:
         return False

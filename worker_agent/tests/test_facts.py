@@ -85,7 +85,7 @@ RUNNING_JOB: dict[str, Any] = {
         "name": "j",
         "uid": "u-1",
         "resourceVersion": "5",
-        "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "w"},
+        "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "w", "kfed.io/manager-workload-uid": "m-1"},
     },
     "spec": {"suspend": False, "template": {"spec": {"containers": [{"name": "c"}]}}},
     "status": {"active": 1, "ready": 0, "startTime": "2026-01-01T00:00:02Z"},

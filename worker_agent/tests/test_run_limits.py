@@ -20,11 +20,14 @@ LOCAL = workload("local", status=admitted_status("cq", "rf", "1"))
 POLICY = WaitForPodsReady(timeout=30, backoff_base_seconds=10)
 
 
-def test_only_a_running_workload_of_a_job_queued_here_has_its_readiness_judged_here() -> None:
+def test_the_readiness_of_a_running_workload_is_judged_here_unless_kfed_manager_judges_it() -> None:
     assert readiness_judged_here(LOCAL)
     assert workload_facts(LOCAL).readiness_judged_here
-    copy = {**LOCAL, "metadata": {**LOCAL["metadata"], "labels": {"kueue.x-k8s.io/multikueue-origin": "mgr"}}}
-    assert not readiness_judged_here(copy), "a MultiKueue manager's copy: the manager judges it"
+    origin = {"kueue.x-k8s.io/multikueue-origin": "mgr"}
+    ours = {**LOCAL, "metadata": {**LOCAL["metadata"], "labels": {**origin, "kfed.io/manager-workload-uid": "u"}}}
+    assert not readiness_judged_here(ours), "kfed-manager's copy: the manager judges it from its Job copy"
+    stock = {**LOCAL, "metadata": {**LOCAL["metadata"], "labels": origin}}
+    assert readiness_judged_here(stock), "a stock MultiKueue manager's copy: judged here, as Kueue here would"
     assert not readiness_judged_here(workload("pending")), "not admitted"
     assert not readiness_judged_here({**LOCAL, "spec": {**LOCAL["spec"], "active": False}}), "deactivated"
     evicted = {**LOCAL, "status": {**LOCAL["status"], "conditions": [*LOCAL["status"]["conditions"]]}}
@@ -58,10 +61,12 @@ def test_the_pods_ready_condition_is_written_as_the_step_says() -> None:
     assert len(status["conditions"]) == len(LOCAL["status"]["conditions"]) + 1, "the others are kept"
 
 
-def test_a_local_jobs_ready_pods_wake_the_agent_and_a_copys_do_not() -> None:
+def test_ready_pods_wake_the_agent_unless_the_job_is_a_kfed_manager_copy() -> None:
     local = {"metadata": {"uid": "u", "labels": {}}, "spec": {}, "status": {"active": 1}}
     ready = {**local, "status": {"active": 1, "ready": 1}}
     assert job_change_matters("MODIFIED", ready, local), "a local Job's pods became ready: its readiness is judged"
-    copy_labels = {"kueue.x-k8s.io/prebuilt-workload-name": "w"}
+    copy_labels = {"kueue.x-k8s.io/prebuilt-workload-name": "w", "kfed.io/manager-workload-uid": "m"}
     copy = {**local, "metadata": {"uid": "u", "labels": copy_labels}}
-    assert not job_change_matters("MODIFIED", {**copy, "status": ready["status"]}, copy), "the manager judges copies"
+    assert not job_change_matters("MODIFIED", {**copy, "status": ready["status"]}, copy), "kfed-manager judges its own"
+    stock = {**local, "metadata": {"uid": "u", "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "w"}}}
+    assert job_change_matters("MODIFIED", {**stock, "status": ready["status"]}, stock), "a stock manager's copy"
