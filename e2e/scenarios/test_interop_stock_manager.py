@@ -18,15 +18,21 @@ from pathlib import Path
 import pytest
 
 from e2e.bench.stock_kueue import NAMESPACE as KUEUE_NAMESPACE
-from e2e.bench.stock_kueue import _wait_active, install_kueue_crds, launch_kueue
+from e2e.bench.stock_kueue import _wait_active, install_kueue_crds, launch_kueue, suspended
+from e2e.queues import job_manifest
 from e2e.rig.controllers import multikueue_objects
 from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
 from e2e.rig.nodes import NodeShape
 from e2e.rig.processes import ProcessRecord, stop_records
+from e2e.scenarios.helpers import items
 from e2e.scenarios.test_interop import KUEUE_LOG_LEVEL, ONLY, _apply, _keep_logs, _queues, _routed_queue, _run_jobs
 from e2e.toolchain import ensure_built
+from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.interop
+
+PODS_READY_TIMEOUT = 20
+"""The kfed-agent workers' waitForPodsReady timeout (healthy Jobs are ready within a second or two)."""
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +46,8 @@ def stock_manager_mixed() -> Iterator[Federation]:
         controllers=True,
         kfed_manager=False,
         agents=("worker-1", "worker-2"),
+        # Kueue's waitForPodsReady on the kfed-agent workers, as a Kueue worker configured so would apply it to copies
+        agent_args=("--wait-for-pods-ready-timeout", str(PODS_READY_TIMEOUT)),
     )
     records: list[ProcessRecord] = []
     with tempfile.TemporaryDirectory(prefix="kfed-interop-") as tmp, running(Path(tmp), bins, spec) as fed:
@@ -80,3 +88,35 @@ def test_a_stock_kueue_manager_dispatches_to_kfed_and_kueue_workers(stock_manage
     names = [f"kueue-mixed-{i}" for i in range(6)]
     ran_on = _run_jobs(stock_manager_mixed, names, queue="user-queue", cpu="6", stock_manager=True)
     assert len(set(ran_on.values())) >= 2, ran_on
+
+
+def test_a_stock_managers_copy_whose_pods_never_get_ready_is_evicted_by_the_kfed_agent(
+    stock_manager_mixed: Federation,
+) -> None:
+    """The worker's waitForPodsReady applies to a stock MultiKueue manager's copies, as Kueue on that worker would
+    apply it: a copy whose pods cannot be scheduled is evicted there with ``PodsReadyTimeout`` (its Event says so),
+    which the stock manager sees as the worker's eviction."""
+    manifest = job_manifest("never-ready", namespace="default", cpu="1", seconds=2, queue=ONLY)
+    manifest["spec"]["template"]["spec"]["nodeSelector"] = {"kfed.io/no-such-node": "true"}
+    _apply(stock_manager_mixed, MANAGER, suspended([manifest]))
+
+    def evictions() -> list[dict[str, object]]:
+        return [
+            event
+            for worker in ("worker-1", "worker-2")
+            for event in items(
+                stock_manager_mixed, worker, "events", "--field-selector", "reason=EvictedDueToPodsReadyTimeout"
+            )
+            if str((event.get("involvedObject") or {}).get("name", "")).startswith("job-never-ready-")
+        ]
+
+    try:
+        found = wait_for(
+            evictions,
+            until=bool,
+            timeout=PODS_READY_TIMEOUT + 60,
+            what="the kfed-agent worker evicting the never-ready copy for its pods",
+        )
+        assert str(found[0]["message"]).startswith("Exceeded the PodsReady timeout default/job-never-ready-"), found
+    finally:
+        stock_manager_mixed.kubectl(MANAGER, "delete", "job", "never-ready", "--wait=false", check=False)
