@@ -69,14 +69,21 @@ Overheads = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
 
 
 def runtime_overheads(runtime_classes: Iterable[Mapping[str, Any]]) -> Overheads:
-    """The pod overhead of each RuntimeClass that has one."""
-    found = []
-    for runtime_class in runtime_classes:
-        fixed = ((runtime_class.get("overhead") or {}).get("podFixed")) or {}
-        if fixed:
-            name = str((runtime_class.get("metadata") or {}).get("name", ""))
-            found.append((name, tuple(sorted((str(k), str(v)) for k, v in fixed.items()))))
-    return tuple(sorted(found))
+    """The pod overhead of each RuntimeClass object that has one."""
+    return overheads_of(
+        ((runtime_class.get("metadata") or {}).get("name", ""), (runtime_class.get("overhead") or {}).get("podFixed"))
+        for runtime_class in runtime_classes
+    )
+
+
+def overheads_of(pod_fixed: Iterable[tuple[Any, Mapping[str, Any] | None]]) -> Overheads:
+    """:data:`Overheads` from (RuntimeClass name, its ``overhead.podFixed``) pairs, e.g. as a worker reports them;
+    those without an overhead are left out."""
+    return tuple(
+        sorted(
+            (str(name), tuple(sorted((str(k), str(v)) for k, v in fixed.items()))) for name, fixed in pod_fixed if fixed
+        )
+    )
 
 
 def with_runtime_overhead(pod_spec: Mapping[str, Any], overheads: Overheads) -> Mapping[str, Any]:

@@ -87,14 +87,20 @@ def pod_count(workload: Obj) -> int:
     return sum(int(pod_set.get("count", 1)) for pod_set in (workload.get("spec") or {}).get("podSets") or ())
 
 
-def pods_ready(remote_job: Obj | None, count: int) -> bool:
-    """``ready + succeeded >= count``, where succeeded includes the pods the Job controller has seen succeed but not
-    counted yet (``uncountedTerminatedPods``): between the two status writes of a finishing Job its last pods are in
-    neither ``ready`` nor ``succeeded``, and reading only those flapped ``PodsReady`` to WaitForRecovery and back."""
-    status = (remote_job or {}).get("status") or {}
+def ready_pod_count(job: Obj | None) -> int:
+    """``ready + succeeded``, where succeeded includes the pods the Job controller has seen succeed but not counted yet
+    (``uncountedTerminatedPods``): between the two status writes of a finishing Job its last pods are in neither
+    ``ready`` nor ``succeeded``, and reading only those flapped ``PodsReady`` to WaitForRecovery and back."""
+    status = (job or {}).get("status") or {}
     uncounted = len((status.get("uncountedTerminatedPods") or {}).get("succeeded") or ())
-    if int(status.get("ready") or 0) + int(status.get("succeeded") or 0) + uncounted >= count:
+    return int(status.get("ready") or 0) + int(status.get("succeeded") or 0) + uncounted
+
+
+def pods_ready(remote_job: Obj | None, count: int) -> bool:
+    """``ready + succeeded >= count`` (:func:`ready_pod_count`), or the Job has succeeded."""
+    if ready_pod_count(remote_job) >= count:
         return True
+    status = (remote_job or {}).get("status") or {}
     return any(
         c.get("type") in ("SuccessCriteriaMet", "Complete") and c.get("status") == "True"
         for c in status.get("conditions") or ()

@@ -14,7 +14,7 @@ from federation.admission.model import ResourceFlavorSpec, Taint
 from federation.conditions import parse_time
 from federation.limit_ranges import limit_range_from_entry
 from federation.pod_injection import FlavorInjection
-from federation.podspec import Overheads
+from federation.podspec import overheads_of
 from federation.quantity import parse_quantity
 from federation.topology.report import summary_from_entry
 from manager.decisions.dispatch import FlavorRoom, WorkerCapacity
@@ -79,20 +79,13 @@ def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
             unselected_local_queues=unselected,
             limit_ranges=limit_ranges,
             flavor_nodes=_flavor_nodes(status.get("flavors")),
-            runtime_overheads=_overheads(status["runtimeClasses"]) if "runtimeClasses" in status else None,
+            runtime_overheads=(
+                overheads_of((entry["name"], entry.get("overhead")) for entry in status["runtimeClasses"] or ())
+                if "runtimeClasses" in status
+                else None
+            ),
         ),
         flavors=_flavor_injections(status["flavors"]) if "flavors" in status else None,
-    )
-
-
-def _overheads(entries: Iterable[Mapping[str, Any]] | None) -> Overheads:
-    """The reported RuntimeClass overheads, in the form the manager keeps its own (``federation.podspec``)."""
-    return tuple(
-        sorted(
-            (str(entry["name"]), tuple(sorted((str(k), str(v)) for k, v in (entry.get("overhead") or {}).items())))
-            for entry in entries or ()
-            if entry.get("overhead")
-        )
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from federation.admission.deactivation import needs_deactivation_eviction
 from federation.admission.execution_time import execution_deadline
+from federation.admission.pods_ready import ready_pod_count
 from federation.admission.requeued import may_take_requeued_step
 from federation.protocol import MANAGER_UID_LABEL
 from worker_agent.decisions.checks import may_take_checks_step
@@ -78,15 +79,8 @@ def _read_of(job: Mapping[str, Any]) -> tuple[Any, ...]:
         job.get("spec"),
         (job.get("status") or {}).get("active"),
         job_finished(job),
-        None if MANAGER_UID_LABEL in ((job.get("metadata") or {}).get("labels") or {}) else _ready_pods(job),
+        None if MANAGER_UID_LABEL in ((job.get("metadata") or {}).get("labels") or {}) else ready_pod_count(job),
     )
-
-
-def _ready_pods(job: Mapping[str, Any]) -> int:
-    """The ready and succeeded pods ``federation.admission.pods_ready.pods_ready`` counts."""
-    status = job.get("status") or {}
-    uncounted = len((status.get("uncountedTerminatedPods") or {}).get("succeeded") or ())
-    return int(status.get("ready") or 0) + int(status.get("succeeded") or 0) + uncounted
 
 
 def job_target(job: Mapping[str, Any]) -> tuple[str, str] | None:
