@@ -1,15 +1,15 @@
 """kfed-agent's Job-side passes: starting and stopping the Jobs of admitted and evicted Workloads, and finishing them.
 
 Why this module exists: after admission, the agent's pass turns Workload states into Job states and back, reading
-mostly the Jobs and their Workloads, found through ``worker_agent.indexes`` rather than by walking the caches (the
-job pass looks only at the Jobs that changed, or whose Workload did, since the last one): the deactivation pass
-evicts the Workloads someone deactivated here, the Job-copy pass evicts admitted kfed-manager copies whose Job copy
-has not come in time, and the job pass stops the Jobs of evicted Workloads and releases their quota, suspends Jobs
-running without quota, starts the Jobs of admitted Workloads (checking a started kfed-manager Job copy's placement
-once) and finishes the Workloads of ended Jobs — a kfed-manager copy's finish in memory first, written only if the
-copy is still there after a grace. A Job someone queued on the worker itself gets its Workload here
-(``decisions.local_jobs``), and goes on as a manager's copy does. The loop (``worker_agent.reconciler``) runs them in
-that order after admission, and wakes when ``next_job_copy_due`` or ``next_finish_due()`` says so.
+mostly the Jobs and their Workloads, found through ``worker_agent.indexes`` rather than by walking the caches (the job
+pass looks only at the Jobs that changed, or whose Workload did, since the last one): the deactivation pass evicts the
+Workloads someone deactivated here, the Job-copy pass evicts admitted kfed-manager copies whose Job copy has not come
+in time, and the job pass stops the Jobs of evicted Workloads and releases their quota, suspends Jobs running without
+quota, starts the Jobs of admitted Workloads (checking a started kfed-manager Job copy's placement once) and finishes
+the Workloads of ended Jobs — a kfed-manager copy's finish in memory first, written only if the copy is still there
+after a grace. A Job someone queued on the worker itself gets its Workload here (``decisions.local_jobs``; one running
+without it is stopped first), and goes on as a manager's copy does. The loop (``worker_agent.reconciler``) runs them
+in that order after admission, and wakes when ``next_job_copy_due`` or ``next_finish_due()`` says so.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from worker_agent.decisions.jobs import (
     injections,
     start_decision,
 )
-from worker_agent.decisions.local_jobs import local_queue_name, needs_local_workload
+from worker_agent.decisions.local_jobs import WithoutWorkload, local_queue_name, needs_local_workload, without_workload
 from worker_agent.decisions.preemption import (
     evicted_holding_quota,
     release_status,
@@ -157,7 +157,11 @@ class JobPasses:
                     if job is None:
                         self.local_jobs.forget(key)
                     elif target is not None and needs_local_workload(job):
-                        tg.start_soon(limited, limiter, self.local_jobs.queue, key, job, unsettled)
+                        step = without_workload(job)
+                        if step is WithoutWorkload.STOP:
+                            tg.start_soon(limited, limiter, self.local_jobs.stop, key, job, unsettled)
+                        elif step is WithoutWorkload.QUEUE:
+                            tg.start_soon(limited, limiter, self.local_jobs.queue, key, job, unsettled)
                     continue
                 namespace, name = target
                 bound = self._log.bind(job=key, workload=f"{namespace}/{name}")

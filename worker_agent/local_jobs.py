@@ -7,7 +7,9 @@ PriorityClasses (Event ``CreatedWorkload``). A Job that cannot have one gets a W
 ``CreatingWorkloadFailed`` and a log line, once per reason, and is looked at again in every pass (the class it names
 may come). A user's edit of the Job is followed as ``federation.workload_match`` says: a waiting Job's Workload gets
 its new pod sets, queue or time limit (Event ``UpdatedWorkload``), one that holds quota, or whose running Job's pod
-count changed, is deleted (Event ``DeletedWorkload``) and the Job, stopped, gets a new one.
+count changed, is deleted (Event ``DeletedWorkload``) and the Job, stopped, gets a new one. A Job that runs without a
+Workload (say, someone deleted it) is suspended first (Event ``Stopped``), as Kueue does, and gets its new Workload
+once its pods are gone.
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger
 from federation.workload_from_job import JobNotQueueable, Priority, priority_spec, resolve_priority
 from federation.workload_match import WorkloadEdit, edit_for_job, updated_spec
-from worker_agent.decisions.local_jobs import REASON_NOT_QUEUEABLE, local_workload
+from worker_agent.decisions.local_jobs import (
+    MISSING_WORKLOAD_MESSAGE,
+    REASON_NOT_QUEUEABLE,
+    REASON_STOPPED,
+    local_workload,
+)
 from worker_agent.world import World
 from worker_agent.writes import Writes
 
@@ -121,6 +128,26 @@ class LocalJobs:
         self._told.pop(key, None)
         bound.info("workload.created", why="a Job queued on this worker")
         self.events.emit(job, reason="CreatedWorkload", note=f"Created Workload: {ref}", action="Queue")
+
+    async def stop(self, key: str, job: Obj, unsettled: set[str]) -> None:
+        """Suspend a Job queued here that runs without a Workload (guarded by its uid); its pods' end, a change of
+        the Job, brings it back to the job pass, which then queues it."""
+        namespace, name = str(job["metadata"]["namespace"]), str(job["metadata"]["name"])
+        body = {"metadata": {"uid": job["metadata"].get("uid")}, "spec": {"suspend": True}}
+        try:
+            written = await self.api.patch(r.JOBS, name, body, namespace=namespace, field_manager=FIELD_MANAGER)
+        except (Conflict, NotFound):
+            self.trigger.pull()
+            return
+        except KubeError as exc:
+            self._log.warning("job.suspend_failed", job=key, error=str(exc)[:300])
+            self.writes.retry(job, exc)
+            unsettled.add(key)
+            return
+        self.writes.wrote(job)
+        self.world.job_writes.remember(written)
+        self._log.warning("job.suspended", job=key, why=MISSING_WORKLOAD_MESSAGE)
+        self.events.emit(written, reason=REASON_STOPPED, note=MISSING_WORKLOAD_MESSAGE, action="Stop")
 
     def edit_of(self, key: str, job: Obj, workload: Obj, unsettled: set[str]) -> WorkloadEdit:
         """What the Workload of a Job queued here needs to describe the Job again (``follow_edit`` does it); a Job

@@ -6,11 +6,14 @@ Workload names it) and that the cluster's own Job controller runs, gets a Worklo
 manager's copy, starts the Job with the admission's placement, stops it when the Workload is evicted and finishes the
 Workload when the Job ends, as it does for a stock Kueue manager's copies; its quota counts in the capacity report
 the manager reads. The kfed-agent chart's MutatingAdmissionPolicy creates such Jobs suspended, as Kueue's webhook
-does; one that starts anyway (the policy not installed) is suspended once its Workload exists, until it is admitted.
+does. One that runs without a Workload (the policy not installed, or its Workload deleted under it) is stopped first
+and queued once its pods are gone, as Kueue's Job integration does (:func:`without_workload`): a new Workload is
+admitted afresh, its flavors and topology chosen anew, never booked for pods that already run somewhere.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +26,32 @@ JOB_CONTROLLER = "kubernetes.io/job-controller"
 
 REASON_NOT_QUEUEABLE = "CreatingWorkloadFailed"
 """The Warning Event reason of a local Job that cannot become a Workload (Kueue's)."""
+
+REASON_STOPPED = "Stopped"
+"""The Event reason of a local Job kfed-agent suspended because it ran without a Workload (Kueue's)."""
+MISSING_WORKLOAD_MESSAGE = "Missing Workload; unable to restore pod templates"
+"""Its message (Kueue's)."""
+
+
+class WithoutWorkload(enum.Enum):
+    """What a Job queued on this worker that has no Workload needs next."""
+
+    STOP = "stop"
+    """It runs: suspended first (Event :data:`REASON_STOPPED`), its Workload made once its pods are gone."""
+    WAIT = "wait"
+    """Suspended, with pods still active: nothing until they are gone (the Job's status change says so)."""
+    QUEUE = "queue"
+    """Its Workload is created."""
+
+
+def without_workload(job: Mapping[str, Any]) -> WithoutWorkload:
+    """The next step for a Job that ``needs_local_workload`` and has none."""
+    spec, status = job.get("spec") or {}, job.get("status") or {}
+    if spec.get("suspend") is not True:
+        return WithoutWorkload.STOP
+    if int(status.get("active") or 0):
+        return WithoutWorkload.WAIT
+    return WithoutWorkload.QUEUE
 
 
 def local_queue_name(job: Mapping[str, Any]) -> str | None:

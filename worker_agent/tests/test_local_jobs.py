@@ -6,7 +6,14 @@ from typing import Any
 
 from federation.workload_from_job import Priority, workload_name_for_job
 from worker_agent.decisions.facts import job_change_matters, job_target
-from worker_agent.decisions.local_jobs import local_queue_name, local_workload, local_workload_key, needs_local_workload
+from worker_agent.decisions.local_jobs import (
+    WithoutWorkload,
+    local_queue_name,
+    local_workload,
+    local_workload_key,
+    needs_local_workload,
+    without_workload,
+)
 
 QUEUE = "kueue.x-k8s.io/queue-name"
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
@@ -86,3 +93,18 @@ def test_a_change_of_a_jobs_labels_matters_to_the_passes() -> None:
     after = job(labels={"kueue.x-k8s.io/priority-class": "high"})
     assert job_change_matters("MODIFIED", after, before)
     assert not job_change_matters("MODIFIED", job(), before)
+
+
+def test_a_job_running_without_a_workload_is_stopped_first_and_queued_once_its_pods_are_gone() -> None:
+    running = job(suspend=False)
+    running["status"] = {"active": 2}
+    assert without_workload(running) is WithoutWorkload.STOP
+    stopping = job(suspend=True)
+    stopping["status"] = {"active": 1}
+    assert without_workload(stopping) is WithoutWorkload.WAIT
+    stopped = job(suspend=True)
+    stopped["status"] = {"active": 0, "failed": 1}
+    assert without_workload(stopped) is WithoutWorkload.QUEUE
+    assert without_workload(job(suspend=True)) is WithoutWorkload.QUEUE
+    unsuspended_without_pods = job(suspend=False)
+    assert without_workload(unsuspended_without_pods) is WithoutWorkload.STOP
