@@ -110,7 +110,7 @@ _FIELDS: dict[str, tuple[str, Callable[[Any, str], Any], tuple[Component, ...]]]
     "visibilityServer.bindPort": ("visibility_port", _number(int, 0), ("manager",)),
     "waitForPodsReady.timeout": ("wait_for_pods_ready_timeout", go_duration, _BOTH),
     "waitForPodsReady.recoveryTimeout": ("wait_for_pods_ready_recovery_timeout", go_duration, _BOTH),
-    "waitForPodsReady.blockAdmission": ("wait_for_pods_ready_block_admission", _boolean, ("manager",)),
+    "waitForPodsReady.blockAdmission": ("wait_for_pods_ready_block_admission", _boolean, _BOTH),
     "waitForPodsReady.requeuingStrategy.backoffLimitCount": (
         "requeuing_backoff_limit_count",
         _number(int, 0),
@@ -264,15 +264,14 @@ def read_configuration(text: str, *, component: Component) -> Settings:
     if isinstance(ready, Mapping):
         # Kueue: the section (v1beta2) or enable: true (v1beta1) turns it on, with a 5 min timeout by default; the
         # recovery timeout defaults to the timeout, and blockAdmission to false (v1beta2) or to enable (v1beta1).
-        # kfed-agent applies it to the Workloads on its worker but kfed-manager's copies, without blockAdmission.
+        # kfed-agent judges the readiness of the Workloads on its worker but kfed-manager's copies (the manager's).
         enabled = _boolean(ready.get("enable", not v1beta1), "waitForPodsReady.enable")
         if enabled:
             timeout = ready.get("timeout")
             seconds = 300.0 if timeout is None else go_duration(timeout, "waitForPodsReady.timeout")
             settings.defaults["wait_for_pods_ready_timeout"] = seconds
             settings.defaults["wait_for_pods_ready_recovery_timeout"] = seconds
-            if component == "manager":
-                settings.defaults["wait_for_pods_ready_block_admission"] = v1beta1
+            settings.defaults["wait_for_pods_ready_block_admission"] = v1beta1
         else:
             fields = {p: v for p, v in fields.items() if not p.startswith("waitForPodsReady.")}
     fields.pop("waitForPodsReady.enable", None)

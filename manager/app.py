@@ -174,7 +174,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="Balanced: a workload taking at least this share of a worker's quota is placed by best fit "
         "(a MultiKueueConfig's annotation kfed.io/dispatch-large-share overrides it for its queues)",
     )
-    add_pods_ready_arguments(parser, block_admission=True)
+    add_pods_ready_arguments(parser)
     fair = parser.add_argument_group("fairSharing", "Kueue's fair sharing (off by default)")
     fair.add_argument(
         "--fair-sharing",

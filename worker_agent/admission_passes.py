@@ -3,9 +3,10 @@
 Why this module exists: admission is the part of the agent's pass that reads the queues, quotas, flavors and checks
 (``decisions.idle`` skips it while none of them changed) and writes only Workloads, mostly their status: the
 ``Requeued`` step of released Workloads (``federation.admission.requeued``), the steps of quota-holding Workloads'
-admission checks (``decisions.checks``, which may also deactivate one), then the admissions, reservations,
-preemptions and pending reasons that ``decisions.admission`` plans. The loop (``worker_agent.reconciler``) runs it
-first in each pass, and wakes when ``next_requeue_at`` says a requeue backoff ends.
+admission checks (``decisions.checks``, which may also deactivate one), then the admissions, reservations, preemptions
+and pending reasons that ``decisions.admission`` plans (held back, with Kueue's ``blockAdmission``, while an admitted
+Workload's pods are not ready). The loop (``worker_agent.reconciler``) runs it first in each pass, and wakes when
+``next_requeue_at`` says a requeue backoff ends.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import anyio
 import structlog
 
-from federation.admission.api_drain import WorkloadUpdate
+from federation.admission.api_drain import Veto, WorkloadUpdate
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Admit
 from federation.admission.queue_metrics import queued_since, workload_labels
@@ -27,7 +28,7 @@ from federation.conditions import find_condition, parse_time
 from federation.kube import resources as r
 from federation.kube.recorder import EventRecorder
 from federation.obs.metrics import Metrics
-from worker_agent.decisions.admission import plan_admissions
+from worker_agent.decisions.admission import blocking_veto, plan_admissions
 from worker_agent.decisions.checks import (
     admitted_status,
     checks_for,
@@ -65,9 +66,10 @@ class AdmissionPasses:
         on_admitted: Callable[[float], None],
         tas: Tas | None,
         provisioning: Provisioning | None,
+        block_admission: bool = False,
     ) -> None:
         """``workload_index``: the Workloads' facts by key (``worker_agent.indexes``), shared with the Job-side
-        passes."""
+        passes; ``block_admission``: Kueue's ``waitForPodsReady.blockAdmission`` (:meth:`_blocking_veto`)."""
         self.world = world
         self.writes = writes
         self.workload_index = workload_index
@@ -77,6 +79,7 @@ class AdmissionPasses:
         self.on_admitted = on_admitted
         self.tas = tas
         self.provisioning = provisioning
+        self.block_admission = block_admission
         self.next_requeue_at: float | None = None
         """When the next requeue backoff ends (epoch seconds): the loop runs a pass then."""
         self.admission_idle = IdleInputs()
@@ -116,7 +119,7 @@ class AdmissionPasses:
             updates = plan_admissions(
                 state,
                 now=now,
-                veto=placer.veto,
+                veto=self._blocking_veto(placer.veto),
                 topology=placer.assignments,
                 checks=self._checks_of,
                 delayed=placer.delayed,
@@ -125,7 +128,13 @@ class AdmissionPasses:
         else:
             acted = await self._checks_pass(now, None)
             started = time.perf_counter()
-            updates = plan_admissions(state, now=now, checks=self._checks_of, workload_of=self._workload_by_key)
+            updates = plan_admissions(
+                state,
+                now=now,
+                veto=self._blocking_veto(None),
+                checks=self._checks_of,
+                workload_of=self._workload_by_key,
+            )
         if state.pending:  # Kueue counts an attempt per cycle that had heads to try
             admitted = any(update.outcome in ("admitted", "reserved") for update in updates)
             self.metrics.admission_attempt(admitted=admitted, seconds=time.perf_counter() - started)
@@ -168,6 +177,16 @@ class AdmissionPasses:
             self.world.workload_writes.remember(written)
             bound.info("workload.requeued", reason=step.reason, message=step.message)
         return next_end
+
+    def _blocking_veto(self, then: Veto | None) -> Veto | None:
+        """``then`` (the TAS placement's veto, or None), held back by Kueue's ``blockAdmission`` when it is on
+        (``decisions.admission.blocking_veto``)."""
+        if not self.block_admission:
+            return then
+        self.workload_index.refresh()
+        keys = self.workload_index.holding("unready_quota_holder")
+        holders = [workload for key in keys if (workload := self._workload_by_key(key)) is not None]
+        return blocking_veto(holders, then)
 
     def _checks_of(self, admit: Admit) -> list[str]:
         queue = self.world.cluster_queues.store.get(admit.assignment.cluster_queue)

@@ -99,7 +99,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "deactivated and evicted (reason JobCopyMissing) and its quota released",
     )
     add_resources_arguments(parser)
-    add_pods_ready_arguments(parser, block_admission=False)  # not for kfed-manager's copies
+    add_pods_ready_arguments(parser)
     parser.add_argument("--qps", type=float, default=300.0, help="client-side rate limit to the apiserver")
     parser.add_argument("--burst", type=int, default=500)
     return parse_with_config(parser, sys.argv[1:] if argv is None else argv, component="agent")

@@ -86,6 +86,7 @@ class Reconciler:
             on_admitted=on_admitted,
             tas=tas,
             provisioning=provisioning,
+            block_admission=wait_for_pods_ready is not None and wait_for_pods_ready.block_admission,
         )
         self.jobs = JobPasses(
             world=world,

@@ -1,7 +1,8 @@
 """Kueue's waitForPodsReady for the Jobs queued on a worker itself, on a federation of its own whose kfed-agent reads
 it from a Kueue configuration file (as Kueue on that worker would): a Job whose pods never become ready is evicted
 with ``PodsReadyTimeout``, requeued after its backoff, and deactivated once past the requeuing limit; a healthy one
-runs with ``PodsReady=True``. (kfed-manager's copies are the manager's to judge: ``test_pods_ready``.)
+runs with ``PodsReady=True``; with ``blockAdmission``, nothing else is admitted while one holds quota without ready
+pods. (kfed-manager's copies are the manager's to judge: ``test_pods_ready``.)
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ waitForPodsReady:
     backoffLimitCount: 1
     backoffBaseSeconds: 1
 """
-"""blockAdmission is not applied by kfed-agent (it logs that); the rest is."""
+"""All of it applies to the Jobs queued on the worker itself."""
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +115,43 @@ def test_a_healthy_worker_queued_job_runs_with_pods_ready(waiting: Federation) -
     assert (ready.get("status"), ready.get("reason")) == ("True", "Started")
     assert (condition(workload, "Finished") or {}).get("reason") == "Succeeded"
     assert not workload["status"].get("schedulingStats"), "never evicted"
+
+
+def test_block_admission_holds_a_job_back_while_another_holds_quota_without_ready_pods(waiting: Federation) -> None:
+    """Kueue's blockAdmission on the worker: while a Job whose pods are not ready holds quota, a Job that fits waits
+    with ``WaitingForPodsReady`` and Kueue's message; once the first is evicted for its pods, the second runs."""
+    manifest = job_manifest("stuck", namespace="default", cpu="1", seconds=600)
+    manifest["spec"]["template"]["spec"]["nodeSelector"] = {"kfed.io/no-such-node": "true"}
+    stuck = _create(waiting, manifest)
+    try:
+        wait_for(
+            lambda: _workload_of(waiting, stuck),
+            until=lambda wl: wl is not None and is_true(wl, "Admitted"),
+            timeout=30,
+            what="the Job whose pods cannot start admitted",
+        )
+        held = _create(waiting, job_manifest("held", namespace="default", cpu="1", seconds=2))
+        waiting_workload = wait_for(
+            lambda: _workload_of(waiting, held),
+            until=lambda wl: (
+                wl is not None and (condition(wl, "QuotaReserved") or {}).get("reason") == "WaitingForPodsReady"
+            ),
+            timeout=30,
+            what="the second Job held back while the first holds quota without ready pods",
+        )
+        assert waiting_workload is not None
+        message = (condition(waiting_workload, "QuotaReserved") or {}).get("message")
+        assert message == "waiting for all admitted workloads to be in PodsReady condition"
+        done = wait_for(
+            lambda: _workload_of(waiting, held),
+            until=lambda wl: wl is not None and is_true(wl, "Finished"),
+            timeout=60,
+            what="the held Job admitted once the first was evicted for its pods, and finished",
+        )
+        assert done is not None
+        assert (condition(done, "Finished") or {}).get("reason") == "Succeeded"
+        first = _workload_of(waiting, stuck) or {}
+        evictions = first.get("status", {}).get("schedulingStats", {}).get("evictions") or []
+        assert any(e.get("reason") == "PodsReadyTimeout" for e in evictions), first.get("status")
+    finally:
+        waiting.kubectl(WORKER, "delete", "job", "stuck", "-n", "default", "--wait=false", check=False)

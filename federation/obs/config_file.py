@@ -75,9 +75,8 @@ def add_resources_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_pods_ready_arguments(parser: argparse.ArgumentParser, *, block_admission: bool) -> None:
-    """Kueue's ``waitForPodsReady`` (``federation.admission.pods_ready``); ``block_admission``: the binary applies
-    Kueue's ``blockAdmission`` too (kfed-manager; kfed-agent does not)."""
+def add_pods_ready_arguments(parser: argparse.ArgumentParser) -> None:
+    """Kueue's ``waitForPodsReady`` (``federation.admission.pods_ready``), ``blockAdmission`` included."""
     ready = parser.add_argument_group(
         "waitForPodsReady", "Kueue's waitForPodsReady (off unless --wait-for-pods-ready-timeout is given)"
     )
@@ -93,13 +92,12 @@ def add_pods_ready_arguments(parser: argparse.ArgumentParser, *, block_admission
         default=None,
         help="seconds a workload whose pods were ready has to become ready again (0 or unset: never evicted for that)",
     )
-    if block_admission:
-        ready.add_argument(
-            "--wait-for-pods-ready-block-admission",
-            action=argparse.BooleanOptionalAction,
-            default=False,
-            help="admit nothing, in any ClusterQueue, while a workload holding quota is not PodsReady",
-        )
+    ready.add_argument(
+        "--wait-for-pods-ready-block-admission",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="admit nothing, in any ClusterQueue, while a workload holding quota is not PodsReady",
+    )
     ready.add_argument(
         "--requeuing-backoff-limit-count", type=int, default=None, help="requeues before deactivation (default: none)"
     )
@@ -114,7 +112,7 @@ def pods_ready_policy(args: argparse.Namespace) -> WaitForPodsReady | None:
     return WaitForPodsReady(
         timeout=args.wait_for_pods_ready_timeout,
         recovery_timeout=args.wait_for_pods_ready_recovery_timeout or None,  # Kueue: 0s disables it
-        block_admission=getattr(args, "wait_for_pods_ready_block_admission", False),
+        block_admission=args.wait_for_pods_ready_block_admission,
         backoff_limit_count=args.requeuing_backoff_limit_count,
         backoff_base_seconds=args.requeuing_backoff_base_seconds,
         backoff_max_seconds=args.requeuing_backoff_max_seconds,

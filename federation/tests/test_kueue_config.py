@@ -85,10 +85,11 @@ waitForPodsReady:
     }
     assert manager.warnings == []
     agent = read_configuration(text, component="agent")
-    assert agent.defaults == {  # waitForPodsReady, without blockAdmission
+    assert agent.defaults == {  # waitForPodsReady, blockAdmission included
         "namespace": "kfed-system",
         "wait_for_pods_ready_timeout": 300.0,
         "wait_for_pods_ready_recovery_timeout": 180.0,
+        "wait_for_pods_ready_block_admission": True,
         "requeuing_backoff_limit_count": 5,
         "requeuing_backoff_base_seconds": 10.0,
         "requeuing_backoff_max_seconds": 600.0,
@@ -96,7 +97,8 @@ waitForPodsReady:
     assert "multiKueue.origin: not used by kfed-agent, ignored" in agent.warnings
     assert "visibilityServer.bindPort: not used by kfed-agent, ignored" in agent.warnings
     blocking = read_configuration(HEAD + "waitForPodsReady: {timeout: 1m, blockAdmission: true}\n", component="agent")
-    assert blocking.warnings == ["waitForPodsReady.blockAdmission: not used by kfed-agent, ignored"]
+    assert blocking.warnings == []
+    assert blocking.defaults["wait_for_pods_ready_block_admission"] is True
 
 
 def test_a_disabled_wait_for_pods_ready_sets_nothing() -> None:

@@ -26,6 +26,7 @@ from federation.admission.api_drain import (
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Admit, Assignment, Preempt, Wait
+from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
 from federation.api.workload import ADMITTED, EVICTED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, set_condition
 from federation.protocol import REASON_ADMITTED, REASON_INADMISSIBLE, REASON_PENDING, REASON_QUOTA_RESERVED
@@ -108,6 +109,27 @@ def admit_update(
     return WorkloadUpdate(workload_key(raw), raw, status, "admitted", queue, reserved_message, events)
 
 
+def blocking_veto(holders: Sequence[Obj], then: Veto | None = None) -> Veto:
+    """Kueue's ``waitForPodsReady.blockAdmission`` on this worker: ``then`` (e.g. the TAS placement's veto), refused
+    first while any of ``holders`` (the Workloads holding quota here whose pods are not ready,
+    ``decisions.run_limits.unready_quota_holder``) is, and once one admission went ahead in the pass
+    (``federation.admission.pods_ready.admission_blocked``). Checks' second passes and node replacements are not
+    admissions, so it holds none of them back, as in Kueue."""
+    admitted = 0
+
+    def veto(admit: Admit) -> str | None:
+        nonlocal admitted
+        blocked = admission_blocked(holders, admitted_in_pass=admitted)
+        if blocked is not None:
+            return blocked
+        refused = then(admit) if then is not None else None
+        if refused is None:
+            admitted += 1
+        return refused
+
+    return veto
+
+
 def plan_admissions(
     state: QuotaState,
     *,
@@ -154,6 +176,8 @@ def plan_admissions(
             )
             continue
         reason = REASON_INADMISSIBLE if isinstance(decision, Wait) and decision.reason == "Inactive" else REASON_PENDING
+        if decision.message == BLOCK_ADMISSION_MESSAGE:
+            reason = REASON_WAITING_FOR_PODS_READY
         if isinstance(decision, Preempt):
             if has_closed_preemption_gate(raw):
                 gated = gated_update(raw, now=now, cluster_queue=queue)

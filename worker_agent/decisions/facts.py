@@ -24,7 +24,7 @@ from worker_agent.decisions.job_copies import admitted_since, waits_for_job_copy
 from worker_agent.decisions.jobs import job_finished, prebuilt_workload_name
 from worker_agent.decisions.local_jobs import local_workload_key
 from worker_agent.decisions.preemption import evicted_holding_quota
-from worker_agent.decisions.run_limits import readiness_judged_here
+from worker_agent.decisions.run_limits import readiness_judged_here, unready_quota_holder
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,8 @@ class WorkloadFacts:
     admitted (``admitted_since``); None for every other Workload."""
     readiness_judged_here: bool = False
     """``decisions.run_limits.readiness_judged_here``: its pods' readiness is judged here (waitForPodsReady)."""
+    unready_quota_holder: bool = False
+    """``decisions.run_limits.unready_quota_holder``: it holds back new admissions under ``blockAdmission``."""
     execution_deadline: float | None = None
     """For an admitted Workload with ``maximumExecutionTimeSeconds``, when its budget is spent (epoch seconds,
     ``federation.admission.execution_time.execution_deadline``); None for every other Workload."""
@@ -55,6 +57,7 @@ def workload_facts(workload: Mapping[str, Any]) -> WorkloadFacts:
         needs_deactivation_eviction=needs_deactivation_eviction(workload),
         job_copy_admitted_since=admitted_since(workload) if waits_for_job_copy(workload) else None,
         readiness_judged_here=readiness_judged_here(workload),
+        unready_quota_holder=unready_quota_holder(workload),
         execution_deadline=execution_deadline(workload),
     )
 

@@ -36,6 +36,17 @@ def readiness_judged_here(workload: Obj) -> bool:
     return is_true(workload, "Admitted") and not is_true(workload, "Finished") and not is_true(workload, EVICTED)
 
 
+def unready_quota_holder(workload: Obj) -> bool:
+    """Whether the Workload holds back new admissions here under Kueue's ``blockAdmission``: it holds quota (reserved,
+    not finished), its pods' readiness is judged here (not one of kfed-manager's copies, which kfed-manager judges and
+    holds back with its own ``blockAdmission``), and it is not ``PodsReady=True``."""
+    if MANAGER_UID_LABEL in ((workload.get("metadata") or {}).get("labels") or {}):
+        return False
+    if not is_true(workload, "QuotaReserved") or is_true(workload, "Finished"):
+        return False
+    return not is_true(workload, "PodsReady")
+
+
 def pods_ready_condition_status(workload: Obj, condition: Mapping[str, Any], *, now: dt.datetime) -> dict[str, Any]:
     """The status patch that writes the step's ``PodsReady`` condition."""
     conditions, _ = set_condition(
@@ -74,4 +85,9 @@ def pods_ready_eviction_status(workload: Obj, step: PodsReadyStep, *, now: dt.da
     return status
 
 
-__all__ = ["pods_ready_condition_status", "pods_ready_eviction_status", "readiness_judged_here"]
+__all__ = [
+    "pods_ready_condition_status",
+    "pods_ready_eviction_status",
+    "readiness_judged_here",
+    "unready_quota_holder",
+]

@@ -13,7 +13,7 @@ from federation.tests.api_builders import (
     state,
     workload,
 )
-from worker_agent.decisions.admission import plan_admissions
+from worker_agent.decisions.admission import blocking_veto, plan_admissions
 
 NOW = dt.datetime(2026, 1, 1, 0, 1, tzinfo=dt.UTC)
 
@@ -25,7 +25,8 @@ def plan(workloads: list[dict[str, Any]], **kwargs: object) -> dict[str, tuple[s
         "local_queues": [local_queue("ns", "lq", "cq")],
     }
     defaults.update(kwargs)
-    updates = plan_admissions(state(workloads=workloads, **defaults), now=NOW)
+    veto = defaults.pop("veto", None)
+    updates = plan_admissions(state(workloads=workloads, **defaults), now=NOW, veto=veto)
     return {u.key: (u.outcome, u.status) for u in updates}
 
 
@@ -163,3 +164,26 @@ def test_resources_the_queue_does_not_cover_cannot_be_admitted() -> None:
     outcome, status = plan([wl])["ns/w"]
     assert outcome == "pending"
     assert "resource nvidia.com/gpu unavailable in ClusterQueue" in reserved(status)["message"]
+
+
+def test_block_admission_admits_one_per_pass_and_none_while_a_holder_is_not_ready() -> None:
+    """Kueue's blockAdmission on the worker: one admission per pass, the others wait with Kueue's reason and
+    message; nothing is admitted while a Workload holding quota has no ready pods."""
+    wls = [workload(f"w{i}", cpu="1", created=f"2026-01-01T00:00:0{i}Z") for i in range(3)]
+    planned = plan(wls, veto=blocking_veto([]))
+    assert [planned[f"ns/w{i}"][0] for i in range(3)] == ["admitted", "pending", "pending"]
+    waiting = reserved(planned["ns/w1"][1])
+    assert waiting["reason"] == "WaitingForPodsReady"
+    assert waiting["message"] == "waiting for all admitted workloads to be in PodsReady condition"
+    holder = workload("running", cpu="1", status=admitted_status("cq", "rf", "1"))
+    blocked = plan([holder, *wls], veto=blocking_veto([holder]))
+    assert [blocked[f"ns/w{i}"][0] for i in range(3)] == ["pending"] * 3
+
+
+def test_block_admission_counts_only_what_the_next_veto_let_through() -> None:
+    wls = [workload(f"w{i}", cpu="1", created=f"2026-01-01T00:00:0{i}Z") for i in range(2)]
+    refuse_first = blocking_veto([], lambda admit: "no rack fits" if admit.workload.key == "ns/w0" else None)
+    planned = plan(wls, veto=refuse_first)
+    assert planned["ns/w0"][0] == "pending"
+    assert reserved(planned["ns/w0"][1])["message"] == "no rack fits"
+    assert planned["ns/w1"][0] == "admitted", "the refused one did not use up the pass's one admission"

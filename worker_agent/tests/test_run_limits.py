@@ -13,6 +13,7 @@ from worker_agent.decisions.run_limits import (
     pods_ready_condition_status,
     pods_ready_eviction_status,
     readiness_judged_here,
+    unready_quota_holder,
 )
 
 NOW = dt.datetime(2026, 1, 1, 0, 1, tzinfo=dt.UTC)
@@ -70,3 +71,18 @@ def test_ready_pods_wake_the_agent_unless_the_job_is_a_kfed_manager_copy() -> No
     assert not job_change_matters("MODIFIED", {**copy, "status": ready["status"]}, copy), "kfed-manager judges its own"
     stock = {**local, "metadata": {"uid": "u", "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "w"}}}
     assert job_change_matters("MODIFIED", {**stock, "status": ready["status"]}, stock), "a stock manager's copy"
+
+
+def test_a_workload_holding_quota_without_ready_pods_holds_back_admissions_unless_kfed_manager_judges_it() -> None:
+    assert unready_quota_holder(LOCAL)
+    assert workload_facts(LOCAL).unready_quota_holder
+    ready = {**LOCAL, "status": {**LOCAL["status"], "conditions": [*LOCAL["status"]["conditions"]]}}
+    ready["status"]["conditions"].append({"type": "PodsReady", "status": "True", "reason": "Started"})
+    assert not unready_quota_holder(ready)
+    finished = {**LOCAL, "status": {**LOCAL["status"], "conditions": [*LOCAL["status"]["conditions"]]}}
+    finished["status"]["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded"})
+    assert not unready_quota_holder(finished)
+    assert not unready_quota_holder(workload("pending")), "holds no quota"
+    labels = {"kueue.x-k8s.io/multikueue-origin": "mgr", "kfed.io/manager-workload-uid": "u"}
+    ours = {**LOCAL, "metadata": {**LOCAL["metadata"], "labels": labels}}
+    assert not unready_quota_holder(ours), "kfed-manager's copy: the manager holds back with its own blockAdmission"
