@@ -99,12 +99,13 @@ def test_excluded_prefixes_with_ignore_undeclared_stop_the_start(capsys: pytest.
     assert "not allowed with --quota-check-strategy IgnoreUndeclared" in capsys.readouterr().err
 
 
-def test_block_admission_and_recovery_from_the_file_reach_the_manager(tmp_path: Path) -> None:
+def test_block_admission_and_recovery_from_the_file_reach_both_binaries(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(CONFIG + "waitForPodsReady:\n  timeout: 2m\n  blockAdmission: true\n")
-    args = manager_args([f"--config={path}"])
-    assert args.wait_for_pods_ready_block_admission is True
-    assert (args.wait_for_pods_ready_timeout, args.wait_for_pods_ready_recovery_timeout) == (120.0, 120.0)
+    for args in (manager_args([f"--config={path}"]), agent_args([f"--config={path}", "--cluster-name=w1"])):
+        assert args.wait_for_pods_ready_block_admission is True
+        assert (args.wait_for_pods_ready_timeout, args.wait_for_pods_ready_recovery_timeout) == (120.0, 120.0)
+    assert not any("blockAdmission" in w for w in agent_args([f"--config={path}", "--cluster-name=w1"]).config_warnings)
     assert (
         manager_args(
             [f"--config={path}", "--no-wait-for-pods-ready-block-admission"]
