@@ -181,6 +181,10 @@ _KUEUE_ONLY = {
     "webhook": "kfed runs no webhook (the Job admission policy is a MutatingAdmissionPolicy)",
     "internalCertManagement": "kfed runs no webhook, so it manages no certificates",
     "controller": "kfed sizes its work queues itself",
+    "multiKueue.dispatcherName": "kfed-manager sends each Workload to one worker, chosen by capacity probing "
+    "(--dispatch-policy), never copies to several at once",
+    "multiKueue.incrementalDispatcherConfig": "kfed-manager sends each Workload to one worker, chosen by capacity "
+    "probing (--dispatch-policy)",
 }
 
 

@@ -293,3 +293,17 @@ def test_jobs_without_queue_name_settings_reach_the_manager() -> None:
 def test_an_invalid_namespace_selector_stops_the_start(selector: str) -> None:
     with pytest.raises(ConfigError, match="managedJobsNamespaceSelector"):
         read_configuration(HEAD + f"managedJobsNamespaceSelector: {selector}\n", component="manager")
+
+
+def test_kueues_dispatchers_are_named_as_replaced_by_capacity_probing() -> None:
+    text = HEAD + (
+        "multiKueue:\n  dispatcherName: kueue.x-k8s.io/multikueue-dispatcher-incremental\n"
+        "  incrementalDispatcherConfig: {stepSize: 2}\n"
+    )
+    warnings = read_configuration(text, component="manager").warnings
+    assert warnings == [
+        "multiKueue.dispatcherName: not supported by kfed, ignored (kfed-manager sends each Workload to one worker, "
+        "chosen by capacity probing (--dispatch-policy), never copies to several at once)",
+        "multiKueue.incrementalDispatcherConfig: not supported by kfed, ignored (kfed-manager sends each Workload to "
+        "one worker, chosen by capacity probing (--dispatch-policy))",
+    ]
