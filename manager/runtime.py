@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import structlog
 
+from federation.admission.in_use_finalizer import RESOURCE_IN_USE_FINALIZER, in_use_finalizer_due
 from federation.admission.queue_metrics import Sample, finished_samples
 from federation.admission.requeued import requeued_reason_of
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
@@ -22,6 +23,7 @@ from federation.conditions import is_true
 from federation.gc_freeze import freeze_after_first_sync, thaw_after_term
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache, unsynced
+from federation.kube.finalizer_release import FinalizerRelease
 from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
 from federation.kube.refusal import RefusalReporter
@@ -181,6 +183,17 @@ class ManagerRuntime:
         self.retention = RetentionSweeper(
             api=api, policy=config.retention, workloads=self.workloads, jobs=self.jobs, events=self.events
         )
+        self.finalizer_release = FinalizerRelease(
+            api=api,
+            cache=self.workloads,
+            resource=WORKLOADS,
+            finalizer=RESOURCE_IN_USE_FINALIZER,
+            due=in_use_finalizer_due,
+            field_manager="kfed-manager",
+            events=self.events,
+        )
+        """Kueue's resource-in-use finalizer lifted from the Workloads Kueue left here (``federation.admission
+        .in_use_finalizer``)."""
         self.admission_check_view = WriteOverlay(self.admission_checks.store)
         """The AdmissionChecks with kfed-manager's own writes laid over the cache: the scheduler writes their
         finalizer and the admission check controller their status, each at the resourceVersion the other made."""
@@ -480,6 +493,7 @@ class ManagerRuntime:
             tg.start_soon(self.copy_cleaner.run)
             tg.start_soon(self._collect_garbage_periodically)
             tg.start_soon(self.retention.run)
+            tg.start_soon(self.finalizer_release.run)
 
     async def _collect_garbage_periodically(self) -> None:
         while True:

@@ -14,10 +14,13 @@ import anyio
 import structlog
 
 from federation.admission.api_workloads import ALL_RESOURCES, ResourceRules
+from federation.admission.in_use_finalizer import RESOURCE_IN_USE_FINALIZER, in_use_finalizer_due
 from federation.admission.pods_ready import WaitForPodsReady
 from federation.gc_freeze import freeze_after_first_sync
+from federation.kube import resources as r
 from federation.kube.api import KubeApi
 from federation.kube.cache import unsynced
+from federation.kube.finalizer_release import FinalizerRelease
 from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger, spec_changed
 from federation.obs.metrics import Metrics
@@ -166,6 +169,16 @@ class Agent:
         # Not among the caches readiness waits for: without it (an Events rule missing from a hand-edited role, its
         # watch retried and logged) admission goes on, only unschedulable pods go unreported.
         unschedulable = UnschedulablePods(self.api, world=world, cluster=self.cluster)
+        # Kueue's finalizer, lifted from the Workloads Kueue left here (federation.admission.in_use_finalizer)
+        finalizers = FinalizerRelease(
+            api=self.api,
+            cache=world.workloads,
+            resource=r.WORKLOADS,
+            finalizer=RESOURCE_IN_USE_FINALIZER,
+            due=in_use_finalizer_due,
+            field_manager="kfed-agent",
+            events=events,
+        )
         self.metrics.add_source(publisher.queue_gauges)
         try:
             async with anyio.create_task_group() as tg:
@@ -185,6 +198,7 @@ class Agent:
                 for cache in unschedulable.caches():
                     tg.start_soon(cache.run)
                 tg.start_soon(unschedulable.run)
+                tg.start_soon(finalizers.run)
         finally:
             self.metrics.remove_source(publisher.queue_gauges)
             self.running = False
