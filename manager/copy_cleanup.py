@@ -39,7 +39,7 @@ from federation.kube.overlay import WriteOverlay
 from federation.kube.resources import JOBS, WORKLOADS, Resource
 from federation.protocol import MANAGER_UID_LABEL
 from manager.concurrently import concurrently
-from manager.decisions.lifecycle import copy_belongs
+from manager.decisions.lifecycle import adoptions, copy_belongs
 from manager.decisions.remote_copies import copies_selector, owned_by
 from manager.workers import WorkerConnection, WorkerPool
 
@@ -265,6 +265,15 @@ class CopyCleaner:
         await concurrently(*(partial(delete, copy) for copy in alone))
         return len(batched)
 
+    def _adoptable(self, conn: WorkerConnection, remote: Obj, manager: Obj | None, key: str) -> bool:
+        """Whether ``remote`` is a copy a stock Kueue manager made of the manager Workload ``manager`` before
+        kfed-manager took over (``lifecycle.adoptions``)."""
+        is_workload = remote.get("kind") == "Workload"
+        workload_copy = remote if is_workload else conn.workload_view.get(key)
+        job_copy = None if is_workload else remote
+        found = adoptions(workload_copy, job_copy, workload=manager, worker=conn.name, origin=self._origin)
+        return any(copy is remote for copy in found)
+
     async def collect_garbage(self, *, only_key: str | None = None, job_name: str | None = None) -> int:
         """Delete our copies that no manager Workload holds on that worker (``copy_belongs``); returns how many. With
         ``only_key``, only that Workload's copies are looked at: its Workload copy by key, and its Job copy by
@@ -282,6 +291,8 @@ class CopyCleaner:
                 labels = remote["metadata"].get("labels") or {}
                 if copy_belongs(manager, worker=conn.name, manager_uid=labels.get(MANAGER_UID_LABEL)):
                     continue
+                if MANAGER_UID_LABEL not in labels and self._adoptable(conn, remote, manager, key):
+                    continue  # a stock Kueue manager's copy of that Workload: the remote sync adopts it
                 meta = remote["metadata"]
                 await conn.api.delete(
                     resource,

@@ -38,7 +38,7 @@ from manager.decisions.admission_checks import (
 )
 from manager.decisions.job_status import mirrored_job_status
 from manager.decisions.ledger import InFlightLedger
-from manager.decisions.lifecycle import Phase, held_worker, phase_of
+from manager.decisions.lifecycle import Phase, adoptions, held_worker, phase_of
 from manager.decisions.remote_copies import is_ours, started_remote_job
 from manager.decisions.sync import Step, job_finish, mirror_wait, plan
 from manager.decisions.withdrawal import (
@@ -238,6 +238,11 @@ class RemoteSync:
         # an earlier Workload of the same name (deleted and re-created), which must go before this one is sent.
         found_wl = conn.workload_view.get(key)
         found_jb = conn.job_view.get_by_name(job_name, namespace=namespace) if job_name else None
+        origin = self._config.origin
+        adopted = adoptions(found_wl, found_jb, workload=workload, worker=worker, origin=origin)
+        if adopted:  # a stock Kueue manager's copies, made before kfed-manager took over: ours from now on
+            await self._copies.adopt(conn, adopted, workload=workload)
+            return 0.1
         stale = [obj for obj in (found_jb, found_wl) if obj is not None and not self._ours(obj, uid)]
         if stale:
             await self._cleaner.delete_copies(conn, stale, why="copy of an earlier workload with the same name")

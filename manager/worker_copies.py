@@ -10,7 +10,7 @@ create or update copies in the worker are here, so every create there goes throu
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -145,6 +145,30 @@ class WorkerCopies:
             workload=f"{obj['metadata']['namespace']}/{obj['metadata']['name']}",
         )
         return True, created
+
+    async def adopt(self, conn: WorkerConnection, copies: Sequence[Mapping[str, Any]], *, workload: Obj) -> None:
+        """Label a stock Kueue manager's copies of ``workload`` as this manager's (``lifecycle.adoptions``), each
+        guarded by its uid: from then on they are handled as copies kfed-manager made."""
+        meta = workload["metadata"]
+        for copy in copies:
+            resource = WORKLOADS if copy.get("kind") == "Workload" else JOBS
+            copy_meta = copy["metadata"]
+            body = {"metadata": {"uid": copy_meta.get("uid"), "labels": {MANAGER_UID_LABEL: meta["uid"]}}}
+            written = await conn.api.patch(
+                resource,
+                copy_meta["name"],
+                body,
+                namespace=copy_meta["namespace"],
+                field_manager=self._config.field_manager,
+            )
+            view = conn.workload_view if resource is WORKLOADS else conn.job_view
+            view.wrote(dict(copy), written, writer=REMOTE_SYNC)
+            log.info(
+                "adopted a stock Kueue manager's copy",
+                cluster=conn.name,
+                kind=resource.kind,
+                workload=f"{meta['namespace']}/{meta['name']}",
+            )
 
     async def update_priority(
         self, conn: WorkerConnection, workload: Obj, *, remote_wl: Obj, remote_jb: Obj | None

@@ -85,16 +85,7 @@ def start_controllers(fed: Federation) -> None:
         fed.kubectl(worker, "create", "namespace", KFED_NAMESPACE, check=False)
     launched: list[tuple[str, int, Any]] = []
     logs = fed.directory / "logs"
-    common = [
-        "--log-format",
-        "json",
-        "--namespace",
-        KFED_NAMESPACE,
-        "--bind-address",
-        "127.0.0.1",
-        "--metrics-port",
-        "-1",
-    ]
+    common = _common_args()
     kubeconfig_dir = fed.directory / KUBECONFIG_DIR
     kubeconfig_dir.mkdir(parents=True, exist_ok=True)
     if fed.spec.kfed_manager:
@@ -125,6 +116,36 @@ def start_controllers(fed: Federation) -> None:
         _wait_ready(name, port, proc, log=logs / f"{name}.log")
     if fed.spec.kfed_manager and fed.spec.agents is None:
         _wait_connected(fed, logs / "kfed-manager.log")
+
+
+def start_manager(fed: Federation) -> None:
+    """kfed-manager alone, on a rig started without it (``FederationSpec.kfed_manager=False``, e.g. where another
+    MultiKueue manager ran first): its MultiKueue objects and Secrets applied, then the process, ready and connected
+    to every worker."""
+    kubeconfigs = {w: fed.kubeconfig(w).read_text() for w in fed.workers}
+    objects = multikueue_objects(fed.workers, kubeconfigs)
+    fed.kubectl("manager", "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    kubeconfig_dir = fed.directory / KUBECONFIG_DIR
+    kubeconfig_dir.mkdir(parents=True, exist_ok=True)
+    launched: list[tuple[str, int, Any]] = []
+    _start_manager(fed, launched, _common_args(), kubeconfig_dir)
+    logs = fed.directory / "logs"
+    for name, port, proc in launched:
+        _wait_ready(name, port, proc, log=logs / f"{name}.log")
+    _wait_connected(fed, logs / "kfed-manager.log")
+
+
+def _common_args() -> list[str]:
+    return [
+        "--log-format",
+        "json",
+        "--namespace",
+        KFED_NAMESPACE,
+        "--bind-address",
+        "127.0.0.1",
+        "--metrics-port",
+        "-1",
+    ]
 
 
 def _start_manager(

@@ -20,7 +20,9 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from federation.conditions import is_true
+from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_ANNOTATION, PREBUILT_WORKLOAD_LABEL
+from federation.conditions import is_true, parse_time
+from federation.protocol import MANAGER_UID_LABEL
 
 Obj = Mapping[str, Any]
 
@@ -117,3 +119,62 @@ def copy_belongs(workload: Obj | None, *, worker: str, manager_uid: str | None) 
     if workload is None or (workload.get("metadata") or {}).get("uid") != manager_uid:
         return False
     return held_worker(workload) == worker
+
+
+def adoptions(
+    workload_copy: Obj | None,
+    job_copy: Obj | None,
+    *,
+    workload: Obj | None,
+    worker: str,
+    origin: str,
+) -> list[Obj]:
+    """The copies in ``worker`` that a stock Kueue MultiKueue manager made of ``workload`` before kfed-manager took
+    over the manager cluster, which kfed-manager takes as its own (it labels them with the Workload's uid,
+    ``MANAGER_UID_LABEL``) instead of deleting a Job that runs; empty when there are none.
+
+    Such a copy carries our origin label and no manager-uid label (kfed-manager's copies always carry one), and the
+    worker holds ``workload``. The Workload copy was created no earlier than ``workload`` (Kueue's copies carry
+    nothing else that names the Workload they copy; a copy of an earlier Workload of the same name, deleted and
+    made again since, is older). The Job copy names the Workload as its prebuilt Workload, and goes only with a
+    Workload copy that is (or is being made) ours."""
+    if workload is None or held_worker(workload) != worker:
+        return []
+    meta = workload.get("metadata") or {}
+    uid, name = meta.get("uid"), meta.get("name")
+
+    def labels_of(copy: Obj) -> Mapping[str, Any]:
+        return (copy.get("metadata") or {}).get("labels") or {}
+
+    def unlabelled(copy: Obj | None) -> bool:
+        return (
+            copy is not None
+            and labels_of(copy).get(MULTIKUEUE_ORIGIN_LABEL) == origin
+            and (MANAGER_UID_LABEL not in labels_of(copy))
+        )
+
+    adopted: list[Obj] = []
+    if unlabelled(workload_copy) and not _older(workload_copy or {}, than=workload):
+        adopted.append(workload_copy or {})
+    ours = bool(adopted) or (workload_copy is not None and labels_of(workload_copy).get(MANAGER_UID_LABEL) == uid)
+    if ours and unlabelled(job_copy) and prebuilt_name(job_copy or {}) == name:
+        adopted.append(job_copy or {})
+    return adopted
+
+
+def _older(obj: Obj, *, than: Obj) -> bool:
+    """``obj`` was created before ``than`` (by their creation timestamps; either unknown: not older)."""
+    mine = (obj.get("metadata") or {}).get("creationTimestamp")
+    theirs = (than.get("metadata") or {}).get("creationTimestamp")
+    if not mine or not theirs:
+        return False
+    return parse_time(str(mine)) < parse_time(str(theirs))
+
+
+def prebuilt_name(job: Obj) -> str | None:
+    """The prebuilt Workload a Job copy names: the annotation (what a stock Kueue manager writes), else the label."""
+    meta = job.get("metadata") or {}
+    found = (meta.get("annotations") or {}).get(PREBUILT_WORKLOAD_ANNOTATION) or (meta.get("labels") or {}).get(
+        PREBUILT_WORKLOAD_LABEL
+    )
+    return str(found) if found else None

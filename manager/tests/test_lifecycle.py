@@ -10,6 +10,7 @@ import pytest
 from manager.decisions.lifecycle import (
     TRANSITIONS,
     Phase,
+    adoptions,
     copy_belongs,
     held_worker,
     holds_worker,
@@ -203,3 +204,41 @@ def test_hold_and_drain_evicts_with_the_queue_that_stopped() -> None:
     local = drained_by_stop_policy(running, cluster_queue=queue("None"), local_queue=queue("HoldAndDrain"))
     assert local is not None
     assert local[0] == "LocalQueueStopped"
+
+
+def _copy(kind: str, created: str, **labels: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": "w" if kind == "Workload" else "job",
+        "namespace": "ns",
+        "creationTimestamp": created,
+        "labels": {"kueue.x-k8s.io/multikueue-origin": "multikueue", **labels},
+    }
+    if kind == "Job":
+        meta["annotations"] = {"kueue.x-k8s.io/prebuilt-workload-name": "w"}
+    return {"kind": kind, "metadata": meta}
+
+
+def test_a_stock_kueue_managers_copies_of_the_held_workload_are_adopted_and_nothing_else() -> None:
+    admitted = wl("QuotaReserved", "Admitted")
+    admitted["metadata"] |= {"uid": "u1", "creationTimestamp": "2026-11-22T11:00:00Z"}
+    admitted["status"]["clusterName"] = "worker-2"
+    kueue_wl = _copy("Workload", "2026-11-22T11:00:01Z")
+    kueue_job = _copy("Job", "2026-11-22T11:00:02Z")
+
+    def adopt(workload_copy: Any, job_copy: Any, *, worker: str = "worker-2", origin: str = "multikueue") -> list[Any]:
+        return adoptions(workload_copy, job_copy, workload=admitted, worker=worker, origin=origin)
+
+    assert adopt(kueue_wl, kueue_job) == [kueue_wl, kueue_job]
+    assert adopt(kueue_wl, None) == [kueue_wl]
+    assert adopt(None, kueue_job) == [], "a Job copy goes only with its Workload copy"
+    assert adopt(kueue_wl, kueue_job, worker="worker-1") == [], "not the worker that holds the Workload"
+    assert adopt(kueue_wl, kueue_job, origin="another-manager") == [], "another manager's copies"
+    older = _copy("Workload", "2026-11-22T10:59:59Z")
+    assert adopt(older, kueue_job) == [], "a copy of an earlier Workload of that name"
+    ours_wl = _copy("Workload", "2026-11-22T11:00:01Z", **{"kfed.io/manager-workload-uid": "u1"})
+    assert adopt(ours_wl, None) == [], "kfed-manager's own copy needs nothing"
+    assert adopt(ours_wl, kueue_job) == [kueue_job], "the Job copy joins a Workload copy already adopted"
+    other_job = _copy("Job", "2026-11-22T11:00:02Z")
+    other_job["metadata"]["annotations"] = {"kueue.x-k8s.io/prebuilt-workload-name": "other"}
+    assert adopt(kueue_wl, other_job) == [kueue_wl]
+    assert adoptions(kueue_wl, kueue_job, workload=wl(), worker="worker-2", origin="multikueue") == [], "not held"

@@ -1,0 +1,121 @@
+"""Switching the manager from stock Kueue v0.19.1 MultiKueue to kfed-manager while Jobs run (marker ``interop``,
+``make test-interop``): the last step of moving to kfed one cluster at a time, after the workers run kfed-agent.
+
+Stock Kueue manages the manager cluster and has dispatched a long Job to a kfed-agent worker; Kueue is stopped and
+kfed-manager started in its place, with the same queues and MultiKueue objects. The running Job finishes where it
+runs, once, with its status on the manager; a Job submitted after the switch runs through kfed; no copy is left on
+any worker.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.bench.stock_kueue import NAMESPACE as KUEUE_NAMESPACE
+from e2e.bench.stock_kueue import _wait_active, install_kueue_crds, launch_kueue, suspended
+from e2e.queues import job_manifest
+from e2e.rig.controllers import multikueue_objects, start_manager
+from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
+from e2e.rig.nodes import NodeShape
+from e2e.rig.processes import ProcessRecord, stop_records
+from e2e.scenarios.helpers import get, is_true, items, wait_complete
+from e2e.scenarios.test_interop import KUEUE_LOG_LEVEL, _apply, _keep_logs, _left_on_workers, _queues
+from e2e.toolchain import ensure_built
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.interop
+
+WORKERS = ("worker-1", "worker-2")
+
+
+@pytest.fixture(scope="module")
+def switching() -> Iterator[tuple[Federation, list[ProcessRecord]]]:
+    """Stock Kueue as the MultiKueue manager, both workers running kfed-agent; the records of Kueue's process."""
+    bins = ensure_built()
+    spec = FederationSpec(
+        workers=2,
+        node_shapes={w: NodeShape(count=2) for w in WORKERS},
+        job_seconds=2,
+        controllers=True,
+        kfed_manager=False,
+        agents=WORKERS,
+    )
+    records: list[ProcessRecord] = []
+    with tempfile.TemporaryDirectory(prefix="kfed-switch-") as tmp, running(Path(tmp), bins, spec) as fed:
+        try:
+            fed.kubectl(
+                MANAGER,
+                "delete",
+                "mutatingadmissionpolicybinding",
+                "kfed-queued-jobs-managed-by-multikueue",
+                check=False,
+            )
+            install_kueue_crds(fed, [MANAGER])
+            kubeconfigs = {w: fed.kubeconfig(w).read_text() for w in fed.workers}
+            objects = [o for o in multikueue_objects(fed.workers, kubeconfigs) if o["kind"] != "Namespace"]
+            for obj in objects:
+                if obj["kind"] == "Secret":
+                    obj["metadata"]["namespace"] = KUEUE_NAMESPACE
+            _apply(fed, MANAGER, objects)
+            _queues(fed, worker_cpu="16")
+            records += launch_kueue(fed, [MANAGER], log_level=KUEUE_LOG_LEVEL)
+            _wait_active(fed)
+            yield fed, records
+        finally:
+            stop_records(records)
+            _keep_logs(fed, "manager-switch")
+
+
+def _remote_jobs(fed: Federation, name: str) -> dict[str, str]:
+    """Worker → uid of the Job copy named ``name`` there."""
+    return {w: str(j["metadata"]["uid"]) for w in fed.workers if (j := get(fed, w, "job", name)) is not None}
+
+
+def test_a_job_running_when_the_manager_switches_from_kueue_to_kfed_finishes_once_and_new_jobs_run(
+    switching: tuple[Federation, list[ProcessRecord]],
+) -> None:
+    fed, kueue = switching
+    _apply(fed, MANAGER, suspended([job_manifest("before-switch", namespace="default", cpu="2", seconds=40)]))
+    copies = wait_for(
+        lambda: _remote_jobs(fed, "before-switch"),
+        until=lambda found: len(found) == 1,
+        timeout=60,
+        what="stock Kueue dispatching the Job to a kfed-agent worker",
+    )
+    ((ran_on, first_uid),) = copies.items()
+    stop_records(kueue)
+    kueue.clear()
+    start_manager(fed)
+    _apply(fed, MANAGER, suspended([job_manifest("after-switch", namespace="default", cpu="2", seconds=2)]))
+    seen: list[dict[str, str]] = []
+
+    def manager_job() -> dict[str, Any] | None:
+        seen.append(_remote_jobs(fed, "before-switch"))  # where its Job copies are, at every look
+        return get(fed, MANAGER, "job", "before-switch")
+
+    job = wait_for(
+        manager_job,
+        until=lambda j: is_true(j, "Complete") or is_true(j, "Failed"),
+        timeout=120,
+        what="the Job that ran through the switch to finish on the manager",
+    )
+    assert job is not None
+    assert is_true(job, "Complete"), job.get("status")
+    assert job["status"].get("succeeded") == 1, job["status"]
+    assert [s for s in seen if s and s != {ran_on: first_uid}] == [], "the running copy was never replaced"
+    assert wait_complete(fed, "after-switch", timeout=60)["status"].get("succeeded") == 1
+    wait_for(
+        lambda: _left_on_workers(fed),
+        until=lambda left: left == {},
+        timeout=90,
+        what="every copy removed from the workers",
+    )
+    terminating = [
+        w["metadata"]["name"] for w in items(fed, MANAGER, "workloads") if w["metadata"].get("deletionTimestamp")
+    ]
+    assert terminating == []
