@@ -3,8 +3,8 @@
 
 Stock Kueue manages the manager cluster and has dispatched a long Job to a kfed-agent worker; Kueue is stopped and
 kfed-manager started in its place, with the same queues and MultiKueue objects. The running Job finishes where it
-runs, once, with its status on the manager; a Job submitted after the switch runs through kfed; no copy is left on
-any worker.
+runs, once, with its status on the manager; a Job Kueue kept pending (its LocalQueue held) runs through kfed once
+the queue is let go, as does a Job submitted after the switch; no copy is left on any worker.
 """
 
 from __future__ import annotations
@@ -23,14 +23,26 @@ from e2e.rig.controllers import multikueue_objects, start_manager
 from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
 from e2e.rig.nodes import NodeShape
 from e2e.rig.processes import ProcessRecord, stop_records
-from e2e.scenarios.helpers import get, is_true, items, wait_complete
-from e2e.scenarios.test_interop import KUEUE_LOG_LEVEL, _apply, _keep_logs, _left_on_workers, _queues
+from e2e.scenarios.helpers import condition, get, is_true, items, wait_complete
+from e2e.scenarios.test_interop import (
+    KUEUE_LOG_LEVEL,
+    _apply,
+    _keep_logs,
+    _left_on_workers,
+    _manager_workload,
+    _queues,
+    _routed_queue,
+)
 from e2e.toolchain import ensure_built
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.interop
 
 WORKERS = ("worker-1", "worker-2")
+HELD = "held"
+"""A queue whose LocalQueue is held (stopPolicy Hold) while Kueue manages the manager cluster."""
+HOLD = '{"spec": {"stopPolicy": "Hold"}}'
+RUN = '{"spec": {"stopPolicy": "None"}}'
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +75,7 @@ def switching() -> Iterator[tuple[Federation, list[ProcessRecord]]]:
                     obj["metadata"]["namespace"] = KUEUE_NAMESPACE
             _apply(fed, MANAGER, objects)
             _queues(fed, worker_cpu="16")
+            _routed_queue(fed, list(WORKERS), cpu="16", name=HELD)
             records += launch_kueue(fed, [MANAGER], log_level=KUEUE_LOG_LEVEL)
             _wait_active(fed)
             yield fed, records
@@ -88,6 +101,14 @@ def test_a_job_running_when_the_manager_switches_from_kueue_to_kfed_finishes_onc
         what="stock Kueue dispatching the Job to a kfed-agent worker",
     )
     ((ran_on, first_uid),) = copies.items()
+    fed.kubectl(MANAGER, "patch", "localqueue", HELD, "-n", "default", "--type=merge", "-p", HOLD)
+    _apply(fed, MANAGER, suspended([job_manifest("queued-at-switch", namespace="default", cpu="1", queue=HELD)]))
+    wait_for(
+        lambda: _manager_workload(fed, "queued-at-switch"),
+        until=lambda wl: wl is not None and (condition(wl, "QuotaReserved") or {}).get("status") == "False",
+        timeout=30,
+        what="stock Kueue keeping the Job of the held queue pending",
+    )
     stop_records(kueue)
     kueue.clear()
     start_manager(fed)
@@ -109,6 +130,8 @@ def test_a_job_running_when_the_manager_switches_from_kueue_to_kfed_finishes_onc
     assert job["status"].get("succeeded") == 1, job["status"]
     assert [s for s in seen if s and s != {ran_on: first_uid}] == [], "the running copy was never replaced"
     assert wait_complete(fed, "after-switch", timeout=60)["status"].get("succeeded") == 1
+    fed.kubectl(MANAGER, "patch", "localqueue", HELD, "-n", "default", "--type=merge", "-p", RUN)
+    assert wait_complete(fed, "queued-at-switch", timeout=60)["status"].get("succeeded") == 1
     wait_for(
         lambda: _left_on_workers(fed),
         until=lambda left: left == {},
