@@ -93,25 +93,7 @@ def start_controllers(fed: Federation) -> None:
     for worker in fed.workers:
         if fed.spec.agents is not None and worker not in fed.spec.agents:
             continue
-        port = free_port()
-        proc, record = start_process(
-            f"kfed-agent-{worker}",
-            [
-                controller_script("kfed-agent"),
-                "--kubeconfig",
-                str(fed.kubeconfig(worker)),
-                "--cluster-name",
-                worker,
-                "--health-port",
-                str(port),
-                *common,
-                *fed.spec.agent_args,
-            ],
-            log_path=logs / f"kfed-agent-{worker}.log",
-            die_with_parent=fed.die_with_parent,
-        )
-        launched.append((f"kfed-agent-{worker}", port, proc))
-        fed.controller_records.append(record)
+        _start_agent(fed, worker, launched, common)
     for name, port, proc in launched:
         _wait_ready(name, port, proc, log=logs / f"{name}.log")
     if fed.spec.kfed_manager and fed.spec.agents is None:
@@ -133,6 +115,38 @@ def start_manager(fed: Federation) -> None:
     for name, port, proc in launched:
         _wait_ready(name, port, proc, log=logs / f"{name}.log")
     _wait_connected(fed, logs / "kfed-manager.log")
+
+
+def start_agent(fed: Federation, worker: str) -> None:
+    """kfed-agent on ``worker``, a worker the rig started without one (``FederationSpec.agents``, e.g. one that ran
+    stock Kueue first); returns once it is ready."""
+    launched: list[tuple[str, int, Any]] = []
+    fed.kubectl(worker, "create", "namespace", KFED_NAMESPACE, check=False)
+    _start_agent(fed, worker, launched, _common_args())
+    for name, port, proc in launched:
+        _wait_ready(name, port, proc, log=fed.directory / "logs" / f"{name}.log")
+
+
+def _start_agent(fed: Federation, worker: str, launched: list[tuple[str, int, Any]], common: list[str]) -> None:
+    port = free_port()
+    proc, record = start_process(
+        f"kfed-agent-{worker}",
+        [
+            controller_script("kfed-agent"),
+            "--kubeconfig",
+            str(fed.kubeconfig(worker)),
+            "--cluster-name",
+            worker,
+            "--health-port",
+            str(port),
+            *common,
+            *fed.spec.agent_args,
+        ],
+        log_path=fed.directory / "logs" / f"kfed-agent-{worker}.log",
+        die_with_parent=fed.die_with_parent,
+    )
+    launched.append((f"kfed-agent-{worker}", port, proc))
+    fed.controller_records.append(record)
 
 
 def _common_args() -> list[str]:

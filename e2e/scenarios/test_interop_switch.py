@@ -1,14 +1,22 @@
-"""Switching the manager from stock Kueue v0.19.1 MultiKueue to kfed-manager while Jobs run (marker ``interop``,
-``make test-interop``): the last step of moving to kfed one cluster at a time, after the workers run kfed-agent.
+"""Moving from stock Kueue v0.19.1 MultiKueue to kfed one cluster at a time, while Jobs run (marker ``interop``,
+``make test-interop``).
 
-Stock Kueue manages the manager cluster and has dispatched a long Job to a kfed-agent worker; Kueue is stopped and
-kfed-manager started in its place, with the same queues and MultiKueue objects. The running Job finishes where it
-runs, once, with its status on the manager; a Job Kueue kept pending (its LocalQueue held) runs through kfed once
-the queue is let go, as does a Job submitted after the switch; no copy is left on any worker.
+- A worker: kfed-manager dispatches to a worker that runs stock Kueue; Kueue there is stopped and kfed-agent started
+  in its place. The copy Kueue admitted finishes where it runs, once, with its status on the manager; a Job someone
+  queued on that worker itself under Kueue finishes too, and Kueue's finalizer is lifted from its Workload; a Job
+  sent after the switch runs through kfed-agent.
+- The manager, once the workers run kfed-agent: stock Kueue manages the manager cluster and has dispatched a long
+  Job to a kfed-agent worker; Kueue is stopped and kfed-manager started in its place, with the same queues and
+  MultiKueue objects. The running Job finishes where it runs, once, with its status on the manager; a Job Kueue kept
+  pending (its LocalQueue held) runs through kfed once the queue is let go, as does a Job submitted after the
+  switch.
+
+No copy is left on any worker after either.
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +27,7 @@ import pytest
 from e2e.bench.stock_kueue import NAMESPACE as KUEUE_NAMESPACE
 from e2e.bench.stock_kueue import _wait_active, install_kueue_crds, launch_kueue, suspended
 from e2e.queues import job_manifest
-from e2e.rig.controllers import multikueue_objects, start_manager
+from e2e.rig.controllers import multikueue_objects, start_agent, start_manager
 from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
 from e2e.rig.nodes import NodeShape
 from e2e.rig.processes import ProcessRecord, stop_records
@@ -39,6 +47,9 @@ from e2e.waiting import wait_for
 pytestmark = pytest.mark.interop
 
 WORKERS = ("worker-1", "worker-2")
+SECOND = "second"
+"""On the manager, a queue whose MultiKueueConfig lists only worker-2."""
+FINALIZER = "kueue.x-k8s.io/resource-in-use"
 HELD = "held"
 """A queue whose LocalQueue is held (stopPolicy Hold) while Kueue manages the manager cluster."""
 HOLD = '{"spec": {"stopPolicy": "Hold"}}'
@@ -142,3 +153,95 @@ def test_a_job_running_when_the_manager_switches_from_kueue_to_kfed_finishes_onc
         w["metadata"]["name"] for w in items(fed, MANAGER, "workloads") if w["metadata"].get("deletionTimestamp")
     ]
     assert terminating == []
+
+
+@pytest.fixture(scope="module")
+def kueue_worker() -> Iterator[tuple[Federation, list[ProcessRecord]]]:
+    """kfed-manager; worker-1 runs kfed-agent, worker-2 stock Kueue; the records of Kueue's process."""
+    bins = ensure_built()
+    spec = FederationSpec(
+        workers=2,
+        node_shapes={w: NodeShape(count=2) for w in WORKERS},
+        job_seconds=2,
+        controllers=True,
+        agents=("worker-1",),
+    )
+    records: list[ProcessRecord] = []
+    with tempfile.TemporaryDirectory(prefix="kfed-switch-") as tmp, running(Path(tmp), bins, spec) as fed:
+        try:
+            install_kueue_crds(fed, ["worker-2"])
+            _queues(fed, worker_cpu="16")
+            _routed_queue(fed, ["worker-2"], cpu="16", name=SECOND)
+            records += launch_kueue(fed, ["worker-2"], log_level=KUEUE_LOG_LEVEL)
+            yield fed, records
+        finally:
+            stop_records(records)
+            _keep_logs(fed, "worker-switch")
+
+
+def test_jobs_running_when_a_worker_switches_from_kueue_to_kfed_agent_finish_once_and_new_ones_run(
+    kueue_worker: tuple[Federation, list[ProcessRecord]],
+) -> None:
+    fed, kueue = kueue_worker
+    _apply(fed, MANAGER, [job_manifest("sent-before", namespace="default", cpu="2", seconds=40, queue=SECOND)])
+    copies = wait_for(
+        lambda: _remote_jobs(fed, "sent-before"),
+        until=lambda found: set(found) == {"worker-2"},
+        timeout=60,
+        what="kfed-manager dispatching the Job to the stock Kueue worker",
+    )
+    first_uid = copies["worker-2"]
+    local = job_manifest("queued-there", namespace="default", cpu="1", seconds=30)
+    fed.kubectl("worker-2", "create", "-f", "-", input=json.dumps(local))
+    local_workload = wait_for(
+        lambda: next(
+            (w for w in items(fed, "worker-2", "workloads") if w["metadata"]["name"].startswith("job-queued-there-")),
+            None,
+        ),
+        until=lambda wl: is_true(wl, "Admitted"),
+        timeout=60,
+        what="stock Kueue admitting the Job queued on the worker itself",
+    )
+    assert local_workload is not None
+    assert FINALIZER in local_workload["metadata"].get("finalizers", ()), "Kueue made it with its finalizer"
+    wait_for(
+        lambda: get(fed, "worker-2", "job", "sent-before"),
+        until=lambda j: j is not None and int((j.get("status") or {}).get("active") or 0) > 0,
+        timeout=60,
+        what="the copy running on the stock Kueue worker",
+    )
+    stop_records(kueue)
+    kueue.clear()
+    start_agent(fed, "worker-2")
+    seen: list[dict[str, str]] = []
+
+    def manager_job() -> dict[str, Any] | None:
+        seen.append(_remote_jobs(fed, "sent-before"))
+        return get(fed, MANAGER, "job", "sent-before")
+
+    job = wait_for(
+        manager_job,
+        until=lambda j: is_true(j, "Complete") or is_true(j, "Failed"),
+        timeout=120,
+        what="the Job that ran through the worker's switch to finish on the manager",
+    )
+    assert job is not None
+    assert is_true(job, "Complete"), job.get("status")
+    assert job["status"].get("succeeded") == 1, job["status"]
+    assert [s for s in seen if s and s != {"worker-2": first_uid}] == [], "the running copy was never replaced"
+    ended = wait_for(
+        lambda: get(fed, "worker-2", "workload", local_workload["metadata"]["name"]),
+        until=lambda wl: is_true(wl, "Finished") and FINALIZER not in (wl or {})["metadata"].get("finalizers", ()),
+        timeout=60,
+        what="the worker-queued Job's Workload finished by kfed-agent, Kueue's finalizer lifted",
+    )
+    assert ended is not None
+    assert ended["metadata"]["uid"] == local_workload["metadata"]["uid"], "the same Workload, not a new one"
+    _apply(fed, MANAGER, [job_manifest("sent-after", namespace="default", cpu="2", seconds=2, queue=SECOND)])
+    assert wait_complete(fed, "sent-after", timeout=60)["status"].get("succeeded") == 1
+    wait_for(
+        lambda: _left_on_workers(fed),
+        until=lambda left: left == {},
+        timeout=90,
+        what="every copy removed from the workers",
+    )
