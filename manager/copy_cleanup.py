@@ -181,10 +181,11 @@ class CopyCleaner:
         for copy in copies:
             self._deletes_sent.pop(str(copy["metadata"].get("uid") or ""), None)
 
-    async def delete_strays(self, key: str, *, job_name: str | None, holder: str | None) -> None:
+    async def delete_strays(self, key: str, *, job_name: str | None, holder: str | None) -> int:
         """Delete copies of this workload on reachable workers other than the one holding it (e.g. left on a worker
         that was unreachable when the workload was requeued): they are found the moment that worker's caches list
-        them again, so nothing stale keeps running there."""
+        them again, so nothing stale keeps running there. Returns how many there were."""
+        count = 0
         namespace, name = key.split("/", 1)
         for conn in list(self._pool.connections.values()):
             if conn.name == holder or not conn.connected:
@@ -194,7 +195,9 @@ class CopyCleaner:
                 found.append(conn.jobs.store.get_by_name(job_name, namespace=namespace))
             strays = [copy for copy in found if copy is not None]
             if strays:
+                count += len(strays)
                 await self.delete_copies(conn, strays, why="stale copy: the workload is not held by this worker")
+        return count
 
     async def delete_copies(
         self, conn: WorkerConnection, copies: Sequence[Obj | None], *, why: str, finished: bool = False

@@ -45,6 +45,8 @@ from manager.decisions.withdrawal import (
     deactivated,
     dispatch_time_left,
     drained_by_stop_policy,
+    foreign_reservation,
+    foreign_reservation_release,
     pending_deactivation_status,
     withdrawal_reason,
 )
@@ -183,11 +185,11 @@ class RemoteSync:
 
     async def _reconcile(self, key: str, writes: WriteTally) -> float | None:
         """One pass over a workload, as ordered cases: gone → garbage; its manager Job already finished → finish it;
-        copies where they do not belong → delete;
-        not dispatched → nothing; a Job kfed cannot run on a worker → MultiKueue check Rejected, deactivated;
-        its worker unreachable → wait, requeue past the worker-lost timeout; stale copies
-        of an earlier incarnation → remove them first; evicting → withdraw; dispatch unsound → evict; otherwise
-        carry out the sync plan."""
+        copies where they do not belong → delete; a reservation another MultiKueue dispatcher made (several workers
+        nominated) → released once those copies are gone; not dispatched → nothing; a Job kfed cannot run on a
+        worker → MultiKueue check Rejected, deactivated; its worker unreachable → wait, requeue past the worker-lost
+        timeout; a stock Kueue manager's copies → adopted; stale copies of an earlier incarnation → remove them
+        first; evicting → withdraw; dispatch unsound → evict; otherwise carry out the sync plan."""
         workload = self._workload_view.get(key)
         if workload is None:
             await self._cleaner.collect_garbage(only_key=key, job_name=self._job_names.pop(key, None))
@@ -201,13 +203,20 @@ class RemoteSync:
             # or its worker became unreachable right after): that result stands; never requeue a finished Job.
             await self._progress.finish(workload, remote_job=manager_job, worker=worker or "")
             return None
-        await self._cleaner.delete_strays(key, job_name=owner_job_name(workload), holder=worker)
+        strays = await self._cleaner.delete_strays(key, job_name=owner_job_name(workload), holder=worker)
         wrote, backoff_left = await self._progress.requeued(workload, key)
         if wrote:
             return None  # what it wrote is looked at again at once (reconcile)
         if (deactivation := pending_deactivation_status(workload, now=dt.datetime.now(dt.UTC))) is not None:
             await self._writes.patch_status(workload, deactivation)
             log.info("deactivated workload without quota marked evicted", workload=key)
+            return None
+        if worker is None and (foreign := self._foreign_reservation(workload)) is not None:
+            if strays or self._still_connecting(workload):
+                return 1.0  # released once the copies that dispatcher sent are known and gone
+            now = dt.datetime.now(dt.UTC)
+            await self._writes.patch_status(workload, foreign_reservation_release(workload, message=foreign, now=now))
+            log.info("reservation released", workload=key, why=foreign)
             return None
         if worker is None or not is_true(workload, "QuotaReserved"):
             return backoff_left
@@ -486,6 +495,17 @@ class RemoteSync:
                 else None
             ),
         )
+
+    def _still_connecting(self, workload: Obj) -> bool:
+        """Whether a worker the workload names is still connecting: its copies are not known yet (one that failed
+        is not waited for)."""
+        nominated = (workload.get("status") or {}).get("nominatedClusterNames") or ()
+        connections = [self._pool.connections.get(str(name)) for name in nominated]
+        return any(conn is not None and conn.health.state == "connecting" for conn in connections)
+
+    def _foreign_reservation(self, workload: Obj) -> str | None:
+        multikueue = multikueue_check_names(self._admission_checks.store)
+        return foreign_reservation(workload, multikueue_checks=multikueue)
 
     def _ours(self, remote: Obj, uid: str) -> bool:
         return is_ours(remote, origin=self._config.origin, manager_workload_uid=uid)

@@ -120,9 +120,25 @@ def test_a_job_running_when_the_manager_switches_from_kueue_to_kfed_finishes_onc
         timeout=30,
         what="stock Kueue keeping the Job of the held queue pending",
     )
+    # Kueue's AllAtOnce dispatcher copies a Workload to every worker; held there, none admits it before the switch
+    for worker in WORKERS:
+        fed.kubectl(worker, "patch", "localqueue", "user-queue", "-n", "default", "--type=merge", "-p", HOLD)
+    _apply(fed, MANAGER, suspended([job_manifest("spread-at-switch", namespace="default", cpu="1", seconds=2)]))
+    wait_for(
+        lambda: [
+            w
+            for w in WORKERS
+            if any(o["metadata"]["name"].startswith("job-spread-at-switch-") for o in items(fed, w, "workloads"))
+        ],
+        until=lambda found: len(found) == len(WORKERS),
+        timeout=30,
+        what="stock Kueue copying the Workload to every worker",
+    )
     stop_records(kueue)
     kueue.clear()
     start_manager(fed)
+    for worker in WORKERS:
+        fed.kubectl(worker, "patch", "localqueue", "user-queue", "-n", "default", "--type=merge", "-p", RUN)
     _apply(fed, MANAGER, suspended([job_manifest("after-switch", namespace="default", cpu="2", seconds=2)]))
     seen: list[dict[str, str]] = []
 
@@ -142,6 +158,8 @@ def test_a_job_running_when_the_manager_switches_from_kueue_to_kfed_finishes_onc
     assert [s for s in seen if s and s != {ran_on: first_uid}] == [], "the running copy was never replaced"
     assert wait_complete(fed, "after-switch", timeout=60)["status"].get("succeeded") == 1
     fed.kubectl(MANAGER, "patch", "localqueue", HELD, "-n", "default", "--type=merge", "-p", RUN)
+    spread = wait_complete(fed, "spread-at-switch", timeout=90)
+    assert spread["status"].get("succeeded") == 1, spread["status"]
     assert wait_complete(fed, "queued-at-switch", timeout=60)["status"].get("succeeded") == 1
     wait_for(
         lambda: _left_on_workers(fed),

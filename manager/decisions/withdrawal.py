@@ -339,3 +339,47 @@ def requeue_status(workload: Obj, *, reason: str, message: str, now: dt.datetime
     elif (used := accumulated_on_release(workload, now=now)) is not None:
         patch[ACCUMULATED_FIELD] = used  # the admitted time counts against maximumExecutionTimeSeconds
     return patch
+
+
+def foreign_reservation(workload: Obj, *, multikueue_checks: Collection[str]) -> str | None:
+    """Why kfed-manager cannot carry on the workload's quota reservation, or None. kfed-manager reserves for one
+    worker (``status.nominatedClusterNames`` names exactly one); a reservation behind a MultiKueue check that names
+    none or several, and no worker that admitted it (``status.clusterName``), was made by another MultiKueue
+    dispatcher: stock Kueue's AllAtOnce or Incremental, before kfed-manager took over the manager cluster."""
+    if not is_true(workload, "QuotaReserved") or is_true(workload, "Finished") or is_true(workload, "Evicted"):
+        return None
+    status = workload.get("status") or {}
+    nominated = list(status.get("nominatedClusterNames") or ())
+    if status.get("clusterName") or len(nominated) == 1:
+        return None
+    if not any(check.get("name") in multikueue_checks for check in status.get("admissionChecks") or ()):
+        return None
+    named = ", ".join(str(n) for n in nominated) or "none"
+    return (
+        f"the reservation was made by another MultiKueue dispatcher (nominated workers: {named}); kfed-manager "
+        "releases it and dispatches the workload itself"
+    )
+
+
+def foreign_reservation_release(workload: Obj, *, message: str, now: dt.datetime) -> dict[str, Any]:
+    """The status patch that releases such a reservation: ``QuotaReserved=False`` (reason ``Pending``, ``message``),
+    no admission, no nominated workers, the checks back to Pending. Nothing ran, so it is not an eviction."""
+    generation = (workload.get("metadata") or {}).get("generation")
+    conditions, _ = set_condition(
+        conditions_of(workload),
+        condition_type="QuotaReserved",
+        status=False,
+        reason="Pending",
+        message=message,
+        now=now,
+        observed_generation=generation,
+    )
+    return {
+        "conditions": conditions,
+        "admission": None,
+        "clusterName": None,
+        "nominatedClusterNames": None,
+        "admissionChecks": checks_reset_on_eviction(
+            (workload.get("status") or {}).get("admissionChecks") or (), now=now
+        ),
+    }

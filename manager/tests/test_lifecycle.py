@@ -22,6 +22,8 @@ from manager.decisions.withdrawal import (
     drained_by_stop_policy,
     eviction_of,
     eviction_status,
+    foreign_reservation,
+    foreign_reservation_release,
     requeue_status,
     withdrawal_reason,
     worker_lost_time_left,
@@ -242,3 +244,26 @@ def test_a_stock_kueue_managers_copies_of_the_held_workload_are_adopted_and_noth
     other_job["metadata"]["annotations"] = {"kueue.x-k8s.io/prebuilt-workload-name": "other"}
     assert adopt(kueue_wl, other_job) == [kueue_wl]
     assert adoptions(kueue_wl, kueue_job, workload=wl(), worker="worker-2", origin="multikueue") == [], "not held"
+
+
+def test_a_reservation_naming_several_workers_is_another_dispatchers_and_is_released_without_an_eviction() -> None:
+    spread = wl("QuotaReserved")
+    spread["status"]["nominatedClusterNames"] = ["worker-1", "worker-2"]
+    why = foreign_reservation(spread, multikueue_checks={"mk"})
+    assert why is not None
+    assert "nominated workers: worker-1, worker-2" in why
+    ours = wl("QuotaReserved")
+    ours["status"]["nominatedClusterNames"] = ["worker-1"]
+    assert foreign_reservation(ours, multikueue_checks={"mk"}) is None, "kfed-manager's own: one worker"
+    admitted = wl("QuotaReserved", "Admitted")
+    admitted["status"]["clusterName"] = "worker-2"
+    assert foreign_reservation(admitted, multikueue_checks={"mk"}) is None, "a worker admitted it: adopted instead"
+    assert foreign_reservation(spread, multikueue_checks={"other"}) is None, "not behind a MultiKueue check"
+    assert foreign_reservation(wl(), multikueue_checks={"mk"}) is None, "no reservation"
+    release = foreign_reservation_release(spread, message=why, now=NOW)
+    assert (release["nominatedClusterNames"], release["admission"], release["clusterName"]) == (None, None, None)
+    types = {c["type"]: c for c in release["conditions"]}
+    assert types["QuotaReserved"]["status"] == "False"
+    assert types["QuotaReserved"]["message"] == why
+    assert "Evicted" not in types, "nothing ran: no eviction"
+    assert [c["state"] for c in release["admissionChecks"]] == ["Pending"]
