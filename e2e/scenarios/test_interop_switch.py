@@ -100,6 +100,27 @@ def _remote_jobs(fed: Federation, name: str) -> dict[str, str]:
     return {w: str(j["metadata"]["uid"]) for w in fed.workers if (j := get(fed, w, "job", name)) is not None}
 
 
+def _finishes_once_where_it_ran(fed: Federation, name: str, *, ran_on: str, uid: str) -> None:
+    """The manager Job ``name`` completes, and at every look until then its only Job copy was the one it ran as
+    before the switch (``uid`` on ``ran_on``): never replaced, never on another worker."""
+    seen: list[dict[str, str]] = []
+
+    def manager_job() -> dict[str, Any] | None:
+        seen.append(_remote_jobs(fed, name))
+        return get(fed, MANAGER, "job", name)
+
+    job = wait_for(
+        manager_job,
+        until=lambda j: is_true(j, "Complete") or is_true(j, "Failed"),
+        timeout=120,
+        what=f"Job {name}, running through the switch, to finish on the manager",
+    )
+    assert job is not None
+    assert is_true(job, "Complete"), job.get("status")
+    assert job["status"].get("succeeded") == 1, job["status"]
+    assert [s for s in seen if s and s != {ran_on: uid}] == [], "the running copy was never replaced"
+
+
 def test_a_job_running_when_the_manager_switches_from_kueue_to_kfed_finishes_once_and_new_jobs_run(
     switching: tuple[Federation, list[ProcessRecord]],
 ) -> None:
@@ -140,22 +161,7 @@ def test_a_job_running_when_the_manager_switches_from_kueue_to_kfed_finishes_onc
     for worker in WORKERS:
         fed.kubectl(worker, "patch", "localqueue", "user-queue", "-n", "default", "--type=merge", "-p", RUN)
     _apply(fed, MANAGER, suspended([job_manifest("after-switch", namespace="default", cpu="2", seconds=2)]))
-    seen: list[dict[str, str]] = []
-
-    def manager_job() -> dict[str, Any] | None:
-        seen.append(_remote_jobs(fed, "before-switch"))  # where its Job copies are, at every look
-        return get(fed, MANAGER, "job", "before-switch")
-
-    job = wait_for(
-        manager_job,
-        until=lambda j: is_true(j, "Complete") or is_true(j, "Failed"),
-        timeout=120,
-        what="the Job that ran through the switch to finish on the manager",
-    )
-    assert job is not None
-    assert is_true(job, "Complete"), job.get("status")
-    assert job["status"].get("succeeded") == 1, job["status"]
-    assert [s for s in seen if s and s != {ran_on: first_uid}] == [], "the running copy was never replaced"
+    _finishes_once_where_it_ran(fed, "before-switch", ran_on=ran_on, uid=first_uid)
     assert wait_complete(fed, "after-switch", timeout=60)["status"].get("succeeded") == 1
     fed.kubectl(MANAGER, "patch", "localqueue", HELD, "-n", "default", "--type=merge", "-p", RUN)
     spread = wait_complete(fed, "spread-at-switch", timeout=90)
@@ -231,22 +237,7 @@ def test_jobs_running_when_a_worker_switches_from_kueue_to_kfed_agent_finish_onc
     stop_records(kueue)
     kueue.clear()
     start_agent(fed, "worker-2")
-    seen: list[dict[str, str]] = []
-
-    def manager_job() -> dict[str, Any] | None:
-        seen.append(_remote_jobs(fed, "sent-before"))
-        return get(fed, MANAGER, "job", "sent-before")
-
-    job = wait_for(
-        manager_job,
-        until=lambda j: is_true(j, "Complete") or is_true(j, "Failed"),
-        timeout=120,
-        what="the Job that ran through the worker's switch to finish on the manager",
-    )
-    assert job is not None
-    assert is_true(job, "Complete"), job.get("status")
-    assert job["status"].get("succeeded") == 1, job["status"]
-    assert [s for s in seen if s and s != {"worker-2": first_uid}] == [], "the running copy was never replaced"
+    _finishes_once_where_it_ran(fed, "sent-before", ran_on="worker-2", uid=first_uid)
     ended = wait_for(
         lambda: get(fed, "worker-2", "workload", local_workload["metadata"]["name"]),
         until=lambda wl: is_true(wl, "Finished") and FINALIZER not in (wl or {})["metadata"].get("finalizers", ()),
