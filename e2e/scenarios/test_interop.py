@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from e2e.bench.stock_kueue import NAMESPACE as KUEUE_NAMESPACE
 from e2e.bench.stock_kueue import (
     install_kueue_crds,
     launch_kueue,
@@ -29,7 +30,7 @@ from e2e.bench.stock_kueue import (
 )
 from e2e.interop import kueue_manager_kubeconfig, use_kubeconfig
 from e2e.queues import job_manifest, named_queue_objects, queue_objects, routed_queue_objects
-from e2e.rig.controllers import KFED_NAMESPACE
+from e2e.rig.controllers import KFED_NAMESPACE, multikueue_objects
 from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
 from e2e.rig.nodes import NodeShape
 from e2e.rig.processes import ProcessRecord, stop_records
@@ -70,6 +71,22 @@ def _dump_state(fed: Federation, name: str) -> None:
 
 def _apply(fed: Federation, cluster: str, objects: list[dict[str, Any]]) -> None:
     fed.kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+
+
+def _ready_for_a_stock_manager(fed: Federation, *, kueue_workers: list[str]) -> None:
+    """The manager cluster set up for stock Kueue as its MultiKueue manager: kfed's Job admission policy unbound (Jobs
+    for a stock manager carry managedBy and suspend themselves), Kueue's CRDs there and on ``kueue_workers``, and the
+    MultiKueue objects with the kubeconfig Secrets in Kueue's namespace."""
+    fed.kubectl(
+        MANAGER, "delete", "mutatingadmissionpolicybinding", "kfed-queued-jobs-managed-by-multikueue", check=False
+    )
+    install_kueue_crds(fed, [MANAGER, *kueue_workers])
+    kubeconfigs = {w: fed.kubeconfig(w).read_text() for w in fed.workers}
+    objects = [o for o in multikueue_objects(fed.workers, kubeconfigs) if o["kind"] != "Namespace"]
+    for obj in objects:
+        if obj["kind"] == "Secret":
+            obj["metadata"]["namespace"] = KUEUE_NAMESPACE
+    _apply(fed, MANAGER, objects)
 
 
 def _routed_queue(fed: Federation, workers: list[str], *, cpu: str, name: str = ONLY, manager_cpu: str = "64") -> None:

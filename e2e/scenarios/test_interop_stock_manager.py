@@ -17,15 +17,22 @@ from pathlib import Path
 
 import pytest
 
-from e2e.bench.stock_kueue import NAMESPACE as KUEUE_NAMESPACE
-from e2e.bench.stock_kueue import _wait_active, install_kueue_crds, launch_kueue, suspended
+from e2e.bench.stock_kueue import _wait_active, launch_kueue, suspended
 from e2e.queues import job_manifest
-from e2e.rig.controllers import multikueue_objects
 from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
 from e2e.rig.nodes import NodeShape
 from e2e.rig.processes import ProcessRecord, stop_records
 from e2e.scenarios.helpers import items
-from e2e.scenarios.test_interop import KUEUE_LOG_LEVEL, ONLY, _apply, _keep_logs, _queues, _routed_queue, _run_jobs
+from e2e.scenarios.test_interop import (
+    KUEUE_LOG_LEVEL,
+    ONLY,
+    _apply,
+    _keep_logs,
+    _queues,
+    _ready_for_a_stock_manager,
+    _routed_queue,
+    _run_jobs,
+)
 from e2e.toolchain import ensure_built
 from e2e.waiting import wait_for
 
@@ -52,21 +59,7 @@ def stock_manager_mixed() -> Iterator[Federation]:
     records: list[ProcessRecord] = []
     with tempfile.TemporaryDirectory(prefix="kfed-interop-") as tmp, running(Path(tmp), bins, spec) as fed:
         try:
-            # kfed's Job admission policy is kfed's: Jobs for a stock manager carry managedBy and suspend themselves
-            fed.kubectl(
-                MANAGER,
-                "delete",
-                "mutatingadmissionpolicybinding",
-                "kfed-queued-jobs-managed-by-multikueue",
-                check=False,
-            )
-            install_kueue_crds(fed, [MANAGER, "worker-3"])
-            kubeconfigs = {w: fed.kubeconfig(w).read_text() for w in fed.workers}
-            objects = [o for o in multikueue_objects(fed.workers, kubeconfigs) if o["kind"] != "Namespace"]
-            for obj in objects:
-                if obj["kind"] == "Secret":
-                    obj["metadata"]["namespace"] = KUEUE_NAMESPACE
-            _apply(fed, MANAGER, objects)
+            _ready_for_a_stock_manager(fed, kueue_workers=["worker-3"])
             _queues(fed, worker_cpu="16")
             _routed_queue(fed, ["worker-1", "worker-2"], cpu="16")
             records += launch_kueue(fed, [MANAGER, "worker-3"], log_level=KUEUE_LOG_LEVEL)

@@ -24,10 +24,9 @@ from typing import Any
 
 import pytest
 
-from e2e.bench.stock_kueue import NAMESPACE as KUEUE_NAMESPACE
 from e2e.bench.stock_kueue import _wait_active, install_kueue_crds, launch_kueue, suspended
 from e2e.queues import job_manifest
-from e2e.rig.controllers import multikueue_objects, start_agent, start_manager
+from e2e.rig.controllers import start_agent, start_manager
 from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
 from e2e.rig.nodes import NodeShape
 from e2e.rig.processes import ProcessRecord, stop_records
@@ -39,6 +38,7 @@ from e2e.scenarios.test_interop import (
     _left_on_workers,
     _manager_workload,
     _queues,
+    _ready_for_a_stock_manager,
     _routed_queue,
 )
 from e2e.toolchain import ensure_built
@@ -71,20 +71,7 @@ def switching() -> Iterator[tuple[Federation, list[ProcessRecord]]]:
     records: list[ProcessRecord] = []
     with tempfile.TemporaryDirectory(prefix="kfed-switch-") as tmp, running(Path(tmp), bins, spec) as fed:
         try:
-            fed.kubectl(
-                MANAGER,
-                "delete",
-                "mutatingadmissionpolicybinding",
-                "kfed-queued-jobs-managed-by-multikueue",
-                check=False,
-            )
-            install_kueue_crds(fed, [MANAGER])
-            kubeconfigs = {w: fed.kubeconfig(w).read_text() for w in fed.workers}
-            objects = [o for o in multikueue_objects(fed.workers, kubeconfigs) if o["kind"] != "Namespace"]
-            for obj in objects:
-                if obj["kind"] == "Secret":
-                    obj["metadata"]["namespace"] = KUEUE_NAMESPACE
-            _apply(fed, MANAGER, objects)
+            _ready_for_a_stock_manager(fed, kueue_workers=[])
             _queues(fed, worker_cpu="16")
             _routed_queue(fed, list(WORKERS), cpu="16", name=HELD)
             records += launch_kueue(fed, [MANAGER], log_level=KUEUE_LOG_LEVEL)
