@@ -326,21 +326,11 @@ class JobPasses:
             bound.info("workload.quota_released", why="evicted")
 
     async def _suspend(self, job: Obj, patch: Obj, bound: Any) -> Obj | None:
-        """``patch`` (a ``suspend_patch``) guarded by the Job's uid; the Job as written, or None when the write
-        failed (the trigger is pulled to decide again)."""
-        namespace, name = name_of(job)
-        body = {**patch, "metadata": {"uid": (job.get("metadata") or {}).get("uid")}}
-        try:
-            written = await self.api.patch(r.JOBS, name, body, namespace=namespace, field_manager="kfed-agent")
-        except (Conflict, NotFound):
-            self.trigger.pull()
-            return None
-        except KubeError as exc:
-            bound.warning("job.suspend_failed", error=str(exc)[:300])
-            self.writes.retry(job, exc)
-            return None
-        self.writes.wrote(job)
-        self.world.job_writes.remember(written)
+        """``patch`` (a ``suspend_patch``) guarded by the Job's uid (``Writes.suspend_job``); the Job as written, or
+        None when the write failed."""
+        written = await self.writes.suspend_job(job, patch, bound)
+        if written is not None:
+            self.world.job_writes.remember(written)
         return written
 
     async def _suspend_unreserved(self, job: Obj, workload: Obj, bound: Any) -> None:

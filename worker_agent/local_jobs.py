@@ -132,19 +132,10 @@ class LocalJobs:
     async def stop(self, key: str, job: Obj, unsettled: set[str]) -> None:
         """Suspend a Job queued here that runs without a Workload (guarded by its uid); its pods' end, a change of
         the Job, brings it back to the job pass, which then queues it."""
-        namespace, name = str(job["metadata"]["namespace"]), str(job["metadata"]["name"])
-        body = {"metadata": {"uid": job["metadata"].get("uid")}, "spec": {"suspend": True}}
-        try:
-            written = await self.api.patch(r.JOBS, name, body, namespace=namespace, field_manager=FIELD_MANAGER)
-        except (Conflict, NotFound):
-            self.trigger.pull()
-            return
-        except KubeError as exc:
-            self._log.warning("job.suspend_failed", job=key, error=str(exc)[:300])
-            self.writes.retry(job, exc)
+        written = await self.writes.suspend_job(job, {"spec": {"suspend": True}}, self._log.bind(job=key))
+        if written is None:
             unsettled.add(key)
             return
-        self.writes.wrote(job)
         self.world.job_writes.remember(written)
         self._log.warning("job.suspended", job=key, why=MISSING_WORKLOAD_MESSAGE)
         self.events.emit(written, reason=REASON_STOPPED, note=MISSING_WORKLOAD_MESSAGE, action="Stop")

@@ -163,3 +163,20 @@ class Writes:
             return None
         self.wrote(workload)
         return written
+
+    async def suspend_job(self, job: Obj, patch: Obj, bound: Any) -> Obj | None:
+        """``patch`` (one that suspends the Job) guarded by the Job's uid; the Job as written, or None when the write
+        failed (a conflict or a Job gone pulls the trigger to decide again; any other failure is retried)."""
+        namespace, name = name_of(job)
+        body = {**patch, "metadata": {"uid": (job.get("metadata") or {}).get("uid")}}
+        try:
+            written = await self.api.patch(r.JOBS, name, body, namespace=namespace, field_manager="kfed-agent")
+        except (Conflict, NotFound):
+            self.trigger.pull()
+            return None
+        except KubeError as exc:
+            bound.warning("job.suspend_failed", error=str(exc)[:300])
+            self.retry(job, exc)
+            return None
+        self.wrote(job)
+        return written

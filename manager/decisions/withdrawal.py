@@ -321,15 +321,7 @@ def requeue_status(workload: Obj, *, reason: str, message: str, now: dt.datetime
             now=now,
             observed_generation=generation,
         )
-    patch: dict[str, Any] = {
-        "conditions": conditions,
-        "admission": None,
-        "clusterName": None,
-        "nominatedClusterNames": None,
-        "admissionChecks": checks_reset_on_eviction(
-            (workload.get("status") or {}).get("admissionChecks") or (), now=now
-        ),
-    }
+    patch = _released(workload, conditions, now=now)
     if deactivated(workload):
         # Deactivation is done: its target marker goes, and a reactivated workload starts its requeue count and its
         # execution time budget afresh.
@@ -374,6 +366,12 @@ def foreign_reservation_release(workload: Obj, *, message: str, now: dt.datetime
         now=now,
         observed_generation=generation,
     )
+    return _released(workload, conditions, now=now)
+
+
+def _released(workload: Obj, conditions: Sequence[Mapping[str, Any]], *, now: dt.datetime) -> dict[str, Any]:
+    """A status patch that releases the reservation: ``conditions``, no admission, no worker, the checks back to
+    Pending."""
     return {
         "conditions": conditions,
         "admission": None,
