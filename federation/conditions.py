@@ -27,6 +27,12 @@ def conditions_of(obj: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
     return (obj.get("status") or {}).get("conditions") or ()
 
 
+def workload_generation(raw: Mapping[str, Any]) -> int | None:
+    """``metadata.generation``, which Kueue writes as every Workload condition's ``observedGeneration``."""
+    generation = (raw.get("metadata") or {}).get("generation")
+    return int(generation) if isinstance(generation, int) else None
+
+
 def find_condition(obj: Mapping[str, Any], condition_type: str) -> Mapping[str, Any] | None:
     # A plain loop, not next(generator): the agent's passes ask this of every Workload several times per pass.
     status = obj.get("status")

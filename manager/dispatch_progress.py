@@ -24,7 +24,7 @@ from federation.admission.pods_ready import (
 )
 from federation.admission.queue_metrics import cohort_ancestors, queued_since, ready_waits, workload_labels
 from federation.admission.requeued import may_take_requeued_step, queues_of, requeued_step
-from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
+from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition, workload_generation
 from federation.kube.cache import WatchCache
 from federation.kube.recorder import EventRecorder
 from federation.obs.metrics import Metrics
@@ -225,7 +225,7 @@ class DispatchProgress:
         key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
         if step.deactivate:
             await self._evictions.deactivate(
-                workload, status={"conditions": [*conditions_of(workload), deactivation_target(now)]}
+                workload, status={"conditions": [*conditions_of(workload), deactivation_target(workload, now=now)]}
             )
             log.warning("workload deactivated: requeuing limit exceeded", workload=key, cluster=worker)
             return None
@@ -276,9 +276,13 @@ class DispatchProgress:
                 reason=REASON_ADMITTED,
                 message="The workload is admitted",  # Kueue's words; the worker is in status.clusterName
                 now=now,
+                observed_generation=workload_generation(workload),
             )
             if self._config.wait_for_pods_ready is not None and find_condition(workload, "PodsReady") is None:
-                conditions = [*conditions, waiting_for_start(now)]  # Kueue's clock for the PodsReady timeout
+                conditions = [
+                    *conditions,
+                    waiting_for_start(workload, now=now),
+                ]  # Kueue's clock for the PodsReady timeout
         admission = topology_ready(workload, remote_workload)
         if (
             not all_ready
@@ -342,6 +346,7 @@ class DispatchProgress:
             reason=REASON_SUCCEEDED if finish.succeeded else REASON_FAILED,
             message=finish.message or ("Job finished successfully" if finish.succeeded else "Job failed"),
             now=now,
+            observed_generation=workload_generation(workload),
         )
         conditions = cleared_on_finish(conditions, now=now)
         if changed:

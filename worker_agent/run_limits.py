@@ -116,7 +116,7 @@ class RunLimits:
             bound = self._log.bind(workload=key)
             condition = step.condition
             if condition is None and find_condition(workload, "PodsReady") is None:
-                condition = waiting_for_start(now)  # as Kueue shows a Workload just admitted
+                condition = waiting_for_start(workload, now=now)  # as Kueue shows a Workload just admitted
             if condition is not None:
                 status = pods_ready_condition_status(workload, condition, now=now)
                 written = await self.writes.patch_status(r.WORKLOADS, workload, {"status": status}, bound)
@@ -125,7 +125,7 @@ class RunLimits:
                 self.world.workload_writes.remember(written)
                 workload = written
             if step.deactivate:
-                target = {"conditions": [*conditions_of(workload), deactivation_target(now)]}
+                target = {"conditions": [*conditions_of(workload), deactivation_target(workload, now=now)]}
                 if await self._deactivate(workload, target, bound) is not None:
                     bound.warning("workload.deactivated", why="requeuing limit exceeded")
             elif step.evict_message is not None:

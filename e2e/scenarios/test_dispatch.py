@@ -133,6 +133,8 @@ def test_the_reservation_and_the_admission_take_one_status_write_and_the_job_cop
     assert wl is not None
     for kind in ("QuotaReserved", "Admitted", "PodsReady", "Finished"):
         assert is_true(wl, kind), wl["status"]
+        # as Kueue writes every Workload condition; a dashboard compares it with metadata.generation
+        assert (condition(wl, kind) or {}).get("observedGeneration") == wl["metadata"]["generation"], kind
     assert wl["status"]["clusterName"] in federation.workers
     assert not wl["status"].get("nominatedClusterNames")
     reserved, admitted = condition(wl, "QuotaReserved"), condition(wl, "Admitted")

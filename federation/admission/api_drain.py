@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,7 +29,7 @@ from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot, Stamp, Verdict, tree_stamps
 from federation.admission.snapshot import ClusterQueueNode
 from federation.api.workload import QUOTA_RESERVED
-from federation.conditions import conditions_of, set_condition
+from federation.conditions import conditions_of, set_condition, workload_generation
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 
 Veto = Callable[[Admit], str | None]
@@ -92,11 +92,6 @@ def pending_update(
         return None
     events = (EventSpec(REASON_PENDING, message, "Warning" if reason == REASON_INADMISSIBLE else "Normal"),)
     return WorkloadUpdate(workload_key(raw), raw, {"conditions": conditions}, "pending", cluster_queue, message, events)
-
-
-def workload_generation(raw: Mapping[str, Any]) -> int | None:
-    generation = (raw.get("metadata") or {}).get("generation")
-    return int(generation) if isinstance(generation, int) else None
 
 
 _DEFAULT_CONFIG = CycleConfig()

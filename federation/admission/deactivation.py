@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from federation.admission.api_drain import workload_generation
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.api.workload import (
     DEACTIVATED_MESSAGE,
@@ -32,7 +31,7 @@ from federation.api.workload import (
     EVICTED_BY_DEACTIVATION,
     FINISHED,
 )
-from federation.conditions import conditions_of, find_condition, is_true, set_condition
+from federation.conditions import conditions_of, find_condition, is_true, set_condition, workload_generation
 
 Obj = dict[str, Any]
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from federation.conditions import find_condition, format_time, is_true, parse_time
+from federation.conditions import find_condition, format_time, is_true, parse_time, workload_generation
 
 Obj = Mapping[str, Any]
 
@@ -114,19 +114,28 @@ def requeue_state_after(workload: Obj, *, now: dt.datetime, policy: WaitForPodsR
     return {"count": count, "requeueAt": format_time(now + dt.timedelta(seconds=delay))}
 
 
-def _condition(status: bool, reason: str, message: str, now: dt.datetime) -> dict[str, Any]:
-    return {
-        "type": "PodsReady",
-        "status": "True" if status else "False",
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": format_time(now),
-    }
+def _condition(status: bool, reason: str, message: str, now: dt.datetime, workload: Obj) -> dict[str, Any]:
+    return _observing(
+        workload,
+        {
+            "type": "PodsReady",
+            "status": "True" if status else "False",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": format_time(now),
+        },
+    )
 
 
-def waiting_for_start(now: dt.datetime) -> dict[str, Any]:
+def _observing(workload: Obj, condition: dict[str, Any]) -> dict[str, Any]:
+    """``condition`` with the Workload's generation as ``observedGeneration``, as Kueue writes every condition."""
+    generation = workload_generation(workload)
+    return condition if generation is None else {**condition, "observedGeneration": generation}
+
+
+def waiting_for_start(workload: Obj, *, now: dt.datetime) -> dict[str, Any]:
     """The ``PodsReady`` condition of a workload just admitted (written with its ``Admitted`` condition)."""
-    return _condition(False, WAIT_FOR_START, "Not all pods are ready or succeeded", now)
+    return _condition(False, WAIT_FOR_START, "Not all pods are ready or succeeded", now, workload)
 
 
 def pods_ready_step(
@@ -147,10 +156,14 @@ def pods_ready_step(
             return PodsReadyStep()
         recovered = current is not None and current.get("reason") == WAIT_FOR_RECOVERY
         return PodsReadyStep(
-            condition=_condition(True, "Recovered" if recovered else "Started", "All pods reached readiness", now)
+            condition=_condition(
+                True, "Recovered" if recovered else "Started", "All pods reached readiness", now, workload
+            )
         )
     if current is not None and current.get("status") == "True":
-        recovering = _condition(False, WAIT_FOR_RECOVERY, "At least one pod is not ready, waiting for recovery", now)
+        recovering = _condition(
+            False, WAIT_FOR_RECOVERY, "At least one pod is not ready, waiting for recovery", now, workload
+        )
         return PodsReadyStep(condition=recovering, recheck_after=policy.recovery_timeout)
     if current is not None and current.get("reason") == WAIT_FOR_RECOVERY:
         if policy.recovery_timeout is None:
@@ -179,12 +192,15 @@ def pods_ready_step(
     )
 
 
-def deactivation_target(now: dt.datetime) -> dict[str, Any]:
+def deactivation_target(workload: Obj, *, now: dt.datetime) -> dict[str, Any]:
     """Kueue's ``DeactivationTarget`` condition for a workload past its requeuing limit."""
-    return {
-        "type": "DeactivationTarget",
-        "status": "True",
-        "reason": REASON_REQUEUING_LIMIT_EXCEEDED,
-        "message": REQUEUING_LIMIT_MESSAGE,
-        "lastTransitionTime": format_time(now),
-    }
+    return _observing(
+        workload,
+        {
+            "type": "DeactivationTarget",
+            "status": "True",
+            "reason": REASON_REQUEUING_LIMIT_EXCEEDED,
+            "message": REQUEUING_LIMIT_MESSAGE,
+            "lastTransitionTime": format_time(now),
+        },
+    )

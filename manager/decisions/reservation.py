@@ -18,11 +18,11 @@ import datetime as dt
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from federation.admission.api_drain import EventSpec, WorkloadUpdate, admission_status, workload_generation
+from federation.admission.api_drain import EventSpec, WorkloadUpdate, admission_status
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Assignment
 from federation.api.workload import EVICTED, QUOTA_RESERVED
-from federation.conditions import conditions_of, find_condition, format_time, set_condition
+from federation.conditions import conditions_of, find_condition, format_time, set_condition, workload_generation
 from federation.protocol import MULTIKUEUE_CONTROLLER, REASON_QUOTA_RESERVED
 from manager.decisions.admission_checks import CHECK_PENDING, dispatched_message, waiting_message
 

@@ -3,8 +3,10 @@ from typing import Any
 
 from federation.admission.pods_ready import (
     WaitForPodsReady,
+    deactivation_target,
     pods_ready_step,
     requeue_state_after,
+    waiting_for_start,
 )
 from federation.conditions import format_time
 
@@ -164,3 +166,15 @@ def test_block_admission_admits_one_workload_per_pass_across_cluster_queues() ->
     second = decisions["ns/second"]
     assert isinstance(second, Wait)
     assert second.message == BLOCK_ADMISSION_MESSAGE
+
+
+def test_every_pods_ready_condition_observes_the_workloads_generation_as_kueue_writes_it() -> None:
+    wl = admitted()
+    wl["metadata"]["generation"] = 3
+    started = pods_ready_step(wl, remote_job=job(ready=2), now=T0, policy=POLICY).condition
+    assert started is not None
+    assert started["observedGeneration"] == 3
+    assert waiting_for_start(wl, now=T0)["observedGeneration"] == 3
+    assert deactivation_target(wl, now=T0)["observedGeneration"] == 3
+    del wl["metadata"]["generation"]
+    assert "observedGeneration" not in waiting_for_start(wl, now=T0)

@@ -21,14 +21,13 @@ from federation.admission.api_drain import (
     admission_status,
     drain,
     pending_update,
-    workload_generation,
 )
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Admit, Assignment, Preempt, Wait
 from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
 from federation.api.workload import ADMITTED, EVICTED, QUOTA_RESERVED
-from federation.conditions import conditions_of, find_condition, set_condition
+from federation.conditions import conditions_of, find_condition, set_condition, workload_generation
 from federation.protocol import REASON_ADMITTED, REASON_INADMISSIBLE, REASON_PENDING, REASON_QUOTA_RESERVED
 from worker_agent.decisions.checks import DELAYED_PENDING, pending_checks
 from worker_agent.decisions.preemption import (

@@ -34,11 +34,10 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from federation.admission.api_drain import workload_generation
 from federation.admission.api_workloads import is_admitted, workload_key
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.api.workload import ADMITTED, QUOTA_RESERVED
-from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
+from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition, workload_generation
 from federation.pod_injection import INJECTED_ANNOTATION, FlavorInjection, start_patch
 from federation.protocol import MANAGER_UID_LABEL
 from worker_agent.decisions.jobs import job_finished

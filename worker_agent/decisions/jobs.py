@@ -20,7 +20,7 @@ from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_state
 from federation.api.labels import PREBUILT_WORKLOAD_ANNOTATION, PREBUILT_WORKLOAD_LABEL
 from federation.api.workload import FINISHED
-from federation.conditions import conditions_of, set_condition
+from federation.conditions import conditions_of, set_condition, workload_generation
 from federation.pod_injection import FlavorInjection, start_patch
 from federation.protocol import MANAGER_UID_LABEL, REASON_FAILED, REASON_SUCCEEDED
 
@@ -77,7 +77,13 @@ def finish_decision(job: Mapping[str, Any], workload: Mapping[str, Any], *, now:
         return None
     reason, message = ended
     conditions, _ = set_condition(
-        conditions_of(workload), condition_type=FINISHED, status=True, reason=reason, message=message, now=now
+        conditions_of(workload),
+        condition_type=FINISHED,
+        status=True,
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=workload_generation(workload),
     )
     return FinishWorkload({"conditions": conditions}, reason, message)
 

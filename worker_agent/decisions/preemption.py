@@ -28,14 +28,21 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from federation.admission.api_drain import EventSpec, WorkloadUpdate, workload_generation
+from federation.admission.api_drain import EventSpec, WorkloadUpdate
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Victim
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.execution_time import ACCUMULATED_FIELD, accumulated_on_release, limit_of
 from federation.admission.requeued import requeued_on_release
 from federation.api.workload import ADMITTED, QUOTA_RESERVED
-from federation.conditions import conditions_of, find_condition, format_time, is_true, set_condition
+from federation.conditions import (
+    conditions_of,
+    find_condition,
+    format_time,
+    is_true,
+    set_condition,
+    workload_generation,
+)
 from federation.pod_injection import pod_count_patch, requested_count
 from worker_agent.decisions.jobs import job_finished
 

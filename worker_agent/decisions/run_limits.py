@@ -15,11 +15,10 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from federation.admission.api_drain import workload_generation
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.pods_ready import REASON_PODS_READY_TIMEOUT, PodsReadyStep
 from federation.api.workload import EVICTED
-from federation.conditions import conditions_of, is_true, set_condition
+from federation.conditions import conditions_of, is_true, set_condition, workload_generation
 from federation.protocol import MANAGER_UID_LABEL
 
 Obj = Mapping[str, Any]

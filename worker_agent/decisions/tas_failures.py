@@ -54,7 +54,7 @@ from federation.api.labels import (
     MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD,
     UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION,
 )
-from federation.conditions import conditions_of, set_condition
+from federation.conditions import conditions_of, set_condition, workload_generation
 from federation.topology import (
     PodSetRequest,
     Replacement,
@@ -251,6 +251,7 @@ def plan_repair(
             reason=NODE_FAILURES_REASON,
             message=message[:32768],
             now=now,
+            observed_generation=workload_generation(workload),
         )
         status: dict[str, Any] = {
             "conditions": conditions,

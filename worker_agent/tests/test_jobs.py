@@ -134,7 +134,7 @@ def test_job_conditions_map_to_finished_reason_and_message(
     assert job_finished(job(conditions=conditions)) == expected
 
 
-def test_finish_sets_the_finished_condition_once() -> None:
+def test_finish_sets_the_finished_condition_once_observing_the_workloads_generation_as_kueue_does() -> None:
     ended = job(suspend=False, conditions=[{"type": "Complete", "status": "True", "message": "done"}])
     finish = finish_decision(ended, ADMITTED, now=NOW)
     assert finish is not None
@@ -145,6 +145,7 @@ def test_finish_sets_the_finished_condition_once() -> None:
         "reason": "Succeeded",
         "message": "done",
         "lastTransitionTime": "2026-01-01T00:02:00Z",
+        "observedGeneration": ADMITTED["metadata"]["generation"],
     }
     assert {c["type"] for c in finish.status["conditions"]} == {"QuotaReserved", "Admitted", "Finished"}
     already = workload("w", status={**ADMITTED["status"], "conditions": finish.status["conditions"]})
