@@ -33,6 +33,12 @@ def workload_generation(raw: Mapping[str, Any]) -> int | None:
     return int(generation) if isinstance(generation, int) else None
 
 
+def observing_generation(workload: Mapping[str, Any], condition: dict[str, Any]) -> dict[str, Any]:
+    """``condition`` with the Workload's generation as ``observedGeneration`` (when it has one)."""
+    generation = workload_generation(workload)
+    return condition if generation is None else {**condition, "observedGeneration": generation}
+
+
 def find_condition(obj: Mapping[str, Any], condition_type: str) -> Mapping[str, Any] | None:
     # A plain loop, not next(generator): the agent's passes ask this of every Workload several times per pass.
     status = obj.get("status")

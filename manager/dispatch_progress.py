@@ -279,10 +279,8 @@ class DispatchProgress:
                 observed_generation=workload_generation(workload),
             )
             if self._config.wait_for_pods_ready is not None and find_condition(workload, "PodsReady") is None:
-                conditions = [
-                    *conditions,
-                    waiting_for_start(workload, now=now),
-                ]  # Kueue's clock for the PodsReady timeout
+                # Kueue's clock for the PodsReady timeout
+                conditions = [*conditions, waiting_for_start(workload, now=now)]
         admission = topology_ready(workload, remote_workload)
         if (
             not all_ready

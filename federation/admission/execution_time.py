@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.api.workload import DEACTIVATION_TARGET
-from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time
+from federation.conditions import conditions_of, find_condition, format_time, is_true, observing_generation, parse_time
 
 Obj = Mapping[str, Any]
 
@@ -85,16 +85,16 @@ def accumulated_on_release(workload: Obj, *, now: dt.datetime) -> int | None:
 
 def exceeded_status(workload: Obj, *, now: dt.datetime) -> dict[str, Any]:
     """The status patch that marks the Workload for deactivation: Kueue's ``DeactivationTarget``."""
-    target: dict[str, Any] = {
-        "type": DEACTIVATION_TARGET,
-        "status": "True",
-        "reason": REASON_EXCEEDED,
-        "message": EXCEEDED_MESSAGE,
-        "lastTransitionTime": format_time(now),
-    }
-    generation = (workload.get("metadata") or {}).get("generation")
-    if generation is not None:
-        target["observedGeneration"] = generation
+    target = observing_generation(
+        workload,
+        {
+            "type": DEACTIVATION_TARGET,
+            "status": "True",
+            "reason": REASON_EXCEEDED,
+            "message": EXCEEDED_MESSAGE,
+            "lastTransitionTime": format_time(now),
+        },
+    )
     kept = [c for c in conditions_of(workload) if c.get("type") != DEACTIVATION_TARGET]
     return {"conditions": [*kept, target]}
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from federation.conditions import find_condition, format_time, is_true, parse_time, workload_generation
+from federation.conditions import find_condition, format_time, is_true, observing_generation, parse_time
 
 Obj = Mapping[str, Any]
 
@@ -115,7 +115,7 @@ def requeue_state_after(workload: Obj, *, now: dt.datetime, policy: WaitForPodsR
 
 
 def _condition(status: bool, reason: str, message: str, now: dt.datetime, workload: Obj) -> dict[str, Any]:
-    return _observing(
+    return observing_generation(
         workload,
         {
             "type": "PodsReady",
@@ -125,12 +125,6 @@ def _condition(status: bool, reason: str, message: str, now: dt.datetime, worklo
             "lastTransitionTime": format_time(now),
         },
     )
-
-
-def _observing(workload: Obj, condition: dict[str, Any]) -> dict[str, Any]:
-    """``condition`` with the Workload's generation as ``observedGeneration``, as Kueue writes every condition."""
-    generation = workload_generation(workload)
-    return condition if generation is None else {**condition, "observedGeneration": generation}
 
 
 def waiting_for_start(workload: Obj, *, now: dt.datetime) -> dict[str, Any]:
@@ -194,7 +188,7 @@ def pods_ready_step(
 
 def deactivation_target(workload: Obj, *, now: dt.datetime) -> dict[str, Any]:
     """Kueue's ``DeactivationTarget`` condition for a workload past its requeuing limit."""
-    return _observing(
+    return observing_generation(
         workload,
         {
             "type": "DeactivationTarget",

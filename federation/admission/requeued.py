@@ -37,7 +37,7 @@ from federation.api.workload import (
     EVICTED_BY_PODS_READY_TIMEOUT,
     REQUEUED,
 )
-from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition
+from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition, workload_generation
 
 Obj = dict[str, Any]
 
@@ -158,7 +158,7 @@ def requeued_step(
         reason=new_reason,
         message=message,
         now=now,
-        observed_generation=(workload.get("metadata") or {}).get("generation"),
+        observed_generation=workload_generation(workload),
     )
     status: Obj = {"conditions": conditions}
     if at is not None:

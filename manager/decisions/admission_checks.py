@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.api.workload import EVICTED, EVICTED_BY_ADMISSION_CHECK, EVICTED_BY_DEACTIVATION
-from federation.conditions import conditions_of, find_condition, format_time, parse_time, set_condition
+from federation.conditions import (
+    conditions_of,
+    find_condition,
+    format_time,
+    parse_time,
+    set_condition,
+    workload_generation,
+)
 from federation.protocol import MULTIKUEUE_CONTROLLER
 from manager.decisions.dispatch import worker_reasons
 from manager.decisions.dispatch_policy import INVALID_DISPATCH_POLICY_REASON
@@ -202,7 +209,7 @@ def eviction_conditions(
     workload: Mapping[str, Any], eviction: CheckEviction, *, now: dt.datetime
 ) -> list[Mapping[str, Any]]:
     """The Workload's conditions with ``Evicted=True`` for ``eviction`` (its reservation is still held)."""
-    generation = (workload.get("metadata") or {}).get("generation")
+    generation = workload_generation(workload)
     conditions, _ = set_condition(
         conditions_of(workload),
         condition_type=EVICTED,
@@ -210,7 +217,7 @@ def eviction_conditions(
         reason=eviction.reason,
         message=eviction.message,
         now=now,
-        observed_generation=generation if isinstance(generation, int) else None,
+        observed_generation=generation,
     )
     return list(conditions)
 

@@ -22,7 +22,15 @@ from federation.admission.deactivation import deactivation_eviction
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.execution_time import ACCUMULATED_FIELD, accumulated_on_release
 from federation.admission.requeued import requeued_on_release
-from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
+from federation.conditions import (
+    conditions_of,
+    find_condition,
+    format_time,
+    is_true,
+    parse_time,
+    set_condition,
+    workload_generation,
+)
 from manager.decisions.refusals import refusal_end, refused_message, refused_until, refused_workers
 from manager.decisions.sync import job_finish
 from manager.decisions.worker_lists import workers_in
@@ -202,7 +210,7 @@ def eviction_status(
         reason=reason,
         message=message,
         now=now,
-        observed_generation=(workload.get("metadata") or {}).get("generation"),
+        observed_generation=workload_generation(workload),
     )
     stamp = format_time(now)
     checks = [
@@ -278,7 +286,7 @@ def preemption_status(workload: Obj, *, preemption_reason: str, message: str, no
         reason=preemption_reason,
         message=message,
         now=now,
-        observed_generation=(workload.get("metadata") or {}).get("generation"),
+        observed_generation=workload_generation(workload),
     )
     return status
 
@@ -294,7 +302,7 @@ def requeue_status(workload: Obj, *, reason: str, message: str, now: dt.datetime
     deactivated workload releases it without being queued again (``Requeued=False`` with the eviction's reason and
     message, as Kueue writes it, until it is reactivated). ``Requeued`` is also False after an ``AdmissionCheck`` or
     ``PodsReadyTimeout`` eviction until the backoff ends (``federation.admission.requeued``)."""
-    generation = (workload.get("metadata") or {}).get("generation")
+    generation = workload_generation(workload)
     conditions: Sequence[Mapping[str, Any]] = list(conditions_of(workload))
     changes: list[tuple[str, bool, str]] = [
         ("Evicted", True, reason),
@@ -356,7 +364,7 @@ def foreign_reservation(workload: Obj, *, multikueue_checks: Collection[str]) ->
 def foreign_reservation_release(workload: Obj, *, message: str, now: dt.datetime) -> dict[str, Any]:
     """The status patch that releases such a reservation: ``QuotaReserved=False`` (reason ``Pending``, ``message``),
     no admission, no nominated workers, the checks back to Pending. Nothing ran, so it is not an eviction."""
-    generation = (workload.get("metadata") or {}).get("generation")
+    generation = workload_generation(workload)
     conditions, _ = set_condition(
         conditions_of(workload),
         condition_type="QuotaReserved",

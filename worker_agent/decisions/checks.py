@@ -20,7 +20,15 @@ from typing import Any
 from federation.admission.check_reset import checks_reset_on_eviction
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.api.workload import ADMITTED, EVICTED, QUOTA_RESERVED, REQUEUED
-from federation.conditions import conditions_of, find_condition, format_time, is_true, parse_time, set_condition
+from federation.conditions import (
+    conditions_of,
+    find_condition,
+    format_time,
+    is_true,
+    parse_time,
+    set_condition,
+    workload_generation,
+)
 from federation.protocol import REASON_ADMITTED
 
 Obj = dict[str, Any]
@@ -123,7 +131,7 @@ class ChecksStep:
 
 
 def _released(workload: Mapping[str, Any], *, reason: str, message: str, now: dt.datetime) -> Obj:
-    generation = (workload.get("metadata") or {}).get("generation")
+    generation = workload_generation(workload)
     conditions, _ = set_condition(
         conditions_of(workload),
         condition_type=EVICTED,
@@ -236,7 +244,7 @@ def admitted_status(
         reason=REASON_ADMITTED,
         message="The workload is admitted",
         now=now,
-        observed_generation=(workload.get("metadata") or {}).get("generation"),
+        observed_generation=workload_generation(workload),
     )
     status: Obj = {"conditions": conditions}
     if topology:
@@ -265,7 +273,7 @@ def second_pass_failed(workload: Mapping[str, Any], reason: str, *, now: dt.date
         reason=PENDING_DELAYED_TOPOLOGY,
         message=f"There are pending delayed topology requests: {reason}",
         now=now,
-        observed_generation=(workload.get("metadata") or {}).get("generation"),
+        observed_generation=workload_generation(workload),
     )
     return {"conditions": conditions} if changed else None
 
@@ -301,7 +309,7 @@ def requeue_invalid(workload: Mapping[str, Any], problem: str, *, now: dt.dateti
     """Release the reservation of an invalid entry and requeue it after a backoff (Kueue's 60 s * 2^(n-1), capped
     at an hour), instead of trying it again in every pass; its checks start over when it reserves quota again."""
     message = f"Requeued: {problem}"
-    generation = (workload.get("metadata") or {}).get("generation")
+    generation = workload_generation(workload)
     conditions, _ = set_condition(
         conditions_of(workload),
         condition_type=QUOTA_RESERVED,
