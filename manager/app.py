@@ -274,58 +274,62 @@ async def run(args: argparse.Namespace) -> None:
         api = await clients.connect_kubeconfig_file(args.kubeconfig, cluster="manager", options=options)
     else:
         api = await clients.connect_in_cluster(cluster="manager", options=options)
-    async with api, anyio.create_task_group() as tg:
-        tg.start_soon(partial(cancel_on_signal, tg.cancel_scope, component="kfed-manager"))
-        port, metrics_port = await start_listeners(
-            tg,
-            health,
-            metrics=metrics,
-            bind_address=args.bind_address,
-            health_port=args.health_port,
-            metrics_port=args.metrics_port,
-        )
-        log.info(
-            "kfed-manager starting",
-            health_port=port,
-            metrics_port=metrics_port,
-            namespace=config.namespace,
-            identity=config.identity,
-        )
-        terms = LeadershipTerms(lambda: ManagerRuntime(api, config, metrics), metrics=metrics)
-        if args.dashboard_port >= 0:
-            dashboard = HealthEndpoints()
-            dashboard.add_route("/", lambda: ("text/html; charset=utf-8", PAGE.encode()))
-            dashboard.add_route(
-                "/api/state", lambda: ("application/json", json.dumps(terms.dashboard_state()).encode())
-            )
-            dashboard_port = int(
-                await tg.start(partial(dashboard.serve, host=args.bind_address, port=args.dashboard_port))
-            )
-            log.info("dashboard serving", dashboard_port=dashboard_port)
-        if args.visibility_port >= 0:
-            await _serve_visibility(
+    # Files only this process needs (the visibility API's certificate and key) live in one directory that goes
+    # with it, on a normal stop as on SIGTERM; a serving key is not left behind in /tmp.
+    with tempfile.TemporaryDirectory(prefix="kfed-manager-") as scratch:
+        async with api, anyio.create_task_group() as tg:
+            tg.start_soon(partial(cancel_on_signal, tg.cancel_scope, component="kfed-manager"))
+            port, metrics_port = await start_listeners(
                 tg,
-                args,
-                api=api,
-                terms=terms,
-                health=health,
-                field_manager=config.field_manager,
+                health,
+                metrics=metrics,
+                bind_address=args.bind_address,
+                health_port=args.health_port,
+                metrics_port=args.metrics_port,
+            )
+            log.info(
+                "kfed-manager starting",
+                health_port=port,
+                metrics_port=metrics_port,
+                namespace=config.namespace,
                 identity=config.identity,
             )
-        health.add_readiness_check("caches", terms.ready)
-        health.add_readiness_check("remotes-connected", terms.remotes_connected)
-        if not args.leader_elect:
-            metrics.role = ROLE_STANDALONE
-            await terms.lead()
-            return
-        metrics.role = ROLE_FOLLOWER
-        elector = LeaderElector(
-            api,
-            LeaderElectionConfig(name="kfed-manager", namespace=config.namespace, identity=config.identity),
-            on_started_leading=terms.lead,
-        )
-        health.add_readiness_check("leader-election", lambda: (True, elector.leader or "no leader yet"))
-        await elector.run()
+            terms = LeadershipTerms(lambda: ManagerRuntime(api, config, metrics), metrics=metrics)
+            if args.dashboard_port >= 0:
+                dashboard = HealthEndpoints()
+                dashboard.add_route("/", lambda: ("text/html; charset=utf-8", PAGE.encode()))
+                dashboard.add_route(
+                    "/api/state", lambda: ("application/json", json.dumps(terms.dashboard_state()).encode())
+                )
+                dashboard_port = int(
+                    await tg.start(partial(dashboard.serve, host=args.bind_address, port=args.dashboard_port))
+                )
+                log.info("dashboard serving", dashboard_port=dashboard_port)
+            if args.visibility_port >= 0:
+                await _serve_visibility(
+                    tg,
+                    args,
+                    api=api,
+                    terms=terms,
+                    health=health,
+                    field_manager=config.field_manager,
+                    identity=config.identity,
+                    scratch=Path(scratch),
+                )
+            health.add_readiness_check("caches", terms.ready)
+            health.add_readiness_check("remotes-connected", terms.remotes_connected)
+            if not args.leader_elect:
+                metrics.role = ROLE_STANDALONE
+                await terms.lead()
+                return
+            metrics.role = ROLE_FOLLOWER
+            elector = LeaderElector(
+                api,
+                LeaderElectionConfig(name="kfed-manager", namespace=config.namespace, identity=config.identity),
+                on_started_leading=terms.lead,
+            )
+            health.add_readiness_check("leader-election", lambda: (True, elector.leader or "no leader yet"))
+            await elector.run()
 
 
 class Term(Protocol):
@@ -351,9 +355,11 @@ async def _serve_visibility(
     health: HealthEndpoints,
     field_manager: str,
     identity: str,
+    scratch: Path,
 ) -> None:
     """Start the visibility API server, and with ``--visibility-cert-secret`` the keeper of its certificate (its
-    first round before the server starts, so the server starts with the Secret's pair when it can be had)."""
+    first round before the server starts, so the server starts with the Secret's pair when it can be had), which
+    writes the pair under ``scratch``."""
     cert_dir = Path(args.visibility_cert_dir) if args.visibility_cert_dir else None
     keeper: CertificateKeeper | None = None
     visibility: VisibilityServer | None = None
@@ -364,7 +370,8 @@ async def _serve_visibility(
 
     if args.visibility_cert_secret:
         namespace, _, name = str(args.visibility_cert_secret).rpartition("/")
-        cert_dir = Path(tempfile.mkdtemp(prefix="kfed-visibility-cert-"))
+        cert_dir = scratch / "visibility-certificate"
+        cert_dir.mkdir(mode=0o700)
         events = EventRecorder(api, controller="kfed.io/kfed-manager", instance=identity)
         tg.start_soon(events.run)
         keeper = CertificateKeeper(

@@ -217,15 +217,24 @@ def test_manager_access_token_on_the_worker_handles_copies_only(installed: Insta
 
 
 class Process:
-    """A kfed console script as a local process with a log file; always stopped (SIGTERM, then SIGKILL)."""
+    """A kfed console script as a local process with a log file and a TMPDIR of its own next to it; always stopped
+    (SIGTERM, then SIGKILL)."""
 
     def __init__(self, argv: list[str], log_path: Path) -> None:
         self.log_path = log_path
+        self.tmp = log_path.with_suffix(".tmp")
+        self.tmp.mkdir(exist_ok=True)
         with log_path.open("wb") as log:
-            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+            self.proc = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env={**os.environ, "TMPDIR": str(self.tmp)}
+            )
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def left_in_tmp(self) -> list[str]:
+        """What the process left in its TMPDIR (after :meth:`stop`, nothing: its files go with it)."""
+        return sorted(str(p.relative_to(self.tmp)) for p in self.tmp.rglob("*"))
 
     def stop(self) -> int:
         if self.proc.poll() is None:
@@ -719,7 +728,8 @@ def test_kfed_manager_keeps_its_own_visibility_certificate(installed: Installed)
     """visibility.certificate.generatedBy: kfed-manager (helm template, Argo CD, Flux): the chart renders the Secret
     empty and the APIService without caBundle; kfed-manager, with nothing but its ServiceAccount's token, fills the
     Secret with a CA and a certificate, writes that CA into the APIService, and serves the certificate, which the CA
-    verifies for the name the aggregator checks (and no other). Started again, it keeps the pair."""
+    verifies for the name the aggregator checks (and no other). Started again, it keeps the pair. Stopped, it leaves
+    no copy of the key in its TMPDIR."""
     import ssl
 
     from e2e.rig import from_charts
@@ -781,6 +791,7 @@ def test_kfed_manager_keeps_its_own_visibility_certificate(installed: Installed)
                 code = process.stop()
             assert code == 0, process.log()[-3000:]
             assert_no_forbidden(process, "kfed-manager")
+            assert process.left_in_tmp() == [], "the serving key and certificate are removed when kfed-manager stops"
         assert pairs[0] == pairs[1], "a restart keeps the pair"
         assert [e["reason"] for e in _events_on(rig, secret_name)] == ["CertificateMade"], "one pair, made once"
         # An APIService that sends elsewhere (Kueue's, say) is not kfed-manager's to change: left alone, and said.

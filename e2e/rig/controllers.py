@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 import time
 import urllib.error
@@ -65,6 +66,18 @@ def controller_script(name: str) -> str:
     if not path.exists():
         raise RigError(f"{path} not found; install kfed into this environment (`make venv`)")
     return str(path)
+
+
+def scratch_env(fed: Federation, process: str, env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (or this process's environment) with TMPDIR in the rig's directory, one per kfed process: what a
+    process leaves there is visible to tests and goes with the rig, even after a SIGKILL."""
+    scratch = scratch_dir(fed, process)
+    scratch.mkdir(parents=True, exist_ok=True)
+    return {**(os.environ if env is None else env), "TMPDIR": str(scratch)}
+
+
+def scratch_dir(fed: Federation, process: str) -> Path:
+    return fed.directory / "tmp" / process
 
 
 def start_controllers(fed: Federation) -> None:
@@ -144,6 +157,7 @@ def _start_agent(fed: Federation, worker: str, launched: list[tuple[str, int, An
         ],
         log_path=fed.directory / "logs" / f"kfed-agent-{worker}.log",
         die_with_parent=fed.die_with_parent,
+        env=scratch_env(fed, f"kfed-agent-{worker}"),
     )
     launched.append((f"kfed-agent-{worker}", port, proc))
     fed.controller_records.append(record)
@@ -186,6 +200,7 @@ def _start_manager(
         ],
         log_path=logs / "kfed-manager.log",
         die_with_parent=fed.die_with_parent,
+        env=scratch_env(fed, "kfed-manager"),
     )
     launched.append(("kfed-manager", port, proc))
     fed.controller_records.append(record)
@@ -218,6 +233,7 @@ def start_controllers_from_charts(fed: Federation) -> None:
         container = from_charts.rendered_container(fed, release)
         kubeconfig = from_charts.token_kubeconfig(fed, release.cluster, container["serviceAccountName"])
         argv, env = from_charts.process_argv(container, kubeconfig)
+        env = scratch_env(fed, release.process, env)
         proc, record = start_process(
             release.process,
             argv,
@@ -246,7 +262,8 @@ def start_manager_replica(
     for flag, free in ports.items():
         if any(arg.startswith(flag) for arg in launch.argv):
             argv.append(f"{flag}={free}")  # the first replica's is taken
-    proc, record = start_process(name, argv, log_path=log, die_with_parent=fed.die_with_parent, env=launch.env)
+    env = scratch_env(fed, name, launch.env)  # its own TMPDIR
+    proc, record = start_process(name, argv, log_path=log, die_with_parent=fed.die_with_parent, env=env)
     _wait_ready(name, port, proc, log=log)
     return record
 

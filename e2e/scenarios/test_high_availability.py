@@ -5,7 +5,8 @@ once (one Job created on one worker, per the workers' audit logs) and completes.
 
 The second replica runs the rendered Deployment's command, args, env and token like the first; only its ports
 differ (pods have a network each, local processes share one). Afterwards the federation is as it was: a fresh
-`kfed-manager` (same command, same log) leads again and the standby is stopped.
+`kfed-manager` (same command, same log) leads again and the standby is stopped (SIGTERM), leaving nothing in its
+TMPDIR: the visibility API's serving certificate and key it wrote there go with it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 
 from e2e.queues import CLUSTER_QUEUE
 from e2e.rig.audit import created_names
-from e2e.rig.controllers import _wait_ready, lease_holder, start_manager_replica
+from e2e.rig.controllers import _wait_ready, lease_holder, scratch_dir, start_manager_replica
 from e2e.rig.federation import Federation
 from e2e.rig.ports import free_port
 from e2e.rig.processes import ProcessRecord, start_process, stop_records
@@ -116,6 +117,8 @@ def test_killing_the_leading_manager_hands_over_to_the_standby_without_duplicate
         fed.controller_records.append(replacement)
         _wait_ready("kfed-manager", launch.health_port, proc, log=launch.log)
         assert stop_records([standby]) == []
+    left = sorted(str(p.relative_to(scratch_dir(fed, standby.name))) for p in scratch_dir(fed, standby.name).rglob("*"))
+    assert left == [], f"the standby, stopped by SIGTERM, left files in its TMPDIR: {left}"
     assert replacement is not None
     identity = f"_{replacement.pid}"
     wait_for(
