@@ -400,6 +400,18 @@ def _first_fit(
     return None
 
 
+def insufficient(resource: str, cluster_queue: str, requested: int, free: int, *, nominal: int) -> str:
+    """A worker ClusterQueue has too little of ``resource`` now (milli-units); one whose nominal quota is below the
+    request says so, since it takes the workload only by borrowing, never on its own quota."""
+    message = (
+        f"insufficient {resource} in ClusterQueue {cluster_queue}: "
+        f"requested {format_quantity(requested)}, free {format_quantity(max(free, 0))}"
+    )
+    if requested > nominal:
+        message += f", more than its nominal quota of {format_quantity(nominal)}"
+    return message
+
+
 def _no_flavor(
     flavors: Sequence[FlavorRoom],
     needed: Sequence[tuple[str, int]],
@@ -423,10 +435,8 @@ def _no_flavor(
         ):
             # one flavor: the whole workload's request and the flavor's room before it, as one pod set reads
             already = taken.get((flavors[0].name, resource), 0) if len(flavors) == 1 else 0
-            return (
-                f"insufficient {resource} in ClusterQueue {cluster_queue}: "
-                f"requested {format_quantity(amount + already)}, free {format_quantity(max(roomiest + already, 0))}"
-            )
+            nominal = max(flavor.nominal.get(resource, 0) for flavor in flavors)
+            return insufficient(resource, cluster_queue, amount + already, roomiest + already, nominal=nominal)
     wanted = ", ".join(f"{_shown(resource, amount)} {resource}" for resource, amount in needed)
     short = "; ".join(
         f"{flavor.name} has "
@@ -553,10 +563,7 @@ def _fit(
             room = found.free - sent
             if room < amount:
                 if found.with_borrowing - sent < amount:
-                    return (
-                        f"insufficient {resource} in ClusterQueue {cluster_queue}: "
-                        f"requested {format_quantity(amount)}, free {format_quantity(max(room, 0))}"
-                    )
+                    return insufficient(resource, cluster_queue, amount, room, nominal=found.nominal)
                 borrows = True
             nominal = found.nominal
             if nominal > 0:

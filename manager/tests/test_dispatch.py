@@ -93,6 +93,17 @@ def test_no_room_explains_every_worker() -> None:
     assert "w2: not connected" in result.message
 
 
+def test_a_request_above_a_workers_nominal_quota_says_so() -> None:
+    """Not now (free quota) and not on its own quota ever (only by borrowing): the message tells them apart."""
+    now = choose(5, [worker("w1", free_cpu=4, nominal_cpu=8)])
+    never = choose(9, [worker("w1", free_cpu=4, nominal_cpu=8)])
+    assert now == NoWorker("no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 5, free 4")
+    assert never == NoWorker(
+        "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 9, free 4, more than its nominal "
+        "quota of 8"
+    )
+
+
 def test_in_flight_quota_counts_until_a_later_report() -> None:
     ledger = InFlightLedger()
     ledger.record("ns/a", worker="w1", cluster_queue="cq", requests={"cpu": 3 * CPU})
@@ -588,8 +599,8 @@ def test_each_worker_is_judged_by_the_requests_its_own_namespace_limit_ranges_gi
         return choose_worker(namespace="team-a", queue_name="lq", requests={}, workers=workers, as_run_there=judge)
 
     assert pick(3, [four_cpu]) == NoWorker(
-        "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 12, free 8 (the pods' requests "
-        "with the LimitRange defaults of namespace team-a there)"
+        "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 12, free 8, more than its nominal "
+        "quota of 8 (the pods' requests with the LimitRange defaults of namespace team-a there)"
     )
     two = pick(2, [four_cpu])
     assert isinstance(two, Dispatch)
@@ -746,8 +757,8 @@ def test_each_worker_is_judged_by_its_own_runtime_class_overheads() -> None:
         )
 
     assert pick(heavy) == NoWorker(
-        "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 12, free 8 (the pods' requests "
-        "with the overhead of RuntimeClass sandboxed there)"
+        "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 12, free 8, more than its nominal "
+        "quota of 8 (the pods' requests with the overhead of RuntimeClass sandboxed there)"
     )
     there = pick(bare)
     assert isinstance(there, Dispatch)

@@ -78,14 +78,20 @@ def test_two_pod_sets_may_take_two_flavors_but_not_more_than_one_flavor_holds() 
     assert choose([worker("w1", two)], usage) == Dispatch("w1", "cq", False)
     too_big = choose([worker("w1", two)], [("main", {"cpu": 6 * CPU})])
     assert isinstance(too_big, NoWorker)
-    assert too_big.message == "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 6, free 4"
+    assert too_big.message == (
+        "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 6, free 4"
+        ", more than its nominal quota of 4"
+    )
 
 
 def test_one_flavor_reads_as_before_the_whole_request_against_its_room() -> None:
     one = [flavor("only", cpu=4)]
     refused = choose([worker("w1", one)], [("driver", {"cpu": 3 * CPU}), ("workers", {"cpu": 2 * CPU})])
     assert isinstance(refused, NoWorker)
-    assert refused.message == "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 5, free 4"
+    assert refused.message == (
+        "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 5, free 4"
+        ", more than its nominal quota of 4"
+    )
 
 
 def test_a_flavor_that_fits_without_borrowing_is_taken_before_an_earlier_one_that_must_borrow() -> None:
@@ -106,7 +112,10 @@ def test_a_pod_set_takes_only_a_flavor_its_nodes_allow_even_when_another_has_roo
     target = [worker("w1", flavors, flavor_nodes=nodes)]
     refused = choose(target, [("main", {"cpu": 2 * CPU})], placement=[pinned])
     assert isinstance(refused, NoWorker)
-    assert refused.message == "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 2, free 1"
+    assert refused.message == (
+        "no worker can take it: w1: insufficient cpu in ClusterQueue cq: requested 2, free 1"
+        ", more than its nominal quota of 1"
+    )
     assert choose(target, [("main", {"cpu": 2 * CPU})], placement=[pinned_b]) == Dispatch("w1", "cq", False)
 
 
