@@ -6,12 +6,16 @@ a burst (right after it is created): such an orphaned heartbeat later wrote ``Re
 taken out of kwok's hands and made NotReady, and the TAS repair test read ``unhealthyNodes`` empty.
 
 Pods go Running as soon as they are bound; pods owned by a Job succeed after ``job_seconds`` (overridable per pod
-with kwok's ``pod-complete.stage.kwok.x-k8s.io/delay`` annotation, e.g. "30s"); deleted pods are removed.
+with kwok's ``pod-complete.stage.kwok.x-k8s.io/delay`` annotation, e.g. "30s"), or fail after as long with the
+exit code a ``rig.kfed.io/exit-code`` annotation names (``EXIT_CODE_ANNOTATION``: Jobs that fail, for their
+``backoffLimit`` and ``podFailurePolicy``); deleted pods are removed.
 """
 
 from __future__ import annotations
 
 COMPLETE_DELAY_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
+EXIT_CODE_ANNOTATION = "rig.kfed.io/exit-code"
+"""On a Job's pod template: its pods end Failed with this exit code (an integer, as a string) instead of Succeeded."""
 
 _NODE_STATUS = """\
 {{ $now := Now }}
@@ -125,6 +129,30 @@ phase: Succeeded
 )
 
 
+_POD_FAILED = (
+    """\
+{{ $now := Now }}
+"""
+    + _pod_conditions(ready=False)
+    + """\
+containerStatuses:
+{{ range .spec.containers }}
+- name: {{ .name | Quote }}
+  image: {{ .image | Quote }}
+  ready: false
+  started: false
+  restartCount: 0
+  state:
+    terminated:
+      exitCode: {{ index $.metadata.annotations "EXIT_CODE_ANNOTATION" }}
+      reason: Error
+      finishedAt: {{ $now | Quote }}
+{{ end }}
+phase: Failed
+""".replace("EXIT_CODE_ANNOTATION", EXIT_CODE_ANNOTATION)
+)
+
+
 def _indent(text: str, spaces: int) -> str:
     pad = " " * spaces
     return "".join(pad + line if line.strip() else line for line in text.splitlines(keepends=True))
@@ -190,6 +218,8 @@ spec:
     - key: '.metadata.ownerReferences.[].kind'
       operator: In
       values: ["Job"]
+    - key: '.metadata.annotations["{EXIT_CODE_ANNOTATION}"]'
+      operator: DoesNotExist
   delay:
     durationMilliseconds: {job_ms}
     durationFrom:
@@ -197,6 +227,34 @@ spec:
   next:
     statusTemplate: |
 {_indent(_POD_SUCCEEDED, 6)}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: kfed-pod-job-fail
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.status.phase'
+      operator: In
+      values: ["Running"]
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: In
+      values: ["Job"]
+    - key: '.metadata.annotations["{EXIT_CODE_ANNOTATION}"]'
+      operator: Exists
+  delay:
+    durationMilliseconds: {job_ms}
+    durationFrom:
+      expressionFrom: '.metadata.annotations["{COMPLETE_DELAY_ANNOTATION}"]'
+  next:
+    statusTemplate: |
+{_indent(_POD_FAILED, 6)}
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.queues import LOCAL_QUEUE, job_manifest, named_queue_objects
+from e2e.rig.audit import created_names
 from e2e.rig.federation import MANAGER, Federation
 from e2e.waiting import wait_for
 
@@ -122,6 +123,16 @@ def remote_copies(fed: Federation, job: str, *, live_only: bool = False) -> dict
         if kinds:
             found[worker] = kinds
     return found
+
+
+def created_names_on_workers(fed: Federation, job: str) -> list[str]:
+    """Every successful create of the Job ``job`` on any worker by kfed-manager (its copies), per the audit logs."""
+    return [
+        f"{worker}:{name}"
+        for worker in fed.workers
+        for name in created_names(fed.clusters[worker].audit_log, resource="jobs", client="kfed-manager")
+        if name == f"default/{job}"
+    ]
 
 
 def visibility_port(fed: Federation) -> int:

@@ -23,12 +23,11 @@ from pathlib import Path
 import pytest
 
 from e2e.queues import CLUSTER_QUEUE
-from e2e.rig.audit import created_names
 from e2e.rig.controllers import _wait_ready, lease_holder, scratch_dir, start_manager_replica
 from e2e.rig.federation import Federation
 from e2e.rig.ports import free_port
 from e2e.rig.processes import ProcessRecord, start_process, stop_records
-from e2e.scenarios.helpers import submit, visibility_get, wait_complete
+from e2e.scenarios.helpers import created_names_on_workers, submit, visibility_get, wait_complete
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -146,13 +145,3 @@ def _readyz_verbose(port: int) -> str:
         return str(err.read().decode())
     except OSError as err:
         return str(err)
-
-
-def created_names_on_workers(fed: Federation, job: str) -> list[str]:
-    """Every successful create of the Job ``job`` on any worker by kfed-manager (its copies), per the audit logs."""
-    return [
-        f"{worker}:{name}"
-        for worker in fed.workers
-        for name in created_names(fed.clusters[worker].audit_log, resource="jobs", client="kfed-manager")
-        if name == f"default/{job}"
-    ]

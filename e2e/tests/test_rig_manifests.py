@@ -1,6 +1,6 @@
 import yaml
 
-from e2e.rig.kwok_stages import render_stages
+from e2e.rig.kwok_stages import EXIT_CODE_ANNOTATION, render_stages
 from e2e.rig.nodes import BLOCK_LABEL, HOSTNAME_LABEL, RACK_LABEL, NodeShape, node_manifests
 
 
@@ -27,6 +27,14 @@ def test_stages_parse_and_cover_nodes_and_pods() -> None:
     complete = next(d for d in docs if d["metadata"]["name"] == "kfed-pod-job-complete")
     assert complete["spec"]["delay"]["durationMilliseconds"] == 2500
     assert "phase: Succeeded" in complete["spec"]["next"]["statusTemplate"]
+    failing = next(d for d in docs if d["metadata"]["name"] == "kfed-pod-job-fail")
+    assert failing["spec"]["delay"] == complete["spec"]["delay"]
+    assert "phase: Failed" in failing["spec"]["next"]["statusTemplate"]
+    assert f'index $.metadata.annotations "{EXIT_CODE_ANNOTATION}"' in failing["spec"]["next"]["statusTemplate"]
+    selects = f'.metadata.annotations["{EXIT_CODE_ANNOTATION}"]'
+    (on_complete,) = [e for e in complete["spec"]["selector"]["matchExpressions"] if e["key"] == selects]
+    (on_fail,) = [e for e in failing["spec"]["selector"]["matchExpressions"] if e["key"] == selects]
+    assert (on_complete["operator"], on_fail["operator"]) == ("DoesNotExist", "Exists"), "one stage per pod"
 
 
 def test_a_refused_call_is_told_from_a_port_or_a_timestamp() -> None:
