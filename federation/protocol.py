@@ -71,6 +71,8 @@ REASON_QUOTA_RESERVED: Final = "QuotaReserved"
 REASON_ADMITTED: Final = "Admitted"
 REASON_SUCCEEDED: Final = "Succeeded"
 REASON_FAILED: Final = "Failed"
+REASON_OWNER_NOT_FOUND: Final = "OwnerNotFound"
+"""Kueue's Finished reason for a Workload whose owner (Job) no longer exists (``federation.admission.orphans``)."""
 REASON_NO_WORKER_CAPACITY: Final = "NoWorkerCapacity"
 
 PODS_UNSCHEDULABLE_CONDITION: Final = "kfed.io/PodsUnschedulable"

@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from federation.admission.execution_time import REASON_EXCEEDED, exceeded_note, exceeded_status, limit_of
+from federation.admission.orphans import OWNER_NOT_FOUND_MESSAGE, orphan_finish
 from federation.admission.pods_ready import (
     REASON_PODS_READY_TIMEOUT,
     deactivation_target,
@@ -334,10 +335,12 @@ class DispatchProgress:
         return updated
 
     async def finish(self, workload: Obj, *, remote_job: Obj | None, worker: str) -> None:
+        """The Job ended (``remote_job``'s Complete or Failed): ``Finished`` with Kueue's reason and the Job's
+        message."""
         finish = job_finish(remote_job)
         assert finish is not None
         now = dt.datetime.now(dt.UTC)
-        conditions, changed = set_condition(
+        conditions, _ = set_condition(
             (workload.get("status") or {}).get("conditions") or [],
             condition_type="Finished",
             status=True,
@@ -346,8 +349,21 @@ class DispatchProgress:
             now=now,
             observed_generation=workload_generation(workload),
         )
+        await self._finished(workload, conditions, now=now, worker=worker, succeeded=finish.succeeded)
+
+    async def finish_orphaned(self, workload: Obj, *, worker: str) -> None:
+        """Its Job is gone and it was left behind (``federation.admission.orphans``): ``Finished``, reason
+        ``OwnerNotFound``, as Kueue finishes it; the next pass removes its copies."""
+        now = dt.datetime.now(dt.UTC)
+        await self._finished(workload, orphan_finish(workload, now=now), now=now, worker=worker, succeeded=False)
+        key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
+        log.warning("orphaned workload finished", workload=key, message=OWNER_NOT_FOUND_MESSAGE)
+
+    async def _finished(
+        self, workload: Obj, conditions: list[dict[str, Any]], *, now: dt.datetime, worker: str, succeeded: bool
+    ) -> None:
         conditions = cleared_on_finish(conditions, now=now)
-        if changed:
+        if conditions != list(conditions_of(workload)):
             await self._writes.patch_status(workload, {"conditions": conditions})
         key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
         self._ledger.forget(key)
@@ -356,4 +372,4 @@ class DispatchProgress:
         self._metrics.finished(
             cluster_queue=queue, namespace=namespace, local_queue=local_queue, priority_class=priority_class
         )
-        log.info("workload finished", workload=key, cluster=worker, succeeded=finish.succeeded)
+        log.info("workload finished", workload=key, cluster=worker, succeeded=succeeded)

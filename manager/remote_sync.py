@@ -19,6 +19,7 @@ import structlog
 
 from federation.admission.deactivation import deactivation_reason
 from federation.admission.execution_time import execution_time_left
+from federation.admission.orphans import is_orphaned
 from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
@@ -162,7 +163,7 @@ class RemoteSync:
         wait for a Job copy that never comes, be evicted by the worker and come back, again and again."""
         multikueue = multikueue_check_names(self._admission_checks.store)
         checks = [c for c in check_states(workload) if c.get("name") in multikueue]
-        if not checks or (workload.get("spec") or {}).get("active", True) is False:
+        if not checks or (workload.get("spec") or {}).get("active", True) is False or is_true(workload, "Finished"):
             return None
         job = manager_job
         if job is None and (name := owner_job_name(workload)) is not None:
@@ -185,11 +186,12 @@ class RemoteSync:
 
     async def _reconcile(self, key: str, writes: WriteTally) -> float | None:
         """One pass over a workload, as ordered cases: gone → garbage; its manager Job already finished → finish it;
-        copies where they do not belong → delete; a reservation another MultiKueue dispatcher made (several workers
-        nominated) → released once those copies are gone; not dispatched → nothing; a Job kfed cannot run on a
-        worker → MultiKueue check Rejected, deactivated; its worker unreachable → wait, requeue past the worker-lost
-        timeout; a stock Kueue manager's copies → adopted; stale copies of an earlier incarnation → remove them
-        first; evicting → withdraw; dispatch unsound → evict; otherwise carry out the sync plan."""
+        left behind by its deleted Job (orphaned) → finish it, reason OwnerNotFound; copies where they do not belong
+        → delete; a reservation another MultiKueue dispatcher made (several workers nominated) → released once those
+        copies are gone; not dispatched → nothing; a Job kfed cannot run on a worker → MultiKueue check Rejected,
+        deactivated; its worker unreachable → wait, requeue past the worker-lost timeout; a stock Kueue manager's
+        copies → adopted; stale copies of an earlier incarnation → remove them first; evicting → withdraw; dispatch
+        unsound → evict; otherwise carry out the sync plan."""
         workload = self._workload_view.get(key)
         if workload is None:
             await self._cleaner.collect_garbage(only_key=key, job_name=self._job_names.pop(key, None))
@@ -202,6 +204,11 @@ class RemoteSync:
             # The Job's final status is on the manager already (the process stopped before it marked the Workload,
             # or its worker became unreachable right after): that result stands; never requeue a finished Job.
             await self._progress.finish(workload, remote_job=manager_job, worker=worker or "")
+            return None
+        if is_orphaned(workload):
+            # Its Job was deleted and the Workload left behind (``kubectl delete --cascade=orphan``): finished as
+            # Kueue finishes it, which releases its quota; the pass after this write removes its copies.
+            await self._progress.finish_orphaned(workload, worker=worker or "")
             return None
         strays = await self._cleaner.delete_strays(key, job_name=owner_job_name(workload), holder=worker)
         wrote, backoff_left = await self._progress.requeued(workload, key)

@@ -3,12 +3,13 @@
 Why this module exists: after admission, the agent's pass turns Workload states into Job states and back, reading
 mostly the Jobs and their Workloads, found through ``worker_agent.indexes`` rather than by walking the caches (the job
 pass looks only at the Jobs that changed, or whose Workload did, since the last one): the deactivation pass evicts the
-Workloads someone deactivated here, the Job-copy pass evicts admitted kfed-manager copies whose Job copy has not come
-in time, and the job pass stops the Jobs of evicted Workloads and releases their quota, suspends Jobs running without
-quota, starts the Jobs of admitted Workloads (checking a started kfed-manager Job copy's placement once) and finishes
-the Workloads of ended Jobs — a kfed-manager copy's finish in memory first, written only if the copy is still there
-after a grace. A Job someone queued on the worker itself gets its Workload here (``decisions.local_jobs``; one running
-without it is stopped first), and goes on as a manager's copy does. The loop (``worker_agent.reconciler``) runs them
+Workloads someone deactivated here, the orphan pass finishes the Workloads whose Job was deleted without them, the
+Job-copy pass evicts admitted kfed-manager copies whose Job copy has not come in time, and the job pass stops the Jobs
+of evicted Workloads and releases their quota, suspends Jobs running without quota, starts the Jobs of admitted
+Workloads (checking a started kfed-manager Job copy's placement once) and finishes the Workloads of ended Jobs — a
+kfed-manager copy's finish in memory first, written only if the copy is still there after a grace. A Job someone
+queued on the worker itself gets its Workload here (``decisions.local_jobs``; one running without it is stopped
+first), and goes on as a manager's copy does. The loop (``worker_agent.reconciler``) runs them
 in that order after admission, and wakes when ``next_job_copy_due`` or ``next_finish_due()`` says so.
 """
 
@@ -26,6 +27,7 @@ import structlog
 from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_state
 from federation.admission.deactivation import deactivation_eviction
+from federation.admission.orphans import OWNER_NOT_FOUND_MESSAGE, is_orphaned, orphan_finish
 from federation.admission.queue_metrics import workload_labels
 from federation.conditions import is_true
 from federation.kube import resources as r
@@ -34,6 +36,7 @@ from federation.kube.recorder import EventRecorder
 from federation.kube.refusal import is_refusal
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
+from federation.protocol import REASON_OWNER_NOT_FOUND
 from federation.workload_from_job import priority_class_changed
 from federation.workload_match import WorkloadEdit
 from worker_agent.decisions.job_copies import (
@@ -266,6 +269,21 @@ class JobPasses:
                 continue  # Kueue reports (Event, metric) only the eviction of a workload that held quota
             count_eviction(self.metrics, written, reason=eviction.reason)
             self.events.emit(written, reason=f"EvictedDueTo{eviction.reason}", note=eviction.message, action="Evict")
+
+    async def orphan_pass(self) -> None:
+        """Finish the Workloads whose Job was deleted without them (``federation.admission.orphans``: reason
+        ``OwnerNotFound``, as Kueue does), which releases their quota: no Job names them, so the job pass never
+        would."""
+        now = self.clock()
+        self.workload_index.refresh()
+        for key in self.workload_index.holding("orphaned"):
+            workload = self.world.workload_by_key(key)
+            if workload is None or not is_orphaned(workload):
+                continue
+            finish = FinishWorkload(
+                {"conditions": orphan_finish(workload, now=now)}, REASON_OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE
+            )
+            await self._finish_workload(workload, finish, self._log.bind(workload=key))
 
     async def job_copy_pass(self) -> None:
         """Evict the admitted kfed-manager copies whose Job copy has not come within ``job_copy_timeout``

@@ -31,6 +31,7 @@ from federation.conditions import (
     set_condition,
     workload_generation,
 )
+from federation.protocol import REASON_OWNER_NOT_FOUND
 from manager.decisions.refusals import refusal_end, refused_message, refused_until, refused_workers
 from manager.decisions.sync import job_finish
 from manager.decisions.worker_lists import workers_in
@@ -42,9 +43,6 @@ EXCLUDED_CLUSTERS_ANNOTATION = "kfed.io/excluded-clusters"
 
 WITHDRAWN_FROM_ANNOTATION = "kfed.io/withdrawn-from"
 """Comma-separated worker clusters this Workload was withdrawn from: the next dispatch prefers the others."""
-
-REASON_OWNER_NOT_FOUND = "OwnerNotFound"
-"""Kueue's Finished reason for a Workload whose owner (Job) does not exist."""
 
 REASON_EVICTED_BY_ADMISSION_CHECK = "AdmissionCheck"
 """Kueue's eviction reason when an admission check (here MultiKueue) takes the reservation back."""

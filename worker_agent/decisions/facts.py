@@ -2,8 +2,8 @@
 
 Why this module exists: the reconciler's passes ask the same questions of every Workload and Job (which Workloads are
 evicted but still hold quota, which may have an admission-check or requeue step to take, which kfed-manager copies
-wait for their Job copy, when an admitted Workload's maximum execution time is spent, which Workload each Job
-belongs to). The answers depend on the object alone, so
+wait for their Job copy, when an admitted Workload's maximum execution time is spent, which Workloads their Jobs left
+behind, which Workload each Job belongs to). The answers depend on the object alone, so
 ``worker_agent.indexes`` keeps them by key, derives them again only for the objects that changed, and the passes ask
 the full decisions only where an answer says there may be something to do. Pure.
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 from federation.admission.deactivation import needs_deactivation_eviction
 from federation.admission.execution_time import execution_deadline
+from federation.admission.orphans import is_orphaned
 from federation.admission.pods_ready import ready_pod_count
 from federation.admission.requeued import may_take_requeued_step
 from federation.protocol import MANAGER_UID_LABEL
@@ -47,6 +48,8 @@ class WorkloadFacts:
     execution_deadline: float | None = None
     """For an admitted Workload with ``maximumExecutionTimeSeconds``, when its budget is spent (epoch seconds,
     ``federation.admission.execution_time.execution_deadline``); None for every other Workload."""
+    orphaned: bool = False
+    """``federation.admission.orphans.is_orphaned``: its Job is gone and it was left behind; it is finished."""
 
 
 def workload_facts(workload: Mapping[str, Any]) -> WorkloadFacts:
@@ -59,6 +62,7 @@ def workload_facts(workload: Mapping[str, Any]) -> WorkloadFacts:
         readiness_judged_here=readiness_judged_here(workload),
         unready_quota_holder=unready_quota_holder(workload),
         execution_deadline=execution_deadline(workload),
+        orphaned=is_orphaned(workload),
     )
 
 

@@ -1,0 +1,92 @@
+"""A Job deleted without its Workload (``kubectl delete job NAME --cascade=orphan``) leaves the Workload behind with
+no owner; as Kueue does (``FinishOrphanedWorkloads``), it is finished at once, reason ``OwnerNotFound``, which
+releases its quota: on the manager (and its copies are removed from the worker) and on a worker, for a Job queued
+there. Before, the manager deactivated such a Workload for want of an owner, and a worker held its quota for ever.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from e2e.queues import job_manifest
+from e2e.rig.federation import MANAGER, Federation
+from e2e.scenarios.helpers import Obj, condition, get, is_true, remote_copies, submit, worker_of, workload_of
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+OWNER_NOT_FOUND = ("OwnerNotFound", "The workload's owner no longer exists")
+
+
+def _finished_as_orphan(fed: Federation, cluster: str, name: str) -> Obj:
+    workload = wait_for(
+        lambda: get(fed, cluster, "workloads.kueue.x-k8s.io", name),
+        until=lambda w: w is not None and is_true(w, "Finished"),
+        timeout=60,
+        what=f"the Workload {name} its Job left behind to be finished on {cluster}",
+    )
+    assert workload is not None
+    finished = condition(workload, "Finished")
+    assert finished is not None
+    assert (finished["reason"], finished["message"]) == OWNER_NOT_FOUND, finished
+    assert workload["spec"].get("active") is not False, "finished, not deactivated"
+    assert not workload["metadata"].get("ownerReferences")
+    return workload
+
+
+def test_a_running_job_deleted_without_its_workload_on_the_manager_finishes_it_and_removes_the_copies(
+    federation: Federation,
+) -> None:
+    fed = federation
+    submit(fed, "orphaning", cpu="1", seconds=120)
+    wait_for(
+        lambda: worker_of(fed, "orphaning"),
+        until=lambda w: w is not None and bool(remote_copies(fed, "orphaning", live_only=True).get(w)),
+        timeout=60,
+        what="orphaning running on a worker",
+    )
+    workload = workload_of(fed, "orphaning")
+    assert workload is not None
+    name = workload["metadata"]["name"]
+    fed.kubectl(MANAGER, "delete", "job", "orphaning", "--cascade=orphan")
+    try:
+        _finished_as_orphan(fed, MANAGER, name)
+        wait_for(
+            lambda: remote_copies(fed, "orphaning"),
+            until=lambda copies: copies == {},
+            timeout=30,
+            what="the copies of the orphaned Workload to be removed from its worker",
+        )
+    finally:
+        fed.kubectl(MANAGER, "delete", "workloads.kueue.x-k8s.io", name, "--ignore-not-found", "--wait=false")
+
+
+def test_a_job_queued_on_a_worker_deleted_without_its_workload_releases_the_quota_there(
+    federation: Federation,
+) -> None:
+    fed = federation
+    worker = fed.workers[0]
+    manifest = job_manifest("orphaning-here", namespace="default", cpu="1", seconds=120)
+    job = json.loads(fed.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(manifest)).stdout)
+    uid = job["metadata"]["uid"]
+
+    def owned() -> list[Obj]:
+        listed = json.loads(fed.kubectl(worker, "get", "workloads.kueue.x-k8s.io", "-o", "json").stdout)["items"]
+        return [w for w in listed if (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid") == uid]
+
+    admitted = wait_for(
+        owned,
+        until=lambda found: len(found) == 1 and is_true(found[0], "Admitted"),
+        timeout=60,
+        what="the worker-queued Job's Workload to be admitted there",
+    )
+    name = admitted[0]["metadata"]["name"]
+    fed.kubectl(worker, "delete", "job", "orphaning-here", "--cascade=orphan")
+    try:
+        _finished_as_orphan(fed, worker, name)
+    finally:
+        # its pods were orphaned too: no Job completes or removes them now
+        fed.kubectl(worker, "delete", "pods", "-l", "batch.kubernetes.io/job-name=orphaning-here", "--wait=false")
+        fed.kubectl(worker, "delete", "workloads.kueue.x-k8s.io", name, "--ignore-not-found", "--wait=false")
