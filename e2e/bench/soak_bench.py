@@ -8,7 +8,8 @@ kfed-manager (SIGKILL) and starts it again, kills each kfed-agent, freezes a wor
 worker-lost timeout and another past it, and deletes nodes under running Jobs. Then it waits for every Job to
 finish and checks (``e2e.bench.soak_checks``):
 
-* every Job reached a final state on the manager (Complete, or Failed with its worker's reason);
+* every Job reached a final state on the manager (Complete, or Failed with its worker's reason), and every Job
+  made to fail (one in ten: its pods exit 1, ``backoffLimit: 0``) ended Failed there, never Complete;
 * no Job ran on two workers at once (audit logs of the workers; partitions reported on their own);
 * no copy on a worker outlived its manager Job;
 * no sampled moment had a ClusterQueue reserving more than its quota;
@@ -49,6 +50,7 @@ from e2e.bench.soak_checks import (
 from e2e.queues import FLAVOR, job_manifest, named_queue_objects
 from e2e.rig.audit import job_times_in
 from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
+from e2e.rig.kwok_stages import EXIT_CODE_ANNOTATION
 from e2e.rig.node_faults import delete_node
 from e2e.rig.nodes import NodeShape, node_manifests
 from e2e.toolchain import ensure_built
@@ -60,6 +62,8 @@ WORKER_LOST_TIMEOUT = 20.0
 BLIP = 8.0
 PARTITION = WORKER_LOST_TIMEOUT + 15.0
 FINISH_WITHIN = 900.0
+FAILING_EVERY = 10
+MADE_TO_FAIL_LABEL = "soak.kfed.io/made-to-fail"
 
 
 def _queues(fed: Federation) -> None:
@@ -101,6 +105,10 @@ def _jobs(count: int, seed: int = 7) -> list[dict[str, Any]]:
         manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = (
             "soak-high" if rng.random() < 0.2 else "soak-low"
         )
+        if i % FAILING_EVERY == FAILING_EVERY - 1:  # its worker's Job controller fails it at its first pod's exit
+            manifest["metadata"]["labels"][MADE_TO_FAIL_LABEL] = "true"
+            manifest["spec"]["backoffLimit"] = 0
+            manifest["spec"]["template"]["metadata"]["annotations"][EXIT_CODE_ANNOTATION] = "1"
         jobs.append(manifest)
     return jobs
 
@@ -340,10 +348,14 @@ def soak(count: int, rate: float) -> tuple[dict[str, Any], list[str]]:
             reasons = ", ".join(f"{r} at t={at - t0:.1f}s" for r, at in evictions.get(job, ())) or "none"
             print(f"  ran elsewhere after a blip: {job} (manager Workload Events: {reasons})", flush=True)
     failed = sum(1 for state in outcomes.values() if state == "Failed")
+    made_to_fail = [j["metadata"]["name"] for j in jobs if MADE_TO_FAIL_LABEL in j["metadata"]["labels"]]
+    completed_anyway = [name for name in made_to_fail if outcomes.get(name) == "Complete"]
     report = {
         "jobs": count,
         "finished": len(outcomes),
         "failed": failed,
+        "made_to_fail": len(made_to_fail),
+        "made_to_fail_failed": sum(1 for name in made_to_fail if outcomes.get(name) == "Failed"),
         "seconds_to_all_finished": round(all_done, 1),
         "ran_on_two_workers_at_once": len(doubles),
         "stale_pods_after_partition": len(stale),
@@ -361,7 +373,10 @@ def soak(count: int, rate: float) -> tuple[dict[str, Any], list[str]]:
         "jobs_preempted_after_a_blip": len(preempted_after),
         "jobs_with_pods_on_deleted_nodes": sum(len(jobs) for _, _, jobs in chaos.node_deletions),
     }
-    print(f"Jobs: {count} submitted, {len(outcomes)} finished ({failed} Failed) in {all_done:.0f}s")
+    print(
+        f"Jobs: {count} submitted, {len(outcomes)} finished ({failed} Failed, {report['made_to_fail_failed']} of the "
+        f"{len(made_to_fail)} made to fail) in {all_done:.0f}s"
+    )
     print(
         f"ran on two workers at once: {len(doubles)}; stale pods on a partitioned worker: {len(stale)}, "
         f"gone at most {max(stale, default=0.0):.1f}s after it returned (their Job copies deleted by kfed-manager "
@@ -381,6 +396,7 @@ def soak(count: int, rate: float) -> tuple[dict[str, Any], list[str]]:
     for a, b in doubles[:5]:
         first, second = f"{a.pod} on {a.worker} {a.start:.1f}-{a.end:.1f}", f"{b.pod} on {b.worker} {b.start:.1f}"
         broken.append(f"two at once: {first}, {second}-{b.end:.1f}")
+    broken += [f"made to fail, yet Complete on the manager: {name}" for name in completed_anyway[:5]]
     broken += [f"over quota: {line}" for line in quota.violations[:5]]
     broken += [f"left on a worker: {line}" for line in leftovers[:5]]
     broken += [f"chaos step failed: {line}" for line in chaos.errors]
