@@ -32,6 +32,7 @@ from e2e.interop import kueue_manager_kubeconfig, use_kubeconfig
 from e2e.queues import job_manifest, named_queue_objects, queue_objects, routed_queue_objects
 from e2e.rig.controllers import KFED_NAMESPACE, multikueue_objects
 from e2e.rig.federation import MANAGER, Federation, FederationSpec, running
+from e2e.rig.kwok_stages import EXIT_CODE_ANNOTATION
 from e2e.rig.nodes import NodeShape
 from e2e.rig.processes import ProcessRecord, stop_records
 from e2e.scenarios.helpers import condition, get, items, wait_complete
@@ -266,3 +267,47 @@ def test_a_job_with_a_maximum_execution_time_runs_on_a_stock_kueue_worker(kfed_m
     assert workload is not None
     assert workload["spec"]["maximumExecutionTimeSeconds"] == 300
     assert (workload.get("status") or {}).get("clusterName") == "worker-2"
+
+
+def test_a_job_that_fails_on_a_stock_kueue_worker_fails_on_the_manager_with_its_status(
+    kfed_manager_mixed: Federation,
+) -> None:
+    """Its pods exit 1 with ``backoffLimit: 0``: the stock Kueue worker's Job controller fails the Job copy (Kueue
+    there finishes its Workload copy); the manager Job fails with the same reason and counts, its Workload is
+    ``Finished`` with reason ``Failed``, and the copies go."""
+    fed = kfed_manager_mixed
+    manifest = job_manifest("fails-on-kueue", namespace="default", cpu="1", seconds=2, queue=ONLY)
+    manifest["spec"]["backoffLimit"] = 0
+    manifest["spec"]["template"]["metadata"]["annotations"][EXIT_CODE_ANNOTATION] = "1"
+    _apply(fed, MANAGER, [manifest])
+    try:
+        job = wait_for(
+            lambda: get(fed, MANAGER, "job", "fails-on-kueue"),
+            until=lambda j: j is not None and (condition(j, "Failed") or condition(j, "Complete")) is not None,
+            timeout=120,
+            what="fails-on-kueue to finish on the manager",
+        )
+    except AssertionError:
+        _dump_state(fed, "fails-on-kueue")
+        raise
+    assert job is not None
+    failed = condition(job, "Failed")
+    assert failed is not None, job["status"]
+    assert (failed["status"], failed["reason"]) == ("True", "BackoffLimitExceeded"), failed
+    assert job["status"].get("failed") == 1, job["status"]
+    workload = wait_for(
+        lambda: _manager_workload(fed, "fails-on-kueue"),
+        until=lambda w: w is not None and condition(w, "Finished") is not None,
+        timeout=30,
+        what="the manager Workload of fails-on-kueue to be Finished",
+    )
+    finished = condition(workload, "Finished")
+    assert finished is not None
+    assert (finished["reason"], finished["message"]) == ("Failed", failed["message"]), finished
+    assert (workload or {}).get("status", {}).get("clusterName") == "worker-2"
+    wait_for(
+        lambda: _left_on_workers(fed),
+        until=lambda left: left == {},
+        timeout=60,
+        what="every copy to be removed from the workers",
+    )
