@@ -105,12 +105,15 @@ startTime: {{ $now | Quote }}
 """
 )
 
-_POD_SUCCEEDED = (
-    """\
+
+def _pod_terminated(*, phase: str, exit_code: str, reason: str) -> str:
+    """The status template of a pod whose containers all ended (``exit_code``: a number, or a template expression)."""
+    return (
+        """\
 {{ $now := Now }}
 """
-    + _pod_conditions(ready=False)
-    + """\
+        + _pod_conditions(ready=False)
+        + """\
 containerStatuses:
 {{ range .spec.containers }}
 - name: {{ .name | Quote }}
@@ -120,36 +123,20 @@ containerStatuses:
   restartCount: 0
   state:
     terminated:
-      exitCode: 0
-      reason: Completed
+      exitCode: EXIT_CODE
+      reason: REASON
       finishedAt: {{ $now | Quote }}
 {{ end }}
-phase: Succeeded
-"""
-)
+phase: PHASE
+""".replace("EXIT_CODE", exit_code)
+        .replace("REASON", reason)
+        .replace("PHASE", phase)
+    )
 
 
-_POD_FAILED = (
-    """\
-{{ $now := Now }}
-"""
-    + _pod_conditions(ready=False)
-    + """\
-containerStatuses:
-{{ range .spec.containers }}
-- name: {{ .name | Quote }}
-  image: {{ .image | Quote }}
-  ready: false
-  started: false
-  restartCount: 0
-  state:
-    terminated:
-      exitCode: {{ index $.metadata.annotations "EXIT_CODE_ANNOTATION" }}
-      reason: Error
-      finishedAt: {{ $now | Quote }}
-{{ end }}
-phase: Failed
-""".replace("EXIT_CODE_ANNOTATION", EXIT_CODE_ANNOTATION)
+_POD_SUCCEEDED = _pod_terminated(phase="Succeeded", exit_code="0", reason="Completed")
+_POD_FAILED = _pod_terminated(
+    phase="Failed", exit_code=f'{{{{ index $.metadata.annotations "{EXIT_CODE_ANNOTATION}" }}}}', reason="Error"
 )
 
 
