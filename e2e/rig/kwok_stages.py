@@ -145,6 +145,40 @@ def _indent(text: str, spaces: int) -> str:
     return "".join(pad + line if line.strip() else line for line in text.splitlines(keepends=True))
 
 
+def _job_pod_end(name: str, *, exit_code: str, job_ms: int, status: str) -> str:
+    """The Stage that ends a running Job's pod ``job_ms`` after it runs (or its delay annotation's time) with
+    ``status``, for the pods whose exit-code annotation ``exit_code`` (``Exists`` / ``DoesNotExist``)."""
+    return f"""\
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: {name}
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.status.phase'
+      operator: In
+      values: ["Running"]
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: In
+      values: ["Job"]
+    - key: '.metadata.annotations["{EXIT_CODE_ANNOTATION}"]'
+      operator: {exit_code}
+  delay:
+    durationMilliseconds: {job_ms}
+    durationFrom:
+      expressionFrom: '.metadata.annotations["{COMPLETE_DELAY_ANNOTATION}"]'
+  next:
+    statusTemplate: |
+{_indent(status, 6)}"""
+
+
 def render_stages(*, job_seconds: float) -> str:
     """Multi-document YAML of every Stage kwok needs, with Job pods completing after ``job_seconds``."""
     job_ms = int(job_seconds * 1000)
@@ -186,62 +220,8 @@ spec:
   next:
     statusTemplate: |
 {_indent(_POD_RUNNING, 6)}
----
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: kfed-pod-job-complete
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - key: '.metadata.deletionTimestamp'
-      operator: DoesNotExist
-    - key: '.status.phase'
-      operator: In
-      values: ["Running"]
-    - key: '.metadata.ownerReferences.[].kind'
-      operator: In
-      values: ["Job"]
-    - key: '.metadata.annotations["{EXIT_CODE_ANNOTATION}"]'
-      operator: DoesNotExist
-  delay:
-    durationMilliseconds: {job_ms}
-    durationFrom:
-      expressionFrom: '.metadata.annotations["{COMPLETE_DELAY_ANNOTATION}"]'
-  next:
-    statusTemplate: |
-{_indent(_POD_SUCCEEDED, 6)}
----
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: kfed-pod-job-fail
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - key: '.metadata.deletionTimestamp'
-      operator: DoesNotExist
-    - key: '.status.phase'
-      operator: In
-      values: ["Running"]
-    - key: '.metadata.ownerReferences.[].kind'
-      operator: In
-      values: ["Job"]
-    - key: '.metadata.annotations["{EXIT_CODE_ANNOTATION}"]'
-      operator: Exists
-  delay:
-    durationMilliseconds: {job_ms}
-    durationFrom:
-      expressionFrom: '.metadata.annotations["{COMPLETE_DELAY_ANNOTATION}"]'
-  next:
-    statusTemplate: |
-{_indent(_POD_FAILED, 6)}
+{_job_pod_end("kfed-pod-job-complete", exit_code="DoesNotExist", job_ms=job_ms, status=_POD_SUCCEEDED)}
+{_job_pod_end("kfed-pod-job-fail", exit_code="Exists", job_ms=job_ms, status=_POD_FAILED)}
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
