@@ -225,6 +225,18 @@ def pod_sets_for_job(job: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [pod_set]
 
 
+def job_owner_reference(name: str, uid: str) -> dict[str, Any]:
+    """The controlling ownerReference a Job's Workload carries (the garbage collector deletes it with the Job)."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
 def workload_for_job(job: Mapping[str, Any], *, priority: Priority) -> dict[str, Any]:
     meta = job.get("metadata") or {}
     name, namespace, uid = meta.get("name"), meta.get("namespace"), meta.get("uid")
@@ -254,16 +266,7 @@ def workload_for_job(job: Mapping[str, Any], *, priority: Priority) -> dict[str,
             "namespace": namespace,
             "labels": {JOB_UID_LABEL: uid},
             **({"annotations": copied} if copied else {}),
-            "ownerReferences": [
-                {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
-                    "name": name,
-                    "uid": uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [job_owner_reference(name, uid)],
         },
         "spec": workload_spec,
     }

@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from federation.admission.orphans import left_behind, made_for
 from federation.admission.queue_metrics import workload_creation_latency
 from federation.api.labels import QUEUE_NAME_LABEL
 from federation.conditions import is_true
@@ -33,6 +34,7 @@ from federation.protocol import MULTIKUEUE_CONTROLLER
 from federation.workload_from_job import (
     JobNotQueueable,
     Priority,
+    job_owner_reference,
     priority_class_changed,
     priority_spec,
     resolve_priority,
@@ -198,6 +200,26 @@ class JobController:
         self._events.emit(job, reason=reason, note=note, action="Update")
         return None
 
+    async def _give_back_owner(self, job: dict[str, Any], workload: dict[str, Any]) -> None:
+        """Someone took the ownerReference off the Workload of this live Job: put it back (at the Workload's
+        resourceVersion), so the garbage collector deletes it with the Job and the remote sync carries on. Without
+        it the Workload would read as left behind by a deleted Job (``federation.admission.orphans``)."""
+        meta, wl_meta = job["metadata"], workload["metadata"]
+        patch = {
+            "metadata": {
+                "resourceVersion": wl_meta["resourceVersion"],
+                "ownerReferences": [job_owner_reference(meta["name"], meta["uid"])],
+            }
+        }
+        await self._api.patch(
+            WORKLOADS, wl_meta["name"], patch, namespace=wl_meta["namespace"], field_manager=self._config.field_manager
+        )
+        log.warning(
+            "workload ownerReference given back",
+            job=f"{meta['namespace']}/{meta['name']}",
+            workload=f"{wl_meta['namespace']}/{wl_meta['name']}",
+        )
+
     async def reconcile(self, key: str) -> float | None:
         job = self._jobs.get(key)
         if job is None or (job["metadata"].get("deletionTimestamp")):
@@ -224,6 +246,9 @@ class JobController:
         meta = job["metadata"]
         name = workload_name_for_job(meta["name"], meta["uid"])
         existing = self._workloads.store.get_by_name(name, namespace=meta["namespace"])
+        if existing is not None and left_behind(existing) and made_for(existing) == meta["uid"]:
+            await self._give_back_owner(job, existing)
+            return None  # the write brings the Workload back to the remote sync
         if existing is not None:
             if priority_class_changed(existing, job) and not is_true(existing, "Finished"):
                 await self._reprioritize(job, existing)  # then _follow_edit's write, if any, meets a Conflict: retried

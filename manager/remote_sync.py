@@ -19,7 +19,7 @@ import structlog
 
 from federation.admission.deactivation import deactivation_reason
 from federation.admission.execution_time import execution_time_left
-from federation.admission.orphans import is_orphaned
+from federation.admission.orphans import left_behind, live_job
 from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
@@ -28,6 +28,7 @@ from federation.kube.overlay import WriteOverlay, WriteTally, look_again_after_w
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import JOBS
 from federation.obs.metrics import Metrics
+from federation.protocol import MULTIKUEUE_CONTROLLER
 from manager.concurrently import concurrently
 from manager.config import ManagerConfig
 from manager.copy_cleanup import BATCH_WINDOW_SECONDS, DELETE_RESEND_SECONDS, CopyCleaner
@@ -186,7 +187,8 @@ class RemoteSync:
 
     async def _reconcile(self, key: str, writes: WriteTally) -> float | None:
         """One pass over a workload, as ordered cases: gone → garbage; its manager Job already finished → finish it;
-        left behind by its deleted Job (orphaned) → finish it, reason OwnerNotFound; copies where they do not belong
+        left behind by its deleted Job (orphaned) → finish it, reason OwnerNotFound (its ownerReference taken off while
+        the Job lives → wait for the job controller to put it back); copies where they do not belong
         → delete; a reservation another MultiKueue dispatcher made (several workers nominated) → released once those
         copies are gone; not dispatched → nothing; a Job kfed cannot run on a worker → MultiKueue check Rejected,
         deactivated; its worker unreachable → wait, requeue past the worker-lost timeout; a stock Kueue manager's
@@ -205,11 +207,17 @@ class RemoteSync:
             # or its worker became unreachable right after): that result stands; never requeue a finished Job.
             await self._progress.finish(workload, remote_job=manager_job, worker=worker or "")
             return None
-        if is_orphaned(workload):
-            # Its Job was deleted and the Workload left behind (``kubectl delete --cascade=orphan``): finished as
-            # Kueue finishes it, which releases its quota; the pass after this write removes its copies.
-            await self._progress.finish_orphaned(workload, worker=worker or "")
-            return None
+        if left_behind(workload):
+            owner = live_job(workload, jobs=self._job_view)
+            if owner is None:
+                # Its Job was deleted and the Workload left behind (``kubectl delete --cascade=orphan``): finished as
+                # Kueue finishes it, which releases its quota; the pass after this write removes its copies.
+                await self._progress.finish_orphaned(workload, worker=worker or "")
+                return None
+            if (owner.get("spec") or {}).get("managedBy") == MULTIKUEUE_CONTROLLER:
+                # Its ownerReference was taken off while its Job lives: the job controller gives it back, and that
+                # write brings the Workload here again; nothing is decided on it without its owner meanwhile.
+                return None
         strays = await self._cleaner.delete_strays(key, job_name=owner_job_name(workload), holder=worker)
         wrote, backoff_left = await self._progress.requeued(workload, key)
         if wrote:

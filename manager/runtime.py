@@ -295,6 +295,9 @@ class ManagerRuntime:
                 job = owner_job_name(workload)
                 if job is not None:
                     self.job_queue.add(f"{workload['metadata']['namespace']}/{job}")
+            elif old is not None and owner_job_name(workload) is None and (job := owner_job_name(old)) is not None:
+                # its ownerReference was taken off: its Job, if it lives, gives it back (manager.job_controller)
+                self.job_queue.add(f"{workload['metadata']['namespace']}/{job}")
 
         def on_priority_class(_event: str, _obj: dict[str, Any], _old: Any) -> None:
             for job in self.jobs.store:

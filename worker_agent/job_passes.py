@@ -27,7 +27,7 @@ import structlog
 from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_state
 from federation.admission.deactivation import deactivation_eviction
-from federation.admission.orphans import OWNER_NOT_FOUND_MESSAGE, is_orphaned, orphan_finish
+from federation.admission.orphans import OWNER_NOT_FOUND_MESSAGE, orphan_finish, orphaned
 from federation.admission.queue_metrics import workload_labels
 from federation.conditions import is_true
 from federation.kube import resources as r
@@ -273,13 +273,13 @@ class JobPasses:
     async def orphan_pass(self) -> None:
         """Finish the Workloads whose Job was deleted without them (``federation.admission.orphans``: reason
         ``OwnerNotFound``, as Kueue does), which releases their quota: no Job names them, so the job pass never
-        would."""
+        would. One left without its owner while its Job lives is the job pass's, as before."""
         now = self.clock()
         self.workload_index.refresh()
         for key in self.workload_index.holding("orphaned"):
             workload = self.world.workload_by_key(key)
-            if workload is None or not is_orphaned(workload):
-                continue
+            if workload is None or not orphaned(workload, jobs=(job for _, job in self.world.job_items())):
+                continue  # its Job lives (its ownerReference was taken off by hand): they end together
             finish = FinishWorkload(
                 {"conditions": orphan_finish(workload, now=now)}, REASON_OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE
             )

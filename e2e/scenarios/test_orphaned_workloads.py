@@ -2,6 +2,8 @@
 no owner; as Kueue does (``FinishOrphanedWorkloads``), it is finished at once, reason ``OwnerNotFound``, which
 releases its quota: on the manager (and its copies are removed from the worker) and on a worker, for a Job queued
 there. Before, the manager deactivated such a Workload for want of an owner, and a worker held its quota for ever.
+A Workload whose ownerReference someone takes off while its Job lives is not an orphan: on the manager the Job gets
+it back and runs to the end; on a worker the Job runs to the end with it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,17 @@ import pytest
 
 from e2e.queues import job_manifest
 from e2e.rig.federation import MANAGER, Federation
-from e2e.scenarios.helpers import Obj, condition, get, is_true, remote_copies, submit, worker_of, workload_of
+from e2e.scenarios.helpers import (
+    Obj,
+    condition,
+    get,
+    is_true,
+    remote_copies,
+    submit,
+    wait_complete,
+    worker_of,
+    workload_of,
+)
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -89,4 +101,66 @@ def test_a_job_queued_on_a_worker_deleted_without_its_workload_releases_the_quot
     finally:
         # its pods were orphaned too: no Job completes or removes them now
         fed.kubectl(worker, "delete", "pods", "-l", "batch.kubernetes.io/job-name=orphaning-here", "--wait=false")
+        fed.kubectl(worker, "delete", "workloads.kueue.x-k8s.io", name, "--ignore-not-found", "--wait=false")
+
+
+def test_a_workload_whose_owner_reference_is_taken_off_while_its_job_runs_gets_it_back_and_the_job_completes(
+    federation: Federation,
+) -> None:
+    fed = federation
+    submit(fed, "unowned", cpu="1", seconds=8)
+    wait_for(lambda: worker_of(fed, "unowned"), until=bool, timeout=60, what="unowned admitted on a worker")
+    workload = workload_of(fed, "unowned")
+    assert workload is not None
+    name = workload["metadata"]["name"]
+    owners = workload["metadata"]["ownerReferences"]
+    remove = json.dumps([{"op": "remove", "path": "/metadata/ownerReferences"}])
+    fed.kubectl(MANAGER, "patch", "workloads.kueue.x-k8s.io", name, "--type=json", "-p", remove)
+    given_back = wait_for(
+        lambda: get(fed, MANAGER, "workloads.kueue.x-k8s.io", name),
+        until=lambda w: w is not None and bool(w["metadata"].get("ownerReferences")),
+        timeout=30,
+        what="the Job to give its Workload its ownerReference back",
+    )
+    assert given_back is not None
+    assert given_back["metadata"]["ownerReferences"] == owners
+    job = wait_complete(fed, "unowned")
+    assert job["status"].get("succeeded") == 1
+    finished = condition(workload_of(fed, "unowned"), "Finished")
+    assert finished is not None
+    assert finished["reason"] == "Succeeded", finished
+
+
+def test_a_worker_queued_jobs_workload_without_its_owner_reference_finishes_with_the_job(
+    federation: Federation,
+) -> None:
+    fed = federation
+    worker = fed.workers[0]
+    manifest = job_manifest("unowned-here", namespace="default", cpu="1", seconds=8)
+    job = json.loads(fed.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(manifest)).stdout)
+    uid = job["metadata"]["uid"]
+
+    def made_for_it() -> list[Obj]:
+        listed = json.loads(fed.kubectl(worker, "get", "workloads.kueue.x-k8s.io", "-o", "json").stdout)["items"]
+        return [w for w in listed if (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid") == uid]
+
+    admitted = wait_for(
+        made_for_it,
+        until=lambda found: len(found) == 1 and is_true(found[0], "Admitted"),
+        timeout=60,
+        what="the worker-queued Job's Workload to be admitted there",
+    )
+    name = admitted[0]["metadata"]["name"]
+    remove = json.dumps([{"op": "remove", "path": "/metadata/ownerReferences"}])
+    fed.kubectl(worker, "patch", "workloads.kueue.x-k8s.io", name, "--type=json", "-p", remove)
+    try:
+        finished = wait_for(
+            made_for_it,
+            until=lambda found: len(found) == 1 and is_true(found[0], "Finished"),
+            timeout=60,
+            what="the Workload to finish with its Job",
+        )
+        assert (condition(finished[0], "Finished") or {}).get("reason") == "Succeeded", finished[0]["status"]
+    finally:
+        fed.kubectl(worker, "delete", "job", "unowned-here", "--ignore-not-found", "--wait=false")
         fed.kubectl(worker, "delete", "workloads.kueue.x-k8s.io", name, "--ignore-not-found", "--wait=false")

@@ -1,7 +1,7 @@
 import datetime as dt
 from typing import Any
 
-from federation.admission.orphans import OWNER_NOT_FOUND_MESSAGE, is_orphaned, orphan_finish
+from federation.admission.orphans import OWNER_NOT_FOUND_MESSAGE, left_behind, orphan_finish, orphaned
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
 from federation.tests.api_builders import admitted_status, workload
 from federation.workload_from_job import JOB_UID_LABEL
@@ -19,15 +19,15 @@ def made_for_a_job(*, owned: bool, **meta: Any) -> dict[str, Any]:
     return wl
 
 
-def test_a_workload_its_job_left_behind_is_orphaned_and_only_that_one() -> None:
-    assert is_orphaned(made_for_a_job(owned=False))
-    assert not is_orphaned(made_for_a_job(owned=True)), "its Job still owns it"
-    assert not is_orphaned(workload("by-hand")), "made by hand: never had a Job (the MultiKueue check rejects it)"
+def test_a_workload_its_job_left_behind_left_behind_and_only_that_one() -> None:
+    assert left_behind(made_for_a_job(owned=False))
+    assert not left_behind(made_for_a_job(owned=True)), "its Job still owns it"
+    assert not left_behind(workload("by-hand")), "made by hand: never had a Job (the MultiKueue check rejects it)"
     deleting = made_for_a_job(owned=False, deletionTimestamp="2026-12-06T11:59:00Z")
-    assert not is_orphaned(deleting), "being deleted: nothing to finish"
+    assert not left_behind(deleting), "being deleted: nothing to finish"
     copy = made_for_a_job(owned=False)
     copy["metadata"]["labels"][MULTIKUEUE_ORIGIN_LABEL] = "multikueue"
-    assert not is_orphaned(copy), "a manager's copy is its manager's to end"
+    assert not left_behind(copy), "a manager's copy is its manager's to end"
 
 
 def test_an_orphan_is_finished_once_as_kueue_finishes_it() -> None:
@@ -40,4 +40,19 @@ def test_an_orphan_is_finished_once_as_kueue_finishes_it() -> None:
     assert finished["observedGeneration"] == 3
     assert {c["type"] for c in conditions} >= {"QuotaReserved", "Admitted", "Finished"}, "the rest stay"
     orphan["status"]["conditions"] = conditions
-    assert not is_orphaned(orphan), "finished: nothing more to do"
+    assert not left_behind(orphan), "finished: nothing more to do"
+
+
+def job(uid: str, *, namespace: str = "ns", **meta: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "train", "namespace": namespace, "uid": uid, **meta}}
+
+
+def test_it_is_an_orphan_only_once_its_job_is_gone_or_going() -> None:
+    """Its ownerReference taken off by hand while the Job lives: not an orphan (finished, it would leave the running
+    Job without a Workload); the Job being deleted (``--cascade=orphan`` takes the references off first): one."""
+    left = made_for_a_job(owned=False)
+    assert orphaned(left, jobs=[])
+    assert orphaned(left, jobs=[job("u2"), job("u1", namespace="other")]), "another Job, or another namespace's"
+    assert not orphaned(left, jobs=[job("u1")]), "its Job lives"
+    assert orphaned(left, jobs=[job("u1", deletionTimestamp="2026-12-06T11:59:00Z")]), "its Job is going"
+    assert not orphaned(made_for_a_job(owned=True), jobs=[]), "owned: not left behind"

@@ -16,7 +16,7 @@ from typing import Any
 
 from federation.admission.deactivation import needs_deactivation_eviction
 from federation.admission.execution_time import execution_deadline
-from federation.admission.orphans import is_orphaned
+from federation.admission.orphans import left_behind
 from federation.admission.pods_ready import ready_pod_count
 from federation.admission.requeued import may_take_requeued_step
 from federation.protocol import MANAGER_UID_LABEL
@@ -49,7 +49,7 @@ class WorkloadFacts:
     """For an admitted Workload with ``maximumExecutionTimeSeconds``, when its budget is spent (epoch seconds,
     ``federation.admission.execution_time.execution_deadline``); None for every other Workload."""
     orphaned: bool = False
-    """``federation.admission.orphans.is_orphaned``: its Job is gone and it was left behind; it is finished."""
+    """``federation.admission.orphans.left_behind``: it lost its owner; once its Job is gone too, it is finished."""
 
 
 def workload_facts(workload: Mapping[str, Any]) -> WorkloadFacts:
@@ -62,7 +62,7 @@ def workload_facts(workload: Mapping[str, Any]) -> WorkloadFacts:
         readiness_judged_here=readiness_judged_here(workload),
         unready_quota_holder=unready_quota_holder(workload),
         execution_deadline=execution_deadline(workload),
-        orphaned=is_orphaned(workload),
+        orphaned=left_behind(workload),
     )
 
 

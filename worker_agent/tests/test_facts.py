@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from federation.admission.orphans import is_orphaned
+from federation.admission.orphans import left_behind
 from federation.tests.api_builders import admitted_status, workload
 from worker_agent.decisions.checks import checks_step, may_take_checks_step
 from worker_agent.decisions.facts import job_change_matters, job_target, workload_facts
@@ -57,7 +57,7 @@ def test_the_facts_are_what_the_decisions_say(name: str) -> None:
     raw = WORKLOADS[name]
     facts = workload_facts(raw)
     assert facts.evicted_holding_quota == evicted_holding_quota(raw)
-    assert facts.orphaned == is_orphaned(raw) == (name == "orphaned")
+    assert facts.orphaned == left_behind(raw) == (name == "orphaned")
     assert facts.job_copy_admitted_since == (admitted_since(raw) if waits_for_job_copy(raw) else None)
     if not facts.may_take_checks_step:
         assert checks_step(raw, now=NOW) is None, "passed over, yet it had a step to take"
