@@ -19,7 +19,7 @@ def made_for_a_job(*, owned: bool, **meta: Any) -> dict[str, Any]:
     return wl
 
 
-def test_a_workload_its_job_left_behind_left_behind_and_only_that_one() -> None:
+def test_a_workload_without_the_owner_its_label_names_is_left_behind_and_only_that_one() -> None:
     assert left_behind(made_for_a_job(owned=False))
     assert not left_behind(made_for_a_job(owned=True)), "its Job still owns it"
     assert not left_behind(workload("by-hand")), "made by hand: never had a Job (the MultiKueue check rejects it)"
