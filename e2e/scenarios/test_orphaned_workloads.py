@@ -9,6 +9,7 @@ it back and runs to the end; on a worker the Job runs to the end with it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -48,6 +49,26 @@ def _finished_as_orphan(fed: Federation, cluster: str, name: str) -> Obj:
     return workload
 
 
+def _queued_on_worker(fed: Federation, worker: str, job_name: str, *, seconds: float) -> Callable[[], list[Obj]]:
+    """Create a Job on ``worker`` itself (queued there by its agent) and wait for its Workload to be admitted; returns
+    a lookup of the Workloads made for that Job (by its job-uid label)."""
+    manifest = job_manifest(job_name, namespace="default", cpu="1", seconds=seconds)
+    job = json.loads(fed.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(manifest)).stdout)
+    uid = job["metadata"]["uid"]
+
+    def made_for_it() -> list[Obj]:
+        listed = json.loads(fed.kubectl(worker, "get", "workloads.kueue.x-k8s.io", "-o", "json").stdout)["items"]
+        return [w for w in listed if (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid") == uid]
+
+    wait_for(
+        made_for_it,
+        until=lambda found: len(found) == 1 and is_true(found[0], "Admitted"),
+        timeout=60,
+        what=f"the worker-queued Job {job_name}'s Workload to be admitted there",
+    )
+    return made_for_it
+
+
 def test_a_running_job_deleted_without_its_workload_on_the_manager_finishes_it_and_removes_the_copies(
     federation: Federation,
 ) -> None:
@@ -80,21 +101,7 @@ def test_a_job_queued_on_a_worker_deleted_without_its_workload_releases_the_quot
 ) -> None:
     fed = federation
     worker = fed.workers[0]
-    manifest = job_manifest("orphaning-here", namespace="default", cpu="1", seconds=120)
-    job = json.loads(fed.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(manifest)).stdout)
-    uid = job["metadata"]["uid"]
-
-    def owned() -> list[Obj]:
-        listed = json.loads(fed.kubectl(worker, "get", "workloads.kueue.x-k8s.io", "-o", "json").stdout)["items"]
-        return [w for w in listed if (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid") == uid]
-
-    admitted = wait_for(
-        owned,
-        until=lambda found: len(found) == 1 and is_true(found[0], "Admitted"),
-        timeout=60,
-        what="the worker-queued Job's Workload to be admitted there",
-    )
-    name = admitted[0]["metadata"]["name"]
+    name = _queued_on_worker(fed, worker, "orphaning-here", seconds=120)()[0]["metadata"]["name"]
     fed.kubectl(worker, "delete", "job", "orphaning-here", "--cascade=orphan")
     try:
         _finished_as_orphan(fed, worker, name)
@@ -136,21 +143,8 @@ def test_a_worker_queued_jobs_workload_without_its_owner_reference_finishes_with
 ) -> None:
     fed = federation
     worker = fed.workers[0]
-    manifest = job_manifest("unowned-here", namespace="default", cpu="1", seconds=8)
-    job = json.loads(fed.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(manifest)).stdout)
-    uid = job["metadata"]["uid"]
-
-    def made_for_it() -> list[Obj]:
-        listed = json.loads(fed.kubectl(worker, "get", "workloads.kueue.x-k8s.io", "-o", "json").stdout)["items"]
-        return [w for w in listed if (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid") == uid]
-
-    admitted = wait_for(
-        made_for_it,
-        until=lambda found: len(found) == 1 and is_true(found[0], "Admitted"),
-        timeout=60,
-        what="the worker-queued Job's Workload to be admitted there",
-    )
-    name = admitted[0]["metadata"]["name"]
+    made_for_it = _queued_on_worker(fed, worker, "unowned-here", seconds=8)
+    name = made_for_it()[0]["metadata"]["name"]
     remove = json.dumps([{"op": "remove", "path": "/metadata/ownerReferences"}])
     fed.kubectl(worker, "patch", "workloads.kueue.x-k8s.io", name, "--type=json", "-p", remove)
     try:
