@@ -3,11 +3,11 @@
 Why this module exists: after admission, the agent's pass turns Workload states into Job states and back, reading
 mostly the Jobs and their Workloads, found through ``worker_agent.indexes`` rather than by walking the caches (the job
 pass looks only at the Jobs that changed, or whose Workload did, since the last one): the deactivation pass evicts the
-Workloads someone deactivated here, the orphan pass finishes the Workloads whose Job was deleted without them, the
-Job-copy pass evicts admitted kfed-manager copies whose Job copy has not come in time, and the job pass stops the Jobs
-of evicted Workloads and releases their quota, suspends Jobs running without quota, starts the Jobs of admitted
-Workloads (checking a started kfed-manager Job copy's placement once) and finishes the Workloads of ended Jobs — a
-kfed-manager copy's finish in memory first, written only if the copy is still there after a grace. A Job someone
+Workloads someone deactivated here, the Job-copy pass evicts admitted kfed-manager copies whose Job copy has not come
+in time, the job pass stops the Jobs of evicted Workloads and releases their quota, suspends Jobs running without
+quota, starts the Jobs of admitted Workloads (checking a started kfed-manager Job copy's placement once) and finishes
+the Workloads of ended Jobs — a kfed-manager copy's finish in memory first, written only if the copy is still there
+after a grace — and the orphan pass finishes the Workloads whose Job was deleted without them. A Job someone
 queued on the worker itself gets its Workload here (``decisions.local_jobs``; one running without it is stopped
 first), and goes on as a manager's copy does. The loop (``worker_agent.reconciler``) runs them
 in that order after admission, and wakes when ``next_job_copy_due`` or ``next_finish_due()`` says so.
@@ -275,10 +275,11 @@ class JobPasses:
         ``OwnerNotFound``, as Kueue does), which releases their quota: no Job names them, so the job pass never
         would. One left without its owner while its Job lives is the job pass's, as before."""
         now = self.clock()
-        self.workload_index.refresh()
-        for key in self.workload_index.holding("orphaned"):
+        self.workload_index.refresh()  # the Job index, only read here, is the job pass's, brought up to date there
+        for key in self.workload_index.holding("left_behind"):
             workload = self.world.workload_by_key(key)
-            if workload is None or not orphaned(workload, jobs=(job for _, job in self.world.job_items())):
+            naming = (self.world.job_by_key(job_key) for job_key in self.job_index.named.get(key, ()))
+            if workload is None or not orphaned(workload, jobs=(job for job in naming if job is not None)):
                 continue  # its Job lives (its ownerReference was taken off by hand): they end together
             finish = FinishWorkload(
                 {"conditions": orphan_finish(workload, now=now)}, REASON_OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE

@@ -154,9 +154,9 @@ class Reconciler:
                     # time limits and readiness first: the deactivation pass evicts what they deactivate
                     await self.run_limits.run_limits_pass()
                     await self.jobs.deactivation_pass()  # before the job pass, which stops and releases what it evicts
-                    await self.jobs.orphan_pass()
                     await self.jobs.job_copy_pass()  # before the job pass, which releases what it evicts
                     await self.jobs.job_pass()
+                    await self.jobs.orphan_pass()  # after the job pass, which brings the Job index it reads up to date
                     if self.tas is not None:  # repair first: no pod is pinned by an assignment being repaired
                         await self.tas.repair_pass(
                             self.world.all_workloads(), remember=self.world.workload_writes.remember

@@ -48,7 +48,7 @@ class WorkloadFacts:
     execution_deadline: float | None = None
     """For an admitted Workload with ``maximumExecutionTimeSeconds``, when its budget is spent (epoch seconds,
     ``federation.admission.execution_time.execution_deadline``); None for every other Workload."""
-    orphaned: bool = False
+    left_behind: bool = False
     """``federation.admission.orphans.left_behind``: it lost its owner; once its Job is gone too, it is finished."""
 
 
@@ -62,7 +62,7 @@ def workload_facts(workload: Mapping[str, Any]) -> WorkloadFacts:
         readiness_judged_here=readiness_judged_here(workload),
         unready_quota_holder=unready_quota_holder(workload),
         execution_deadline=execution_deadline(workload),
-        orphaned=left_behind(workload),
+        left_behind=left_behind(workload),
     )
 
 

@@ -48,7 +48,7 @@ WORKLOADS = {
     "checks, finished": with_conditions(ADMITTED, ("Finished", "True"), checks=[{**CHECK, "state": "Retry"}]),
     "checks, evicted": with_conditions(ADMITTED, ("Evicted", "True"), checks=[{**CHECK, "state": "Rejected"}]),
     "checks, no quota": with_conditions(workload("q"), checks=[{**CHECK, "state": "Retry"}]),
-    "orphaned": {**ADMITTED, "metadata": {**ADMITTED["metadata"], "labels": {"kueue.x-k8s.io/job-uid": "u-1"}}},
+    "left behind": {**ADMITTED, "metadata": {**ADMITTED["metadata"], "labels": {"kueue.x-k8s.io/job-uid": "u-1"}}},
 }
 
 
@@ -57,7 +57,7 @@ def test_the_facts_are_what_the_decisions_say(name: str) -> None:
     raw = WORKLOADS[name]
     facts = workload_facts(raw)
     assert facts.evicted_holding_quota == evicted_holding_quota(raw)
-    assert facts.orphaned == left_behind(raw) == (name == "orphaned")
+    assert facts.left_behind == left_behind(raw) == (name == "left behind")
     assert facts.job_copy_admitted_since == (admitted_since(raw) if waits_for_job_copy(raw) else None)
     if not facts.may_take_checks_step:
         assert checks_step(raw, now=NOW) is None, "passed over, yet it had a step to take"
