@@ -188,7 +188,7 @@ class CopyCleaner:
         count = 0
         namespace, name = key.split("/", 1)
         for conn in list(self._pool.connections.values()):
-            if conn.name == holder or not conn.connected:
+            if holder in self._pool.names_reaching(conn.name) or not conn.connected:
                 continue
             found = [conn.workloads.store.get_by_name(name, namespace=namespace)]
             if job_name is not None:
@@ -292,7 +292,8 @@ class CopyCleaner:
                     continue
                 manager = self._workload_view.get(key)
                 labels = remote["metadata"].get("labels") or {}
-                if copy_belongs(manager, worker=conn.name, manager_uid=labels.get(MANAGER_UID_LABEL)):
+                names = self._pool.names_reaching(conn.name)
+                if copy_belongs(manager, worker_names=names, manager_uid=labels.get(MANAGER_UID_LABEL)):
                     continue
                 if MANAGER_UID_LABEL not in labels and self._adoptable(conn, remote, manager, key):
                     continue  # a stock Kueue manager's copy of that Workload: the remote sync adopts it

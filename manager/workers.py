@@ -4,7 +4,8 @@ For each MultiKueueCluster the pool reads the kubeconfig (a Secret in the manage
 one configured directory), validates it (no exec or auth-provider plugins, no credential or CA file paths, no
 insecure TLS, no basic auth), connects, and runs that worker's caches (our remote Workloads and Jobs, its
 ClusterCapacity) in a task of their own, so a slow or dead worker never stalls the others. A changed Secret
-reconnects; a broken one disconnects and says so.
+reconnects; a broken one disconnects and says so. Of MultiKueueClusters whose kubeconfigs reach one API server, one
+is used and the others are inactive, reason ``DuplicateServer`` (``manager.decisions.shared_servers``).
 
 A worker that refuses the ClusterCapacity report (403 with only the permissions Kueue documents for the MultiKueue
 manager, 404 where kfed's CRD is not installed, as with stock Kueue) stays usable: its ClusterQueues and
@@ -40,7 +41,12 @@ from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.clients import ClientOptions, connect_kubeconfig_text
 from federation.kube.errors import Forbidden, KubeError, NotFound
-from federation.kube.kubeconfig import KubeconfigError, read_kubeconfig_file
+from federation.kube.kubeconfig import (
+    KubeconfigError,
+    parse_validated_kubeconfig,
+    read_kubeconfig_file,
+    server_address,
+)
 from federation.kube.overlay import WriteOverlay
 from federation.kube.recorder import EventRecorder
 from federation.kube.refusal import RefusalReporter
@@ -57,6 +63,12 @@ from federation.kube.workqueue import WorkQueue
 from federation.protocol import CAPACITY_STALE_SECONDS
 from manager.config import ManagerConfig
 from manager.decisions.capacity_view import ParsedReport, capacity_from_queues, parse_report
+from manager.decisions.shared_servers import (
+    REASON_DUPLICATE_SERVER,
+    duplicate_message,
+    names_reaching,
+    used_name,
+)
 from manager.decisions.worker_health import (
     CacheView,
     Health,
@@ -135,6 +147,8 @@ class WorkerConnection:
     workloads: WatchCache
     jobs: WatchCache
     capacity: WatchCache
+    address: str
+    """The API server address its kubeconfig names (``shared_servers``)."""
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     report: ParsedReport | None = None
     health: Health = field(default_factory=lambda: Health("connecting", "connecting"))
@@ -239,6 +253,9 @@ class WorkerPool:
         self._lost_at: dict[str, dt.datetime] = {}
         """cluster -> when this process first saw it unusable (cleared once it is connected again)."""
         self._reported: dict[str, tuple[bool, str]] = {}
+        self._addresses: dict[str, str] = {}
+        """cluster -> the API server address its kubeconfig names (``shared_servers``), while that kubeconfig is
+        usable."""
         """cluster -> (active, reason) last written, to tell a change of the condition from a rewrite."""
         self.queue = WorkQueue(
             "multikueue-clusters",
@@ -261,6 +278,11 @@ class WorkerPool:
                 return missing_cluster_reason(name)
             return self.problems.get(name, "not connected")
         return conn.unusable_reason(now)
+
+    def names_reaching(self, name: str) -> frozenset[str]:
+        """The MultiKueueClusters whose kubeconfigs reach worker ``name``'s API server, ``name`` included: a copy
+        that a Workload held by any of them has there is not a stray (``shared_servers``)."""
+        return names_reaching(name, self._addresses)
 
     def missing(self, name: str) -> bool:
         """Whether no MultiKueueCluster named ``name`` exists (deleted, or never made), as far as the synced cache
@@ -322,6 +344,50 @@ class WorkerPool:
         except (binascii.Error, UnicodeDecodeError) as err:
             raise KubeconfigError([f"the {KUBECONFIG_SECRET_KEY!r} key is not valid base64 UTF-8 text"]) from err
 
+    def _note_address(self, name: str, address: str | None) -> None:
+        """Record the server ``name``'s kubeconfig reaches (None: no usable kubeconfig, or no cluster); when that
+        changes, the clusters that reached the old or reach the new one are looked at again, as which of them is
+        used may change."""
+        before = self._addresses.get(name)
+        if before == address:
+            return
+        if address is None:
+            del self._addresses[name]
+        else:
+            self._addresses[name] = address
+        for other, theirs in list(self._addresses.items()):
+            if other != name and theirs in (before, address):
+                self.queue.add(other)
+
+    def _used_for_server(self, name: str) -> str:
+        """Which of the clusters reaching ``name``'s server is used (``shared_servers.used_name``). The addresses of
+        clusters not reconciled yet are read first, so that after a restart the one to be used is known before any
+        of them connects."""
+        for other in self._clusters.store:
+            other_name = other["metadata"]["name"]
+            if other_name not in self._addresses:
+                try:
+                    self._addresses[other_name] = server_address(
+                        parse_validated_kubeconfig(self._kubeconfig_text(other))
+                    )
+                except KubeconfigError:
+                    continue
+        created = {
+            other: str(found["metadata"].get("creationTimestamp") or "")
+            for other in self.names_reaching(name)
+            if (found := self._clusters.store.get_by_name(other)) is not None
+        }
+        address = self._addresses.get(name)
+        return used_name(
+            frozenset(created) | {name},
+            created,
+            in_use=frozenset(
+                other
+                for other in created
+                if (conn := self.connections.get(other)) is not None and conn.address == address
+            ),
+        )
+
     def _backoff_for(self, name: str, fingerprint: str) -> ReconnectBackoff:
         known = self._backoff.get(name)
         if known is None or known[0] != fingerprint:
@@ -336,15 +402,28 @@ class WorkerPool:
         cluster = self._clusters.store.get_by_name(name)
         if cluster is None:
             await self._disconnect(name)
+            self._note_address(name, None)
             self.problems.pop(name, None)
             self._backoff.pop(name, None)
             self._reported.pop(name, None)
             return None
         try:
             text = self._kubeconfig_text(cluster)
+            address = server_address(parse_validated_kubeconfig(text))
         except KubeconfigError as err:
             await self._disconnect(name)
+            self._note_address(name, None)
             return await self._report(cluster, active=False, reason=kubeconfig_reason(err), message=str(err))
+        self._note_address(name, address)
+        used = self._used_for_server(name)
+        if used != name:
+            await self._disconnect(name)
+            return await self._report(
+                cluster,
+                active=False,
+                reason=REASON_DUPLICATE_SERVER,
+                message=duplicate_message(address=address, used=used),
+            )
         fingerprint = hashlib.sha256(text.encode()).hexdigest()
         current = self.connections.get(name)
         if current is not None and current.fingerprint == fingerprint:
@@ -391,14 +470,15 @@ class WorkerPool:
                 ),
             )
             return delay
-        self._start(name, fingerprint, api)
+        self._start(name, fingerprint, address, api)
         return None  # the connection's monitor re-queues the cluster once its caches have synced (or failed)
 
-    def _start(self, name: str, fingerprint: str, api: KubeApi) -> None:
+    def _start(self, name: str, fingerprint: str, address: str, api: KubeApi) -> None:
         selector = MULTIKUEUE_ORIGIN_LABEL + "=" + self._config.origin
         conn = WorkerConnection(
             name=name,
             fingerprint=fingerprint,
+            address=address,
             api=api,
             workloads=WatchCache(api, WORKLOADS, label_selector=selector),
             jobs=WatchCache(api, JOBS, label_selector=selector),

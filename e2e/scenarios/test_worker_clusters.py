@@ -18,7 +18,15 @@ import yaml
 from e2e.rig.controllers import KFED_NAMESPACE, KUBECONFIG_DIR
 from e2e.rig.federation import MANAGER, Federation
 from e2e.rig.ports import free_port
-from e2e.scenarios.helpers import condition, get
+from e2e.scenarios.helpers import (
+    condition,
+    created_names_on_workers,
+    get,
+    submit,
+    wait_complete,
+    worker_of,
+    workload_of,
+)
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -108,7 +116,9 @@ def test_an_unsafe_kubeconfig_makes_the_cluster_inactive_with_the_reason(
 
 def test_a_path_kubeconfig_is_read_only_from_inside_the_configured_directory(federation: Federation) -> None:
     directory = federation.directory / KUBECONFIG_DIR
-    valid = federation.kubeconfig("worker-1")  # a usable kubeconfig, but outside the directory
+    # a usable kubeconfig, but outside the directory; of a server no other MultiKueueCluster names (a second name for
+    # worker-1 would be refused: DuplicateServer)
+    valid = federation.kubeconfig(MANAGER)
     (directory / "worker-1.yaml").write_text(valid.read_text())
     escape = directory / "escape.yaml"
     escape.unlink(missing_ok=True)
@@ -167,9 +177,11 @@ def test_an_unreachable_worker_is_retried_with_a_backoff_our_own_status_writes_d
 
 def test_a_worker_whose_watches_fail_is_inactive_with_the_reason(federation: Federation) -> None:
     # A valid, secure kubeconfig whose user may not list anything kfed needs: the worker answers, its watches fail.
-    federation.kubectl("worker-1", "create", "serviceaccount", "kfed-no-rights", "-n", "default", check=False)
-    token = federation.kubectl("worker-1", "create", "token", "kfed-no-rights", "-n", "default").stdout.strip()
-    config = yaml.safe_load(federation.kubeconfig("worker-1").read_text())
+    # (Of the manager's own apiserver, which no other MultiKueueCluster names: a second name for worker-1 would be
+    # refused before any watch, DuplicateServer.)
+    federation.kubectl(MANAGER, "create", "serviceaccount", "kfed-no-rights", "-n", "default", check=False)
+    token = federation.kubectl(MANAGER, "create", "token", "kfed-no-rights", "-n", "default").stdout.strip()
+    config = yaml.safe_load(federation.kubeconfig(MANAGER).read_text())
     user = config["users"][0]["user"]
     user.clear()
     user["token"] = token
@@ -191,7 +203,8 @@ def test_a_missing_secret_says_so_and_fixing_it_brings_the_cluster_back(federati
     missing = _active(federation, "late")
     assert missing is not None
     assert missing["reason"] == "BadKubeConfig"
-    _apply_cluster(federation, "late", federation.kubeconfig("worker-1").read_text())
+    # a server no other MultiKueueCluster names (a second name for worker-1 would be refused: DuplicateServer)
+    _apply_cluster(federation, "late", federation.kubeconfig(MANAGER).read_text())
     _wait_active(federation, "late", status="True", says="Connected")
     federation.kubectl(MANAGER, "delete", "multikueuecluster", "late", "--wait=false")
 
@@ -211,3 +224,86 @@ def test_kubectl_kfed_lists_the_workers_and_where_workloads_run(federation: Fede
         [plugin, "--kubeconfig", config, "workloads", "-A"], capture_output=True, text=True, check=True
     )
     assert workloads.stdout.splitlines()[0].split()[:5] == ["NAMESPACE", "NAME", "QUEUE", "STATE", "WORKER"]
+
+
+def test_a_second_multikueuecluster_for_a_worker_is_refused_and_leaves_that_workers_copies_alone(
+    federation: Federation,
+) -> None:
+    """The kubeconfig of worker-1 pasted into another MultiKueueCluster: two names for one worker. Through the
+    second, the copies worker-1 holds looked like strays and were deleted, stopping the Jobs that ran there."""
+    submit(federation, "twin-running", cpu="1", seconds=12)
+    wait_for(
+        lambda: get(federation, MANAGER, "job", "twin-running"),
+        until=lambda j: int(((j or {}).get("status") or {}).get("active", 0)) > 0,
+        timeout=60,
+        what="twin-running running",
+    )
+    worker = worker_of(federation, "twin-running")
+    assert worker in federation.workers
+    secret = get(federation, MANAGER, "secret", f"{worker}-kubeconfig", namespace=KFED_NAMESPACE)
+    assert secret is not None
+    _apply_cluster(federation, "twin", base64.b64decode(secret["data"]["kubeconfig"]).decode())
+    try:
+        _wait_active(federation, "twin", status="False", says=f"MultiKueueCluster '{worker}' reaches")
+        refused = _active(federation, "twin")
+        assert refused is not None
+        assert refused["reason"] == "DuplicateServer"
+        used = _active(federation, worker)
+        assert used is not None
+        assert (used["status"], used["reason"]) == ("True", "Active")
+        finished = wait_complete(federation, "twin-running", timeout=60)
+        assert finished["status"]["succeeded"] == 1
+        workload = workload_of(federation, "twin-running")
+        assert workload is not None
+        # it ran once, where it was sent: its copy there was never taken for a stray
+        assert not (workload["status"].get("schedulingStats") or {}).get("evictions"), workload["status"]
+        assert created_names_on_workers(federation, "twin-running") == [f"{worker}:default/twin-running"]
+        # a kubeconfig naming another server makes it usable
+        _apply_cluster(federation, "twin", federation.kubeconfig(MANAGER).read_text())
+        _wait_active(federation, "twin", status="True", says="Connected")
+    finally:
+        federation.kubectl(MANAGER, "delete", "multikueuecluster", "twin", "--wait=false", check=False)
+
+
+def test_a_kubeconfig_edited_to_reach_another_workers_server_is_refused_and_that_worker_goes_on(
+    federation: Federation,
+) -> None:
+    submit(federation, "swap-running", cpu="1", seconds=12)
+    wait_for(
+        lambda: get(federation, MANAGER, "job", "swap-running"),
+        until=lambda j: int(((j or {}).get("status") or {}).get("active", 0)) > 0,
+        timeout=60,
+        what="swap-running running",
+    )
+    worker = worker_of(federation, "swap-running")
+    assert worker in federation.workers
+    other = next(name for name in federation.workers if name != worker)
+
+    def kubeconfig_data(cluster: str) -> str:
+        secret = get(federation, MANAGER, "secret", f"{cluster}-kubeconfig", namespace=KFED_NAMESPACE)
+        assert secret is not None
+        return str(secret["data"]["kubeconfig"])
+
+    def set_kubeconfig(cluster: str, data: str) -> None:
+        patch = json.dumps({"data": {"kubeconfig": data}})
+        federation.kubectl(MANAGER, "-n", KFED_NAMESPACE, "patch", "secret", f"{cluster}-kubeconfig", "-p", patch)
+
+    own = kubeconfig_data(other)
+    set_kubeconfig(other, kubeconfig_data(worker))
+    try:
+        _wait_active(federation, other, status="False", says=f"MultiKueueCluster '{worker}' reaches")
+        refused = _active(federation, other)
+        assert refused is not None
+        assert refused["reason"] == "DuplicateServer"
+        used = _active(federation, worker)
+        assert used is not None
+        assert (used["status"], used["reason"]) == ("True", "Active")
+        finished = wait_complete(federation, "swap-running", timeout=60)
+        assert finished["status"]["succeeded"] == 1
+        workload = workload_of(federation, "swap-running")
+        assert workload is not None
+        assert not (workload["status"].get("schedulingStats") or {}).get("evictions"), workload["status"]
+        assert created_names_on_workers(federation, "swap-running") == [f"{worker}:default/swap-running"]
+    finally:
+        set_kubeconfig(other, own)
+    _wait_active(federation, other, status="True", says="Connected")

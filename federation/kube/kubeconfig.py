@@ -20,6 +20,7 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -201,6 +202,25 @@ def parse_validated_kubeconfig(text: str) -> dict[str, Any]:
     if problems:
         raise KubeconfigError(problems)
     return config
+
+
+def server_address(config: Mapping[str, Any]) -> str:
+    """Where a validated kubeconfig's current context connects: its server URL with the scheme and host in lower
+    case, the port written out and no trailing slash, followed by the TLS server name or the proxy it names, if
+    any. Two kubeconfigs with the same address reach the same API server (the reverse need not hold: one server
+    may be reached by several names)."""
+    context = (_named(config, "contexts", str(config["current-context"])) or {})["context"]
+    cluster = (_named(config, "clusters", str(context["cluster"])) or {})["cluster"]
+    url = urlsplit(str(cluster["server"]))
+    host = url.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = url.port or (443 if url.scheme.lower() == "https" else 80)
+    address = f"{url.scheme.lower()}://{host}:{port}{url.path.rstrip('/')}"
+    for key in ("tls-server-name", "proxy-url"):
+        if cluster.get(key):
+            address += f" ({key} {cluster[key]})"
+    return address
 
 
 def kubeconfig_path_problem(location: str, directory: str) -> str:

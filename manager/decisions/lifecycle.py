@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_ANNOTATION, PREBUILT_WORKLOAD_LABEL
@@ -112,13 +113,14 @@ def held_worker(workload: Obj) -> str | None:
     return str(cluster) if cluster else (str(names[0]) if len(names) == 1 else None)
 
 
-def copy_belongs(workload: Obj | None, *, worker: str, manager_uid: str | None) -> bool:
-    """Whether a copy in ``worker`` that names the manager Workload uid ``manager_uid`` is still wanted there: the
-    Workload exists with that uid and ``worker`` holds it. Any other copy is stale and is deleted (a requeued
-    workload's copy left on a worker that was unreachable, a copy of a deleted or re-created Workload)."""
+def copy_belongs(workload: Obj | None, *, worker_names: AbstractSet[str], manager_uid: str | None) -> bool:
+    """Whether a copy in a worker that names the manager Workload uid ``manager_uid`` is still wanted there: the
+    Workload exists with that uid and the worker holds it, by one of its names ``worker_names`` (the MultiKueueClusters
+    that reach it, ``shared_servers``). Any other copy is stale and is deleted (a requeued workload's copy left on a
+    worker that was unreachable, a copy of a deleted or re-created Workload)."""
     if workload is None or (workload.get("metadata") or {}).get("uid") != manager_uid:
         return False
-    return held_worker(workload) == worker
+    return held_worker(workload) in worker_names
 
 
 def adoptions(

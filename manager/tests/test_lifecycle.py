@@ -169,11 +169,13 @@ def test_the_worker_holding_a_workload_and_which_copies_belong() -> None:
     assert held_worker(nominated) == "worker-1"
     assert held_worker(admitted) == "worker-2"
     assert held_worker(requeued) is None
-    assert copy_belongs(admitted, worker="worker-2", manager_uid="u1")
-    assert not copy_belongs(admitted, worker="worker-1", manager_uid="u1")  # left on a worker it was taken from
-    assert not copy_belongs(admitted, worker="worker-2", manager_uid="u0")  # an earlier Workload of that name
-    assert not copy_belongs(requeued, worker="worker-2", manager_uid="u1")
-    assert not copy_belongs(None, worker="worker-2", manager_uid="u1")
+    assert copy_belongs(admitted, worker_names={"worker-2"}, manager_uid="u1")
+    assert not copy_belongs(admitted, worker_names={"worker-1"}, manager_uid="u1")  # left on a worker it was taken from
+    assert not copy_belongs(admitted, worker_names={"worker-2"}, manager_uid="u0")  # an earlier Workload of that name
+    assert not copy_belongs(requeued, worker_names={"worker-2"}, manager_uid="u1")
+    assert not copy_belongs(None, worker_names={"worker-2"}, manager_uid="u1")
+    # one worker cluster named by two MultiKueueClusters (shared_servers): held by either name, the copy belongs
+    assert copy_belongs(admitted, worker_names={"worker-1", "worker-2"}, manager_uid="u1")
 
 
 def test_worker_lost_counts_from_when_the_connection_was_lost() -> None:

@@ -14,6 +14,7 @@ from federation.kube.kubeconfig import (
     kubeconfig_problems,
     parse_validated_kubeconfig,
     read_kubeconfig_file,
+    server_address,
     validate_kubeconfig,
     validate_kubeconfig_text,
 )
@@ -225,3 +226,23 @@ def test_read_kubeconfig_file_reads_inside_and_refuses_symlinks_out(tmp_path: Pa
     assert "cannot read kubeconfig file" in str(info.value)
     with pytest.raises(KubeconfigError, match=r"contains '\.\.'"):
         read_kubeconfig_file(f"{allowed}/../secret.txt", str(allowed))
+
+
+@pytest.mark.parametrize(
+    ("cluster", "address"),
+    [
+        ({"server": "https://10.0.0.1:6443"}, "https://10.0.0.1:6443"),
+        ({"server": "HTTPS://API.Example.COM/"}, "https://api.example.com:443"),
+        ({"server": "https://api.example.com:443/prefix/"}, "https://api.example.com:443/prefix"),
+        ({"server": "https://[::1]:6443"}, "https://[::1]:6443"),
+        ({"server": "https://10.0.0.1:6443", "tls-server-name": "w2"}, "https://10.0.0.1:6443 (tls-server-name w2)"),
+        (
+            {"server": "https://10.0.0.1:6443", "proxy-url": "http://p:3128"},
+            "https://10.0.0.1:6443 (proxy-url http://p:3128)",
+        ),
+    ],
+)
+def test_the_server_address_is_the_url_in_one_spelling_with_what_else_picks_the_server(
+    cluster: dict[str, Any], address: str
+) -> None:
+    assert server_address(kubeconfig(cluster={**cluster, "certificate-authority-data": B64})) == address
