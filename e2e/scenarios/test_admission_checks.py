@@ -20,7 +20,7 @@ import pytest
 
 from e2e.queues import CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE, job_manifest
 from e2e.rig.audit import created_names
-from e2e.rig.controllers import ADMISSION_CHECK
+from e2e.rig.controllers import ADMISSION_CHECK, MULTIKUEUE_CONFIG
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import (
     condition,
@@ -538,3 +538,86 @@ def test_a_cluster_queue_naming_a_missing_admission_check_says_it_cannot_admit_u
     finally:
         federation.kubectl(MANAGER, "delete", "clusterqueue", "e2e-missing-check-cq", "--wait=false", check=False)
         federation.kubectl(MANAGER, "delete", "admissioncheck", missing, "--wait=false", check=False)
+
+
+def test_a_cluster_queue_with_two_multikueue_checks_is_inactive_as_in_kueue_until_one_is_left(
+    federation: Federation,
+) -> None:
+    """Kueue refuses to dispatch for a ClusterQueue with two MultiKueue checks (``MultipleMultiKueueAdmissionChecks``);
+    kfed sent its Workloads to the workers of both configurations as if they were one."""
+    second, queue = "e2e-second-multikueue", "e2e-two-multikueue"
+    check = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": second},
+        "spec": {
+            "controllerName": "kueue.x-k8s.io/multikueue",
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": MULTIKUEUE_CONFIG},
+        },
+    }
+
+    def cluster_queue(*checks: str) -> dict[str, Any]:
+        quota = [{"name": "cpu", "nominalQuota": "8"}, {"name": "memory", "nominalQuota": "64Gi"}]
+        return {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": queue},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {"coveredResources": ["cpu", "memory"], "flavors": [{"name": FLAVOR, "resources": quota}]}
+                ],
+                "admissionChecksStrategy": {"admissionChecks": [{"name": name} for name in checks]},
+            },
+        }
+
+    local_queue = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": queue, "namespace": "default"},
+        "spec": {"clusterQueue": queue},
+    }
+
+    def active() -> dict[str, Any] | None:
+        return condition(get(federation, MANAGER, "clusterqueue", queue), "Active")
+
+    try:
+        _apply(federation, MANAGER, check, cluster_queue(ADMISSION_CHECK, second), local_queue)
+        for worker in federation.workers:
+            _apply(federation, worker, {**local_queue, "spec": {"clusterQueue": CLUSTER_QUEUE}})
+        inactive = wait_for(
+            active,
+            until=lambda c: c is not None and c["reason"] == "MultipleMultiKueueAdmissionChecks",
+            timeout=30,
+            what="the ClusterQueue inactive for its two MultiKueue checks",
+        )
+        assert inactive is not None
+        assert inactive["status"] == "False"
+        assert inactive["message"] == (
+            "Can't admit new workloads: Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue, "
+            f"found: {second},{ADMISSION_CHECK}."
+        )
+        submit(federation, "two-multikueue", cpu="1", seconds=1, queue=queue)
+        waiting = wait_for(
+            lambda: condition(workload_of(federation, "two-multikueue"), "QuotaReserved"),
+            until=lambda c: c is not None and "Cannot use multiple MultiKueue" in str(c.get("message")),
+            timeout=30,
+            what="the Job's Workload to wait, saying why",
+        )
+        assert waiting is not None
+        assert waiting["status"] == "False"
+        assert remote_copies(federation, "two-multikueue") == {}
+        _apply(federation, MANAGER, cluster_queue(ADMISSION_CHECK))
+        wait_for(
+            active,
+            until=lambda c: c is not None and (c["status"], c["reason"]) == ("True", "Ready"),
+            timeout=30,
+            what="the ClusterQueue active with one MultiKueue check",
+        )
+        wait_complete(federation, "two-multikueue", timeout=60)
+    finally:
+        federation.kubectl(MANAGER, "delete", "job", "two-multikueue", "--ignore-not-found", check=False)
+        for cluster in (MANAGER, *federation.workers):
+            federation.kubectl(cluster, "delete", "localqueue", queue, "-n", "default", "--wait=false", check=False)
+        federation.kubectl(MANAGER, "delete", "clusterqueue", queue, "--wait=false", check=False)
+        federation.kubectl(MANAGER, "delete", "admissioncheck", second, "--wait=false", check=False)

@@ -15,7 +15,7 @@ when deleted, and its ClusterQueues keep admitting, until no ClusterQueue names 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from federation.admission.api_state import TERMINATING, QuotaState
@@ -52,17 +52,21 @@ def _flavor_usage(node: ClusterQueueNode, usage: Mapping[tuple[str, str], int]) 
     return usages
 
 
-def _active(node: ClusterQueueNode) -> tuple[str, str, str]:
+def _active(node: ClusterQueueNode, check_problems: Sequence[tuple[str, str]]) -> tuple[str, str, str]:
+    """(status, reason, message) of the queue's ``Active`` condition, as Kueue words it: every cause in its
+    message, the first one's reason."""
     reason = node.inactive_reason
-    if reason is None:
-        return "True", "Ready", "Can admit new workloads"
     if reason == TERMINATING:
         return "False", "Terminating", "Can't admit new workloads; clusterQueue is terminating"
+    causes: list[tuple[str, str]] = []
     if node.spec.stopped:
-        return "False", "Stopped", "Can't admit new workloads: is stopped"
-    if "missing ResourceFlavor" in reason:
-        return "False", "FlavorNotFound", f"Can't admit new workloads: {reason}"
-    return "False", "CohortCycle", f"Can't admit new workloads: {reason}"
+        causes.append(("Stopped", "is stopped"))
+    elif reason is not None:
+        causes.append(("FlavorNotFound" if "missing ResourceFlavor" in reason else "CohortCycle", reason))
+    causes += check_problems
+    if not causes:
+        return "True", "Ready", "Can admit new workloads"
+    return "False", causes[0][0], f"Can't admit new workloads: {', '.join(message for _, message in causes)}."
 
 
 def queue_status_patches(
@@ -72,13 +76,13 @@ def queue_status_patches(
     pending: Mapping[str, int],
     now: dt.datetime,
     fair_sharing: bool = False,
-    check_problems: Mapping[str, tuple[str, str]] | None = None,
+    check_problems: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> dict[str, Obj]:
     """ClusterQueue name → ``status`` to merge, for every queue whose status would change.
 
-    ``check_problems``: ClusterQueue name → (Kueue's ``Active`` reason, what is wrong) for a queue whose admission
-    checks keep it from admitting (e.g. ``AdmissionCheckNotFound``); it is ``Active=False`` then, unless inactive
-    for a reason of its own already.
+    ``check_problems``: ClusterQueue name → each (Kueue's ``Active`` reason, what is wrong) for a queue whose
+    admission checks keep it from admitting (e.g. ``AdmissionCheckNotFound``); it is ``Active=False`` then, its
+    message naming them after any cause of its own.
 
     With ``fair_sharing`` (Kueue's ``fairSharing`` configuration) the status also carries Kueue's
     ``fairSharing.weightedShare``, the queue's weighted dominant-resource share; without it the field is removed.
@@ -94,10 +98,7 @@ def queue_status_patches(
         for workload in admitted:
             for key, amount in reserved_usage(workload).items():
                 admitted_usage[key] = admitted_usage.get(key, 0) + amount
-        status, reason, message = _active(node)
-        if status == "True" and check_problems and name in check_problems:
-            reason, problem = check_problems[name]
-            status, message = "False", f"Can't admit new workloads: {problem}"
+        status, reason, message = _active(node, (check_problems or {}).get(name, ()))
         generation = (raw.get("metadata") or {}).get("generation")
         conditions, _ = set_condition(
             conditions_of(raw),

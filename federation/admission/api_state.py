@@ -171,7 +171,7 @@ def quota_state_steps(
         node = snapshot.cluster_queues.get(info.name)
         missing = [name for name in info.flavor_names if name not in flavors]
         if node is not None and missing and node.inactive_reason is None:
-            node.inactive_reason = f"references missing ResourceFlavor(s): {', '.join(missing)}"
+            node.inactive_reason = f"references missing ResourceFlavor(s): {','.join(missing)}"
         if node is not None and info.terminating:
             node.inactive_reason = TERMINATING
     by_key = {f"{lq.namespace}/{lq.name}": lq for lq in local_queues}

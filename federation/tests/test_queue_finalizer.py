@@ -79,11 +79,28 @@ def test_a_queue_being_deleted_admits_nothing_and_says_it_is_terminating() -> No
 
 def test_a_queue_kept_from_admitting_by_its_admission_checks_is_inactive_with_the_checks_reason() -> None:
     quota = _quota(queue(), workloads=[])
-    problems = {"cq": ("AdmissionCheckNotFound", "references missing AdmissionCheck(s): mk")}
+    problems = {"cq": [("AdmissionCheckNotFound", "references missing AdmissionCheck(s): mk")]}
     patch = queue_status_patches(quota, {"cq": queue()}, pending={}, now=NOW, check_problems=problems)["cq"]
     active = next(c for c in patch["conditions"] if c["type"] == "Active")
     assert (active["status"], active["reason"]) == ("False", "AdmissionCheckNotFound")
-    assert active["message"] == "Can't admit new workloads: references missing AdmissionCheck(s): mk"
+    assert active["message"] == "Can't admit new workloads: references missing AdmissionCheck(s): mk."
+    # several causes, as Kueue words them: the first one's reason, every message
+    problems["cq"].append(("MultipleMultiKueueAdmissionChecks", "Cannot use multiple ..., found: a,b"))
+    held = queue()
+    held["spec"]["stopPolicy"] = "Hold"
+    stopped = queue_status_patches(
+        _quota(held, workloads=[]),
+        {"cq": held},
+        pending={},
+        now=NOW,
+        check_problems=problems,
+    )["cq"]
+    active = next(c for c in stopped["conditions"] if c["type"] == "Active")
+    assert active["reason"] == "Stopped"
+    assert active["message"] == (
+        "Can't admit new workloads: is stopped, references missing AdmissionCheck(s): mk, "
+        "Cannot use multiple ..., found: a,b."
+    )
     ready = queue_status_patches(quota, {"cq": queue()}, pending={}, now=NOW)["cq"]
     assert next(c for c in ready["conditions"] if c["type"] == "Active")["reason"] == "Ready"
 

@@ -24,7 +24,13 @@ from federation.admission.decisions import Assignment
 from federation.api.workload import EVICTED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, format_time, set_condition, workload_generation
 from federation.protocol import MULTIKUEUE_CONTROLLER, REASON_QUOTA_RESERVED
-from manager.decisions.admission_checks import CHECK_PENDING, dispatched_message, waiting_message
+from manager.decisions.admission_checks import (
+    CHECK_PENDING,
+    MULTIKUEUE_SETUP_REASONS,
+    dispatched_message,
+    queue_check_causes,
+    waiting_message,
+)
 
 Obj = dict[str, Any]
 DELAYED_PENDING = "Pending"
@@ -43,7 +49,6 @@ def multikueue_workers(
     refs = [rule["name"] for rule in strategy.get("admissionChecks") or ()]
     checks: list[str] = []
     workers: list[str] = []
-    per_flavor = {rule["name"] for rule in strategy.get("admissionChecks") or () if rule.get("onFlavors")}
     for ref in refs:
         check = admission_checks.get(ref)
         if check is None:
@@ -51,14 +56,19 @@ def multikueue_workers(
         spec = check.get("spec") or {}
         if spec.get("controllerName") != MULTIKUEUE_CONTROLLER:
             continue
-        if ref in per_flavor:  # Kueue: MultiKueueAdmissionCheckAppliedPerFlavor makes the ClusterQueue inactive
-            return f"MultiKueue AdmissionCheck {ref} cannot be applied per flavor (onFlavors) in ClusterQueue {name}"
         params = spec.get("parameters") or {}
         config = configs.get(str(params.get("name", "")))
         if params.get("kind") != "MultiKueueConfig" or config is None:
             return f"AdmissionCheck {ref} does not point at an existing MultiKueueConfig"
         checks.append(ref)
         workers += [w for w in (config.get("spec") or {}).get("clusters") or () if w not in workers]
+    refused = [
+        message
+        for reason, message in queue_check_causes(cluster_queue, admission_checks)
+        if reason in MULTIKUEUE_SETUP_REASONS
+    ]
+    if refused:  # Kueue makes the ClusterQueue inactive for these
+        return f"ClusterQueue {name} is inactive: {', '.join(refused)}"
     if not checks:
         return (
             f"ClusterQueue {name} has no AdmissionCheck with controllerName {MULTIKUEUE_CONTROLLER}; "
