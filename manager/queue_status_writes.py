@@ -32,7 +32,6 @@ from federation.kube.cache import SyncedCache
 from federation.kube.overlay import WriteOverlay
 from federation.kube.resources import ADMISSION_CHECKS, CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, Resource
 from federation.kube.status_writes import write_finalizers, write_status_patches
-from manager.decisions.admission_checks import cluster_queue_check_problems
 
 QUEUE_STATUS_INTERVAL = 1.0
 
@@ -58,7 +57,6 @@ class QueueStatusWrites:
         self._fair_sharing = fair_sharing
         self._start_soon = start_soon
         self._trigger = trigger
-        self._admission_checks = admission_checks
         flavor_view = WriteOverlay(flavors.store)
         flavors.add_handler(flavor_view.observe)
         if admission_check_view is None:
@@ -139,7 +137,6 @@ class QueueStatusWrites:
                 pending=pending,
                 now=now,
                 fair_sharing=self._fair_sharing,
-                check_problems=cluster_queue_check_problems(queues.values(), self._admission_checks.store),
             ),
             current=queues,
             field_manager=field_manager,

@@ -30,6 +30,7 @@ import structlog
 from federation.admission.api_drain import EventSpec, WorkloadUpdate, drain, pending_update
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.api_workloads import ResourceRules
+from federation.admission.check_problems import cluster_queue_check_problems, mark_inactive
 from federation.admission.decisions import Admit, Preempt, Wait
 from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot
@@ -356,6 +357,7 @@ class GlobalScheduler:
             raise
         for ignored in self._state_builder.ignored:
             log.warning("invalid quota object ignored", kind=ignored.kind, name=ignored.name, error=ignored.error)
+        mark_inactive(state, cluster_queue_check_problems(caches.cluster_queues.store, caches.admission_checks.store))
         return state
 
     def _workers(self, names: list[str], now: dt.datetime, *, excluded: Mapping[str, str]) -> _PassWorkers:

@@ -92,7 +92,12 @@ class Agent:
         if not served:
             log.warning("agent.provisioning_requests_not_served", cluster=self.cluster, message=NOT_SERVED)
         provisioning = Provisioning(
-            self.api, events=events, cluster=self.cluster, wake=lambda *_: trigger.pull(), served=served
+            self.api,
+            events=events,
+            cluster=self.cluster,
+            wake=lambda *_: trigger.pull(),
+            admission_checks=world.admission_checks,
+            served=served,
         )
         self.provisioning = provisioning
         publisher = CapacityPublisher(
@@ -102,7 +107,7 @@ class Agent:
             lock=lock,
             update_queue_status=self.update_queue_status,
             topologies=lambda: _reported_topologies(tas_box, world, provisioning),
-            admission_checks=provisioning.admission_checks,
+            admission_checks=world.admission_checks,
             **publisher_options,
         )
 

@@ -54,12 +54,14 @@ class Provisioning:
         events: EventRecorder,
         cluster: str,
         wake: Callable[..., None],
+        admission_checks: WatchCache,
         served: bool = True,
     ) -> None:
         self.api = api
         self.events = events
         self.served = served
-        self.admission_checks = WatchCache(api, r.ADMISSION_CHECKS)
+        self.admission_checks = admission_checks
+        admission_checks.add_handler(wake)
         self.configs = WatchCache(api, r.PROVISIONING_REQUEST_CONFIGS)
         self.requests = WatchCache(api, r.PROVISIONING_REQUESTS, label_selector=d.MANAGED_BY_LABEL)
         for cache in self.caches():
@@ -76,14 +78,8 @@ class Provisioning:
         return True
 
     def caches(self) -> tuple[WatchCache, ...]:
-        return (
-            (self.admission_checks, self.configs, self.requests)
-            if self.served
-            else (
-                self.admission_checks,
-                self.configs,
-            )
-        )
+        """The caches this controller runs (the AdmissionChecks are the world's)."""
+        return (self.configs, self.requests) if self.served else (self.configs,)
 
     def checks_by_name(self) -> dict[str, Obj]:
         return {str(c["metadata"]["name"]): c for c in self.admission_checks.store}

@@ -16,6 +16,7 @@ import structlog
 from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.api_workloads import ALL_RESOURCES, ResourceRules
+from federation.admission.check_problems import cluster_queue_check_problems, mark_inactive
 from federation.kube import resources as r
 from federation.kube.api import KubeApi, object_key
 from federation.kube.cache import Handler, WatchCache, unsynced
@@ -42,6 +43,8 @@ class World:
         self.namespaces = WatchCache(api, r.NAMESPACES)
         self.limit_ranges = WatchCache(api, r.LIMIT_RANGES)
         self.runtime_classes = WatchCache(api, r.RUNTIME_CLASSES)
+        # a ClusterQueue naming a check that is missing or not Active admits nothing (``admission.check_problems``)
+        self.admission_checks = WatchCache(api, r.ADMISSION_CHECKS)
         # the priority of a Job queued on this worker itself (``decisions.local_jobs``)
         self.workload_priority_classes = WatchCache(api, r.WORKLOAD_PRIORITY_CLASSES)
         self.pod_priority_classes = WatchCache(api, r.PRIORITY_CLASSES)
@@ -72,6 +75,7 @@ class World:
             self.namespaces,
             self.limit_ranges,
             self.runtime_classes,
+            self.admission_checks,
             self.workload_priority_classes,
             self.pod_priority_classes,
         )
@@ -156,6 +160,7 @@ class World:
             self.namespaces.store.version,
             self.limit_ranges.store.version,
             self.runtime_classes.store.version,
+            self.admission_checks.store.version,
         )
 
     def flavor_infos(self) -> dict[str, FlavorInfo]:
@@ -185,6 +190,7 @@ class World:
             raise
         for ignored in self._state_builder.ignored:
             log.warning("agent.object_ignored", kind=ignored.kind, name=ignored.name, error=ignored.error)
+        mark_inactive(state, cluster_queue_check_problems(self.cluster_queues.store, self.admission_checks.store))
         return state
 
 

@@ -89,6 +89,7 @@ def gated_queue(federation: Federation) -> Iterator[str]:
         },
     }
     _apply(federation, MANAGER, gate, cluster_queue, _local_queue(GATED_CQ))
+    _declare_active(federation, GATE)  # as its controller would: a check not Active keeps the queue from admitting
     for worker in federation.workers:
         _apply(federation, worker, _local_queue(CLUSTER_QUEUE))
     try:
@@ -98,6 +99,15 @@ def gated_queue(federation: Federation) -> Iterator[str]:
             federation.kubectl(cluster, "delete", "localqueue", GATED_LQ, "-n", "default", "--wait=false", check=False)
         federation.kubectl(MANAGER, "delete", "clusterqueue", GATED_CQ, "--wait=false", check=False)
         federation.kubectl(MANAGER, "delete", "admissioncheck", GATE, "--wait=false", check=False)
+
+
+def _declare_active(fed: Federation, check: str) -> None:
+    """Write ``Active=True`` on the AdmissionCheck ``check``, as its controller does once it runs (Kueue keeps a
+    ClusterQueue that names a check not Active from admitting)."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    active = {"type": "Active", "status": "True", "reason": "Active", "message": "e2e", "lastTransitionTime": now}
+    patch = json.dumps({"status": {"conditions": [active]}})
+    fed.kubectl(MANAGER, "patch", "admissioncheck", check, "--subresource=status", "--type=merge", "-p", patch)
 
 
 def _checks(workload: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
@@ -529,11 +539,20 @@ def test_a_cluster_queue_naming_a_missing_admission_check_says_it_cannot_admit_u
         assert active["status"] == "False"
         assert missing in active["message"]
         _apply(federation, MANAGER, check)
+        inactive = wait_for(
+            lambda: condition(get(federation, MANAGER, "clusterqueue", "e2e-missing-check-cq"), "Active"),
+            until=lambda c: c is not None and c["reason"] == "AdmissionCheckInactive",
+            timeout=30,
+            what="the ClusterQueue inactive while the check's controller has not said it is Active",
+        )
+        assert inactive is not None
+        assert inactive["message"] == f"Can't admit new workloads: references inactive AdmissionCheck(s): {missing}."
+        _declare_active(federation, missing)
         wait_for(
             lambda: condition(get(federation, MANAGER, "clusterqueue", "e2e-missing-check-cq"), "Active"),
             until=lambda c: c is not None and (c["status"], c["reason"]) == ("True", "Ready"),
             timeout=30,
-            what="the ClusterQueue active once the check exists",
+            what="the ClusterQueue active once the check exists and is Active",
         )
     finally:
         federation.kubectl(MANAGER, "delete", "clusterqueue", "e2e-missing-check-cq", "--wait=false", check=False)

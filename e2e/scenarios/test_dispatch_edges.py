@@ -242,25 +242,48 @@ def _reports_local_queue_stopped(report: Obj | None) -> bool:
     return any(q["name"] == LOCAL_QUEUE and q.get("stopped") is True for q in status.get("localQueues") or ())
 
 
+MISSING_CHECK = json.dumps({"spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "e2e-nowhere"}]}}})
+NO_CHECK = json.dumps({"spec": {"admissionChecksStrategy": None}})
 STOPPED_QUEUES = {
-    "clusterqueue": (CLUSTER_QUEUE, _reports_cluster_queue_inactive, "is inactive: ClusterQueue is stopped"),
-    "localqueue": (LOCAL_QUEUE, _reports_local_queue_stopped, f"LocalQueue default/{LOCAL_QUEUE} is stopped"),
+    "clusterqueue": (
+        "clusterqueue",
+        CLUSTER_QUEUE,
+        _reports_cluster_queue_inactive,
+        "is inactive: ClusterQueue is stopped",
+        (HOLD, RUN),
+    ),
+    "localqueue": (
+        "localqueue",
+        LOCAL_QUEUE,
+        _reports_local_queue_stopped,
+        f"LocalQueue default/{LOCAL_QUEUE} is stopped",
+        (HOLD, RUN),
+    ),
+    # Kueue keeps a ClusterQueue naming a check that does not exist from admitting (AdmissionCheckNotFound); the agent
+    # reserved quota for the copy and left it waiting on a check no one answers until the dispatch timeout
+    "missing-check": (
+        "clusterqueue",
+        CLUSTER_QUEUE,
+        _reports_cluster_queue_inactive,
+        "is inactive: references missing AdmissionCheck(s): e2e-nowhere",
+        (MISSING_CHECK, NO_CHECK),
+    ),
 }
 
 
-@pytest.mark.parametrize("kind", sorted(STOPPED_QUEUES))
+@pytest.mark.parametrize("case", sorted(STOPPED_QUEUES))
 def test_a_stopped_worker_queue_gets_no_copy_and_the_pending_workload_says_why(
-    federation: Federation, kind: str
+    federation: Federation, case: str
 ) -> None:
-    """A worker whose ClusterQueue or LocalQueue is stopped says so in its capacity report: the manager sends it
-    nothing (rather than a copy that waits there until the dispatch timeout), the pending Workload names the
-    reason, and the Job is sent once the queue runs again."""
-    name, reported, reason = STOPPED_QUEUES[kind]
-    job = f"on-hold-{kind}"
+    """A worker whose ClusterQueue or LocalQueue is stopped, or whose ClusterQueue names a missing admission check,
+    says so in its capacity report: the manager sends it nothing (rather than a copy that waits there until the
+    dispatch timeout), the pending Workload names the reason, and the Job is sent once the queue runs again."""
+    kind, name, reported, reason, (stop, run) = STOPPED_QUEUES[case]
+    job = f"on-hold-{case}"
     stopped: list[str] = []
     try:
         for worker in federation.workers:
-            federation.kubectl(worker, "patch", kind, name, "-n", "default", "--type=merge", "-p", HOLD)
+            federation.kubectl(worker, "patch", kind, name, "-n", "default", "--type=merge", "-p", stop)
             stopped.append(worker)
         for worker in federation.workers:
             wait_for(
@@ -284,7 +307,7 @@ def test_a_stopped_worker_queue_gets_no_copy_and_the_pending_workload_says_why(
         _assert_no_copy(federation, workload)
     finally:
         for worker in stopped:
-            federation.kubectl(worker, "patch", kind, name, "-n", "default", "--type=merge", "-p", RUN)
+            federation.kubectl(worker, "patch", kind, name, "-n", "default", "--type=merge", "-p", run)
     wait_complete(federation, job, timeout=60)
 
 

@@ -15,11 +15,12 @@ when deleted, and its ClusterQueues keep admitting, until no ClusterQueue names 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Literal
 
 from federation.admission.api_state import TERMINATING, QuotaState
 from federation.admission.api_workloads import reserved_usage
+from federation.admission.check_problems import checks_message
 from federation.admission.fair_sharing import dominant_resource_share
 from federation.admission.flavors import format_amount
 from federation.admission.snapshot import ClusterQueueNode
@@ -52,7 +53,7 @@ def _flavor_usage(node: ClusterQueueNode, usage: Mapping[tuple[str, str], int]) 
     return usages
 
 
-def _active(node: ClusterQueueNode, check_problems: Sequence[tuple[str, str]]) -> tuple[str, str, str]:
+def _active(node: ClusterQueueNode) -> tuple[str, str, str]:
     """(status, reason, message) of the queue's ``Active`` condition, as Kueue words it: every cause in its
     message, the first one's reason."""
     reason = node.inactive_reason
@@ -61,12 +62,12 @@ def _active(node: ClusterQueueNode, check_problems: Sequence[tuple[str, str]]) -
     causes: list[tuple[str, str]] = []
     if node.spec.stopped:
         causes.append(("Stopped", "is stopped"))
-    elif reason is not None:
+    elif reason is not None and reason != checks_message(node.check_causes):
         causes.append(("FlavorNotFound" if "missing ResourceFlavor" in reason else "CohortCycle", reason))
-    causes += check_problems
+    causes += node.check_causes
     if not causes:
         return "True", "Ready", "Can admit new workloads"
-    return "False", causes[0][0], f"Can't admit new workloads: {', '.join(message for _, message in causes)}."
+    return "False", causes[0][0], f"Can't admit new workloads: {checks_message(causes)}."
 
 
 def queue_status_patches(
@@ -76,13 +77,8 @@ def queue_status_patches(
     pending: Mapping[str, int],
     now: dt.datetime,
     fair_sharing: bool = False,
-    check_problems: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> dict[str, Obj]:
     """ClusterQueue name → ``status`` to merge, for every queue whose status would change.
-
-    ``check_problems``: ClusterQueue name → each (Kueue's ``Active`` reason, what is wrong) for a queue whose
-    admission checks keep it from admitting (e.g. ``AdmissionCheckNotFound``); it is ``Active=False`` then, its
-    message naming them after any cause of its own.
 
     With ``fair_sharing`` (Kueue's ``fairSharing`` configuration) the status also carries Kueue's
     ``fairSharing.weightedShare``, the queue's weighted dominant-resource share; without it the field is removed.
@@ -98,7 +94,7 @@ def queue_status_patches(
         for workload in admitted:
             for key, amount in reserved_usage(workload).items():
                 admitted_usage[key] = admitted_usage.get(key, 0) + amount
-        status, reason, message = _active(node, (check_problems or {}).get(name, ()))
+        status, reason, message = _active(node)
         generation = (raw.get("metadata") or {}).get("generation")
         conditions, _ = set_condition(
             conditions_of(raw),

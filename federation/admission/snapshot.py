@@ -89,7 +89,7 @@ class CohortNode(QuotaNode):
 class ClusterQueueNode(QuotaNode):
     """A ClusterQueue: its spec, the workloads holding its quota, and which resource group covers each resource."""
 
-    __slots__ = ("group_of_resource", "inactive_reason", "spec", "workloads")
+    __slots__ = ("check_causes", "group_of_resource", "inactive_reason", "spec", "workloads")
 
     def __init__(self, spec: ClusterQueueSpec) -> None:
         super().__init__(spec.name, spec.resource_groups, spec.fair_sharing_weight)
@@ -99,6 +99,9 @@ class ClusterQueueNode(QuotaNode):
             resource: index for index, group in enumerate(spec.resource_groups) for resource in group.covered_resources
         }
         self.inactive_reason: str | None = "ClusterQueue is stopped" if spec.stopped else None
+        self.check_causes: tuple[tuple[str, str], ...] = ()
+        """(Kueue's ``Active`` reason, message) for each way its admission checks keep it from admitting
+        (``federation.admission.check_problems``); ``inactive_reason`` says them too, unless it has one of its own."""
 
 
 class Snapshot:

@@ -13,6 +13,7 @@ from federation.admission.api_queue_status import (
     in_use_changes,
     queue_status_patches,
 )
+from federation.admission.check_problems import mark_inactive
 from federation.admission.decisions import Wait
 from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, state, workload
 
@@ -80,28 +81,32 @@ def test_a_queue_being_deleted_admits_nothing_and_says_it_is_terminating() -> No
 def test_a_queue_kept_from_admitting_by_its_admission_checks_is_inactive_with_the_checks_reason() -> None:
     quota = _quota(queue(), workloads=[])
     problems = {"cq": [("AdmissionCheckNotFound", "references missing AdmissionCheck(s): mk")]}
-    patch = queue_status_patches(quota, {"cq": queue()}, pending={}, now=NOW, check_problems=problems)["cq"]
+    mark_inactive(quota, problems)
+    patch = queue_status_patches(quota, {"cq": queue()}, pending={}, now=NOW)["cq"]
     active = next(c for c in patch["conditions"] if c["type"] == "Active")
     assert (active["status"], active["reason"]) == ("False", "AdmissionCheckNotFound")
     assert active["message"] == "Can't admit new workloads: references missing AdmissionCheck(s): mk."
+    # and it admits nothing: its Workloads wait, saying why
+    waiting = _quota(queue(), workloads=[workload("waiting")])
+    mark_inactive(waiting, problems)
+    decisions = drain(waiting, now_seconds=NOW.timestamp())
+    assert len(decisions) == 1
+    assert isinstance(decisions[0], Wait)
+    assert decisions[0].message == "ClusterQueue cq is inactive: references missing AdmissionCheck(s): mk"
     # several causes, as Kueue words them: the first one's reason, every message
     problems["cq"].append(("MultipleMultiKueueAdmissionChecks", "Cannot use multiple ..., found: a,b"))
     held = queue()
     held["spec"]["stopPolicy"] = "Hold"
-    stopped = queue_status_patches(
-        _quota(held, workloads=[]),
-        {"cq": held},
-        pending={},
-        now=NOW,
-        check_problems=problems,
-    )["cq"]
+    stopped_quota = _quota(held, workloads=[])
+    mark_inactive(stopped_quota, problems)
+    stopped = queue_status_patches(stopped_quota, {"cq": held}, pending={}, now=NOW)["cq"]
     active = next(c for c in stopped["conditions"] if c["type"] == "Active")
     assert active["reason"] == "Stopped"
     assert active["message"] == (
         "Can't admit new workloads: is stopped, references missing AdmissionCheck(s): mk, "
         "Cannot use multiple ..., found: a,b."
     )
-    ready = queue_status_patches(quota, {"cq": queue()}, pending={}, now=NOW)["cq"]
+    ready = queue_status_patches(_quota(queue(), workloads=[]), {"cq": queue()}, pending={}, now=NOW)["cq"]
     assert next(c for c in ready["conditions"] if c["type"] == "Active")["reason"] == "Ready"
 
 

@@ -26,9 +26,7 @@ from federation.conditions import conditions_of, find_condition, format_time, se
 from federation.protocol import MULTIKUEUE_CONTROLLER, REASON_QUOTA_RESERVED
 from manager.decisions.admission_checks import (
     CHECK_PENDING,
-    MULTIKUEUE_SETUP_REASONS,
     dispatched_message,
-    queue_check_causes,
     waiting_message,
 )
 
@@ -62,13 +60,6 @@ def multikueue_workers(
             return f"AdmissionCheck {ref} does not point at an existing MultiKueueConfig"
         checks.append(ref)
         workers += [w for w in (config.get("spec") or {}).get("clusters") or () if w not in workers]
-    refused = [
-        message
-        for reason, message in queue_check_causes(cluster_queue, admission_checks)
-        if reason in MULTIKUEUE_SETUP_REASONS
-    ]
-    if refused:  # Kueue makes the ClusterQueue inactive for these
-        return f"ClusterQueue {name} is inactive: {', '.join(refused)}"
     if not checks:
         return (
             f"ClusterQueue {name} has no AdmissionCheck with controllerName {MULTIKUEUE_CONTROLLER}; "

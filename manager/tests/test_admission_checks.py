@@ -6,7 +6,6 @@ from manager.decisions.admission_checks import (
     CheckVerdict,
     admitted_checks,
     check_eviction,
-    cluster_queue_check_problems,
     dispatch_gate,
     eviction_conditions,
     multikueue_check_names,
@@ -258,70 +257,6 @@ def test_a_rejected_multikueue_check_deactivates_with_kueues_words() -> None:
     assert eviction.event_message == (
         "Deactivating workload because AdmissionCheck for kfed was Rejected: No multikueue adapter found"
     )
-
-
-def test_a_cluster_queue_with_a_missing_or_inactive_check_has_a_problem_kueue_names() -> None:
-    def cq(name: str, *checks: str) -> dict[str, Any]:
-        rules = [{"name": check} for check in checks]
-        return {"metadata": {"name": name}, "spec": {"admissionChecksStrategy": {"admissionChecks": rules}}}
-
-    def check(name: str, active: str) -> dict[str, Any]:
-        return {"metadata": {"name": name}, "status": {"conditions": [{"type": "Active", "status": active}]}}
-
-    checks = [check("mk", "True"), check("broken", "False")]
-    problems = cluster_queue_check_problems(
-        [cq("fine", "mk"), cq("gone", "mk", "nope", "also-gone"), cq("off", "broken"), cq("plain")], checks
-    )
-    assert problems == {
-        "gone": [("AdmissionCheckNotFound", "references missing AdmissionCheck(s): also-gone,nope")],
-        "off": [("AdmissionCheckInactive", "references inactive AdmissionCheck(s): broken")],
-    }
-
-
-def test_a_cluster_queue_whose_multikueue_checks_kueue_refuses_has_the_problems_kueue_names() -> None:
-    def check(name: str, controller: str) -> dict[str, Any]:
-        return {"metadata": {"name": name}, "spec": {"controllerName": controller}}
-
-    def cq(name: str, *rules: dict[str, Any]) -> dict[str, Any]:
-        groups = [{"coveredResources": ["cpu"], "flavors": [{"name": "a"}, {"name": "b"}]}]
-        strategy = {"admissionChecks": list(rules)}
-        return {"metadata": {"name": name}, "spec": {"resourceGroups": groups, "admissionChecksStrategy": strategy}}
-
-    checks = [
-        check("mk", "kueue.x-k8s.io/multikueue"),
-        check("mk2", "kueue.x-k8s.io/multikueue"),
-        check("prov", "kueue.x-k8s.io/provisioning-request"),
-    ]
-    problems = cluster_queue_check_problems(
-        [
-            cq("two", {"name": "mk2"}, {"name": "mk"}),
-            cq("some-flavors", {"name": "mk", "onFlavors": ["a"]}),
-            cq("all-flavors", {"name": "mk", "onFlavors": ["b", "a"]}),  # every flavor: as if none were named
-            cq("with-prov", {"name": "mk"}, {"name": "prov"}),
-            cq("prov-only", {"name": "prov", "onFlavors": ["a"]}),
-        ],
-        checks,
-    )
-    assert problems == {
-        "two": [
-            (
-                "MultipleMultiKueueAdmissionChecks",
-                "Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue, found: mk,mk2",
-            )
-        ],
-        "some-flavors": [
-            (
-                "MultiKueueAdmissionCheckAppliedPerFlavor",
-                "Cannot specify MultiKueue AdmissionCheck per flavor, found: mk",
-            )
-        ],
-        "with-prov": [
-            (
-                "MultiKueueWithProvisioningRequest",
-                "Cannot use both MultiKueue and ProvisioningRequest AdmissionChecks together, found: mk, prov",
-            )
-        ],
-    }
 
 
 def test_a_copy_waiting_in_its_workers_queue_is_named_after_a_while_with_the_workers_reason() -> None:

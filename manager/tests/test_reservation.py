@@ -103,32 +103,6 @@ def test_every_check_of_the_queue_is_listed_respecting_on_flavors() -> None:
     assert workload_checks({"metadata": {"name": "bare"}, "spec": {}}, flavors={"default"}) == []
 
 
-def test_a_multikueue_check_applied_per_flavor_is_refused_as_kueue_does() -> None:
-    queue: dict[str, Any] = {
-        "metadata": {"name": "cq"},
-        "spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "mk", "onFlavors": ["default"]}]}},
-    }
-    assert multikueue_workers(queue, admission_checks={"mk": CHECK}, configs=CONFIGS) == (
-        "ClusterQueue cq is inactive: Cannot specify MultiKueue AdmissionCheck per flavor, found: mk"
-    )
-    # naming every flavor of the queue is not "per flavor" (Kueue compares with all of them)
-    queue["spec"]["resourceGroups"] = [{"coveredResources": ["cpu"], "flavors": [{"name": "default"}]}]
-    assert not isinstance(multikueue_workers(queue, admission_checks={"mk": CHECK}, configs=CONFIGS), str)
-
-
-def test_two_multikueue_checks_or_one_beside_a_provisioning_request_are_refused_as_kueue_does() -> None:
-    prov = {"spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}}
-    checks: dict[str, dict[str, Any]] = {"mk": CHECK, "mk2": CHECK, "prov": prov}
-    assert multikueue_workers(cq("mk", "mk2"), admission_checks=checks, configs=CONFIGS) == (
-        "ClusterQueue cq is inactive: Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue, "
-        "found: mk,mk2"
-    )
-    assert multikueue_workers(cq("prov", "mk"), admission_checks=checks, configs=CONFIGS) == (
-        "ClusterQueue cq is inactive: Cannot use both MultiKueue and ProvisioningRequest AdmissionChecks together, "
-        "found: mk, prov"
-    )
-
-
 def test_other_checks_are_listed_pending_and_the_multikueue_check_says_what_it_waits_for() -> None:
     update = reservation_update(
         workload("w", cpu="1"),
