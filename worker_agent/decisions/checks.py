@@ -19,6 +19,7 @@ from typing import Any
 
 from federation.admission.check_reset import checks_reset_on_eviction
 from federation.admission.eviction_counts import scheduling_stats_after
+from federation.api.provisioning import PROVISIONING_REQUEST_CONTROLLER_NAME
 from federation.api.workload import ADMITTED, EVICTED, QUOTA_RESERVED, REQUEUED
 from federation.conditions import (
     conditions_of,
@@ -34,7 +35,6 @@ from federation.protocol import REASON_ADMITTED
 Obj = dict[str, Any]
 
 PENDING, READY, RETRY, REJECTED = "Pending", "Ready", "Retry", "Rejected"
-PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 EVICTED_BY_ADMISSION_CHECK = "AdmissionCheck"
 DEACTIVATED_BY_ADMISSION_CHECK = "DeactivatedDueToAdmissionCheck"
 PENDING_DELAYED_TOPOLOGY = "PendingDelayedTopologyRequests"
@@ -57,7 +57,8 @@ def provisioning_checks(names: Iterable[str], admission_checks: Mapping[str, Map
     return [
         name
         for name in names
-        if ((admission_checks.get(name) or {}).get("spec") or {}).get("controllerName") == PROVISIONING_CONTROLLER
+        if ((admission_checks.get(name) or {}).get("spec") or {}).get("controllerName")
+        == PROVISIONING_REQUEST_CONTROLLER_NAME
     ]
 
 
