@@ -59,6 +59,9 @@ class ManagerConfig:
     """A probe unanswered this long fails the worker's connection (also: how long a cache may keep failing)."""
     kubeconfig_dir: str = DEFAULT_KUBECONFIG_DIR
     """The only directory ``locationType: Path`` kubeconfigs are read from (Kueue's default)."""
+    kubeconfig_file_check_interval: float = 2.0
+    """Seconds between two reads of each ``locationType: Path`` kubeconfig: a changed file (a mounted Secret the
+    kubelet updated) reconnects its worker, as Kueue's watch of those files does."""
     client_qps: float = 300.0
     client_burst: int = 500
     workers: int = 16

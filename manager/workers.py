@@ -324,6 +324,36 @@ class WorkerPool:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             tg.start_soon(self.queue.run, self._reconcile)
+            tg.start_soon(self._follow_kubeconfig_files)
+
+    async def _follow_kubeconfig_files(self) -> None:
+        """Read every ``locationType: Path`` kubeconfig again every ``kubeconfig_file_check_interval`` and reconcile
+        its MultiKueueCluster when the file changed (or became readable or unreadable): files have no watch here,
+        and a mounted Secret the kubelet updates (a rotated token, another server) must not wait for the connection
+        to fail. A file's content is compared by digest; reading a few small files is cheap."""
+        seen: dict[str, str] = {}
+        while True:
+            for cluster in list(self._clusters.store):
+                location = cluster["spec"]["clusterSource"]["kubeConfig"]
+                name = cluster["metadata"]["name"]
+                if location.get("locationType", "Secret") != "Path":
+                    seen.pop(name, None)
+                    continue
+                try:
+                    content = read_kubeconfig_file(location["location"], self._config.kubeconfig_dir)
+                except KubeconfigError as err:
+                    content = f"unreadable: {err}"
+                digest = hashlib.sha256(content.encode()).hexdigest()
+                conn = self.connections.get(name)
+                # connected: to what the file said then (its fingerprint is the same digest of the text)
+                known = conn.fingerprint if conn is not None else seen.get(name, digest)
+                if known != digest:
+                    log.info("kubeconfig file changed; reconnecting", cluster=name, path=location["location"])
+                    self.queue.add(name)
+                seen[name] = digest
+            for gone in set(seen) - {c["metadata"]["name"] for c in self._clusters.store}:
+                del seen[gone]
+            await anyio.sleep(self._config.kubeconfig_file_check_interval)
 
     # -- reconcile one MultiKueueCluster --------------------------------------------------------------------------
 

@@ -175,18 +175,22 @@ def test_an_unreachable_worker_is_retried_with_a_backoff_our_own_status_writes_d
         federation.kubectl(MANAGER, "delete", "multikueuecluster", "unreachable", "--wait=false", check=False)
 
 
-def test_a_worker_whose_watches_fail_is_inactive_with_the_reason(federation: Federation) -> None:
-    # A valid, secure kubeconfig whose user may not list anything kfed needs: the worker answers, its watches fail.
-    # (Of the manager's own apiserver, which no other MultiKueueCluster names: a second name for worker-1 would be
-    # refused before any watch, DuplicateServer.)
-    federation.kubectl(MANAGER, "create", "serviceaccount", "kfed-no-rights", "-n", "default", check=False)
-    token = federation.kubectl(MANAGER, "create", "token", "kfed-no-rights", "-n", "default").stdout.strip()
-    config = yaml.safe_load(federation.kubeconfig(MANAGER).read_text())
+def _no_rights_kubeconfig(fed: Federation, cluster: str) -> str:
+    """A valid, secure kubeconfig whose user may not list anything kfed needs: the server answers, the watches fail.
+    Of the manager's own apiserver, which no MultiKueueCluster names (a second name for worker-1 would be refused
+    before any watch, DuplicateServer); ``cluster``'s refusals are expected, not a gap in the charts' RBAC."""
+    fed.kubectl(MANAGER, "create", "serviceaccount", "kfed-no-rights", "-n", "default", check=False)
+    token = fed.kubectl(MANAGER, "create", "token", "kfed-no-rights", "-n", "default").stdout.strip()
+    config = yaml.safe_load(fed.kubeconfig(MANAGER).read_text())
     user = config["users"][0]["user"]
     user.clear()
     user["token"] = token
-    federation.expected_forbidden.add("no-rights")  # refused on purpose, not a gap in the charts' RBAC
-    _apply_cluster(federation, "no-rights", yaml.safe_dump(config))
+    fed.expected_forbidden.add(cluster)
+    return str(yaml.safe_dump(config))
+
+
+def test_a_worker_whose_watches_fail_is_inactive_with_the_reason(federation: Federation) -> None:
+    _apply_cluster(federation, "no-rights", _no_rights_kubeconfig(federation, "no-rights"))
     try:
         _wait_active(federation, "no-rights", status="False", says="keeps failing")
         active = _active(federation, "no-rights")
@@ -226,38 +230,54 @@ def test_kubectl_kfed_lists_the_workers_and_where_workloads_run(federation: Fede
     assert workloads.stdout.splitlines()[0].split()[:5] == ["NAMESPACE", "NAME", "QUEUE", "STATE", "WORKER"]
 
 
+def _running_job(fed: Federation, name: str) -> str:
+    """Submit a 12 s Job and wait until it runs; returns its worker."""
+    submit(fed, name, cpu="1", seconds=12)
+    wait_for(
+        lambda: get(fed, MANAGER, "job", name),
+        until=lambda j: int(((j or {}).get("status") or {}).get("active", 0)) > 0,
+        timeout=60,
+        what=f"{name} running",
+    )
+    worker = worker_of(fed, name)
+    assert worker in fed.workers
+    return str(worker)
+
+
+def _secret_kubeconfig(fed: Federation, cluster: str) -> str:
+    """The base64 kubeconfig of ``cluster``'s Secret (what kfed-manager connects with)."""
+    secret = get(fed, MANAGER, "secret", f"{cluster}-kubeconfig", namespace=KFED_NAMESPACE)
+    assert secret is not None
+    return str(secret["data"]["kubeconfig"])
+
+
+def _assert_refused_while_the_worker_runs_its_job_once(fed: Federation, refused: str, worker: str, job: str) -> None:
+    """``refused`` reaches ``worker``'s server: it is inactive naming ``worker``, which goes on, and the Job it runs
+    completes there, sent once and never taken back (its copy was never taken for a stray)."""
+    _wait_active(fed, refused, status="False", says=f"MultiKueueCluster '{worker}' reaches")
+    condition_of_refused = _active(fed, refused)
+    assert condition_of_refused is not None
+    assert condition_of_refused["reason"] == "DuplicateServer"
+    used = _active(fed, worker)
+    assert used is not None
+    assert (used["status"], used["reason"]) == ("True", "Active")
+    finished = wait_complete(fed, job, timeout=60)
+    assert finished["status"]["succeeded"] == 1
+    workload = workload_of(fed, job)
+    assert workload is not None
+    assert not (workload["status"].get("schedulingStats") or {}).get("evictions"), workload["status"]
+    assert created_names_on_workers(fed, job) == [f"{worker}:default/{job}"]
+
+
 def test_a_second_multikueuecluster_for_a_worker_is_refused_and_leaves_that_workers_copies_alone(
     federation: Federation,
 ) -> None:
-    """The kubeconfig of worker-1 pasted into another MultiKueueCluster: two names for one worker. Through the
-    second, the copies worker-1 holds looked like strays and were deleted, stopping the Jobs that ran there."""
-    submit(federation, "twin-running", cpu="1", seconds=12)
-    wait_for(
-        lambda: get(federation, MANAGER, "job", "twin-running"),
-        until=lambda j: int(((j or {}).get("status") or {}).get("active", 0)) > 0,
-        timeout=60,
-        what="twin-running running",
-    )
-    worker = worker_of(federation, "twin-running")
-    assert worker in federation.workers
-    secret = get(federation, MANAGER, "secret", f"{worker}-kubeconfig", namespace=KFED_NAMESPACE)
-    assert secret is not None
-    _apply_cluster(federation, "twin", base64.b64decode(secret["data"]["kubeconfig"]).decode())
+    """The kubeconfig of a worker pasted into another MultiKueueCluster: two names for one worker. Through the
+    second, the copies the first holds looked like strays and were deleted, stopping the Jobs that ran there."""
+    worker = _running_job(federation, "twin-running")
+    _apply_cluster(federation, "twin", base64.b64decode(_secret_kubeconfig(federation, worker)).decode())
     try:
-        _wait_active(federation, "twin", status="False", says=f"MultiKueueCluster '{worker}' reaches")
-        refused = _active(federation, "twin")
-        assert refused is not None
-        assert refused["reason"] == "DuplicateServer"
-        used = _active(federation, worker)
-        assert used is not None
-        assert (used["status"], used["reason"]) == ("True", "Active")
-        finished = wait_complete(federation, "twin-running", timeout=60)
-        assert finished["status"]["succeeded"] == 1
-        workload = workload_of(federation, "twin-running")
-        assert workload is not None
-        # it ran once, where it was sent: its copy there was never taken for a stray
-        assert not (workload["status"].get("schedulingStats") or {}).get("evictions"), workload["status"]
-        assert created_names_on_workers(federation, "twin-running") == [f"{worker}:default/twin-running"]
+        _assert_refused_while_the_worker_runs_its_job_once(federation, "twin", worker, "twin-running")
         # a kubeconfig naming another server makes it usable
         _apply_cluster(federation, "twin", federation.kubeconfig(MANAGER).read_text())
         _wait_active(federation, "twin", status="True", says="Connected")
@@ -268,42 +288,41 @@ def test_a_second_multikueuecluster_for_a_worker_is_refused_and_leaves_that_work
 def test_a_kubeconfig_edited_to_reach_another_workers_server_is_refused_and_that_worker_goes_on(
     federation: Federation,
 ) -> None:
-    submit(federation, "swap-running", cpu="1", seconds=12)
-    wait_for(
-        lambda: get(federation, MANAGER, "job", "swap-running"),
-        until=lambda j: int(((j or {}).get("status") or {}).get("active", 0)) > 0,
-        timeout=60,
-        what="swap-running running",
-    )
-    worker = worker_of(federation, "swap-running")
-    assert worker in federation.workers
+    worker = _running_job(federation, "swap-running")
     other = next(name for name in federation.workers if name != worker)
-
-    def kubeconfig_data(cluster: str) -> str:
-        secret = get(federation, MANAGER, "secret", f"{cluster}-kubeconfig", namespace=KFED_NAMESPACE)
-        assert secret is not None
-        return str(secret["data"]["kubeconfig"])
 
     def set_kubeconfig(cluster: str, data: str) -> None:
         patch = json.dumps({"data": {"kubeconfig": data}})
         federation.kubectl(MANAGER, "-n", KFED_NAMESPACE, "patch", "secret", f"{cluster}-kubeconfig", "-p", patch)
 
-    own = kubeconfig_data(other)
-    set_kubeconfig(other, kubeconfig_data(worker))
+    own = _secret_kubeconfig(federation, other)
+    set_kubeconfig(other, _secret_kubeconfig(federation, worker))
     try:
-        _wait_active(federation, other, status="False", says=f"MultiKueueCluster '{worker}' reaches")
-        refused = _active(federation, other)
-        assert refused is not None
-        assert refused["reason"] == "DuplicateServer"
-        used = _active(federation, worker)
-        assert used is not None
-        assert (used["status"], used["reason"]) == ("True", "Active")
-        finished = wait_complete(federation, "swap-running", timeout=60)
-        assert finished["status"]["succeeded"] == 1
-        workload = workload_of(federation, "swap-running")
-        assert workload is not None
-        assert not (workload["status"].get("schedulingStats") or {}).get("evictions"), workload["status"]
-        assert created_names_on_workers(federation, "swap-running") == [f"{worker}:default/swap-running"]
+        _assert_refused_while_the_worker_runs_its_job_once(federation, other, worker, "swap-running")
     finally:
         set_kubeconfig(other, own)
     _wait_active(federation, other, status="True", says="Connected")
+
+
+def test_a_path_kubeconfig_that_changes_on_disk_reconnects_its_worker(federation: Federation) -> None:
+    """A ``locationType: Path`` kubeconfig is usually a mounted Secret, which the kubelet rewrites in place (a rotated
+    token): as in Kueue, which watches those files, the worker is reconnected with the new file, without waiting for
+    the old connection to fail. (Here the new file's user may read nothing: a connection that kept the old file's
+    credentials would stay Active.)"""
+    path = federation.directory / KUBECONFIG_DIR / "path-rotated.yaml"
+
+    def rewrite(text: str) -> None:  # the kubelet's way: the new content appears at once (a rename)
+        path.with_suffix(".new").write_text(text)
+        path.with_suffix(".new").rename(path)
+
+    rewrite(federation.kubeconfig(MANAGER).read_text())
+    _apply_cluster(federation, "path-rotated", None, path=str(path))
+    try:
+        # settled: the manager's apiserver has no capacity report, so its ClusterQueues are probed
+        _wait_active(federation, "path-rotated", status="True", says="probed through the worker's ClusterQueue status")
+        rewrite(_no_rights_kubeconfig(federation, "path-rotated"))
+        _wait_active(federation, "path-rotated", status="False", says="keeps failing")
+        rewrite(federation.kubeconfig(MANAGER).read_text())
+        _wait_active(federation, "path-rotated", status="True", says="Connected")
+    finally:
+        federation.kubectl(MANAGER, "delete", "multikueuecluster", "path-rotated", "--wait=false", check=False)
