@@ -118,6 +118,7 @@ class Agent:
         tas = Tas(
             self.api,
             flavors=world.flavors,
+            topologies=world.topologies,
             events=events,
             metrics=self.metrics,
             cluster=self.cluster,

@@ -117,6 +117,7 @@ class Tas:
         api: KubeApi,
         *,
         flavors: WatchCache,
+        topologies: WatchCache,
         events: EventRecorder,
         metrics: Metrics,
         cluster: str,
@@ -136,7 +137,7 @@ class Tas:
         self.nodes = WatchCache(api, r.NODES)
         self.bound_pods = WatchCache(api, r.PODS, field_selector=BOUND_PODS_SELECTOR)
         self.tas_pods = WatchCache(api, r.PODS, label_selector=TAS_LABEL)
-        self.topologies = WatchCache(api, r.TOPOLOGIES)
+        self.topologies = topologies
         self.pod_writes = RecentWrites()
         self.as_run: AsRun | None = None
         """Each pod set as its pods will be created, from the latest quota state (LimitRange defaults, RuntimeClass
@@ -155,8 +156,8 @@ class Tas:
         self.flavors.add_handler(self._on_config)
 
     def caches(self) -> tuple[WatchCache, ...]:
-        """The watches that always run (``run_cluster_watches`` runs the others)."""
-        return (self.tas_pods, self.topologies)
+        """The watches that always run (``run_cluster_watches`` runs the others; the Topologies are the world's)."""
+        return (self.tas_pods,)
 
     def unsynced_cluster_watches(self) -> list[str]:
         """The on-demand watches that are wanted but have not listed yet (for readiness)."""

@@ -16,7 +16,12 @@ import structlog
 from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.api_workloads import ALL_RESOURCES, ResourceRules
-from federation.admission.check_problems import cluster_queue_check_problems, mark_inactive
+from federation.admission.check_problems import (
+    cluster_queue_check_problems,
+    mark_inactive,
+    merged,
+    topology_problems,
+)
 from federation.kube import resources as r
 from federation.kube.api import KubeApi, object_key
 from federation.kube.cache import Handler, WatchCache, unsynced
@@ -45,6 +50,8 @@ class World:
         self.runtime_classes = WatchCache(api, r.RUNTIME_CLASSES)
         # a ClusterQueue naming a check that is missing or not Active admits nothing (``admission.check_problems``)
         self.admission_checks = WatchCache(api, r.ADMISSION_CHECKS)
+        # ... and one with a TAS flavor whose Topology is missing (the TAS placement reads them too)
+        self.topologies = WatchCache(api, r.TOPOLOGIES)
         # the priority of a Job queued on this worker itself (``decisions.local_jobs``)
         self.workload_priority_classes = WatchCache(api, r.WORKLOAD_PRIORITY_CLASSES)
         self.pod_priority_classes = WatchCache(api, r.PRIORITY_CLASSES)
@@ -76,6 +83,7 @@ class World:
             self.limit_ranges,
             self.runtime_classes,
             self.admission_checks,
+            self.topologies,
             self.workload_priority_classes,
             self.pod_priority_classes,
         )
@@ -161,6 +169,7 @@ class World:
             self.limit_ranges.store.version,
             self.runtime_classes.store.version,
             self.admission_checks.store.version,
+            self.topologies.store.version,
         )
 
     def flavor_infos(self) -> dict[str, FlavorInfo]:
@@ -190,7 +199,13 @@ class World:
             raise
         for ignored in self._state_builder.ignored:
             log.warning("agent.object_ignored", kind=ignored.kind, name=ignored.name, error=ignored.error)
-        mark_inactive(state, cluster_queue_check_problems(self.cluster_queues.store, self.admission_checks.store))
+        mark_inactive(
+            state,
+            merged(
+                cluster_queue_check_problems(self.cluster_queues.store, self.admission_checks.store),
+                topology_problems(self.cluster_queues.store, self.flavors.store, self.topologies.store),
+            ),
+        )
         return state
 
 

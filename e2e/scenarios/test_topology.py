@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from e2e.queues import TOPOLOGY, topology_object
+from e2e.queues import TAS_FLAVOR, TOPOLOGY, topology_object
 from e2e.rig import node_faults
 from e2e.rig.federation import MANAGER, Federation
 from e2e.rig.nodes import BLOCK_LABEL, HOSTNAME_LABEL, RACK_LABEL
 from e2e.scenarios.helpers import condition, get, items, worker_of, workload_of
 from e2e.scenarios.tas_support import (
     NODE_FAILURE_DELAY,
+    W2_QUEUE,
     all_running,
     bound_nodes,
     delete_job,
@@ -343,7 +344,24 @@ def test_a_recreated_topology_books_running_pods_again_no_double_booking(tas: Fe
     try:
         holder = _start_in_w2(tas, "tas-holder", 8)
         tas.kubectl(W2, "delete", "topologies.kueue.x-k8s.io", TOPOLOGY)
+        # meanwhile, as in Kueue, the worker's queues over its TAS flavor admit nothing, and say why
+        inactive = wait_for(
+            lambda: condition(get(tas, W2, "clusterqueue", W2_QUEUE, namespace=""), "Active"),
+            until=lambda c: c is not None and c["reason"] == "TopologyNotFound",
+            timeout=30,
+            what=f"{W2}'s ClusterQueue {W2_QUEUE} inactive without its Topology",
+        )
+        assert inactive is not None
+        assert inactive["message"] == (
+            f'Can\'t admit new workloads: there is no Topology "{TOPOLOGY}" for TAS flavor "{TAS_FLAVOR}".'
+        )
         tas.kubectl(W2, "create", "-f", "-", input=json.dumps(topology_object()))
+        wait_for(
+            lambda: condition(get(tas, W2, "clusterqueue", W2_QUEUE, namespace=""), "Active"),
+            until=lambda c: c is not None and c["reason"] == "Ready",
+            timeout=30,
+            what=f"{W2}'s ClusterQueue {W2_QUEUE} active again with its Topology",
+        )
         submit_tas(tas, "tas-newcomer", pods=8, cpu="4", required=RACK_LABEL)
         newcomer = _start_in_w2(tas, "tas-newcomer", 8)
         assert not set(newcomer.values()) & set(holder.values())

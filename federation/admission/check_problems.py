@@ -1,8 +1,9 @@
-"""What keeps a ClusterQueue from admitting because of its admission checks, as Kueue tells it.
+"""What keeps a ClusterQueue from admitting because of its admission checks or its Topologies, as Kueue tells it.
 
 Kueue makes a ClusterQueue inactive (``Active=False``, nothing admitted, its Workloads waiting) while an admission
 check it names does not exist or is not ``Active=True`` (its controller is not running, or finds its parameters
-wrong), and while its MultiKueue checks are set up in a way Kueue refuses. The manager and the agent mark such a
+wrong), while its MultiKueue checks are set up in a way Kueue refuses, and, where topologies are assigned, while a
+TAS flavor's Topology does not exist. The manager and the agent mark such a
 queue inactive in the quota snapshot (``mark_inactive``), so that the admission cycle, the queue's status and the
 agent's capacity report all say the same.
 """
@@ -113,6 +114,44 @@ def queue_check_causes(queue: Mapping[str, Any], checks: Mapping[str, Mapping[st
 def _listed(names: Iterable[str]) -> str:
     """Names as Kueue lists them in a ClusterQueue's ``Active`` message: sorted, joined by a bare comma."""
     return ",".join(sorted(names))
+
+
+def topology_problems(
+    cluster_queues: Iterable[Mapping[str, Any]],
+    flavors: Iterable[Mapping[str, Any]],
+    topologies: Iterable[Mapping[str, Any]],
+) -> dict[str, list[Cause]]:
+    """ClusterQueue name → ``TopologyNotFound`` for each TAS flavor of the queue (``spec.topologyName``) whose
+    Topology does not exist, as Kueue words it. Only where the topology is assigned: on a worker; a MultiKueue
+    manager leaves it to the worker, as Kueue's does."""
+    topology_of = {
+        str(flavor["metadata"]["name"]): str((flavor.get("spec") or {}).get("topologyName") or "") for flavor in flavors
+    }
+    existing = {str(topology["metadata"]["name"]) for topology in topologies}
+    problems: dict[str, list[Cause]] = {}
+    for queue in cluster_queues:
+        names = {
+            str(flavor.get("name"))
+            for group in (queue.get("spec") or {}).get("resourceGroups") or ()
+            for flavor in group.get("flavors") or ()
+        }
+        causes = [
+            ("TopologyNotFound", f'there is no Topology "{topology_of[name]}" for TAS flavor "{name}"')
+            for name in sorted(names)
+            if topology_of.get(name) and topology_of[name] not in existing
+        ]
+        if causes:
+            problems[str(queue["metadata"]["name"])] = causes
+    return problems
+
+
+def merged(*problems: Mapping[str, Sequence[Cause]]) -> dict[str, list[Cause]]:
+    """Several ClusterQueue → causes maps as one, each queue's causes in the order of the maps."""
+    result: dict[str, list[Cause]] = {}
+    for found in problems:
+        for name, causes in found.items():
+            result.setdefault(name, []).extend(causes)
+    return result
 
 
 def checks_message(causes: Sequence[Cause]) -> str:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from federation.admission.check_problems import cluster_queue_check_problems
+from federation.admission.check_problems import cluster_queue_check_problems, merged, topology_problems
 
 
 def test_a_cluster_queue_with_a_missing_or_inactive_check_has_a_problem_kueue_names() -> None:
@@ -71,3 +71,24 @@ def test_a_cluster_queue_whose_multikueue_checks_kueue_refuses_has_the_problems_
             )
         ],
     }
+
+
+def test_a_queue_whose_tas_flavor_has_no_topology_is_named_as_kueue_names_it() -> None:
+    def cq(name: str, *flavors: str) -> dict[str, Any]:
+        groups = [{"coveredResources": ["cpu"], "flavors": [{"name": f} for f in flavors]}]
+        return {"metadata": {"name": name}, "spec": {"resourceGroups": groups}}
+
+    flavors = [
+        {"metadata": {"name": "tas"}, "spec": {"topologyName": "racks"}},
+        {"metadata": {"name": "tas-gone"}, "spec": {"topologyName": "gone"}},
+        {"metadata": {"name": "plain"}, "spec": {}},
+    ]
+    topologies = [{"metadata": {"name": "racks"}}]
+    problems = topology_problems([cq("fine", "tas", "plain"), cq("broken", "plain", "tas-gone")], flavors, topologies)
+    assert problems == {"broken": [("TopologyNotFound", 'there is no Topology "gone" for TAS flavor "tas-gone"')]}
+    # after the admission checks' causes, as Kueue lists them
+    checks = {"broken": [("AdmissionCheckNotFound", "references missing AdmissionCheck(s): x")]}
+    assert [reason for reason, _ in merged(checks, problems)["broken"]] == [
+        "AdmissionCheckNotFound",
+        "TopologyNotFound",
+    ]
