@@ -525,7 +525,8 @@ def _fit(
         return f"ClusterQueue {cluster_queue} is inactive: {inactive}"
     rooms = capacity.rooms(cluster_queue)
     if rooms is None:
-        return f"ClusterQueue {cluster_queue} not reported"
+        # its report (or, for a stock Kueue worker, its ClusterQueue list) has every ClusterQueue there
+        return f"its LocalQueue feeds ClusterQueue {cluster_queue}, which does not exist there"
     placeable: Mapping[str, frozenset[str]] = {}
     if placement and capacity.flavor_nodes:
         allowed = _placeable(capacity, cluster_queue, placement)

@@ -93,6 +93,15 @@ def test_no_room_explains_every_worker() -> None:
     assert "w2: not connected" in result.message
 
 
+def test_a_worker_whose_local_queue_feeds_a_missing_cluster_queue_says_so() -> None:
+    dangling = WorkerState(
+        name="w1", usable=True, capacity=WorkerCapacity(local_queues={("team-a", "lq"): "gone"}, cluster_queues={})
+    )
+    assert choose(1, [dangling]) == NoWorker(
+        "no worker can take it: w1: its LocalQueue feeds ClusterQueue gone, which does not exist there"
+    )
+
+
 def test_a_request_above_a_workers_nominal_quota_says_so() -> None:
     """Not now (free quota) and not on its own quota ever (only by borrowing): the message tells them apart."""
     now = choose(5, [worker("w1", free_cpu=4, nominal_cpu=8)])
