@@ -101,6 +101,19 @@ def wait_pending(fed: Federation, job: str, timeout: float = 60) -> Obj:
     return workload
 
 
+def running_on(fed: Federation, job: str) -> str:
+    """Wait until ``job`` runs on a worker (admitted there, its pods mirrored as active); return the worker."""
+    wait_for(
+        lambda: get(fed, MANAGER, "job", job),
+        until=lambda j: int(((j or {}).get("status") or {}).get("active", 0)) > 0,
+        timeout=60,
+        what=f"{job} running",
+    )
+    worker = worker_of(fed, job)
+    assert worker in fed.workers
+    return str(worker)
+
+
 def worker_of(fed: Federation, job: str) -> str | None:
     wl = workload_of(fed, job)
     return ((wl or {}).get("status") or {}).get("clusterName")

@@ -22,6 +22,7 @@ from e2e.scenarios.helpers import (
     is_true,
     items,
     remote_copies,
+    running_on,
     submit,
     wait_complete,
     worker_of,
@@ -52,19 +53,6 @@ def _foreign_job(name: str) -> dict[str, Any]:
     manifest["metadata"]["labels"] = {"owner": "someone-else"}
     manifest["spec"]["suspend"] = True
     return manifest
-
-
-def _running_on(fed: Federation, job: str) -> str:
-    """Wait until ``job`` runs on a worker (admitted there, its pods mirrored as active); return the worker."""
-    wait_for(
-        lambda: get(fed, MANAGER, "job", job),
-        until=lambda j: int(((j or {}).get("status") or {}).get("active", 0)) > 0,
-        timeout=60,
-        what=f"{job} running",
-    )
-    worker = worker_of(fed, job)
-    assert worker in fed.workers
-    return worker
 
 
 def _complete_on_one_worker_at_a_time(fed: Federation, job: str, timeout: float = 120) -> None:
@@ -148,7 +136,7 @@ def test_f9_a_copy_deleted_on_the_worker_while_running_is_requeued_and_runs_agai
 ) -> None:
     name = "f9-job" if kind == "job" else "f9-wl"
     submit(federation, name, cpu="1", seconds=8)
-    worker = _running_on(federation, name)
+    worker = running_on(federation, name)
     workload = workload_of(federation, name)
     assert workload is not None
     target = name if kind == "job" else workload["metadata"]["name"]
@@ -166,7 +154,7 @@ def test_f9_a_running_job_whose_manager_workload_is_deleted_gets_a_new_one_and_c
     federation: Federation,
 ) -> None:
     submit(federation, "f9-mwl", cpu="1", seconds=8)
-    _running_on(federation, "f9-mwl")
+    running_on(federation, "f9-mwl")
     old = workload_of(federation, "f9-mwl")
     assert old is not None
     federation.kubectl(MANAGER, "delete", "workloads.kueue.x-k8s.io", old["metadata"]["name"], "--wait=false")
@@ -193,7 +181,7 @@ def test_a_running_job_scaled_by_its_user_is_stopped_and_runs_again_at_its_new_s
     manifest = job_manifest("rescaled", namespace="default", cpu="1", seconds=10)
     manifest["spec"]["completions"] = 3  # one pod at a time, three in all
     federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
-    _running_on(federation, "rescaled")
+    running_on(federation, "rescaled")
     old = workload_of(federation, "rescaled")
     assert old is not None
     federation.kubectl(MANAGER, "patch", "job", "rescaled", "--type", "merge", "-p", '{"spec":{"parallelism":2}}')
@@ -255,7 +243,7 @@ def test_f5_an_eviction_on_the_worker_requeues_and_the_job_runs_again_preferring
     federation: Federation,
 ) -> None:
     submit(federation, "f5-evict", cpu="1", seconds=8)
-    worker = _running_on(federation, "f5-evict")
+    worker = running_on(federation, "f5-evict")
     workload = workload_of(federation, "f5-evict")
     assert workload is not None
     evicted = {
@@ -291,7 +279,7 @@ def test_f5_an_eviction_on_the_worker_requeues_and_the_job_runs_again_preferring
 
 def test_f2_a_brief_blip_of_the_worker_evicts_nothing(federation: Federation) -> None:
     submit(federation, "f2-blip", cpu="1", seconds=8)
-    worker = _running_on(federation, "f2-blip")
+    worker = running_on(federation, "f2-blip")
     with federation.paused(worker):
         # Well short of the worker-lost timeout: the manager notices (Active=False) but keeps the workload there.
         wait_for(
@@ -309,7 +297,7 @@ def test_f1_a_worker_lost_past_the_timeout_has_its_workload_requeued_elsewhere_a
     federation: Federation,
 ) -> None:
     submit(federation, "f1-lost", cpu="1", seconds=6)
-    worker = _running_on(federation, "f1-lost")
+    worker = running_on(federation, "f1-lost")
     other = next(w for w in federation.workers if w != worker)
     with federation.paused(worker):
         requeued = wait_for(
@@ -350,7 +338,7 @@ def test_a_workload_on_a_worker_kfed_drops_says_why_and_is_requeued_past_the_tim
     waiting)."""
     job = f"dropped-{change[:8]}"
     submit(federation, job, cpu="1", seconds=6)
-    worker = _running_on(federation, job)
+    worker = running_on(federation, job)
     other = next(w for w in federation.workers if w != worker)
     cluster = get(federation, MANAGER, "multikueuecluster", worker)
     assert cluster is not None
@@ -415,7 +403,7 @@ def _set_active(fed: Federation, workload: str, *, active: bool) -> None:
 
 def test_deactivating_a_running_workload_withdraws_it_and_reactivating_runs_it_again(federation: Federation) -> None:
     submit(federation, "deact", cpu="1", seconds=6)
-    _running_on(federation, "deact")
+    running_on(federation, "deact")
     workload = workload_of(federation, "deact")
     assert workload is not None
     name = workload["metadata"]["name"]

@@ -22,9 +22,9 @@ from e2e.scenarios.helpers import (
     condition,
     created_names_on_workers,
     get,
+    running_on,
     submit,
     wait_complete,
-    worker_of,
     workload_of,
 )
 from e2e.waiting import wait_for
@@ -230,20 +230,6 @@ def test_kubectl_kfed_lists_the_workers_and_where_workloads_run(federation: Fede
     assert workloads.stdout.splitlines()[0].split()[:5] == ["NAMESPACE", "NAME", "QUEUE", "STATE", "WORKER"]
 
 
-def _running_job(fed: Federation, name: str) -> str:
-    """Submit a 12 s Job and wait until it runs; returns its worker."""
-    submit(fed, name, cpu="1", seconds=12)
-    wait_for(
-        lambda: get(fed, MANAGER, "job", name),
-        until=lambda j: int(((j or {}).get("status") or {}).get("active", 0)) > 0,
-        timeout=60,
-        what=f"{name} running",
-    )
-    worker = worker_of(fed, name)
-    assert worker in fed.workers
-    return str(worker)
-
-
 def _secret_kubeconfig(fed: Federation, cluster: str) -> str:
     """The base64 kubeconfig of ``cluster``'s Secret (what kfed-manager connects with)."""
     secret = get(fed, MANAGER, "secret", f"{cluster}-kubeconfig", namespace=KFED_NAMESPACE)
@@ -274,7 +260,8 @@ def test_a_second_multikueuecluster_for_a_worker_is_refused_and_leaves_that_work
 ) -> None:
     """The kubeconfig of a worker pasted into another MultiKueueCluster: two names for one worker. Through the
     second, the copies the first holds looked like strays and were deleted, stopping the Jobs that ran there."""
-    worker = _running_job(federation, "twin-running")
+    submit(federation, "twin-running", cpu="1", seconds=12)
+    worker = running_on(federation, "twin-running")
     _apply_cluster(federation, "twin", base64.b64decode(_secret_kubeconfig(federation, worker)).decode())
     try:
         _assert_refused_while_the_worker_runs_its_job_once(federation, "twin", worker, "twin-running")
@@ -288,7 +275,8 @@ def test_a_second_multikueuecluster_for_a_worker_is_refused_and_leaves_that_work
 def test_a_kubeconfig_edited_to_reach_another_workers_server_is_refused_and_that_worker_goes_on(
     federation: Federation,
 ) -> None:
-    worker = _running_job(federation, "swap-running")
+    submit(federation, "swap-running", cpu="1", seconds=12)
+    worker = running_on(federation, "swap-running")
     other = next(name for name in federation.workers if name != worker)
 
     def set_kubeconfig(cluster: str, data: str) -> None:
