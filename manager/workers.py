@@ -4,7 +4,8 @@ For each MultiKueueCluster the pool reads the kubeconfig (a Secret in the manage
 one configured directory), validates it (no exec or auth-provider plugins, no credential or CA file paths, no
 insecure TLS, no basic auth), connects, and runs that worker's caches (our remote Workloads and Jobs, its
 ClusterCapacity) in a task of their own, so a slow or dead worker never stalls the others. A changed Secret
-reconnects; a broken one disconnects and says so. Of MultiKueueClusters whose kubeconfigs reach one API server, one
+reconnects, as does a changed Path kubeconfig (each is read again every few seconds); a broken one disconnects and
+says so. Of MultiKueueClusters whose kubeconfigs reach one API server, one
 is used and the others are inactive, reason ``DuplicateServer`` (``manager.decisions.shared_servers``).
 
 A worker that refuses the ClusterCapacity report (403 with only the permissions Kueue documents for the MultiKueue
