@@ -286,13 +286,13 @@ class CopyCleaner:
         for conn in list(self._pool.connections.values()):
             if not conn.connected:
                 continue
+            names = self._pool.names_reaching(conn.name)
             for resource, remote in garbage_candidates(conn, only_key=only_key, job_name=job_name):
                 key = remote_workload_key(remote)
                 if key is None or (only_key is not None and key != only_key):
                     continue
                 manager = self._workload_view.get(key)
                 labels = remote["metadata"].get("labels") or {}
-                names = self._pool.names_reaching(conn.name)
                 if copy_belongs(manager, worker_names=names, manager_uid=labels.get(MANAGER_UID_LABEL)):
                     continue
                 if MANAGER_UID_LABEL not in labels and self._adoptable(conn, remote, manager, key):

@@ -5,8 +5,8 @@ one configured directory), validates it (no exec or auth-provider plugins, no cr
 insecure TLS, no basic auth), connects, and runs that worker's caches (our remote Workloads and Jobs, its
 ClusterCapacity) in a task of their own, so a slow or dead worker never stalls the others. A changed Secret
 reconnects, as does a changed Path kubeconfig (each is read again every few seconds); a broken one disconnects and
-says so. Of MultiKueueClusters whose kubeconfigs reach one API server, one
-is used and the others are inactive, reason ``DuplicateServer`` (``manager.decisions.shared_servers``).
+says so. Of MultiKueueClusters whose kubeconfigs reach one API server, one is used and the others are inactive,
+reason ``DuplicateServer`` (``manager.decisions.shared_servers``).
 
 A worker that refuses the ClusterCapacity report (403 with only the permissions Kueue documents for the MultiKueue
 manager, 404 where kfed's CRD is not installed, as with stock Kueue) stays usable: its ClusterQueues and
@@ -254,10 +254,10 @@ class WorkerPool:
         self._lost_at: dict[str, dt.datetime] = {}
         """cluster -> when this process first saw it unusable (cleared once it is connected again)."""
         self._reported: dict[str, tuple[bool, str]] = {}
+        """cluster -> (active, reason) last written, to tell a change of the condition from a rewrite."""
         self._addresses: dict[str, str] = {}
         """cluster -> the API server address its kubeconfig names (``shared_servers``), while that kubeconfig is
         usable."""
-        """cluster -> (active, reason) last written, to tell a change of the condition from a rewrite."""
         self.queue = WorkQueue(
             "multikueue-clusters",
             observer=RefusalReporter(

@@ -3,9 +3,9 @@
 Kueue makes a ClusterQueue inactive (``Active=False``, nothing admitted, its Workloads waiting) while an admission
 check it names does not exist or is not ``Active=True`` (its controller is not running, or finds its parameters
 wrong), while its MultiKueue checks are set up in a way Kueue refuses, and, where topologies are assigned, while a
-TAS flavor's Topology does not exist. The manager and the agent mark such a
-queue inactive in the quota snapshot (``mark_inactive``), so that the admission cycle, the queue's status and the
-agent's capacity report all say the same.
+TAS flavor's Topology does not exist. The manager and the agent mark such a queue inactive in the quota snapshot
+(``mark_inactive``), so that the admission cycle, the queue's status and the agent's capacity report all say the
+same.
 """
 
 from __future__ import annotations
@@ -22,16 +22,6 @@ Cause = tuple[str, str]
 """(Kueue's ``Active`` reason, what is wrong)."""
 
 
-MULTIKUEUE_SETUP_REASONS = frozenset(
-    {
-        "MultipleMultiKueueAdmissionChecks",
-        "MultiKueueAdmissionCheckAppliedPerFlavor",
-        "MultiKueueWithProvisioningRequest",
-    }
-)
-"""The ``Active`` reasons of a ClusterQueue whose MultiKueue check Kueue refuses to work with as set up."""
-
-
 def cluster_queue_check_problems(
     cluster_queues: Iterable[Mapping[str, Any]], admission_checks: Iterable[Mapping[str, Any]]
 ) -> dict[str, list[Cause]]:
@@ -45,13 +35,13 @@ def cluster_queue_check_problems(
     checks = {str(check["metadata"]["name"]): check for check in admission_checks}
     problems: dict[str, list[Cause]] = {}
     for queue in cluster_queues:
-        causes = queue_check_causes(queue, checks)
+        causes = _queue_check_causes(queue, checks)
         if causes:
             problems[str(queue["metadata"]["name"])] = causes
     return problems
 
 
-def queue_check_causes(queue: Mapping[str, Any], checks: Mapping[str, Mapping[str, Any]]) -> list[Cause]:
+def _queue_check_causes(queue: Mapping[str, Any], checks: Mapping[str, Mapping[str, Any]]) -> list[Cause]:
     """What :func:`cluster_queue_check_problems` finds for one ClusterQueue (``checks``: AdmissionCheck by name)."""
     spec = queue.get("spec") or {}
     strategy = spec.get("admissionChecksStrategy") or {}

@@ -100,7 +100,7 @@ class ClusterQueueNode(QuotaNode):
         }
         self.inactive_reason: str | None = "ClusterQueue is stopped" if spec.stopped else None
         self.check_causes: tuple[tuple[str, str], ...] = ()
-        """(Kueue's ``Active`` reason, message) for each way its admission checks keep it from admitting
+        """(Kueue's ``Active`` reason, message) for each way its admission checks or Topologies keep it from admitting
         (``federation.admission.check_problems``); ``inactive_reason`` says them too, unless it has one of its own."""
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 REASON_DUPLICATE_SERVER = "DuplicateServer"
-"""The MultiKueueCluster's kubeconfig reaches the API server another, older MultiKueueCluster already reaches."""
+"""The MultiKueueCluster's kubeconfig reaches the API server another MultiKueueCluster's does, and that one is used."""
 
 
 def names_reaching(name: str, addresses: Mapping[str, str]) -> frozenset[str]:
