@@ -18,12 +18,12 @@ import datetime as dt
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Literal
 
-from federation.admission.api_state import TERMINATING, QuotaState
+from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import reserved_usage
 from federation.admission.check_problems import checks_message
 from federation.admission.fair_sharing import dominant_resource_share
 from federation.admission.flavors import format_amount
-from federation.admission.snapshot import ClusterQueueNode
+from federation.admission.snapshot import STOPPED, TERMINATING, Cause, ClusterQueueNode
 from federation.conditions import conditions_of, is_true, set_condition
 
 Obj = dict[str, Any]
@@ -56,14 +56,13 @@ def _flavor_usage(node: ClusterQueueNode, usage: Mapping[tuple[str, str], int]) 
 def _active(node: ClusterQueueNode) -> tuple[str, str, str]:
     """(status, reason, message) of the queue's ``Active`` condition, as Kueue words it: every cause in its
     message, the first one's reason."""
-    reason = node.inactive_reason
-    if reason == TERMINATING:
-        return "False", "Terminating", "Can't admit new workloads; clusterQueue is terminating"
-    causes: list[tuple[str, str]] = []
+    if node.terminating:
+        return "False", TERMINATING, "Can't admit new workloads; clusterQueue is terminating"
+    causes: list[Cause] = []
     if node.spec.stopped:
-        causes.append(("Stopped", "is stopped"))
-    elif reason is not None and reason != checks_message(node.check_causes):
-        causes.append(("FlavorNotFound" if "missing ResourceFlavor" in reason else "CohortCycle", reason))
+        causes.append((STOPPED, "is stopped"))
+    elif node.own_cause is not None:
+        causes.append(node.own_cause)
     causes += node.check_causes
     if not causes:
         return "True", "Ready", "Can admit new workloads"

@@ -39,7 +39,7 @@ from federation.admission.api_workloads import (
     workload_key,
     workload_state,
 )
-from federation.admission.snapshot import Snapshot
+from federation.admission.snapshot import FLAVOR_NOT_FOUND, TERMINATING, Snapshot
 from federation.api.labels import PODSET_TOPOLOGY_SPREADING_ANNOTATION
 from federation.api.workload import EVICTED
 from federation.conditions import is_true, parse_time
@@ -52,9 +52,6 @@ T = TypeVar("T")
 P = ParamSpec("P")
 LOOKS_PER_STEP = 2000
 """Workloads looked at between two steps of a build in steps (about a tenth of a second's work)."""
-
-TERMINATING = "is terminating"
-"""The inactive reason of a ClusterQueue being deleted (Kueue's ``Terminating``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,10 +167,10 @@ def quota_state_steps(
     for info in queues.values():
         node = snapshot.cluster_queues.get(info.name)
         missing = [name for name in info.flavor_names if name not in flavors]
-        if node is not None and missing and node.inactive_reason is None:
-            node.inactive_reason = f"references missing ResourceFlavor(s): {','.join(missing)}"
+        if node is not None and missing:
+            node.add_own_cause(FLAVOR_NOT_FOUND, f"references missing ResourceFlavor(s): {','.join(missing)}")
         if node is not None and info.terminating:
-            node.inactive_reason = TERMINATING
+            node.add_own_cause(TERMINATING, "is terminating")
     by_key = {f"{lq.namespace}/{lq.name}": lq for lq in local_queues}
     ranges = dict(limit_ranges or {})
     state = QuotaState(

@@ -14,12 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from federation.admission.api_state import QuotaState
+from federation.admission.snapshot import Cause
 from federation.api.provisioning import PROVISIONING_REQUEST_CONTROLLER_NAME
 from federation.conditions import conditions_of
 from federation.protocol import MULTIKUEUE_CONTROLLER
-
-Cause = tuple[str, str]
-"""(Kueue's ``Active`` reason, what is wrong)."""
 
 
 def cluster_queue_check_problems(
@@ -157,5 +155,3 @@ def mark_inactive(state: QuotaState, problems: Mapping[str, Sequence[Cause]]) ->
         if node is None or not causes:
             continue
         node.check_causes = tuple(causes)
-        if node.inactive_reason is None:
-            node.inactive_reason = checks_message(causes)

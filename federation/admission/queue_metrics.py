@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from federation.admission import model as core
-from federation.admission.api_state import TERMINATING, QuotaState
+from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import core_workload, reserved_usage
 from federation.admission.fair_sharing import INFINITE_SHARE, dominant_resource_share
 from federation.admission.snapshot import ClusterQueueNode, CohortNode, QuotaNode
@@ -107,13 +107,7 @@ def queue_samples(
         admitted_raws = [raw for raw in holding if is_true(raw, "Admitted")]
         add(("kueue_reserving_active_workloads", (name,), float(len(holding))))
         add(("kueue_admitted_active_workloads", (name,), float(len(admitted_raws))))
-        status = (
-            "active"
-            if node.inactive_reason is None
-            else "terminated"
-            if node.inactive_reason == TERMINATING
-            else "pending"
-        )
+        status = "active" if node.inactive_reason is None else "terminated" if node.terminating else "pending"
         for value in ("pending", "active", "terminated"):
             add(("kueue_cluster_queue_status", (name, value), 1.0 if value == status else 0.0))
         in_use: dict[tuple[str, str], int] = {}

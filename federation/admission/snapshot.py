@@ -34,6 +34,11 @@ from federation.admission.model import (
 
 __all__ = ["ClusterQueueNode", "CohortNode", "QuotaNode", "Snapshot"]
 
+Cause = tuple[str, str]
+"""Why a ClusterQueue admits nothing: (Kueue's ``Active`` reason, what is wrong)."""
+STOPPED, FLAVOR_NOT_FOUND, COHORT_CYCLE, TERMINATING = "Stopped", "FlavorNotFound", "CohortCycle", "Terminating"
+"""Kueue's ``Active`` reasons for a ClusterQueue's own causes (``CohortCycle`` is kfed's: Kueue shows none)."""
+
 _USAGE, _WORKLOAD_ADDED, _WORKLOAD_REMOVED = 0, 1, 2
 
 
@@ -89,7 +94,7 @@ class CohortNode(QuotaNode):
 class ClusterQueueNode(QuotaNode):
     """A ClusterQueue: its spec, the workloads holding its quota, and which resource group covers each resource."""
 
-    __slots__ = ("check_causes", "group_of_resource", "inactive_reason", "spec", "workloads")
+    __slots__ = ("check_causes", "group_of_resource", "own_cause", "spec", "workloads")
 
     def __init__(self, spec: ClusterQueueSpec) -> None:
         super().__init__(spec.name, spec.resource_groups, spec.fair_sharing_weight)
@@ -98,10 +103,32 @@ class ClusterQueueNode(QuotaNode):
         self.group_of_resource = {
             resource: index for index, group in enumerate(spec.resource_groups) for resource in group.covered_resources
         }
-        self.inactive_reason: str | None = "ClusterQueue is stopped" if spec.stopped else None
-        self.check_causes: tuple[tuple[str, str], ...] = ()
-        """(Kueue's ``Active`` reason, message) for each way its admission checks or Topologies keep it from admitting
-        (``federation.admission.check_problems``); ``inactive_reason`` says them too, unless it has one of its own."""
+        self.own_cause: Cause | None = (STOPPED, "ClusterQueue is stopped") if spec.stopped else None
+        """(Kueue's ``Active`` reason, what is wrong) when the queue itself keeps it from admitting: stopped
+        (``Stopped``), naming a missing ResourceFlavor (``FlavorNotFound``), under a Cohort in a cycle
+        (``CohortCycle``), being deleted (``Terminating``); the first one found."""
+        self.check_causes: tuple[Cause, ...] = ()
+        """(Kueue's ``Active`` reason, what is wrong) for each way its admission checks or Topologies keep it from
+        admitting (``federation.admission.check_problems``)."""
+
+    @property
+    def inactive_reason(self) -> str | None:
+        """Why the queue admits nothing, in words (its own cause first), or None while it is active."""
+        if self.own_cause is not None:
+            return self.own_cause[1]
+        if self.check_causes:
+            return ", ".join(message for _, message in self.check_causes)
+        return None
+
+    @property
+    def terminating(self) -> bool:
+        """Whether the queue is being deleted."""
+        return self.own_cause is not None and self.own_cause[0] == TERMINATING
+
+    def add_own_cause(self, reason: str, message: str) -> None:
+        """Record a cause of the queue's own, unless it already has one (``Terminating`` always wins)."""
+        if self.own_cause is None or reason == TERMINATING:
+            self.own_cause = (reason, message)
 
 
 class Snapshot:
@@ -175,7 +202,7 @@ class Snapshot:
             ancestor = queue.parent
             while ancestor is not None:
                 if ancestor.in_cycle:
-                    queue.inactive_reason = f"Cohort {ancestor.name} is part of a cycle of parent cohorts"
+                    queue.add_own_cause(COHORT_CYCLE, f"Cohort {ancestor.name} is part of a cycle of parent cohorts")
                 ancestor = ancestor.parent
 
     def _root_nodes(self) -> Iterator[QuotaNode]:
