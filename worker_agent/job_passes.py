@@ -41,6 +41,7 @@ from federation.workload_from_job import priority_class_changed
 from federation.workload_match import WorkloadEdit
 from worker_agent.decisions.job_copies import (
     JobCopyMissing,
+    count_out_of_sync,
     eviction_status,
     job_copy_timeouts,
     out_of_sync,
@@ -192,7 +193,9 @@ class JobPasses:
                     continue
                 if flavors is None:
                     flavors = self.world.flavor_infos()
-                stale = self._placement_eviction(job, workload, flavors, now)
+                stale = count_out_of_sync(job, workload, now=now) or self._placement_eviction(
+                    job, workload, flavors, now
+                )
                 if stale is not None:
                     tg.start_soon(limited, limiter, self._evict_job_copy_missing, stale, now)
                     continue

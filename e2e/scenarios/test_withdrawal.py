@@ -202,6 +202,39 @@ def test_a_running_job_scaled_by_its_user_is_stopped_and_runs_again_at_its_new_s
     wait_for(lambda: remote_copies(federation, "rescaled"), until=lambda c: c == {}, timeout=30, what="copies removed")
 
 
+def test_f9_a_job_copy_scaled_on_its_worker_is_taken_back_and_runs_again_at_its_managers_size(
+    federation: Federation,
+) -> None:
+    """Someone raises the parallelism of the Job copy on the worker: its pods would outrun the quota the copy holds
+    there. As Kueue finishes such a prebuilt Workload out of sync, the agent evicts the copy (``OutOfSync``, the
+    counts in the message), the manager takes it back and sends the Job again as the manager Job says."""
+    manifest = job_manifest("copy-scaled", namespace="default", cpu="1", seconds=6)
+    manifest["spec"]["completions"] = 3  # one pod at a time, three in all
+    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    worker = running_on(federation, "copy-scaled")
+    workload = workload_of(federation, "copy-scaled")
+    assert workload is not None
+    name = workload["metadata"]["name"]
+    federation.kubectl(worker, "patch", "job", "copy-scaled", "--type", "merge", "-p", '{"spec":{"parallelism":3}}')
+    wait_for(
+        lambda: _noted(federation, "EvictedDueToAdmissionCheck", name, "OutOfSync: the Job copy runs 3 pods at once"),
+        until=bool,
+        timeout=30,
+        what="the scaled copy evicted out of sync, the counts on the manager",
+    )
+    _complete_on_one_worker_at_a_time(federation, "copy-scaled")
+    done = workload_of(federation, "copy-scaled")
+    assert done is not None
+    assert done["metadata"]["uid"] == workload["metadata"]["uid"], "the manager Workload is kept, only its copy goes"
+    assert done["status"]["admission"]["podSetAssignments"][0]["count"] == 1
+    job = get(federation, MANAGER, "job", "copy-scaled")
+    assert job is not None
+    assert (job["spec"]["parallelism"], job["status"]["succeeded"]) == (1, 3)
+    wait_for(
+        lambda: remote_copies(federation, "copy-scaled"), until=lambda c: c == {}, timeout=30, what="copies removed"
+    )
+
+
 def _withdrawn_from(fed: Federation, job: str) -> set[str]:
     wl = workload_of(fed, job) or {}
     text = ((wl.get("metadata") or {}).get("annotations") or {}).get("kfed.io/withdrawn-from", "")

@@ -22,8 +22,10 @@ added (it says which in ``INJECTED_ANNOTATION``) that the flavor no longer gives
 The Job's own ``nodeSelector`` and tolerations are not judged (a user may edit a suspended manager Job; kfed-manager
 keeps its Workload). On a disagreement the copy is deactivated and evicted the same
 way, reason ``OutOfSync`` (Kueue's word for a prebuilt Workload that no longer matches its Job), and the manager
-takes it back and dispatches it again with the flavors of the new report. Pure: plain dicts in, status patches
-and the next deadline out.
+takes it back and dispatches it again with the flavors of the new report. The same happens, on any change of the
+Job, when a started Job copy runs another number of pods than its Workload holds quota for (its ``parallelism`` or
+``completions`` edited here: Kueue finishes such a prebuilt Workload as out of sync too). Pure: plain dicts in,
+status patches and the next deadline out.
 """
 
 from __future__ import annotations
@@ -172,6 +174,32 @@ def placement_mismatch(
     )
 
 
+def pod_count_mismatch(job: Mapping[str, Any], workload: Mapping[str, Any]) -> str | None:
+    """How the number of pods a started Job copy runs at once differs from the count its admitted ``workload``
+    holds quota for, or None when they agree (or the Workload is not a Job's single pod set). The count is Kueue's
+    for a Job: ``spec.parallelism``, capped by ``spec.completions``. Both are mutable on a running Job, so an edit
+    of the copy here would run pods beyond the quota reserved; Kueue finishes such a prebuilt Workload as out of
+    sync with its Job."""
+    spec = job.get("spec") or {}
+    parallelism, completions = spec.get("parallelism"), spec.get("completions")
+    if not isinstance(parallelism, int) and parallelism is not None:
+        return None
+    pods = 1 if parallelism is None else parallelism
+    if isinstance(completions, int) and completions < pods:
+        pods = completions
+    pod_sets = (workload.get("spec") or {}).get("podSets") or []
+    if len(pod_sets) != 1:
+        return None
+    assignments = ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
+    count = assignments[0].get("count") if len(assignments) == 1 else None
+    if count is None:
+        count = pod_sets[0].get("count", 1)
+    if pods == count:
+        return None
+    given = f"spec.parallelism {parallelism}" + (f", spec.completions {completions}" if completions is not None else "")
+    return f"the Job copy runs {pods} pods at once ({given}), but its workload holds quota for {count}"
+
+
 CHECK_CREATED_SINCE_MARGIN = dt.timedelta(seconds=10)
 """A Job copy created up to this long before the agent's term began is still checked (it may have been built from
 a report published just before)."""
@@ -214,6 +242,22 @@ def out_of_sync(
     return JobCopyMissing(workload_key(workload), workload, status, message, REASON_OUT_OF_SYNC)
 
 
+def count_out_of_sync(job: Mapping[str, Any], workload: Obj, *, now: dt.datetime) -> JobCopyMissing | None:
+    """The eviction of ``workload``, an admitted kfed-manager copy, when its started, unfinished Job copy ``job``
+    runs another number of pods than the Workload holds quota for (:func:`pod_count_mismatch`, e.g. someone raised
+    the copy's ``spec.parallelism`` on this worker); None otherwise. Unlike the placement, checked on every change
+    of the Job: the manager takes the copy back and sends the Job again as its manager Job says."""
+    if (job.get("spec") or {}).get("suspend") is not False or job_finished(job) is not None:
+        return None
+    if not waits_for_job_copy(workload) or not is_admitted(workload):
+        return None
+    message = pod_count_mismatch(job, workload)
+    if message is None:
+        return None
+    status = eviction_status(workload, message, now=now, reason=REASON_OUT_OF_SYNC)
+    return JobCopyMissing(workload_key(workload), workload, status, message, REASON_OUT_OF_SYNC)
+
+
 def eviction_status(workload: Obj, message: str, *, now: dt.datetime, reason: str = REASON_JOB_COPY_MISSING) -> Obj:
     """``Evicted=True`` reason ``JobCopyMissing`` or ``OutOfSync`` (the status merge patch)."""
     conditions, _ = set_condition(
@@ -235,9 +279,11 @@ __all__ = [
     "JobCopyMissing",
     "JobCopyTimeouts",
     "admitted_since",
+    "count_out_of_sync",
     "eviction_status",
     "job_copy_timeouts",
     "out_of_sync",
     "placement_mismatch",
+    "pod_count_mismatch",
     "waits_for_job_copy",
 ]

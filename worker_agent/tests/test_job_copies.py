@@ -11,9 +11,11 @@ from federation.tests.api_builders import admitted_status, workload
 from worker_agent.decisions.job_copies import (
     REASON_JOB_COPY_MISSING,
     REASON_OUT_OF_SYNC,
+    count_out_of_sync,
     job_copy_timeouts,
     out_of_sync,
     placement_mismatch,
+    pod_count_mismatch,
 )
 from worker_agent.decisions.preemption import evicted_holding_quota, release_status
 
@@ -227,3 +229,55 @@ def test_a_job_copy_created_before_the_agents_term_is_not_checked_again() -> Non
     assert out_of_sync(just_before, wl, flavors=FLAVORS, now=after(601), term_started=term_started) is not None
     new = {**stale, "metadata": {**stale["metadata"], "creationTimestamp": "2026-01-01T00:10:03Z"}}
     assert out_of_sync(new, wl, flavors=FLAVORS, now=after(605), term_started=term_started) is not None
+
+
+def scaled_job(parallelism: int | None, completions: int | None = None, *, suspend: bool = False) -> Obj:
+    spec: Obj = {"suspend": suspend, "template": {"spec": {"containers": [{"name": "c"}]}}}
+    if parallelism is not None:
+        spec["parallelism"] = parallelism
+    if completions is not None:
+        spec["completions"] = completions
+    return {"metadata": {"uid": "j1"}, "spec": spec}
+
+
+def test_a_started_job_copy_running_more_or_fewer_pods_than_its_copy_holds_is_out_of_sync() -> None:
+    two = copy("w")
+    two["spec"]["podSets"][0]["count"] = 2
+    two["status"]["admission"]["podSetAssignments"][0]["count"] = 2
+    eviction = count_out_of_sync(scaled_job(5, 10), two, now=after(2))
+    assert eviction is not None
+    assert (eviction.key, eviction.reason) == ("ns/w", REASON_OUT_OF_SYNC)
+    assert eviction.message == (
+        "the Job copy runs 5 pods at once (spec.parallelism 5, spec.completions 10), but its workload holds quota for 2"
+    )
+    evicted = find_condition({"status": eviction.status}, "Evicted") or {}
+    assert (evicted["status"], evicted["reason"]) == ("True", REASON_OUT_OF_SYNC)
+    assert pod_count_mismatch(scaled_job(1), two) is not None  # fewer counts too, as in Kueue
+    # completions cap the pods at once (Kueue's count for a Job): 5 wanted, 2 left to complete
+    assert pod_count_mismatch(scaled_job(5, 2), two) is None
+    assert pod_count_mismatch(scaled_job(2), two) is None
+    assert pod_count_mismatch(scaled_job(None), copy("w")) is None  # parallelism defaults to 1
+
+
+def test_the_admitted_count_is_what_the_copy_holds_quota_for() -> None:
+    partial = copy("w")
+    partial["spec"]["podSets"][0]["count"] = 4
+    partial["status"]["admission"]["podSetAssignments"][0]["count"] = 3  # admitted partially
+    assert pod_count_mismatch(scaled_job(3), partial) is None
+    assert pod_count_mismatch(scaled_job(4), partial) is not None
+
+
+def test_a_scaled_job_copy_that_is_not_ours_to_check_is_left_alone() -> None:
+    scaled = scaled_job(4)
+    finished_job = {**scaled, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    evicted = copy("w")
+    evicted["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted"})
+    pending = copy("w", conditions=[{"type": "QuotaReserved", "status": "False", "reason": "Pending"}])
+    for job, workload_ in (
+        (scaled_job(4, suspend=True), copy("w")),
+        (finished_job, copy("w")),
+        (scaled, copy("w", manager=False)),  # a stock Kueue manager's copy
+        (scaled, evicted),
+        (scaled, pending),
+    ):
+        assert count_out_of_sync(job, workload_, now=after(2)) is None
