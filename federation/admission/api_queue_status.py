@@ -58,11 +58,9 @@ def _active(node: ClusterQueueNode) -> tuple[str, str, str]:
     message, the first one's reason."""
     if node.terminating:
         return "False", TERMINATING, "Can't admit new workloads; clusterQueue is terminating"
-    causes: list[Cause] = []
-    if node.spec.stopped:
-        causes.append((STOPPED, "is stopped"))
-    elif node.own_cause is not None:
-        causes.append(node.own_cause)
+    causes: list[Cause] = [
+        (STOPPED, "is stopped") if reason == STOPPED else (reason, m) for reason, m in node.own_causes
+    ]
     causes += node.check_causes
     if not causes:
         return "True", "Ready", "Can admit new workloads"

@@ -38,6 +38,8 @@ Cause = tuple[str, str]
 """Why a ClusterQueue admits nothing: (Kueue's ``Active`` reason, what is wrong)."""
 STOPPED, FLAVOR_NOT_FOUND, COHORT_CYCLE, TERMINATING = "Stopped", "FlavorNotFound", "CohortCycle", "Terminating"
 """Kueue's ``Active`` reasons for a ClusterQueue's own causes (``CohortCycle`` is kfed's: Kueue shows none)."""
+_OWN_CAUSE_ORDER = {STOPPED: 0, FLAVOR_NOT_FOUND: 1, COHORT_CYCLE: 2}
+"""Kueue's order of a ClusterQueue's causes in its ``Active`` message (kfed's ``CohortCycle`` last)."""
 
 _USAGE, _WORKLOAD_ADDED, _WORKLOAD_REMOVED = 0, 1, 2
 
@@ -94,7 +96,7 @@ class CohortNode(QuotaNode):
 class ClusterQueueNode(QuotaNode):
     """A ClusterQueue: its spec, the workloads holding its quota, and which resource group covers each resource."""
 
-    __slots__ = ("check_causes", "group_of_resource", "own_cause", "spec", "workloads")
+    __slots__ = ("check_causes", "group_of_resource", "own_causes", "spec", "workloads")
 
     def __init__(self, spec: ClusterQueueSpec) -> None:
         super().__init__(spec.name, spec.resource_groups, spec.fair_sharing_weight)
@@ -103,32 +105,32 @@ class ClusterQueueNode(QuotaNode):
         self.group_of_resource = {
             resource: index for index, group in enumerate(spec.resource_groups) for resource in group.covered_resources
         }
-        self.own_cause: Cause | None = (STOPPED, "ClusterQueue is stopped") if spec.stopped else None
-        """(Kueue's ``Active`` reason, what is wrong) when the queue itself keeps it from admitting: stopped
-        (``Stopped``), naming a missing ResourceFlavor (``FlavorNotFound``), under a Cohort in a cycle
-        (``CohortCycle``), being deleted (``Terminating``); the first one found."""
+        self.own_causes: list[Cause] = [(STOPPED, "ClusterQueue is stopped")] if spec.stopped else []
+        """(Kueue's ``Active`` reason, what is wrong) for each way the queue itself keeps it from admitting, in Kueue's
+        order: stopped (``Stopped``), naming a missing ResourceFlavor (``FlavorNotFound``), then kfed's own, under a
+        Cohort in a cycle (``CohortCycle``); or only ``Terminating`` while it is being deleted."""
         self.check_causes: tuple[Cause, ...] = ()
         """(Kueue's ``Active`` reason, what is wrong) for each way its admission checks or Topologies keep it from
         admitting (``federation.admission.check_problems``)."""
 
     @property
     def inactive_reason(self) -> str | None:
-        """Why the queue admits nothing, in words (its own cause first), or None while it is active."""
-        if self.own_cause is not None:
-            return self.own_cause[1]
-        if self.check_causes:
-            return ", ".join(message for _, message in self.check_causes)
-        return None
+        """Why the queue admits nothing, in words (its own causes first), or None while it is active."""
+        causes = [*self.own_causes, *self.check_causes]
+        return ", ".join(message for _, message in causes) if causes else None
 
     @property
     def terminating(self) -> bool:
         """Whether the queue is being deleted."""
-        return self.own_cause is not None and self.own_cause[0] == TERMINATING
+        return bool(self.own_causes) and self.own_causes[0][0] == TERMINATING
 
     def add_own_cause(self, reason: str, message: str) -> None:
-        """Record a cause of the queue's own, unless it already has one (``Terminating`` always wins)."""
-        if self.own_cause is None or reason == TERMINATING:
-            self.own_cause = (reason, message)
+        """Record a cause of the queue's own; being deleted (``Terminating``) replaces every other."""
+        if reason == TERMINATING:
+            self.own_causes = [(reason, message)]
+        elif not self.terminating:
+            self.own_causes.append((reason, message))
+            self.own_causes.sort(key=lambda cause: _OWN_CAUSE_ORDER.get(cause[0], len(_OWN_CAUSE_ORDER)))
 
 
 class Snapshot:
@@ -203,6 +205,7 @@ class Snapshot:
             while ancestor is not None:
                 if ancestor.in_cycle:
                     queue.add_own_cause(COHORT_CYCLE, f"Cohort {ancestor.name} is part of a cycle of parent cohorts")
+                    break
                 ancestor = ancestor.parent
 
     def _root_nodes(self) -> Iterator[QuotaNode]:

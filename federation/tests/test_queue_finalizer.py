@@ -110,6 +110,24 @@ def test_a_queue_kept_from_admitting_by_its_admission_checks_is_inactive_with_th
     assert next(c for c in ready["conditions"] if c["type"] == "Active")["reason"] == "Ready"
 
 
+def test_a_stopped_queue_naming_a_missing_flavor_says_both_in_kueue_order() -> None:
+    held = cluster_queue("cq", {"default": {"cpu": "4"}, "gone": {"cpu": "4"}})
+    held["spec"]["stopPolicy"] = "Hold"
+    quota = _quota(held, workloads=[])
+    mark_inactive(quota, {"cq": [("AdmissionCheckNotFound", "references missing AdmissionCheck(s): mk")]})
+    active = next(c for c in queue_status_patches(quota, {"cq": held}, pending={}, now=NOW)["cq"]["conditions"])
+    assert (active["status"], active["reason"]) == ("False", "Stopped")
+    assert active["message"] == (
+        "Can't admit new workloads: is stopped, references missing ResourceFlavor(s): gone, "
+        "references missing AdmissionCheck(s): mk."
+    )
+    node = quota.snapshot.cluster_queues["cq"]
+    assert node.inactive_reason == (
+        "ClusterQueue is stopped, references missing ResourceFlavor(s): gone, references missing AdmissionCheck(s): mk"
+    )
+    assert not node.terminating
+
+
 def test_flavors_and_checks_carry_the_finalizer_and_a_deleted_one_keeps_it_while_a_queue_names_it() -> None:
     named = cluster_queue(
         "cq",
