@@ -73,6 +73,9 @@ REASON_SUCCEEDED: Final = "Succeeded"
 REASON_FAILED: Final = "Failed"
 REASON_OWNER_NOT_FOUND: Final = "OwnerNotFound"
 """Kueue's Finished reason for a Workload whose owner (Job) no longer exists (``federation.admission.orphans``)."""
+REASON_OUT_OF_SYNC: Final = "OutOfSync"
+"""Kueue's Finished reason for a prebuilt Workload that no longer matches its Job (e.g. its Job copy's parallelism
+changed on the worker); kfed-agent evicts a kfed-manager copy with it (``worker_agent.decisions.job_copies``)."""
 REASON_NO_WORKER_CAPACITY: Final = "NoWorkerCapacity"
 
 PODS_UNSCHEDULABLE_CONDITION: Final = "kfed.io/PodsUnschedulable"

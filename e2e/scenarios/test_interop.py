@@ -311,3 +311,54 @@ def test_a_job_that_fails_on_a_stock_kueue_worker_fails_on_the_manager_with_its_
         timeout=60,
         what="every copy to be removed from the workers",
     )
+
+
+def test_a_job_copy_scaled_on_a_stock_kueue_worker_is_sent_again_at_its_managers_size(
+    kfed_manager_mixed: Federation,
+) -> None:
+    """Someone raises the parallelism of the running Job copy on the stock Kueue worker: Kueue there finishes the
+    Workload copy as out of sync with its Job (``OutOfSync``) and suspends the Job copy for good. That is no end of
+    the Job: kfed-manager takes the copy back and sends the Job again at its manager Job's size, as Kueue v0.20's
+    manager does (before, the manager Job waited on the suspended copy forever)."""
+    fed = kfed_manager_mixed
+    manifest = job_manifest("scaled-on-kueue", namespace="default", cpu="1", seconds=6, queue=ONLY)
+    manifest["spec"]["completions"] = 3  # one pod at a time, three in all
+    _apply(fed, MANAGER, [manifest])
+    wait_for(
+        lambda: get(fed, "worker-2", "job", "scaled-on-kueue"),
+        until=lambda job: job is not None and bool((job.get("status") or {}).get("active")),
+        timeout=60,
+        what="the Job copy running on the stock Kueue worker",
+    )
+    fed.kubectl("worker-2", "patch", "job", "scaled-on-kueue", "--type", "merge", "-p", '{"spec":{"parallelism":3}}')
+    workload = _manager_workload(fed, "scaled-on-kueue")
+    assert workload is not None
+    try:
+        wait_for(
+            lambda: [
+                e
+                for e in items(fed, MANAGER, "events.events.k8s.io")
+                if e.get("reason") == "EvictedDueToAdmissionCheck"
+                and (e.get("regarding") or {}).get("name") == workload["metadata"]["name"]
+            ],
+            until=lambda found: any("finished out of sync with its Job copy (OutOfSync" in e["note"] for e in found),
+            timeout=60,
+            what="kfed-manager to take back the copy Kueue finished OutOfSync",
+        )
+        job = wait_complete(fed, "scaled-on-kueue", timeout=180)
+    except AssertionError:
+        _dump_state(fed, "scaled-on-kueue")
+        raise
+    assert (job["spec"]["parallelism"], job["status"].get("succeeded")) == (1, 3), job["status"]
+    done = _manager_workload(fed, "scaled-on-kueue")
+    assert done is not None
+    assert done["metadata"]["uid"] == workload["metadata"]["uid"]
+    finished = condition(done, "Finished")
+    assert finished is not None
+    assert finished["reason"] == "Succeeded", finished
+    wait_for(
+        lambda: _left_on_workers(fed),
+        until=lambda left: left == {},
+        timeout=60,
+        what="every copy to be removed from the workers",
+    )

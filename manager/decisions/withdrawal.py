@@ -31,7 +31,7 @@ from federation.conditions import (
     set_condition,
     workload_generation,
 )
-from federation.protocol import REASON_OWNER_NOT_FOUND
+from federation.protocol import REASON_OUT_OF_SYNC, REASON_OWNER_NOT_FOUND
 from manager.decisions.refusals import refusal_end, refused_message, refused_until, refused_workers
 from manager.decisions.sync import job_finish
 from manager.decisions.worker_lists import workers_in
@@ -173,6 +173,11 @@ def withdrawal_reason(
         if finished.get("reason") == REASON_OWNER_NOT_FOUND:
             # A Kueue worker finished the copy as orphaned before its Job copy arrived: the Job never ran there.
             return f'the Workload copy in worker cluster "{worker}" was finished as orphaned (OwnerNotFound)'
+        if finished.get("reason") == REASON_OUT_OF_SYNC:
+            # A Kueue worker found the copy no longer matching its Job copy (e.g. its parallelism changed there): a
+            # failure to keep them in sync, not the Job's end, so it is sent again (Kueue v0.20's manager does too).
+            why = ": ".join(str(part) for part in (REASON_OUT_OF_SYNC, finished.get("message")) if part)
+            return f'the Workload copy in worker cluster "{worker}" was finished out of sync with its Job copy ({why})'
         return None
     if remote_workload is not None and is_true(remote_workload, "Evicted"):
         evicted = find_condition(remote_workload, "Evicted") or {}

@@ -207,6 +207,26 @@ def test_a_copy_a_kueue_worker_finished_as_orphaned_is_withdrawn_and_dispatched_
     assert reason(ADMITTED, remote_workload=orphaned, remote_job=RUNNING) == why
 
 
+def test_a_copy_a_kueue_worker_finished_out_of_sync_is_withdrawn_and_dispatched_again() -> None:
+    # a stock Kueue worker finishes a prebuilt Workload whose Job copy no longer matches it (its parallelism changed
+    # there): not the Job's end, so the manager takes it back (Kueue v0.20's manager resets its check to Retry)
+    out_of_sync = workload(cond("QuotaReserved"), cond("Admitted"))
+    out_of_sync["status"]["conditions"].append(
+        {
+            "type": "Finished",
+            "status": "True",
+            "reason": "OutOfSync",
+            "message": "The prebuilt workload is out of sync with its user job",
+        }
+    )
+    assert reason(ADMITTED, remote_workload=out_of_sync, remote_job=RUNNING) == (
+        'the Workload copy in worker cluster "worker-1" was finished out of sync with its Job copy '
+        "(OutOfSync: The prebuilt workload is out of sync with its user job)"
+    )
+    done = {**RUNNING, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    assert reason(ADMITTED, remote_workload=out_of_sync, remote_job=done) is None, "a Job that ended is mirrored"
+
+
 def test_a_copy_the_agent_evicted_out_of_sync_is_taken_back_while_its_job_copy_runs() -> None:
     # kfed-agent deactivates and evicts a copy whose Job copy came with stale flavor labels (reason OutOfSync); the
     # manager withdraws it and dispatches it again, even though the Job copy is not finished

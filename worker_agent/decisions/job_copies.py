@@ -41,14 +41,13 @@ from federation.admission.eviction_counts import scheduling_stats_after
 from federation.api.workload import ADMITTED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition, workload_generation
 from federation.pod_injection import INJECTED_ANNOTATION, FlavorInjection, start_patch
-from federation.protocol import MANAGER_UID_LABEL
+from federation.protocol import MANAGER_UID_LABEL, REASON_OUT_OF_SYNC
 from worker_agent.decisions.jobs import job_finished
 
 Obj = dict[str, Any]
 
 DEFAULT_JOB_COPY_TIMEOUT_SECONDS = 60.0
 REASON_JOB_COPY_MISSING = "JobCopyMissing"
-REASON_OUT_OF_SYNC = "OutOfSync"
 
 
 @dataclass(frozen=True, slots=True)
