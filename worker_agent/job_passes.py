@@ -45,6 +45,8 @@ from worker_agent.decisions.job_copies import (
     eviction_status,
     job_copy_timeouts,
     out_of_sync,
+    running_out_of_sync,
+    stock_copy_out_of_sync,
 )
 from worker_agent.decisions.jobs import (
     FINISH_GRACE_SECONDS,
@@ -71,6 +73,10 @@ from worker_agent.writes import WRITE_CONCURRENCY, Writes, copy_of_manager, coun
 log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
+
+
+UNRESERVED = "the Job runs but its Workload holds no quota in this cluster"
+FINISHED_OUT_OF_SYNC = "the Job runs but its prebuilt Workload was finished out of sync with it (OutOfSync)"
 
 
 class JobPasses:
@@ -182,9 +188,14 @@ class JobPasses:
                     tg.start_soon(limited, limiter, self._stop_evicted, job, workload, now, bound)
                     continue
                 if running_without_reservation(job, workload):
-                    tg.start_soon(limited, limiter, self._suspend_unreserved, job, workload, bound)
+                    tg.start_soon(limited, limiter, self._suspend_unreserved, job, workload, bound, UNRESERVED)
                     continue
-                finish = finish_decision(job, workload, now=now)
+                if running_out_of_sync(job, workload):
+                    tg.start_soon(
+                        limited, limiter, self._suspend_unreserved, job, workload, bound, FINISHED_OUT_OF_SYNC
+                    )
+                    continue
+                finish = finish_decision(job, workload, now=now) or stock_copy_out_of_sync(job, workload, now=now)
                 if finish is not None and finish_deferred(workload):
                     self._finish_in_memory(workload, finish, bound)
                     continue
@@ -355,13 +366,13 @@ class JobPasses:
             self.world.job_writes.remember(written)
         return written
 
-    async def _suspend_unreserved(self, job: Obj, workload: Obj, bound: Any) -> None:
-        """Suspend a started Job whose Workload holds no quota here (``running_without_reservation``)."""
+    async def _suspend_unreserved(self, job: Obj, workload: Obj, bound: Any, message: str) -> None:
+        """Suspend a started Job whose Workload holds no quota here (``running_without_reservation``, or finished
+        out of sync with it: ``decisions.job_copies.running_out_of_sync``), saying ``message``."""
         patch = suspend_patch(job, workload)
         written = await self._suspend(job, patch, bound) if patch is not None else None
         if written is None:
             return
-        message = "the Job runs but its Workload holds no quota in this cluster"
         bound.warning("job.suspended", why=message)
         self.events.emit(written, reason="Suspended", note=message, action="Suspend", event_type="Warning")
 

@@ -248,3 +248,60 @@ def test_a_finished_copy_nobody_deletes_gets_its_finished_written_after_the_grac
         assert (written_at - deferred_at).total_seconds() >= 10, "not before the grace"
     finally:
         rig.kubectl(WORKER, "delete", "namespace", ns, "--wait=false", check=False)
+
+
+def test_a_stock_managers_copy_whose_job_copy_is_scaled_is_finished_out_of_sync_and_its_job_suspended(
+    rig: Federation, short_agent: RunningAgent
+) -> None:
+    """A stock MultiKueue manager's copy (no kfed label; both copies come at once, the Job suspended): someone
+    raises the running Job copy's parallelism on the worker. As Kueue on a worker does, the agent finishes the
+    Workload copy ``OutOfSync`` with Kueue's message, which frees its quota, and suspends the Job copy, so its pods
+    never run beyond the quota. (A Kueue v0.20 manager then takes the copy back and sends it again.)"""
+    q = reported_queues(rig)
+    ns = q.namespace
+    try:
+        stock = workload_copy(ns, "stock", queue=q.local_queue, cpu="1")
+        del stock["metadata"]["labels"][MANAGER_UID_LABEL]
+        job = job_copy(stock)
+        job["spec"]["completions"] = 4  # one pod at a time
+        for manifest in (stock, job):
+            rig.kubectl(WORKER, "create", "-f", "-", input=json.dumps(manifest))
+        wait_for(
+            lambda: (get_json(rig, "job", "stock", "-n", ns) or {}).get("status") or {},
+            until=lambda status: status.get("active") == 1,
+            timeout=60,
+            what="the agent to start the Job copy",
+        )
+        rig.kubectl(WORKER, "patch", "job", "stock", "-n", ns, "--type", "merge", "-p", '{"spec":{"parallelism":3}}')
+        finished = wait_for(
+            lambda: condition(get_json(rig, "workloads.kueue.x-k8s.io", "stock", "-n", ns) or {}, "Finished"),
+            until=lambda c: c is not None,
+            timeout=30,
+            what="the Workload copy finished out of sync",
+        )
+        assert finished is not None
+        assert (finished["status"], finished["reason"], finished["message"]) == (
+            "True",
+            "OutOfSync",
+            "The prebuilt workload is out of sync with its user job",
+        )
+        suspended = wait_for(
+            lambda: get_json(rig, "job", "stock", "-n", ns) or {},
+            until=lambda j: j["spec"].get("suspend") is True and not (j.get("status") or {}).get("active"),
+            timeout=30,
+            what="the Job copy suspended, its pods gone",
+        )
+        assert suspended["spec"]["parallelism"] == 3, "the Job copy is left as it was edited, only suspended"
+        wait_for(
+            lambda: cpu_of(capacity_of(rig, q.cluster_queue)),
+            until=lambda cpu: cpu is not None and cpu["usage"] == "0",
+            timeout=15,
+            what="the report to show the copy's quota free",
+        )
+        holds_for(
+            "the Job copy stays suspended",
+            lambda: (get_json(rig, "job", "stock", "-n", ns) or {}).get("spec", {}).get("suspend") is True,
+            seconds=3,
+        )
+    finally:
+        rig.kubectl(WORKER, "delete", "namespace", ns, "--wait=false", check=False)

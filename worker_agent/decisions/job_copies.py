@@ -38,11 +38,11 @@ from typing import Any
 
 from federation.admission.api_workloads import is_admitted, workload_key
 from federation.admission.eviction_counts import scheduling_stats_after
-from federation.api.workload import ADMITTED, QUOTA_RESERVED
+from federation.api.workload import ADMITTED, FINISHED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition, workload_generation
 from federation.pod_injection import INJECTED_ANNOTATION, FlavorInjection, start_patch
 from federation.protocol import MANAGER_UID_LABEL, REASON_OUT_OF_SYNC
-from worker_agent.decisions.jobs import job_finished
+from worker_agent.decisions.jobs import FinishWorkload, job_finished, prebuilt_workload_name
 
 Obj = dict[str, Any]
 
@@ -257,6 +257,45 @@ def count_out_of_sync(job: Mapping[str, Any], workload: Obj, *, now: dt.datetime
     return JobCopyMissing(workload_key(workload), workload, status, message, REASON_OUT_OF_SYNC)
 
 
+OUT_OF_SYNC_MESSAGE = "The prebuilt workload is out of sync with its user job"
+"""Kueue's ``Finished`` message for a prebuilt Workload that no longer matches its Job."""
+
+
+def stock_copy_out_of_sync(job: Mapping[str, Any], workload: Obj, *, now: dt.datetime) -> FinishWorkload | None:
+    """The finish of ``workload``, an admitted copy a stock MultiKueue manager sent (no
+    ``federation.protocol.MANAGER_UID_LABEL``; its Job copy names it as prebuilt), when the started, unfinished Job
+    copy ``job`` runs another number of pods than the copy holds quota for (:func:`pod_count_mismatch`): as Kueue
+    does on a worker, ``Finished=True`` reason ``OutOfSync`` with Kueue's message, which releases its quota (the Job
+    copy is then suspended: :func:`running_out_of_sync`). A Kueue v0.20 manager takes such a copy back and sends it
+    again. None otherwise."""
+    if (job.get("spec") or {}).get("suspend") is not False or job_finished(job) is not None:
+        return None
+    labels = (workload.get("metadata") or {}).get("labels") or {}
+    if MANAGER_UID_LABEL in labels or prebuilt_workload_name(job) is None:
+        return None
+    if is_true(workload, FINISHED) or not is_admitted(workload) or pod_count_mismatch(job, workload) is None:
+        return None
+    conditions, _ = set_condition(
+        conditions_of(workload),
+        condition_type=FINISHED,
+        status=True,
+        reason=REASON_OUT_OF_SYNC,
+        message=OUT_OF_SYNC_MESSAGE,
+        now=now,
+        observed_generation=workload_generation(workload),
+    )
+    return FinishWorkload({"conditions": conditions}, REASON_OUT_OF_SYNC, OUT_OF_SYNC_MESSAGE)
+
+
+def running_out_of_sync(job: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:
+    """A started, unfinished Job copy whose prebuilt Workload was finished ``OutOfSync``: Kueue suspends it (the
+    Workload no longer stands for it), and so does the agent."""
+    if (job.get("spec") or {}).get("suspend") is not False or job_finished(job) is not None:
+        return False
+    finished = find_condition(workload, FINISHED) or {}
+    return finished.get("status") == "True" and finished.get("reason") == REASON_OUT_OF_SYNC
+
+
 def eviction_status(workload: Obj, message: str, *, now: dt.datetime, reason: str = REASON_JOB_COPY_MISSING) -> Obj:
     """``Evicted=True`` reason ``JobCopyMissing`` or ``OutOfSync`` (the status merge patch)."""
     conditions, _ = set_condition(
@@ -273,6 +312,7 @@ def eviction_status(workload: Obj, message: str, *, now: dt.datetime, reason: st
 
 __all__ = [
     "DEFAULT_JOB_COPY_TIMEOUT_SECONDS",
+    "OUT_OF_SYNC_MESSAGE",
     "REASON_JOB_COPY_MISSING",
     "REASON_OUT_OF_SYNC",
     "JobCopyMissing",
@@ -284,5 +324,7 @@ __all__ = [
     "out_of_sync",
     "placement_mismatch",
     "pod_count_mismatch",
+    "running_out_of_sync",
+    "stock_copy_out_of_sync",
     "waits_for_job_copy",
 ]

@@ -9,6 +9,7 @@ from federation.pod_injection import INJECTED_ANNOTATION, FlavorInjection
 from federation.protocol import MANAGER_UID_LABEL
 from federation.tests.api_builders import admitted_status, workload
 from worker_agent.decisions.job_copies import (
+    OUT_OF_SYNC_MESSAGE,
     REASON_JOB_COPY_MISSING,
     REASON_OUT_OF_SYNC,
     count_out_of_sync,
@@ -16,6 +17,8 @@ from worker_agent.decisions.job_copies import (
     out_of_sync,
     placement_mismatch,
     pod_count_mismatch,
+    running_out_of_sync,
+    stock_copy_out_of_sync,
 )
 from worker_agent.decisions.preemption import evicted_holding_quota, release_status
 
@@ -281,3 +284,23 @@ def test_a_scaled_job_copy_that_is_not_ours_to_check_is_left_alone() -> None:
         (scaled, pending),
     ):
         assert count_out_of_sync(job, workload_, now=after(2)) is None
+
+
+def test_a_stock_managers_copy_whose_started_job_copy_was_scaled_is_finished_out_of_sync() -> None:
+    stock = copy("w", manager=False)
+    scaled = scaled_job(3)
+    scaled["metadata"]["labels"] = {"kueue.x-k8s.io/prebuilt-workload-name": "w"}
+    finish = stock_copy_out_of_sync(scaled, stock, now=after(2))
+    assert finish is not None
+    assert (finish.reason, finish.message) == ("OutOfSync", OUT_OF_SYNC_MESSAGE)
+    finished = find_condition({"status": finish.status}, "Finished") or {}
+    assert (finished["status"], finished["reason"], finished["message"]) == ("True", "OutOfSync", OUT_OF_SYNC_MESSAGE)
+    assert stock_copy_out_of_sync(scaled, copy("w"), now=after(2)) is None, "kfed-manager's copies are evicted instead"
+    same = scaled_job(1)
+    same["metadata"]["labels"] = scaled["metadata"]["labels"]
+    assert stock_copy_out_of_sync(same, stock, now=after(2)) is None
+    # the Job copy of a copy finished so is suspended; one finished otherwise (its Job ended) is not
+    stock["status"]["conditions"].append(finished)
+    assert running_out_of_sync(scaled, stock)
+    assert not running_out_of_sync(scaled_job(3, suspend=True), stock)
+    assert not running_out_of_sync(scaled, copy("w", status=admitted_status("cq", "rf", "1", finished=True)))
