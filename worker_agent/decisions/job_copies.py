@@ -10,7 +10,7 @@ it again at once and hold the quota for another timeout, over and over while the
 the quota is released) follows. The manager sees the eviction on its copy and takes the Workload back.
 
 Copies without the label (a stock Kueue MultiKueue manager creates the Job first), finished copies and copies
-already evicted are left alone.
+already evicted are left alone by this timeout.
 
 **Out of sync.** The manager creates the Job copy started, its pod template already carrying the assigned
 flavors' ``nodeLabels`` and ``tolerations`` as the agent's last capacity report listed them (published about 1 s
@@ -24,8 +24,10 @@ keeps its Workload). On a disagreement the copy is deactivated and evicted the s
 way, reason ``OutOfSync`` (Kueue's word for a prebuilt Workload that no longer matches its Job), and the manager
 takes it back and dispatches it again with the flavors of the new report. The same happens, on any change of the
 Job, when a started Job copy runs another number of pods than its Workload holds quota for (its ``parallelism`` or
-``completions`` edited here: Kueue finishes such a prebuilt Workload as out of sync too). Pure: plain dicts in,
-status patches and the next deadline out.
+``completions`` edited here: Kueue finishes such a prebuilt Workload as out of sync too). A stock MultiKueue
+manager's copy in that case is finished as Kueue finishes it on a worker (``Finished`` reason ``OutOfSync``), and
+its Job copy suspended, since such a manager reads the copy's ``Finished``. Pure: plain dicts in, status patches
+and the next deadline out.
 """
 
 from __future__ import annotations
