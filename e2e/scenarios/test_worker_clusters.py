@@ -114,6 +114,30 @@ def test_an_unsafe_kubeconfig_makes_the_cluster_inactive_with_the_reason(
     federation.kubectl(MANAGER, "delete", "multikueuecluster", name, "--wait=false")
 
 
+def test_a_server_url_no_client_can_use_is_refused_and_keeps_no_other_worker_from_connecting(
+    federation: Federation,
+) -> None:
+    """A kubeconfig whose server is no URL (a broken IPv6 address here) is ``BadKubeConfig`` with what is wrong, like
+    any malformed one. kfed-manager reads every MultiKueueCluster's server when it starts, to tell which of several
+    naming one API server it uses: that one bad Secret must not keep the other workers from connecting then (it
+    did: their reconcile failed on it, over and over, with no word in any status)."""
+    config = yaml.safe_load(federation.kubeconfig("worker-1").read_text())
+    config["clusters"][0]["cluster"]["server"] = "https://[::1"
+    _apply_cluster(federation, "bad-url", str(yaml.safe_dump(config)))
+    try:
+        _wait_active(federation, "bad-url", status="False", says="is not a valid URL: Invalid IPv6 URL")
+        active = _active(federation, "bad-url")
+        assert active is not None
+        assert active["reason"] == "BadKubeConfig"
+        with federation.stopped_controller("kfed-manager"):
+            pass
+        submit(federation, "after-bad-url", cpu="1", seconds=1)
+        wait_complete(federation, "after-bad-url", timeout=120)
+        _wait_active(federation, "bad-url", status="False", says="is not a valid URL")
+    finally:
+        federation.kubectl(MANAGER, "delete", "multikueuecluster", "bad-url", "--wait=false")
+
+
 def test_a_path_kubeconfig_is_read_only_from_inside_the_configured_directory(federation: Federation) -> None:
     directory = federation.directory / KUBECONFIG_DIR
     # a usable kubeconfig, but outside the directory; of a server no other MultiKueueCluster names (a second name for

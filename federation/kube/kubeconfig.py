@@ -90,6 +90,21 @@ def _check_base64(value: Any, what: str, problems: list[Problem]) -> None:
         problems.append(Problem(f"{what} is not valid base64"))
 
 
+def _url_problem(server: str) -> str | None:
+    """What keeps ``server`` from being a URL a client can connect to (no host, a malformed IPv6 address, a port
+    that is not a number from 1 to 65535), or None."""
+    try:
+        url = urlsplit(server)
+        port = url.port
+    except ValueError as err:
+        return str(err)
+    if not url.hostname:
+        return "it names no host"
+    if port == 0:
+        return "port 0"
+    return None
+
+
 def _check_cluster(name: str, cluster: Mapping[str, Any], problems: list[Problem]) -> None:
     where = f'cluster "{name}"'
     server = cluster.get("server")
@@ -97,6 +112,10 @@ def _check_cluster(name: str, cluster: Mapping[str, Any], problems: list[Problem
         problems.append(Problem(f"{where} has no server URL"))
     elif not server.startswith("https://"):
         problems.append(Problem(f"{where} server {server!r} does not use https", insecure=True))
+    else:
+        broken = _url_problem(server)
+        if broken is not None:
+            problems.append(Problem(f"{where} server {server!r} is not a valid URL: {broken}"))
     if cluster.get("insecure-skip-tls-verify") is True:
         problems.append(
             Problem(f"{where} sets insecure-skip-tls-verify: true; TLS verification must stay on", insecure=True)

@@ -73,6 +73,11 @@ def test_user_problems(user: dict[str, Any], needle: str) -> None:
         ({"server": "http://x"}, "does not use https"),
         ({"certificate-authority-data": B64}, "no server URL"),
         ({"server": "https://x", "certificate-authority-data": ""}, "is empty"),
+        ({"server": "https://[::1"}, "is not a valid URL: Invalid IPv6 URL"),
+        ({"server": "https://x:99999"}, "is not a valid URL: Port out of range"),
+        ({"server": "https://x:api"}, "is not a valid URL: Port could not be cast"),
+        ({"server": "https://:6443"}, "is not a valid URL: it names no host"),
+        ({"server": "https://x:0"}, "is not a valid URL: port 0"),
     ],
 )
 def test_cluster_problems(cluster: dict[str, Any], needle: str) -> None:
