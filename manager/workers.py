@@ -401,7 +401,7 @@ class WorkerPool:
                     self._addresses[other_name] = server_address(
                         parse_validated_kubeconfig(self._kubeconfig_text(other))
                     )
-                except KubeconfigError:
+                except ValueError:  # a KubeconfigError, or anything else wrong with one kubeconfig: not this one's
                     continue
         created = {
             other: str(found["metadata"].get("creationTimestamp") or "")
