@@ -44,7 +44,7 @@ from federation.api.workload import ADMITTED, FINISHED, QUOTA_RESERVED
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition, workload_generation
 from federation.pod_injection import INJECTED_ANNOTATION, FlavorInjection, start_patch
 from federation.protocol import MANAGER_UID_LABEL, REASON_OUT_OF_SYNC
-from worker_agent.decisions.jobs import FinishWorkload, job_finished, prebuilt_workload_name
+from worker_agent.decisions.jobs import FinishWorkload, finish_with, job_finished, prebuilt_workload_name
 
 Obj = dict[str, Any]
 
@@ -277,16 +277,7 @@ def stock_copy_out_of_sync(job: Mapping[str, Any], workload: Obj, *, now: dt.dat
         return None
     if is_true(workload, FINISHED) or not is_admitted(workload) or pod_count_mismatch(job, workload) is None:
         return None
-    conditions, _ = set_condition(
-        conditions_of(workload),
-        condition_type=FINISHED,
-        status=True,
-        reason=REASON_OUT_OF_SYNC,
-        message=OUT_OF_SYNC_MESSAGE,
-        now=now,
-        observed_generation=workload_generation(workload),
-    )
-    return FinishWorkload({"conditions": conditions}, REASON_OUT_OF_SYNC, OUT_OF_SYNC_MESSAGE)
+    return finish_with(workload, REASON_OUT_OF_SYNC, OUT_OF_SYNC_MESSAGE, now=now)
 
 
 def running_out_of_sync(job: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:

@@ -75,7 +75,11 @@ def finish_decision(job: Mapping[str, Any], workload: Mapping[str, Any], *, now:
     ended = job_finished(job)
     if ended is None or workload_state(workload) == FINISHED_STATE:
         return None
-    reason, message = ended
+    return finish_with(workload, *ended, now=now)
+
+
+def finish_with(workload: Mapping[str, Any], reason: str, message: str, *, now: dt.datetime) -> FinishWorkload:
+    """``Finished=True`` with ``reason`` and ``message`` on the workload."""
     conditions, _ = set_condition(
         conditions_of(workload),
         condition_type=FINISHED,
@@ -136,6 +140,7 @@ __all__ = [
     "StartJob",
     "finish_decision",
     "finish_deferred",
+    "finish_with",
     "finished_view",
     "injections",
     "job_finished",
