@@ -152,6 +152,9 @@ class WorkerConnection:
     """The API server address its kubeconfig names (``shared_servers``)."""
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     report: ParsedReport | None = None
+    report_error: str | None = None
+    """Why the worker's last ClusterCapacity report could not be read (e.g. written by a kfed-agent of another
+    version); the worker is then not used until a report can be read."""
     health: Health = field(default_factory=lambda: Health("connecting", "connecting"))
     """Judged by the connection's monitor from its liveness probe and its caches (see ``worker_health``)."""
     cluster_queues: WatchCache | None = None
@@ -216,6 +219,8 @@ class WorkerConnection:
         if self.health.state == "connecting":
             return f"not connected yet ({self.health.message})"
         if self.report is None:
+            if self.report_error is not None:
+                return self.report_error
             if self.probed is not None:
                 return ""  # probed through its ClusterQueues, kept current by their watch
             if self.cluster_queues is not None:
@@ -460,7 +465,10 @@ class WorkerPool:
         if current is not None and current.fingerprint == fingerprint:
             if current.health.state == "healthy":
                 self._backoff_for(name, fingerprint).reset()
-                return await self._report(cluster, active=True, reason=REASON_ACTIVE, message=current.health.message)
+                message = current.health.message
+                if current.report_error is not None:
+                    message = f"{message}; not used: {current.report_error}"
+                return await self._report(cluster, active=True, reason=REASON_ACTIVE, message=message)
             if current.health.state == "failed":
                 return await self._report(
                     cluster, active=False, reason=REASON_CONNECTION_FAILED, message=current.health.message
@@ -539,12 +547,38 @@ class WorkerPool:
                     self._on_remote_change(conn.name, "ClusterCapacity", obj, False)
                 return
             if kind == "ClusterCapacity":
-                conn.report = None if event == "DELETED" else parse_report(obj)
+                self._read_report(conn, None if event == "DELETED" else obj)
             elif (conn.workload_view if kind == "Workload" else conn.job_view).observe_echo(event, obj) == REMOTE_SYNC:
                 return  # the answer to the remote sync's own create: the pass that created the copy has seen it
             self._on_remote_change(conn.name, kind, obj, event == "DELETED")
 
         return handle
+
+    def _read_report(self, conn: WorkerConnection, obj: dict[str, Any] | None) -> None:
+        """Take the worker's ClusterCapacity report (None: deleted). One that cannot be read is not used, the old one
+        neither: the worker gets nothing until a report can be read, and its ``Active`` message, an Event and a log
+        line say why."""
+        error = None
+        try:
+            conn.report = parse_report(obj) if obj is not None else None
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            conn.report = None
+            error = f"its ClusterCapacity report cannot be read ({type(err).__name__}: {str(err)[:300]})"
+        if error == conn.report_error:
+            return
+        conn.report_error = error
+        cluster = self._clusters.store.get_by_name(conn.name)
+        if error is not None:
+            log.warning("worker capacity report unreadable", cluster=conn.name, error=error)
+            if cluster is not None:
+                self._events.emit(
+                    cluster, reason="CapacityReportUnreadable", note=error, action="Probe", event_type="Warning"
+                )
+        else:
+            log.info(
+                "worker capacity report " + ("readable again" if obj is not None else "deleted"), cluster=conn.name
+            )
+        self.queue.add(conn.name)  # its Active message says it
 
     async def _run_connection(self, conn: WorkerConnection) -> None:
         with conn.scope:

@@ -22,9 +22,11 @@ from e2e.scenarios.helpers import (
     condition,
     created_names_on_workers,
     get,
+    items,
     running_on,
     submit,
     wait_complete,
+    worker_of,
     workload_of,
 )
 from e2e.waiting import wait_for
@@ -338,3 +340,44 @@ def test_a_path_kubeconfig_that_changes_on_disk_reconnects_its_worker(federation
         _wait_active(federation, "path-rotated", status="True", says="Connected")
     finally:
         federation.kubectl(MANAGER, "delete", "multikueuecluster", "path-rotated", "--wait=false", check=False)
+
+
+def test_a_capacity_report_kfed_manager_cannot_read_is_not_used_and_says_so(federation: Federation) -> None:
+    """worker-1's ClusterCapacity is overwritten (its agent frozen) with a quantity the schema lets through but no
+    quantity arithmetic can hold (``1e400``), as a kfed-agent of another version might write. kfed-manager neither
+    keeps dispatching by the report it had before nor goes silent: worker-1 gets nothing while its report cannot be
+    read, its ``Active`` message, an Event and the Jobs that wait say why, and the agent's next report brings it
+    back."""
+    report = get(federation, "worker-1", "clustercapacities.kfed.io", "local")
+    assert report is not None
+    status = report["status"]
+    status["clusterQueues"][0]["flavors"][0]["resources"][0]["free"] = "1e400"
+    with federation.paused_controller("kfed-agent-worker-1"):
+        federation.kubectl(
+            "worker-1",
+            "patch",
+            "clustercapacities.kfed.io",
+            "local",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps({"status": status}),
+        )
+        _wait_active(federation, "worker-1", status="True", says="not used: its ClusterCapacity report cannot be read")
+        events = [
+            e
+            for e in items(federation, MANAGER, "events.events.k8s.io")
+            if e.get("reason") == "CapacityReportUnreadable"
+        ]
+        assert events, "a Warning Event on the MultiKueueCluster"
+        assert "1e400" in str(events[0].get("note")), events[0]
+        submit(federation, "unread-report", cpu="1", seconds=1)
+        wait_complete(federation, "unread-report", timeout=60)
+        assert worker_of(federation, "unread-report") in (None, "worker-2")
+    # the agent publishes again (a change of its capacity, at the latest its periodic refresh): worker-1 is back
+    wait_for(
+        lambda: _active(federation, "worker-1"),
+        until=lambda c: c is not None and c["status"] == "True" and "not used" not in str(c["message"]),
+        timeout=45,
+        what="worker-1's report read again once its agent publishes (heartbeat: 30 s)",
+    )
