@@ -20,10 +20,9 @@ from typing import Any, Literal
 
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import reserved_usage
-from federation.admission.check_problems import checks_message
 from federation.admission.fair_sharing import dominant_resource_share
 from federation.admission.flavors import format_amount
-from federation.admission.snapshot import STOPPED, TERMINATING, Cause, ClusterQueueNode
+from federation.admission.snapshot import STOPPED, TERMINATING, Cause, ClusterQueueNode, causes_message
 from federation.conditions import conditions_of, is_true, set_condition
 
 Obj = dict[str, Any]
@@ -64,7 +63,7 @@ def _active(node: ClusterQueueNode) -> tuple[str, str, str]:
     causes += node.check_causes
     if not causes:
         return "True", "Ready", "Can admit new workloads"
-    return "False", causes[0][0], f"Can't admit new workloads: {checks_message(causes)}."
+    return "False", causes[0][0], f"Can't admit new workloads: {causes_message(causes)}."
 
 
 def queue_status_patches(

@@ -142,11 +142,6 @@ def merged(*problems: Mapping[str, Sequence[Cause]]) -> dict[str, list[Cause]]:
     return result
 
 
-def checks_message(causes: Sequence[Cause]) -> str:
-    """The causes' messages as one, Kueue's way (joined by ", ")."""
-    return ", ".join(message for _, message in causes)
-
-
 def mark_inactive(state: QuotaState, problems: Mapping[str, Sequence[Cause]]) -> None:
     """Mark each ClusterQueue of ``problems`` inactive in ``state``'s snapshot, keeping the causes for its status
     (an inactive reason of its own, e.g. being stopped, stays first)."""

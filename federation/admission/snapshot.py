@@ -32,7 +32,7 @@ from federation.admission.model import (
     ResourceGroup,
 )
 
-__all__ = ["ClusterQueueNode", "CohortNode", "QuotaNode", "Snapshot"]
+__all__ = ["ClusterQueueNode", "CohortNode", "QuotaNode", "Snapshot", "causes_message"]
 
 Cause = tuple[str, str]
 """Why a ClusterQueue admits nothing: (Kueue's ``Active`` reason, what is wrong)."""
@@ -40,6 +40,12 @@ STOPPED, FLAVOR_NOT_FOUND, COHORT_CYCLE, TERMINATING = "Stopped", "FlavorNotFoun
 """Kueue's ``Active`` reasons for a ClusterQueue's own causes (``CohortCycle`` is kfed's: Kueue shows none)."""
 _OWN_CAUSE_ORDER = {STOPPED: 0, FLAVOR_NOT_FOUND: 1, COHORT_CYCLE: 2}
 """Kueue's order of a ClusterQueue's causes in its ``Active`` message (kfed's ``CohortCycle`` last)."""
+
+
+def causes_message(causes: Iterable[Cause]) -> str:
+    """The causes' messages as one, Kueue's way (joined by ", ")."""
+    return ", ".join(message for _, message in causes)
+
 
 _USAGE, _WORKLOAD_ADDED, _WORKLOAD_REMOVED = 0, 1, 2
 
@@ -117,7 +123,7 @@ class ClusterQueueNode(QuotaNode):
     def inactive_reason(self) -> str | None:
         """Why the queue admits nothing, in words (its own causes first), or None while it is active."""
         causes = [*self.own_causes, *self.check_causes]
-        return ", ".join(message for _, message in causes) if causes else None
+        return causes_message(causes) if causes else None
 
     @property
     def terminating(self) -> bool:

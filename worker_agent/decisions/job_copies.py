@@ -201,6 +201,11 @@ def pod_count_mismatch(job: Mapping[str, Any], workload: Mapping[str, Any]) -> s
     return f"the Job copy runs {pods} pods at once ({given}), but its workload holds quota for {count}"
 
 
+def _running(job: Mapping[str, Any]) -> bool:
+    """The Job was started (``suspend: false``) and has not ended."""
+    return (job.get("spec") or {}).get("suspend") is False and job_finished(job) is None
+
+
 CHECK_CREATED_SINCE_MARGIN = dt.timedelta(seconds=10)
 """A Job copy created up to this long before the agent's term began is still checked (it may have been built from
 a report published just before)."""
@@ -228,7 +233,7 @@ def out_of_sync(
     a pair (the agent starts suspended Jobs itself, with the flavors it has). A Job copy created well before the
     agent's term began (``term_started``: a restart, a new leader) is not checked: it was checked by the term that
     saw it created, and a ResourceFlavor edited since must not stop a running Job (Kueue does not either)."""
-    if (job.get("spec") or {}).get("suspend") is not False or job_finished(job) is not None:
+    if not _running(job):
         return None
     if term_started is not None and created_before(job, term_started):
         return None
@@ -248,7 +253,7 @@ def count_out_of_sync(job: Mapping[str, Any], workload: Obj, *, now: dt.datetime
     runs another number of pods than the Workload holds quota for (:func:`pod_count_mismatch`, e.g. someone raised
     the copy's ``spec.parallelism`` on this worker); None otherwise. Unlike the placement, checked on every change
     of the Job: the manager takes the copy back and sends the Job again as its manager Job says."""
-    if (job.get("spec") or {}).get("suspend") is not False or job_finished(job) is not None:
+    if not _running(job):
         return None
     if not waits_for_job_copy(workload) or not is_admitted(workload):
         return None
@@ -270,7 +275,7 @@ def stock_copy_out_of_sync(job: Mapping[str, Any], workload: Obj, *, now: dt.dat
     does on a worker, ``Finished=True`` reason ``OutOfSync`` with Kueue's message, which releases its quota (the Job
     copy is then suspended: :func:`running_out_of_sync`). A Kueue v0.20 manager takes such a copy back and sends it
     again. None otherwise."""
-    if (job.get("spec") or {}).get("suspend") is not False or job_finished(job) is not None:
+    if not _running(job):
         return None
     labels = (workload.get("metadata") or {}).get("labels") or {}
     if MANAGER_UID_LABEL in labels or prebuilt_workload_name(job) is None:
@@ -283,7 +288,7 @@ def stock_copy_out_of_sync(job: Mapping[str, Any], workload: Obj, *, now: dt.dat
 def running_out_of_sync(job: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:
     """A started, unfinished Job copy whose prebuilt Workload was finished ``OutOfSync``: Kueue suspends it (the
     Workload no longer stands for it), and so does the agent."""
-    if (job.get("spec") or {}).get("suspend") is not False or job_finished(job) is not None:
+    if not _running(job):
         return False
     finished = find_condition(workload, FINISHED) or {}
     return finished.get("status") == "True" and finished.get("reason") == REASON_OUT_OF_SYNC
