@@ -8,6 +8,7 @@ cannot queue (bad annotation, unknown WorkloadPriorityClass) gets a Warning Even
 things change; a Job managed by another controller is left alone with one Event saying so. A Job edited while it
 waits suspended (its pod count, min-parallelism, tolerations or queue) gets its Workload brought in line, as Kueue
 does: updated when it holds no quota, replaced when it does; a queue change waits for the quota to be released.
+A Job its user unsuspends while its Workload waits is suspended again (Event ``Stopped``, as Kueue does).
 A running Job whose pod count its user changed loses its Workload (confirmed against the apiserver first), so it is
 stopped and queued again at its new size (``federation.workload_match``).
 """
@@ -43,10 +44,14 @@ from federation.workload_from_job import (
 )
 from federation.workload_match import WorkloadEdit, edit_for_job, updated_spec
 from manager.config import ManagerConfig
+from manager.decisions.lifecycle import runs_unadmitted
 from manager.decisions.sync import job_finish
 from manager.manager_jobs import needs_stopping, stop_manager_job
 
 log = structlog.get_logger(__name__)
+
+NOT_ADMITTED = "Not admitted by cluster queue"
+"""Kueue's Event message when it suspends a Job its user started while the Job's Workload was not admitted."""
 
 
 class JobController:
@@ -105,6 +110,25 @@ class JobController:
             action="Stop",
             event_type="Warning",
         )
+
+    async def _stop_unadmitted(self, job: dict[str, Any], workload: dict[str, Any]) -> float | None:
+        """Suspend a Job its user unsuspended while its Workload waits (Kueue: Event ``Stopped``, "Not admitted by
+        cluster queue"), once the apiserver confirms both: the caches may be a moment behind a dispatch."""
+        meta, wl_meta = job["metadata"], workload["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        try:
+            live_job = await self._api.get(JOBS, meta["name"], namespace=meta["namespace"])
+            live_workload = await self._api.get(WORKLOADS, wl_meta["name"], namespace=wl_meta["namespace"])
+            if job_finish(live_job) is not None or not runs_unadmitted(live_workload, live_job):
+                return None  # the caches were behind; the change that caught up brings the Job back if need be
+            job = await stop_manager_job(self._api, live_job, field_manager=self._config.field_manager)
+        except Conflict:
+            return 1.0  # the Job changed while it was stopped: look again with what it is now
+        except NotFound:
+            return None  # deleted meanwhile: its event brings the key back if there is anything left to do
+        log.warning("job stopped: unsuspended while its workload is not admitted", job=key, workload=wl_meta["name"])
+        self._events.emit(job, reason="Stopped", note=NOT_ADMITTED, action="Stop")
+        return None
 
     async def _reprioritize(self, job: dict[str, Any], workload: dict[str, Any]) -> None:
         key = f"{job['metadata']['namespace']}/{job['metadata']['name']}"
@@ -252,6 +276,8 @@ class JobController:
         if existing is not None:
             if priority_class_changed(existing, job) and not is_true(existing, "Finished"):
                 await self._reprioritize(job, existing)  # then _follow_edit's write, if any, meets a Conflict: retried
+            if job_finish(job) is None and runs_unadmitted(existing, job):
+                return await self._stop_unadmitted(job, existing)
             return await self._follow_edit(job, existing)
         if job_finish(job) is not None:
             return None  # a finished Job keeps its final status; it needs no new Workload

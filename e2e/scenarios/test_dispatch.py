@@ -423,6 +423,44 @@ def test_a_job_for_a_missing_local_queue_waits_with_a_condition_saying_so(federa
     federation.kubectl(MANAGER, "delete", "job", "i2", "--wait=false")
 
 
+def test_a_waiting_job_its_user_unsuspends_is_suspended_again_with_kueues_event(federation: Federation) -> None:
+    """A Job runs only once its Workload is admitted: one its user unsuspends while it waits is suspended again,
+    with Kueue's Event (``Stopped``, "Not admitted by cluster queue"), and keeps its place in the queue. Before, it
+    stayed unsuspended and looked started to every script that reads ``spec.suspend``."""
+    submit(federation, "unsuspended", cpu="1000")  # more than the ClusterQueue's quota: it stays queued
+    wl = wait_for(
+        lambda: workload_of(federation, "unsuspended"),
+        until=lambda w: condition(w, "QuotaReserved") is not None,
+        timeout=60,
+        what="unsuspended queued",
+    )
+    assert wl is not None
+    federation.kubectl(MANAGER, "patch", "job", "unsuspended", "--type", "merge", "-p", '{"spec":{"suspend":false}}')
+    wait_for(
+        lambda: get(federation, MANAGER, "job", "unsuspended"),
+        until=lambda j: j is not None and j["spec"].get("suspend") is True,
+        timeout=30,
+        what="the unsuspended Job suspended again",
+    )
+    wait_for(
+        lambda: [
+            e
+            for e in items(federation, MANAGER, "events.events.k8s.io")
+            if e.get("reason") == "Stopped"
+            and (e.get("regarding") or {}).get("name") == "unsuspended"
+            and e.get("note") == "Not admitted by cluster queue"
+        ],
+        until=bool,
+        timeout=30,
+        what="a Stopped Event on the Job",
+    )
+    after = workload_of(federation, "unsuspended")
+    assert after is not None
+    assert after["metadata"]["uid"] == wl["metadata"]["uid"]
+    assert not is_true(after, "QuotaReserved")
+    federation.kubectl(MANAGER, "delete", "job", "unsuspended", "--wait=false")
+
+
 def test_a_queued_workload_edited_by_hand_is_brought_back_in_line_with_its_job(federation: Federation) -> None:
     """The Job says what its Workload asks for: a queued Workload whose pod count someone edits is put back at once
     (Event UpdatedWorkload), as Kueue does; before, it kept asking for the edited count until kfed-manager

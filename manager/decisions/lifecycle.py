@@ -95,6 +95,18 @@ def phase_of(
     return P.RESERVED
 
 
+_WAITING_PHASES = (P.PENDING, P.REQUEUED, P.DEACTIVATED)
+
+
+def runs_unadmitted(workload: Obj, manager_job: Obj) -> bool:
+    """The manager Job is not suspended while its Workload holds no quota (waiting, requeued or deactivated): its
+    user unsuspended a waiting Job. As in Kueue, it is suspended again (a Job kfed starts was admitted first, and
+    kfed stops a withdrawn Job before it releases the quota, so this is never kfed's own write)."""
+    if (manager_job.get("spec") or {}).get("suspend", False):
+        return False
+    return phase_of(workload) in _WAITING_PHASES
+
+
 def holds_worker(phase: Phase) -> bool:
     """Phases in which the workload may have copies in its worker (so it must not go to another one)."""
     return phase in _DISPATCHED_PHASES or phase is P.EVICTING

@@ -16,6 +16,7 @@ from manager.decisions.lifecycle import (
     holds_worker,
     may_follow,
     phase_of,
+    runs_unadmitted,
 )
 from manager.decisions.withdrawal import (
     dispatch_time_left,
@@ -269,3 +270,22 @@ def test_a_reservation_naming_several_workers_is_another_dispatchers_and_is_rele
     assert types["QuotaReserved"]["message"] == why
     assert "Evicted" not in types, "nothing ran: no eviction"
     assert [c["state"] for c in release["admissionChecks"]] == ["Pending"]
+
+
+@pytest.mark.parametrize(
+    ("workload", "suspended", "stop"),
+    [
+        (wl(), False, True),  # its user unsuspended a waiting Job
+        (wl("Evicted", "Requeued"), False, True),
+        (wl(active=False), False, True),
+        (wl(), True, False),  # waiting, suspended: as it should be
+        (wl("QuotaReserved"), False, False),  # being dispatched: kfed's own start may be under way
+        (wl("QuotaReserved", "Admitted"), False, False),
+        (wl("QuotaReserved", "Evicted"), False, False),  # being withdrawn: the withdrawal stops it
+        (wl("Finished"), False, False),
+    ],
+)
+def test_a_job_started_while_its_workload_waits_is_to_be_stopped(
+    workload: dict[str, Any], suspended: bool, stop: bool
+) -> None:
+    assert runs_unadmitted(workload, {"spec": {"suspend": suspended}}) is stop
