@@ -36,8 +36,9 @@ change but not more often than every ``CAPACITY_MIN_INTERVAL_SECONDS``, and at l
 ``CAPACITY_HEARTBEAT_SECONDS``, ``status.generation`` +1 each time,
 ``status.observedTime`` from the agent's clock. The manager keeps an in-flight ledger of what it dispatched to W;
 an entry stops counting once W reports a capacity computed after the copy's ``QuotaReserved`` transition (both
-times come from the agent's clock), or when the copy is gone. A report older than ``CAPACITY_STALE_SECONDS`` makes
-W ineligible for new dispatches.
+times come from the agent's clock), or when the copy is gone. A report not renewed for ``CAPACITY_STALE_SECONDS``
+makes W ineligible for new dispatches; that age is counted on the manager's clock from when the last generation
+arrived, so a worker whose clock disagrees with the manager's is judged the same way.
 
 Status and finish (manager): the manager mirrors the remote Job's ``.status`` onto the manager Job once the
 remote Workload is admitted (setting ``spec.suspend: false`` on the manager Job first), marks the manager

@@ -63,7 +63,7 @@ from federation.kube.trigger import spec_changed
 from federation.kube.workqueue import WorkQueue
 from federation.protocol import CAPACITY_STALE_SECONDS
 from manager.config import ManagerConfig
-from manager.decisions.capacity_view import ParsedReport, capacity_from_queues, parse_report
+from manager.decisions.capacity_view import ParsedReport, capacity_from_queues, parse_report, report_age
 from manager.decisions.shared_servers import (
     REASON_DUPLICATE_SERVER,
     duplicate_message,
@@ -152,6 +152,11 @@ class WorkerConnection:
     """The API server address its kubeconfig names (``shared_servers``)."""
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     report: ParsedReport | None = None
+    report_received_at: dt.datetime | None = None
+    """When the current generation of ``report`` arrived (the manager's clock; ``capacity_view.report_age``)."""
+    report_renewed: bool = False
+    """``report`` replaced an earlier one on this connection (another generation or observedTime), so
+    ``report_received_at`` is when the agent renewed it, not just when the connection first saw it."""
     report_error: str | None = None
     """Why the worker's last ClusterCapacity report could not be read (e.g. written by a kfed-agent of another
     version); the worker is then not used until a report can be read."""
@@ -226,7 +231,8 @@ class WorkerConnection:
             if self.cluster_queues is not None:
                 return "no capacity report; waiting for the first list of its ClusterQueues and LocalQueues"
             return "no capacity report yet (is kfed-agent running there?)"
-        age = (now - self.report.observed_at).total_seconds()
+        received = self.report_received_at or now
+        age = report_age(self.report, now=now, received_at=received, renewed=self.report_renewed)
         if age > CAPACITY_STALE_SECONDS:
             return f"capacity report is {age:.0f}s old"
         return ""
@@ -559,11 +565,19 @@ class WorkerPool:
         neither: the worker gets nothing until a report can be read, and its ``Active`` message, an Event and a log
         line say why."""
         error = None
+        previous = conn.report
         try:
             conn.report = parse_report(obj) if obj is not None else None
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             conn.report = None
             error = f"its ClusterCapacity report cannot be read ({type(err).__name__}: {str(err)[:300]})"
+        if conn.report is None:
+            conn.report_received_at, conn.report_renewed = None, False
+        elif previous is None or (conn.report.generation, conn.report.observed_at) != (
+            previous.generation,
+            previous.observed_at,
+        ):
+            conn.report_received_at, conn.report_renewed = dt.datetime.now(dt.UTC), previous is not None
         if error == conn.report_error:
             return
         conn.report_error = error

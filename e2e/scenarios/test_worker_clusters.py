@@ -8,6 +8,7 @@ a refused form, ``BadKubeConfig`` for a missing or malformed one or a Path kfed 
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 import re
 import time
@@ -15,6 +16,7 @@ import time
 import pytest
 import yaml
 
+from e2e.queues import worker_quota
 from e2e.rig.controllers import KFED_NAMESPACE, KUBECONFIG_DIR
 from e2e.rig.federation import MANAGER, Federation
 from e2e.rig.ports import free_port
@@ -30,6 +32,7 @@ from e2e.scenarios.helpers import (
     workload_of,
 )
 from e2e.waiting import wait_for
+from federation.quantity import parse_quantity
 
 pytestmark = pytest.mark.e2e
 
@@ -340,6 +343,46 @@ def test_a_path_kubeconfig_that_changes_on_disk_reconnects_its_worker(federation
         _wait_active(federation, "path-rotated", status="True", says="Connected")
     finally:
         federation.kubectl(MANAGER, "delete", "multikueuecluster", "path-rotated", "--wait=false", check=False)
+
+
+def test_a_worker_whose_clock_is_behind_the_managers_is_not_taken_for_stale(federation: Federation) -> None:
+    """A kfed-agent dates its report by its own clock. Here worker-1's clock is ten minutes behind the manager's: its
+    report is written so by hand, its agent frozen. kfed-manager ages a report from when a new one arrives, by its
+    own clock, so worker-1 is still weighed: a Job too big for either worker waits for its size on both. Before,
+    worker-1 read as "capacity report is 600s old" and got no Job at all while the clocks disagreed."""
+    report = get(federation, "worker-1", "clustercapacities.kfed.io", "local")
+    assert report is not None
+    status = report["status"]
+    status["generation"] = int(status["generation"]) + 1
+    behind = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=10)
+    status["observedTime"] = behind.strftime("%Y-%m-%dT%H:%M:%SZ")
+    with federation.paused_controller("kfed-agent-worker-1"):
+        federation.kubectl(
+            "worker-1",
+            "patch",
+            "clustercapacities.kfed.io",
+            "local",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps({"status": status}),
+        )
+        # more than either worker's quota, within the manager's (their sum)
+        largest = max(int(parse_quantity(worker_quota(federation.spec.shape(w))[0])) for w in federation.workers)
+        submit(federation, "clock-behind", cpu=str(largest // 1000 + 1))
+        waiting = wait_for(
+            lambda: workload_of(federation, "clock-behind"),
+            until=lambda w: bool(
+                re.search(
+                    r"worker-1(, worker-2)?: insufficient cpu",
+                    str((condition(w, "QuotaReserved") or {}).get("message")),
+                )
+            ),
+            timeout=60,
+            what="worker-1 weighed by its capacity, not taken for stale",
+        )
+        assert "capacity report is" not in str(condition(waiting, "QuotaReserved")), waiting
+        federation.kubectl(MANAGER, "delete", "job", "clock-behind", "--wait=false")
 
 
 def test_a_capacity_report_kfed_manager_cannot_read_is_not_used_and_says_so(federation: Federation) -> None:

@@ -32,6 +32,18 @@ class ParsedReport:
     copy, for the worker to start."""
 
 
+def report_age(report: ParsedReport, *, now: dt.datetime, received_at: dt.datetime, renewed: bool) -> float:
+    """Seconds since the worker's agent last renewed ``report``, by the manager's clock: from when a new generation of
+    it arrived (``received_at``; ``renewed``: the manager saw the generation change). A report not renewed since the
+    manager first saw it may be long dead, so its own ``observedTime`` (the agent's clock) counts too. Clocks that
+    disagree then neither make a live agent's report stale for longer than one heartbeat (a worker clock behind the
+    manager's) nor keep a dead agent's report fresh (one ahead of it)."""
+    since_received = (now - received_at).total_seconds()
+    if renewed:
+        return since_received
+    return max(since_received, (now - report.observed_at).total_seconds())
+
+
 def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
     """None when the report has no status yet (the agent creates the object first, then its status)."""
     status = report.get("status")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from manager.decisions.capacity_view import capacity_from_queues, parse_report
+from manager.decisions.capacity_view import capacity_from_queues, parse_report, report_age
 from manager.decisions.dispatch import FlavorRoom
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -112,3 +112,19 @@ def test_a_reported_route_whose_namespace_is_not_selected_is_read() -> None:
     parsed = parse_report({"status": status})
     assert parsed is not None
     assert parsed.capacity.unselected_local_queues == frozenset({("team-a", "a")})
+
+
+def test_a_renewed_report_is_aged_by_the_managers_clock_whatever_the_agents_clock_says() -> None:
+    received = NOW - dt.timedelta(seconds=5)
+    for skew in (-600, 0, 600):  # the agent's clock 10 minutes behind, right, 10 minutes ahead
+        report = capacity_from_queues([], [], observed_at=NOW + dt.timedelta(seconds=skew - 5))
+        assert report_age(report, now=NOW, received_at=received, renewed=True) == 5
+
+
+def test_a_report_first_seen_counts_its_own_time_too_so_a_dead_agent_is_never_fresh() -> None:
+    behind = capacity_from_queues([], [], observed_at=NOW - dt.timedelta(seconds=600))
+    ahead = capacity_from_queues([], [], observed_at=NOW + dt.timedelta(seconds=600))
+    # first seen just now: a report written 10 minutes ago by the agent's clock is old until the agent renews it
+    assert report_age(behind, now=NOW, received_at=NOW, renewed=False) == 600
+    # one dated in the future (the agent's clock ahead) ages from when the manager first saw it
+    assert report_age(ahead, now=NOW, received_at=NOW - dt.timedelta(seconds=130), renewed=False) == 130
