@@ -7,7 +7,8 @@ Dispatch (manager → worker W, after reserving global quota and recording W in
 ``status.nominatedClusterNames`` of the manager Workload):
   1. Workload copy: same namespace and name as the manager Workload; ``spec`` copied (podSets, queueName,
      priority, priorityClassRef); labels ``kueue.x-k8s.io/multikueue-origin: <origin>`` and
-     ``kfed.io/manager-workload-uid: <uid of the manager Workload>``; no status.
+     ``kfed.io/manager-workload-uid: <uid of the manager Workload>``; annotation ``kfed.io/sent-at`` (when the
+     manager created it, by its clock); no status.
   2. Job copy: same namespace and name as the manager Job; ``spec.managedBy`` cleared, ``spec.selector`` and the
      Job controller's generated labels dropped; labels as above plus
      ``kueue.x-k8s.io/prebuilt-workload-name: <workload name>``. When W's kfed-agent lists its ResourceFlavors in
@@ -55,6 +56,9 @@ MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
 DEFAULT_ORIGIN: Final = "multikueue"
 """Value of ``kueue.x-k8s.io/multikueue-origin`` on remote objects (configurable per manager, as in Kueue)."""
 MANAGER_UID_LABEL: Final = "kfed.io/manager-workload-uid"
+SENT_AT_ANNOTATION: Final = "kfed.io/sent-at"
+"""On a Workload copy: when kfed-manager created it, by the manager's clock (RFC 3339). The dispatch timeout counts
+from it; the copy's ``creationTimestamp`` is the worker's clock, which may disagree with the manager's."""
 
 CAPACITY_DEBOUNCE_SECONDS: Final = 0.2
 CAPACITY_MIN_INTERVAL_SECONDS: Final = 1.0

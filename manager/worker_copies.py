@@ -66,7 +66,9 @@ class WorkerCopies:
         worker = conn.name
 
         async def create_workload_copy(job_copy: Obj | None) -> None:
-            copy_ = remote_workload(workload, origin=self._config.origin, job_copy=job_copy)
+            copy_ = remote_workload(
+                workload, origin=self._config.origin, sent_at=dt.datetime.now(dt.UTC), job_copy=job_copy
+            )
             if (await self.create(conn, WORKLOADS, copy_))[0]:
                 self._count_dispatch(workload, worker=worker)  # once per copy made, not per attempt
 

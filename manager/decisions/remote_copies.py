@@ -30,6 +30,7 @@ and sends each Workload to exactly one worker, so there is nothing for a gate to
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -40,6 +41,7 @@ from federation.api.labels import (
     MULTIKUEUE_ORIGIN_LABEL,
     PREBUILT_WORKLOAD_LABEL,
 )
+from federation.conditions import format_time
 from federation.merge_patch import apply_merge_patch
 from federation.pod_injection import (
     INJECTED_ANNOTATION,
@@ -49,12 +51,12 @@ from federation.pod_injection import (
     pod_count_patch,
     start_patch,
 )
-from federation.protocol import JOB_GENERATED_LABELS, MANAGER_UID_LABEL
+from federation.protocol import JOB_GENERATED_LABELS, MANAGER_UID_LABEL, SENT_AT_ANNOTATION
 from federation.workload_from_job import JOB_UID_LABEL, clean_template
 
 _META_KEPT = ("name", "namespace", "labels", "annotations")
 _JOB_SPEC_DROPPED = ("managedBy", "selector", "manualSelector", "ttlSecondsAfterFinished")
-_ANNOTATIONS_DROPPED = ("kubectl.kubernetes.io/last-applied-configuration",)
+_ANNOTATIONS_DROPPED = ("kubectl.kubernetes.io/last-applied-configuration", SENT_AT_ANNOTATION)
 
 
 def _copied_meta(meta: Mapping[str, Any], *, extra_labels: Mapping[str, str]) -> dict[str, Any]:
@@ -106,14 +108,20 @@ def is_ours(remote: Mapping[str, Any], *, origin: str, manager_workload_uid: str
 
 
 def remote_workload(
-    manager_workload: Mapping[str, Any], *, origin: str, job_copy: Mapping[str, Any] | None = None
+    manager_workload: Mapping[str, Any],
+    *,
+    origin: str,
+    sent_at: dt.datetime,
+    job_copy: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The Workload copy; owned by ``job_copy`` (the Job copy as the worker's apiserver returned it) when given, as
     a Kueue worker owns a Workload by its Job: deleting the Job copy then takes the Workload copy with it (the
-    worker's garbage collector deletes it, one delete per Job fewer for the manager)."""
+    worker's garbage collector deletes it, one delete per Job fewer for the manager). ``sent_at`` (now, by the
+    manager's clock) is written as ``SENT_AT_ANNOTATION``: the dispatch timeout counts from it."""
     meta = manager_workload["metadata"]
     labels = ownership_labels(origin=origin, manager_workload_uid=meta["uid"])
     copied = _copied_meta(meta, extra_labels=labels)
+    copied.setdefault("annotations", {})[SENT_AT_ANNOTATION] = format_time(sent_at)
     # The manager Job's uid names no Job on the worker: a Kueue worker would finish the copy as orphaned.
     copied["labels"].pop(JOB_UID_LABEL, None)
     if job_copy is not None:

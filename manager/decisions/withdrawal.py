@@ -31,7 +31,7 @@ from federation.conditions import (
     set_condition,
     workload_generation,
 )
-from federation.protocol import REASON_OUT_OF_SYNC, REASON_OWNER_NOT_FOUND
+from federation.protocol import REASON_OUT_OF_SYNC, REASON_OWNER_NOT_FOUND, SENT_AT_ANNOTATION
 from manager.decisions.refusals import refusal_end, refused_message, refused_until, refused_workers
 from manager.decisions.sync import job_finish
 from manager.decisions.worker_lists import workers_in
@@ -85,18 +85,34 @@ def foreign_job_message(namespace: str, job_name: str, worker: str) -> str:
 
 
 def dispatch_time_left(remote_workload: Obj | None, *, now: dt.datetime, timeout: float) -> float | None:
-    """Seconds left for the worker to admit our Workload copy (counted from the copy's creation), or None when
-    there is no copy yet (other admission checks may still be pending), the worker has reserved quota for it, or the
-    worker's own admission checks are at work on it (they end in Ready or Rejected themselves, with backoff between
-    retries)."""
+    """Seconds left for the worker to admit our Workload copy (counted from when kfed-manager sent it, by its own
+    clock: ``SENT_AT_ANNOTATION``; for a copy without one, from its ``creationTimestamp``, the worker's clock), or
+    None when there is no copy yet (other admission checks may still be pending), the worker has reserved quota for
+    it, or the worker's own admission checks are at work on it (they end in Ready or Rejected themselves, with backoff
+    between retries)."""
     if remote_workload is None or is_true(remote_workload, "QuotaReserved"):
         return None
     if (remote_workload.get("status") or {}).get("admissionChecks"):
         return None
-    created = (remote_workload.get("metadata") or {}).get("creationTimestamp")
-    if not created:
+    since = _sent_at(remote_workload.get("metadata") or {})
+    if since is None:
         return None
-    return timeout - (now - parse_time(str(created))).total_seconds()
+    return timeout - (now - since).total_seconds()
+
+
+def _sent_at(meta: Obj) -> dt.datetime | None:
+    """When the copy was sent: its ``SENT_AT_ANNOTATION``, else (a copy without one, or one edited into something
+    that is not a time) its ``creationTimestamp``."""
+    for text in ((meta.get("annotations") or {}).get(SENT_AT_ANNOTATION), meta.get("creationTimestamp")):
+        if not text:
+            continue
+        try:
+            moment = parse_time(str(text))
+        except ValueError:
+            continue
+        if moment.tzinfo is not None:
+            return moment
+    return None
 
 
 def worker_lost_time_left(since: dt.datetime | None, *, now: dt.datetime, timeout: float) -> float:

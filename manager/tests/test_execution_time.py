@@ -64,7 +64,7 @@ def test_a_queue_name_the_workload_api_would_refuse_makes_the_job_not_queueable(
 def test_the_copies_carry_neither_the_label_nor_the_limit() -> None:
     job = _limited("30")
     workload = _admitted(workload_for_job(job, priority=Priority(None, 0)), since=NOW)
-    assert "maximumExecutionTimeSeconds" not in remote_workload(workload, origin="m")["spec"]
+    assert "maximumExecutionTimeSeconds" not in remote_workload(workload, origin="m", sent_at=NOW)["spec"]
     assert MAX_EXEC_TIME_LABEL not in remote_job(job, manager_workload=workload, origin="m")["metadata"]["labels"]
     assert workload["spec"]["maximumExecutionTimeSeconds"] == 30, "the manager's Workload keeps it"
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from federation.protocol import SENT_AT_ANNOTATION
 from manager.decisions.lifecycle import (
     TRANSITIONS,
     Phase,
@@ -107,6 +108,21 @@ def test_eviction_then_requeue_walks_the_lifecycle() -> None:
     assert phase_of(requeued) is Phase.REQUEUED
     assert may_follow(Phase.RUNNING, Phase.EVICTING)
     assert may_follow(Phase.EVICTING, Phase.REQUEUED)
+
+
+def test_dispatch_timeout_counts_by_the_managers_clock_from_when_the_copy_was_sent() -> None:
+    # sent a minute ago by the manager's clock; the worker's clock, ten minutes behind, dated the copy 11 minutes ago
+    sent = {
+        "metadata": {
+            "creationTimestamp": "2026-11-22T11:49:00Z",
+            "annotations": {SENT_AT_ANNOTATION: "2026-11-22T11:59:00Z"},
+        }
+    }
+    assert dispatch_time_left(sent, now=NOW, timeout=300) == pytest.approx(240)
+    # an annotation edited into something that is not a time (or one without a zone): the worker's date stands in
+    for bad in ("soon", "2026-11-22T11:59:00"):
+        edited = {"metadata": {**sent["metadata"], "annotations": {SENT_AT_ANNOTATION: bad}}}
+        assert dispatch_time_left(edited, now=NOW, timeout=300) == pytest.approx(-360)
 
 
 def test_dispatch_timeout_counts_from_the_copy_until_the_worker_reserves() -> None:

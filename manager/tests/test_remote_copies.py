@@ -1,10 +1,11 @@
+import datetime as dt
 import json
 
 import pytest
 
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
 from federation.pod_injection import INJECTED_ANNOTATION
-from federation.protocol import MANAGER_UID_LABEL
+from federation.protocol import MANAGER_UID_LABEL, SENT_AT_ANNOTATION
 from manager.decisions.remote_copies import (
     copies_selector,
     owned_by,
@@ -13,6 +14,8 @@ from manager.decisions.remote_copies import (
     started_remote_job,
 )
 from manager.tests.builders import make_job
+
+NOW = dt.datetime(2026, 12, 7, 12, 0, tzinfo=dt.UTC)
 
 MANAGER_WORKLOAD = {"metadata": {"name": "job-train-abc12", "namespace": "team-a", "uid": "wl-uid"}}
 
@@ -38,14 +41,14 @@ def test_the_job_copy_is_suspended_unmanaged_and_labelled_ours() -> None:
 def test_the_workload_copy_is_owned_by_the_job_copy_so_deleting_the_job_takes_it_along() -> None:
     wl = {**MANAGER_WORKLOAD, "spec": {"queueName": "lq", "podSets": []}}
     job_copy = {"kind": "Job", "metadata": {"name": "train", "namespace": "team-a", "uid": "worker-job-uid"}}
-    copy = remote_workload(wl, origin="multikueue", job_copy=job_copy)
+    copy = remote_workload(wl, origin="multikueue", sent_at=NOW, job_copy=job_copy)
     assert copy["metadata"]["ownerReferences"] == [
         {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "worker-job-uid", "controller": True}
     ]
     assert owned_by(copy, job_copy)
     other_job = {"metadata": {"name": "train", "uid": "a-later-job"}}
     assert not owned_by(copy, other_job), "a same-named Job created since does not own it"
-    assert not owned_by(remote_workload(wl, origin="multikueue"), job_copy)
+    assert not owned_by(remote_workload(wl, origin="multikueue", sent_at=NOW), job_copy)
     assert not owned_by(copy, None)
 
 
@@ -104,7 +107,7 @@ def test_partially_admitted_copies_carry_the_count_the_manager_reserved() -> Non
         .obj()
     )
     manager_workload = _partially_admitted(4)
-    workload_copy = remote_workload(manager_workload, origin="multikueue")
+    workload_copy = remote_workload(manager_workload, origin="multikueue", sent_at=NOW)
     assert workload_copy["spec"]["podSets"][0]["count"] == 4, "the worker reserves no more than the manager did"
     assert workload_copy["spec"]["podSets"][0]["minCount"] == 2, "and may still shrink it"
     assert manager_workload["spec"]["podSets"][0]["count"] == 6, "the manager Workload keeps the Job's count"  # type: ignore[index]
@@ -115,7 +118,7 @@ def test_partially_admitted_copies_carry_the_count_the_manager_reserved() -> Non
 
 def test_a_copy_of_a_wholly_admitted_or_unannotated_job_keeps_its_count() -> None:
     whole = _partially_admitted(6)
-    assert remote_workload(whole, origin="multikueue")["spec"]["podSets"][0]["count"] == 6
+    assert remote_workload(whole, origin="multikueue", sent_at=NOW)["spec"]["podSets"][0]["count"] == 6
     plain = make_job("train").parallelism(6, 6).obj()
     assert remote_job(plain, manager_workload=_partially_admitted(4), origin="multikueue")["spec"]["parallelism"] == 6
 
@@ -123,7 +126,7 @@ def test_a_copy_of_a_wholly_admitted_or_unannotated_job_keeps_its_count() -> Non
 def test_a_job_admitted_at_its_minimum_is_sent_as_one_that_cannot_shrink() -> None:
     job = make_job("train").parallelism(6, 6).annotation("kueue.x-k8s.io/job-min-parallelism", "2").obj()
     manager_workload = _partially_admitted(2)
-    pod_set = remote_workload(manager_workload, origin="multikueue")["spec"]["podSets"][0]
+    pod_set = remote_workload(manager_workload, origin="multikueue", sent_at=NOW)["spec"]["podSets"][0]
     assert pod_set["count"] == 2
     assert "minCount" not in pod_set
     job_copy = remote_job(job, manager_workload=manager_workload, origin="multikueue")
@@ -140,3 +143,12 @@ def test_the_batch_selector_names_the_origin_and_each_uid_once_in_order() -> Non
 def test_the_batch_selector_refuses_an_empty_set_which_would_match_every_copy() -> None:
     with pytest.raises(ValueError, match="at least one"):
         copies_selector(origin="multikueue", manager_workload_uids=[])
+
+
+def test_the_workload_copy_says_when_the_manager_sent_it_by_the_managers_clock() -> None:
+    manager_workload = {
+        "metadata": {"name": "w", "namespace": "ns", "uid": "u", "annotations": {SENT_AT_ANNOTATION: "stale"}},
+        "spec": {"podSets": [{"name": "main", "count": 1}]},
+    }
+    copy = remote_workload(manager_workload, origin="multikueue", sent_at=NOW)
+    assert copy["metadata"]["annotations"] == {SENT_AT_ANNOTATION: "2026-12-07T12:00:00Z"}

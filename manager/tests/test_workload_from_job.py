@@ -1,3 +1,4 @@
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -15,6 +16,8 @@ from federation.workload_from_job import (
 )
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
 from manager.tests.builders import make_job
+
+NOW = dt.datetime(2026, 12, 7, 12, 0, tzinfo=dt.UTC)
 
 
 def test_workload_mirrors_the_job() -> None:
@@ -84,7 +87,7 @@ def test_the_unhealthy_nodes_eviction_threshold_goes_from_the_job_to_its_workloa
     wl = workload_for_job(job, priority=Priority(None, 0))
     assert wl["metadata"]["annotations"] == {key: "2"}
     wl["metadata"]["uid"] = "wl-uid"
-    assert remote_workload(wl, origin="m")["metadata"]["annotations"][key] == "2"
+    assert remote_workload(wl, origin="m", sent_at=NOW)["metadata"]["annotations"][key] == "2"
     plain = workload_for_job(make_job("u").queue("lq").obj(), priority=Priority(None, 0))
     assert "annotations" not in plain["metadata"]
     for bad in ("0", "9", "many", " 2 ", ""):
@@ -96,7 +99,7 @@ def test_remote_copies_drop_manager_only_fields_and_carry_ownership() -> None:
     job = make_job("train").queue("lq").obj()
     wl = workload_for_job(job, priority=Priority(None, 0))
     wl["metadata"].update(uid="wl-uid", resourceVersion="7")
-    copy_wl = remote_workload(wl, origin="multikueue")
+    copy_wl = remote_workload(wl, origin="multikueue", sent_at=NOW)
     assert "ownerReferences" not in copy_wl["metadata"]
     assert "uid" not in copy_wl["metadata"]
     assert copy_wl["spec"] == wl["spec"]
