@@ -5,13 +5,16 @@ each pass of the remote sync withdraws it: the copies on the worker are deleted,
 are gone the manager Job is stopped and the quota released (``Requeued``), so the Job never runs on two workers at
 once. A worker that cannot be reached is waited for until the worker-lost timeout (each Workload it holds is told so
 once the outage is more than a blip), then requeued without that confirmation (its copies are deleted when it
-answers again). The remote sync (``manager.remote_sync``) decides when; this module carries it out, with the
-conditions from ``manager.decisions.withdrawal``.
+answers again). Copies that do not go (a finalizer on one, pods stuck terminating) are waited for the same way:
+named on the Workload once the wait outlasts a blip, and given up on after the worker-lost timeout. The remote sync
+(``manager.remote_sync``) decides when; this module carries it out, with the conditions from
+``manager.decisions.withdrawal``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +22,7 @@ import structlog
 
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.queue_metrics import eviction_labels, eviction_latency, pods_ready_to_evicted, workload_labels
+from federation.conditions import find_condition
 from federation.kube.api import KubeApi
 from federation.kube.cache import SyncedCache
 from federation.kube.recorder import EventSink
@@ -33,7 +37,9 @@ from manager.decisions.refusals import REFUSED_UNTIL_ANNOTATION, refusal_annotat
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
     REASON_EVICTED_BY_ADMISSION_CHECK,
+    UNREACHABLE_REPORT_SECONDS,
     WITHDRAWN_FROM_ANNOTATION,
+    copies_not_deleted_message,
     eviction_of,
     eviction_status,
     exclusion_annotation,
@@ -85,6 +91,9 @@ class Evictions:
         self._events = events
         self._metrics = metrics
         self._on_requeued = on_requeued
+        self._withdrawing_since: dict[str, tuple[str, float, bool]] = {}
+        """Workload key → (when it was evicted, the monotonic time its withdrawal started waiting for its copies to
+        go, whether that was told); dropped when the workload is requeued."""
         self._unreachable_told: dict[str, dt.datetime] = {}
         """Workload key → the start of the outage its Workload and Job were told about (once per outage)."""
 
@@ -268,12 +277,50 @@ class Evictions:
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         reason, message = eviction_of(workload)
-        if any(copy is not None for copy in copies):
+        present = [copy for copy in copies if copy is not None]
+        if present:
             await self._cleaner.delete_copies(conn, copies, why=message)
+            if await self._copies_linger(
+                workload, manager_job, worker=conn.name, copies=present, why=(reason, message)
+            ):
+                return None  # requeued without them
             return 1.0  # their DELETED events bring this key back; the delay is a safety net
         await self.requeue(workload, manager_job, reason=reason, message=message)
         log.info("workload requeued", workload=key, cluster=conn.name, reason=reason, message=message)
         return None
+
+    async def _copies_linger(
+        self, workload: Obj, manager_job: Obj | None, *, worker: str, copies: list[Obj], why: tuple[str, str]
+    ) -> bool:
+        """Copies that do not go (a finalizer someone put on one, its pods stuck terminating on a dead node) are
+        named on the Workload and its Job (a Warning Event) and in the log once the wait outlasts a blip; after the
+        worker-lost timeout the workload is requeued without them, as for a worker that does not answer. Returns
+        whether it was requeued."""
+        meta = workload["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        # one wait per eviction: an entry a withdrawal left behind (cut short by a lost lease) never shortens the next
+        evicted_at = str((find_condition(workload, "Evicted") or {}).get("lastTransitionTime") or "")
+        now = time.monotonic()
+        if len(self._withdrawing_since) >= UNREACHABLE_TOLD_LIMIT:
+            self._withdrawing_since.clear()  # entries of Workloads deleted meanwhile; at worst a wait starts over
+        entry = self._withdrawing_since.get(key)
+        if entry is None or entry[0] != evicted_at:
+            entry = self._withdrawing_since[key] = (evicted_at, now, False)
+        _, since, told = entry
+        waited = now - since
+        timeout = self._config.worker_lost_timeout
+        given_up = waited >= timeout
+        if not given_up and (told or waited < min(UNREACHABLE_REPORT_SECONDS, timeout / 3)):
+            return False
+        note = copies_not_deleted_message(worker, copies, waited=waited, timeout=timeout, given_up=given_up)
+        if given_up:
+            await self.requeue(workload, manager_job, reason=why[0], message=why[1])
+        else:
+            self._withdrawing_since[key] = (evicted_at, since, True)
+        for regarding in (workload, manager_job) if manager_job is not None else (workload,):
+            self._events.emit(regarding, reason="CopiesNotDeleted", note=note, action="Sync", event_type="Warning")
+        log.warning("copies in the worker not deleted", workload=key, cluster=worker, message=note)
+        return given_up
 
     async def requeue(
         self, workload: Obj, manager_job: Obj | None, *, reason: str, message: str, counted: bool = False
@@ -282,6 +329,7 @@ class Evictions:
         ``counted``: this is the eviction itself (none was recorded before), counted in ``schedulingStats``."""
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
+        self._withdrawing_since.pop(key, None)
         if manager_job is not None:
             await stop_manager_job(
                 self._api, manager_job, field_manager=self._config.field_manager, pod_count=requested_count(workload)

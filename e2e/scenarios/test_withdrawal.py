@@ -32,6 +32,8 @@ from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
+HOLD_FINALIZER = '{"metadata":{"finalizers":["example.com/hold"]}}'
+
 EXCLUDED = "kfed.io/excluded-clusters"
 
 
@@ -432,6 +434,67 @@ def test_a_workload_on_a_worker_kfed_drops_says_why_and_is_requeued_past_the_tim
 def _set_active(fed: Federation, workload: str, *, active: bool) -> None:
     patch = json.dumps({"spec": {"active": active}})
     fed.kubectl(MANAGER, "patch", "workloads.kueue.x-k8s.io", workload, "--type=merge", "-p", patch)
+
+
+def test_a_withdrawn_copy_a_finalizer_holds_is_named_and_given_up_on_after_the_worker_lost_timeout(
+    federation: Federation,
+) -> None:
+    """Someone put a finalizer on a running Job copy; then its Workload is deactivated. The copy's pods go, but the
+    Job copy stays, being deleted. kfed-manager waits for it, as for any withdrawal. It names the finalizer on the
+    Workload and the Job within seconds (Warning Event ``CopiesNotDeleted``), then gives up after the worker-lost
+    timeout: the quota is released and the manager Job suspended. Before, the withdrawal waited for good without a
+    word, the Workload held its quota and the manager Job showed a pod running."""
+    submit(federation, "held-copy", cpu="1", seconds=600)
+    worker = running_on(federation, "held-copy")
+    federation.kubectl(worker, "patch", "job", "held-copy", "--type=merge", "-p", HOLD_FINALIZER)
+    try:
+        workload = workload_of(federation, "held-copy")
+        assert workload is not None
+        name = workload["metadata"]["name"]
+        federation.kubectl(
+            MANAGER, "patch", "workloads.kueue.x-k8s.io", name, "--type=merge", "-p", '{"spec":{"active":false}}'
+        )
+
+        def notes() -> list[str]:
+            return [
+                str(e.get("note"))
+                for e in items(federation, MANAGER, "events.events.k8s.io")
+                if e.get("reason") == "CopiesNotDeleted" and (e.get("regarding") or {}).get("name") == name
+            ]
+
+        waiting = wait_for(notes, until=bool, timeout=30, what="the held copy named on the Workload")
+        assert "finalizers example.com/hold hold it" in waiting[0], waiting
+        assert f'in worker cluster "{worker}"' in waiting[0], waiting
+        released = wait_for(
+            lambda: workload_of(federation, "held-copy"),
+            until=lambda wl: wl is not None and not is_true(wl, "QuotaReserved"),
+            timeout=WORKER_LOST_TIMEOUT + 30,
+            what="the quota released once the worker-lost timeout passed",
+        )
+        assert is_true(released, "Evicted")
+        assert any("requeued without waiting for them" in note for note in notes()), notes()
+        job = get(federation, MANAGER, "job", "held-copy")
+        assert job is not None
+        assert job["spec"]["suspend"] is True
+        assert not (job.get("status") or {}).get("active")
+    finally:
+        federation.kubectl(
+            worker,
+            "patch",
+            "job",
+            "held-copy",
+            "--type=json",
+            "-p",
+            '[{"op":"remove","path":"/metadata/finalizers"}]',
+            check=False,
+        )
+    wait_for(
+        lambda: get(federation, worker, "job", "held-copy"),
+        until=lambda j: j is None,
+        timeout=30,
+        what="the copy gone once its finalizer is",
+    )
+    federation.kubectl(MANAGER, "delete", "job", "held-copy", "--wait=false")
 
 
 def test_deactivating_a_running_workload_withdraws_it_and_reactivating_runs_it_again(federation: Federation) -> None:

@@ -134,6 +134,44 @@ def unreachable_report_in(since: dt.datetime | None, *, now: dt.datetime, timeou
     return max(0.0, min(UNREACHABLE_REPORT_SECONDS, timeout / 3) - (now - since).total_seconds())
 
 
+def _holdup(copy: Obj) -> str:
+    """What keeps one copy from going: its pods still being deleted (foreground), finalizers someone else put there."""
+    meta = copy.get("metadata") or {}
+    what = f"{copy.get('kind') or 'copy'} {meta.get('namespace')}/{meta.get('name')}"
+    if not meta.get("deletionTimestamp"):
+        return f"{what} is not deleted yet"
+    finalizers = [str(f) for f in meta.get("finalizers") or ()]
+    holding = []
+    if "foregroundDeletion" in finalizers:
+        status = copy.get("status") or {}
+        pods = int(status.get("active") or 0) + int(status.get("terminating") or 0)
+        holding.append(
+            f"its pods are being deleted ({pods} left)" if copy.get("kind") == "Job" else "its dependents are"
+        )
+    others = [f for f in finalizers if f != "foregroundDeletion"]
+    if others:
+        holding.append("finalizers " + ", ".join(others) + " hold it")
+    return f"{what} is being deleted" + (": " + " and ".join(holding) if holding else "")
+
+
+def copies_not_deleted_message(
+    worker: str, copies: Sequence[Obj], *, waited: float, timeout: float, given_up: bool
+) -> str:
+    """What a withdrawal waits for when its copies do not go (a finalizer on one, its pods stuck terminating on a
+    dead node), and until when: after the worker-lost timeout the workload is requeued without them, as for a
+    worker that does not answer."""
+    held = "; ".join(_holdup(copy) for copy in copies)
+    if given_up:
+        return (
+            f'the copies in worker cluster "{worker}" were not deleted within the worker-lost timeout '
+            f"({timeout:.0f}s): {held}; requeued without waiting for them"
+        )
+    return (
+        f'waiting {waited:.0f}s so far for the copies in worker cluster "{worker}" to be deleted: {held}; the '
+        f"workload is requeued once they are gone, or after the worker-lost timeout ({timeout:.0f}s)"
+    )
+
+
 def worker_unreachable_message(worker: str, *, since: dt.datetime, timeout: float, problem: str = "") -> str:
     """What a Workload whose worker does not answer waits for, and until when; ``problem``: why kfed cannot even ask
     the worker (its MultiKueueCluster deleted, its kubeconfig unusable), when that is the cause."""

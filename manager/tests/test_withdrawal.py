@@ -14,6 +14,7 @@ from manager.decisions.refusals import REFUSED_BY_ANNOTATION, REFUSED_UNTIL_ANNO
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
     FOREIGN_JOB_REASON,
+    copies_not_deleted_message,
     exclusion_annotation,
     exclusions,
     pending_deactivation_status,
@@ -354,4 +355,30 @@ def test_a_workload_is_told_of_its_unreachable_worker_after_a_short_while_and_un
         'worker cluster "w1" cannot be used since 2026-01-01T12:00:00Z (no MultiKueueCluster w1); the workload stays '
         "there until 2026-01-01T12:15:00Z (the worker-lost timeout, 900s) and is requeued then unless the worker can "
         "be used again"
+    )
+
+
+def test_copies_that_do_not_go_are_named_with_what_holds_them() -> None:
+    job_copy: dict[str, Any] = {
+        "kind": "Job",
+        "metadata": {
+            "namespace": "ns",
+            "name": "train",
+            "deletionTimestamp": "2026-12-07T03:13:05Z",
+            "finalizers": ["foregroundDeletion", "example.com/hold"],
+        },
+        "status": {"active": 1, "terminating": 2},
+    }
+    workload_copy = {"kind": "Workload", "metadata": {"namespace": "ns", "name": "job-train-1"}}
+    waiting = copies_not_deleted_message("w1", [job_copy, workload_copy], waited=5, timeout=900, given_up=False)
+    assert waiting == (
+        'waiting 5s so far for the copies in worker cluster "w1" to be deleted: Job ns/train is being deleted: its '
+        "pods are being deleted (3 left) and finalizers example.com/hold hold it; Workload ns/job-train-1 is not "
+        "deleted yet; the workload is requeued once they are gone, or after the worker-lost timeout (900s)"
+    )
+    job_copy["metadata"]["finalizers"] = ["example.com/hold"]
+    given_up = copies_not_deleted_message("w1", [job_copy], waited=900, timeout=900, given_up=True)
+    assert given_up == (
+        'the copies in worker cluster "w1" were not deleted within the worker-lost timeout (900s): Job ns/train is '
+        "being deleted: finalizers example.com/hold hold it; requeued without waiting for them"
     )
