@@ -22,8 +22,9 @@ from collections.abc import Set as AbstractSet
 from typing import Any
 
 from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_ANNOTATION, PREBUILT_WORKLOAD_LABEL
-from federation.conditions import is_true, parse_time
+from federation.conditions import is_true
 from federation.protocol import MANAGER_UID_LABEL
+from federation.workload_match import pod_sets_match
 
 Obj = Mapping[str, Any]
 
@@ -148,10 +149,12 @@ def adoptions(
     ``MANAGER_UID_LABEL``) instead of deleting a Job that runs; empty when there are none.
 
     Such a copy carries our origin label and no manager-uid label (kfed-manager's copies always carry one), and the
-    worker holds ``workload``. The Workload copy was created no earlier than ``workload`` (Kueue's copies carry
-    nothing else that names the Workload they copy; a copy of an earlier Workload of the same name, deleted and
-    made again since, is older). The Job copy names the Workload as its prebuilt Workload, and goes only with a
-    Workload copy that is (or is being made) ours."""
+    worker holds ``workload``. The Workload copy asks for the pod sets ``workload`` asks for (Kueue copies them
+    verbatim, and carries nothing else that names the Workload it copies): a copy of an earlier Workload of the same
+    name that was replaced because its Job changed size or requests is not taken for this one's. Creation times are
+    not compared: they come from two clusters' clocks, and a worker clock a second behind made every copy look older
+    than its Workload. The Job copy names the Workload as its prebuilt Workload, and goes only with a Workload copy
+    that is (or is being made) ours."""
     if workload is None or held_worker(workload) != worker:
         return []
     meta = workload.get("metadata") or {}
@@ -168,7 +171,9 @@ def adoptions(
         )
 
     adopted: list[Obj] = []
-    if unlabelled(workload_copy) and not _older(workload_copy or {}, than=workload):
+    if unlabelled(workload_copy) and pod_sets_match(
+        _pod_sets(workload), _pod_sets(workload_copy or {}), admitted=False
+    ):
         adopted.append(workload_copy or {})
     ours = bool(adopted) or (workload_copy is not None and labels_of(workload_copy).get(MANAGER_UID_LABEL) == uid)
     if ours and unlabelled(job_copy) and prebuilt_name(job_copy or {}) == name:
@@ -176,13 +181,8 @@ def adoptions(
     return adopted
 
 
-def _older(obj: Obj, *, than: Obj) -> bool:
-    """``obj`` was created before ``than`` (by their creation timestamps; either unknown: not older)."""
-    mine = (obj.get("metadata") or {}).get("creationTimestamp")
-    theirs = (than.get("metadata") or {}).get("creationTimestamp")
-    if not mine or not theirs:
-        return False
-    return parse_time(str(mine)) < parse_time(str(theirs))
+def _pod_sets(workload: Obj) -> list[Mapping[str, Any]]:
+    return list((workload.get("spec") or {}).get("podSets") or ())
 
 
 def prebuilt_name(job: Obj) -> str | None:

@@ -236,13 +236,15 @@ def _copy(kind: str, created: str, **labels: str) -> dict[str, Any]:
     }
     if kind == "Job":
         meta["annotations"] = {"kueue.x-k8s.io/prebuilt-workload-name": "w"}
-    return {"kind": kind, "metadata": meta}
+        return {"kind": kind, "metadata": meta}
+    return {"kind": kind, "metadata": meta, "spec": {"podSets": [{"name": "main", "count": 1}]}}
 
 
 def test_a_stock_kueue_managers_copies_of_the_held_workload_are_adopted_and_nothing_else() -> None:
     admitted = wl("QuotaReserved", "Admitted")
     admitted["metadata"] |= {"uid": "u1", "creationTimestamp": "2026-11-22T11:00:00Z"}
     admitted["status"]["clusterName"] = "worker-2"
+    admitted["spec"]["podSets"] = [{"name": "main", "count": 1}]
     kueue_wl = _copy("Workload", "2026-11-22T11:00:01Z")
     kueue_job = _copy("Job", "2026-11-22T11:00:02Z")
 
@@ -254,8 +256,12 @@ def test_a_stock_kueue_managers_copies_of_the_held_workload_are_adopted_and_noth
     assert adopt(None, kueue_job) == [], "a Job copy goes only with its Workload copy"
     assert adopt(kueue_wl, kueue_job, worker="worker-1") == [], "not the worker that holds the Workload"
     assert adopt(kueue_wl, kueue_job, origin="another-manager") == [], "another manager's copies"
-    older = _copy("Workload", "2026-11-22T10:59:59Z")
-    assert adopt(older, kueue_job) == [], "a copy of an earlier Workload of that name"
+    # the worker's clock a second behind the manager's: the copy looks older than its Workload, and is still its copy
+    skewed = _copy("Workload", "2026-11-22T10:59:59Z")
+    assert adopt(skewed, kueue_job) == [skewed, kueue_job]
+    resized = _copy("Workload", "2026-11-22T11:00:01Z")
+    resized["spec"] = {"podSets": [{"name": "main", "count": 2}]}
+    assert adopt(resized, kueue_job) == [], "a copy of an earlier Workload of that name, replaced at another size"
     ours_wl = _copy("Workload", "2026-11-22T11:00:01Z", **{"kfed.io/manager-workload-uid": "u1"})
     assert adopt(ours_wl, None) == [], "kfed-manager's own copy needs nothing"
     assert adopt(ours_wl, kueue_job) == [kueue_job], "the Job copy joins a Workload copy already adopted"
