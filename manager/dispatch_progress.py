@@ -352,8 +352,8 @@ class DispatchProgress:
         await self._finished(workload, conditions, now=now, worker=worker, succeeded=finish.succeeded)
 
     async def finish_orphaned(self, workload: Obj, *, worker: str) -> None:
-        """Its Job is gone and it was left behind (``federation.admission.orphans``): ``Finished``, reason
-        ``OwnerNotFound``, as Kueue finishes it; the next pass removes its copies."""
+        """Its Job is gone and it was left behind, or its Job is being deleted (``federation.admission.orphans``):
+        ``Finished``, reason ``OwnerNotFound``, as Kueue finishes it; the next pass removes its copies."""
         now = dt.datetime.now(dt.UTC)
         await self._finished(workload, orphan_finish(workload, now=now), now=now, worker=worker, succeeded=False)
         key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"

@@ -19,7 +19,7 @@ import structlog
 
 from federation.admission.deactivation import deactivation_reason
 from federation.admission.execution_time import execution_time_left
-from federation.admission.orphans import left_behind, live_job
+from federation.admission.orphans import being_deleted, left_behind, live_job
 from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
@@ -206,6 +206,12 @@ class RemoteSync:
             # The Job's final status is on the manager already (the process stopped before it marked the Workload,
             # or its worker became unreachable right after): that result stands; never requeue a finished Job.
             await self._progress.finish(workload, remote_job=manager_job, worker=worker or "")
+            return None
+        if being_deleted(manager_job) and not is_true(workload, "Finished"):
+            # Its Job is being deleted, held by a finalizer someone put on it (without one, the Job is gone at once
+            # and its Workload with it): finished as Kueue finishes the Workload of a Job being deleted, which
+            # releases its quota; the pass after this write removes its copies, so it stops running.
+            await self._progress.finish_orphaned(workload, worker=worker or "")
             return None
         if left_behind(workload):
             owner = live_job(workload, jobs=self._job_view)

@@ -96,6 +96,54 @@ def test_a_running_job_deleted_without_its_workload_on_the_manager_finishes_it_a
         fed.kubectl(MANAGER, "delete", "workloads.kueue.x-k8s.io", name, "--ignore-not-found", "--wait=false")
 
 
+def test_a_running_job_whose_deletion_a_finalizer_holds_finishes_its_workload_and_its_copies_go(
+    federation: Federation,
+) -> None:
+    """Someone put a finalizer on a Job, and its user deletes it: the Job stays, being deleted, with its Workload.
+    Kueue finishes the Workload of a Job being deleted at once (``OwnerNotFound``); kfed-manager does too and removes
+    the copies, so the Job stops running on its worker. Before, it ran on there to its end."""
+    fed = federation
+    manifest = job_manifest("held-job", namespace="default", cpu="1", seconds=300)
+    manifest["metadata"]["finalizers"] = ["example.com/hold"]
+    fed.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    try:
+        wait_for(
+            lambda: worker_of(fed, "held-job"),
+            until=lambda w: w is not None and bool(remote_copies(fed, "held-job", live_only=True).get(w)),
+            timeout=60,
+            what="held-job running on a worker",
+        )
+        workload = workload_of(fed, "held-job")
+        assert workload is not None
+        fed.kubectl(MANAGER, "delete", "job", "held-job", "--wait=false")
+        finished = wait_for(
+            lambda: get(fed, MANAGER, "workloads.kueue.x-k8s.io", workload["metadata"]["name"]),
+            until=lambda w: w is not None and is_true(w, "Finished"),
+            timeout=60,
+            what="the Workload of the Job being deleted finished",
+        )
+        found = condition(finished, "Finished")
+        assert found is not None
+        assert (found["reason"], found["message"]) == OWNER_NOT_FOUND, found
+        wait_for(
+            lambda: remote_copies(fed, "held-job"),
+            until=lambda copies: copies == {},
+            timeout=30,
+            what="the copies of the Job being deleted removed from its worker",
+        )
+    finally:
+        fed.kubectl(
+            MANAGER,
+            "patch",
+            "job",
+            "held-job",
+            "--type=json",
+            "-p",
+            '[{"op":"remove","path":"/metadata/finalizers"}]',
+            check=False,
+        )
+
+
 def test_a_job_queued_on_a_worker_deleted_without_its_workload_releases_the_quota_there(
     federation: Federation,
 ) -> None:

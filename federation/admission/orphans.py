@@ -45,6 +45,12 @@ def left_behind(workload: Mapping[str, Any]) -> bool:
     )
 
 
+def being_deleted(job: Mapping[str, Any] | None) -> bool:
+    """``job`` is being deleted: a finalizer someone put on it holds it (Kueue then finishes its Workloads as
+    orphaned at once, as if it were gone)."""
+    return bool(((job or {}).get("metadata") or {}).get("deletionTimestamp"))
+
+
 def made_for(workload: Mapping[str, Any]) -> str | None:
     """The uid of the Job the Workload was made for (its job-uid label), or None."""
     found = ((workload.get("metadata") or {}).get("labels") or {}).get(JOB_UID_LABEL)
