@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from federation.admission.orphans import left_behind, made_for
+from federation.admission.orphans import being_deleted, left_behind, made_for
 from federation.admission.queue_metrics import workload_creation_latency
 from federation.api.labels import QUEUE_NAME_LABEL
 from federation.conditions import is_true
@@ -273,6 +273,12 @@ class JobController:
         if existing is not None and left_behind(existing) and made_for(existing) == meta["uid"]:
             await self._give_back_owner(job, existing)
             return None  # the write brings the Workload back to the remote sync
+        if existing is not None and being_deleted(existing):
+            # Someone deleted it and a finalizer holds it: stopped as for a deleted Workload (Kueue: "Workload is
+            # deleted"); a new one is made once it is gone (its DELETED event brings the Job back).
+            if needs_stopping(job) and job_finish(job) is None:
+                await self._stop(job)
+            return None
         if existing is not None:
             if priority_class_changed(existing, job) and not is_true(existing, "Finished"):
                 await self._reprioritize(job, existing)  # then _follow_edit's write, if any, meets a Conflict: retried

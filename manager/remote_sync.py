@@ -195,8 +195,11 @@ class RemoteSync:
         copies → adopted; stale copies of an earlier incarnation → remove them first; evicting → withdraw; dispatch
         unsound → evict; otherwise carry out the sync plan."""
         workload = self._workload_view.get(key)
-        if workload is None:
-            await self._cleaner.collect_garbage(only_key=key, job_name=self._job_names.pop(key, None))
+        if workload is None or being_deleted(workload):
+            # Gone, or going (a finalizer someone put on it holds it): its copies are garbage, as Kueue removes the
+            # remote objects of a Workload being deleted; the job controller stops its Job.
+            job_name = self._job_names.pop(key, None) if workload is None else owner_job_name(workload)
+            await self._cleaner.collect_garbage(only_key=key, job_name=job_name)
             self._ledger.forget(key)
             self._mirrored_at.pop(key, None)
             return None

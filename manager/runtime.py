@@ -15,6 +15,7 @@ import anyio
 import structlog
 
 from federation.admission.in_use_finalizer import RESOURCE_IN_USE_FINALIZER, in_use_finalizer_due
+from federation.admission.orphans import being_deleted
 from federation.admission.queue_metrics import Sample, finished_samples
 from federation.admission.requeued import requeued_reason_of
 from federation.api.labels import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
@@ -289,9 +290,15 @@ class ManagerRuntime:
                 self.sync_queue.add(_key(workload), urgent=newly_reserved(workload, old))
             if needs_scheduling(event, workload, old):
                 self.scheduler.trigger()
-            # Deleted: its Job needs a new Workload. Released: a queue its Job was relabelled with while it held
-            # quota can be taken now (federation.workload_match). Edited while queued: back in line with its Job.
-            if event == "DELETED" or released(workload, old) or edited_while_queued(event, workload, old):
+            # Deleted: its Job needs a new Workload. Being deleted (a finalizer holds it): its Job is stopped.
+            # Released: a queue its Job was relabelled with while it held quota can be taken now
+            # (federation.workload_match). Edited while queued: back in line with its Job.
+            if (
+                event == "DELETED"
+                or (being_deleted(workload) and not being_deleted(old))
+                or released(workload, old)
+                or edited_while_queued(event, workload, old)
+            ):
                 job = owner_job_name(workload)
                 if job is not None:
                     self.job_queue.add(f"{workload['metadata']['namespace']}/{job}")

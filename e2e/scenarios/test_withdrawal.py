@@ -175,6 +175,51 @@ def test_f9_a_running_job_whose_manager_workload_is_deleted_gets_a_new_one_and_c
     wait_for(lambda: remote_copies(federation, "f9-mwl"), until=lambda c: c == {}, timeout=30, what="copies removed")
 
 
+def test_a_running_jobs_workload_a_finalizer_holds_while_deleted_stops_the_job_until_it_goes(
+    federation: Federation,
+) -> None:
+    """Someone put a finalizer on a running Job's Workload, then deleted the Workload: it stays, being deleted. As
+    Kueue does for a Workload being deleted, the Job is stopped and its copies removed from the worker; once the
+    Workload goes, a new one runs the Job to its end. Before, the Job ran on as if nothing had happened, and the
+    Workload was kept for good by nobody's decision."""
+    submit(federation, "held-wl", cpu="1", seconds=20)
+    running_on(federation, "held-wl")
+    old = workload_of(federation, "held-wl")
+    assert old is not None
+    name = old["metadata"]["name"]
+    federation.kubectl(MANAGER, "patch", "workloads.kueue.x-k8s.io", name, "--type=merge", "-p", HOLD_FINALIZER)
+    try:
+        federation.kubectl(MANAGER, "delete", "workloads.kueue.x-k8s.io", name, "--wait=false")
+        wait_for(
+            lambda: get(federation, MANAGER, "job", "held-wl"),
+            until=lambda j: j is not None and j["spec"].get("suspend") is True,
+            timeout=30,
+            what="the Job stopped while its Workload is being deleted",
+        )
+        wait_for(lambda: remote_copies(federation, "held-wl"), until=lambda c: c == {}, timeout=30, what="no copies")
+        still = workload_of(federation, "held-wl")
+        assert still is not None
+        assert still["metadata"]["uid"] == old["metadata"]["uid"], "no new one while it stays"
+    finally:
+        federation.kubectl(
+            MANAGER,
+            "patch",
+            "workloads.kueue.x-k8s.io",
+            name,
+            "--type=json",
+            "-p",
+            '[{"op":"remove","path":"/metadata/finalizers"}]',
+            check=False,
+        )
+    wait_for(
+        lambda: workload_of(federation, "held-wl"),
+        until=lambda wl: wl is not None and wl["metadata"]["uid"] != old["metadata"]["uid"],
+        timeout=60,
+        what="a new Workload once the old one is gone",
+    )
+    _complete_on_one_worker_at_a_time(federation, "held-wl")
+
+
 def test_a_running_job_scaled_by_its_user_is_stopped_and_runs_again_at_its_new_size(
     federation: Federation,
 ) -> None:

@@ -442,9 +442,10 @@ def _verdict(
             return None  # its ClusterQueue is gone: nothing left to charge
         admitted = parse_reserved(raw, queue_name)
         return None if admitted is None else _Outcome(queue_name, None, None, (admitted, raw))
-    if kind != PENDING:
-        return _IGNORED
     meta, spec = raw.get("metadata") or {}, raw.get("spec") or {}
+    if kind != PENDING or meta.get("deletionTimestamp"):
+        return _IGNORED  # being deleted (a finalizer holds it): Kueue takes it out of its queue
+
     namespace, queue_name = str(meta.get("namespace", "")), str(spec.get("queueName") or "")
     if not queue_name:
         return _blocked(raw, REASON_INADMISSIBLE, "Workload has no spec.queueName (LocalQueue)")

@@ -45,10 +45,10 @@ def left_behind(workload: Mapping[str, Any]) -> bool:
     )
 
 
-def being_deleted(job: Mapping[str, Any] | None) -> bool:
-    """``job`` is being deleted: a finalizer someone put on it holds it (Kueue then finishes its Workloads as
-    orphaned at once, as if it were gone)."""
-    return bool(((job or {}).get("metadata") or {}).get("deletionTimestamp"))
+def being_deleted(obj: Mapping[str, Any] | None) -> bool:
+    """``obj`` is being deleted: a finalizer someone put on it holds it. Kueue acts on it as if it were gone: it
+    finishes the Workloads of a Job being deleted as orphaned, and stops the Job of a Workload being deleted."""
+    return bool(((obj or {}).get("metadata") or {}).get("deletionTimestamp"))
 
 
 def made_for(workload: Mapping[str, Any]) -> str | None:

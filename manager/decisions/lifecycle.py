@@ -129,9 +129,11 @@ def held_worker(workload: Obj) -> str | None:
 def copy_belongs(workload: Obj | None, *, worker_names: AbstractSet[str], manager_uid: str | None) -> bool:
     """Whether a copy in a worker that names the manager Workload uid ``manager_uid`` is still wanted there: the
     Workload exists with that uid and the worker holds it, by one of its names ``worker_names`` (the MultiKueueClusters
-    that reach it, ``shared_servers``). Any other copy is stale and is deleted (a requeued workload's copy left on a
-    worker that was unreachable, a copy of a deleted or re-created Workload)."""
-    if workload is None or (workload.get("metadata") or {}).get("uid") != manager_uid:
+    that reach it, ``shared_servers``), and it is not being deleted. Any other copy is stale and is deleted (a
+    requeued workload's copy left on a worker that was unreachable, a copy of a deleted or re-created Workload, or of
+    one a finalizer holds while it is deleted)."""
+    meta = (workload or {}).get("metadata") or {}
+    if workload is None or meta.get("uid") != manager_uid or meta.get("deletionTimestamp"):
         return False
     return held_worker(workload) in worker_names
 
