@@ -25,6 +25,7 @@ from e2e.scenarios.helpers import (
     remote_copies,
     submit,
     wait_complete,
+    wait_pending,
     worker_of,
     workload_of,
 )
@@ -428,13 +429,7 @@ def test_a_waiting_job_its_user_unsuspends_is_suspended_again_with_kueues_event(
     with Kueue's Event (``Stopped``, "Not admitted by cluster queue"), and keeps its place in the queue. Before, it
     stayed unsuspended and looked started to every script that reads ``spec.suspend``."""
     submit(federation, "unsuspended", cpu="1000")  # more than the ClusterQueue's quota: it stays queued
-    wl = wait_for(
-        lambda: workload_of(federation, "unsuspended"),
-        until=lambda w: condition(w, "QuotaReserved") is not None,
-        timeout=60,
-        what="unsuspended queued",
-    )
-    assert wl is not None
+    wl = wait_pending(federation, "unsuspended")
     federation.kubectl(MANAGER, "patch", "job", "unsuspended", "--type", "merge", "-p", '{"spec":{"suspend":false}}')
     wait_for(
         lambda: get(federation, MANAGER, "job", "unsuspended"),
@@ -466,14 +461,7 @@ def test_a_queued_workload_edited_by_hand_is_brought_back_in_line_with_its_job(f
     (Event UpdatedWorkload), as Kueue does; before, it kept asking for the edited count until kfed-manager
     restarted."""
     submit(federation, "hand-edited", cpu="1000")  # more than the ClusterQueue's quota: it stays queued
-    wl = wait_for(
-        lambda: workload_of(federation, "hand-edited"),
-        until=lambda w: condition(w, "QuotaReserved") is not None,
-        timeout=60,
-        what="hand-edited queued",
-    )
-    assert wl is not None
-    assert not is_true(wl, "QuotaReserved")
+    wl = wait_pending(federation, "hand-edited")
     name = wl["metadata"]["name"]
     edit = json.dumps([{"op": "replace", "path": "/spec/podSets/0/count", "value": 3}])
     federation.kubectl(MANAGER, "patch", "workloads.kueue.x-k8s.io", name, "--type", "json", "-p", edit)

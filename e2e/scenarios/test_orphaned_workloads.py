@@ -49,6 +49,19 @@ def _finished_as_orphan(fed: Federation, cluster: str, name: str) -> Obj:
     return workload
 
 
+def _running(fed: Federation, job: str) -> Obj:
+    """Wait until ``job`` runs on a worker (its live copies there); returns its manager Workload."""
+    wait_for(
+        lambda: worker_of(fed, job),
+        until=lambda w: w is not None and bool(remote_copies(fed, job, live_only=True).get(w)),
+        timeout=60,
+        what=f"{job} running on a worker",
+    )
+    workload = workload_of(fed, job)
+    assert workload is not None
+    return workload
+
+
 def _queued_on_worker(fed: Federation, worker: str, job_name: str, *, seconds: float) -> Callable[[], list[Obj]]:
     """Create a Job on ``worker`` itself (queued there by its agent) and wait for its Workload to be admitted; returns
     a lookup of the Workloads made for that Job (by its job-uid label)."""
@@ -74,14 +87,7 @@ def test_a_running_job_deleted_without_its_workload_on_the_manager_finishes_it_a
 ) -> None:
     fed = federation
     submit(fed, "orphaning", cpu="1", seconds=120)
-    wait_for(
-        lambda: worker_of(fed, "orphaning"),
-        until=lambda w: w is not None and bool(remote_copies(fed, "orphaning", live_only=True).get(w)),
-        timeout=60,
-        what="orphaning running on a worker",
-    )
-    workload = workload_of(fed, "orphaning")
-    assert workload is not None
+    workload = _running(fed, "orphaning")
     name = workload["metadata"]["name"]
     fed.kubectl(MANAGER, "delete", "job", "orphaning", "--cascade=orphan")
     try:
@@ -107,14 +113,7 @@ def test_a_running_job_whose_deletion_a_finalizer_holds_finishes_its_workload_an
     manifest["metadata"]["finalizers"] = ["example.com/hold"]
     fed.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
     try:
-        wait_for(
-            lambda: worker_of(fed, "held-job"),
-            until=lambda w: w is not None and bool(remote_copies(fed, "held-job", live_only=True).get(w)),
-            timeout=60,
-            what="held-job running on a worker",
-        )
-        workload = workload_of(fed, "held-job")
-        assert workload is not None
+        workload = _running(fed, "held-job")
         fed.kubectl(MANAGER, "delete", "job", "held-job", "--wait=false")
         finished = wait_for(
             lambda: get(fed, MANAGER, "workloads.kueue.x-k8s.io", workload["metadata"]["name"]),

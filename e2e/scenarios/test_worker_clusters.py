@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import re
 import time
+from typing import Any
 
 import pytest
 import yaml
@@ -345,6 +346,20 @@ def test_a_path_kubeconfig_that_changes_on_disk_reconnects_its_worker(federation
         federation.kubectl(MANAGER, "delete", "multikueuecluster", "path-rotated", "--wait=false", check=False)
 
 
+def _write_report(federation: Federation, worker: str, status: dict[str, Any]) -> None:
+    """Write ``worker``'s ClusterCapacity status as its agent would (the agent frozen, so it does not write over it)."""
+    federation.kubectl(
+        worker,
+        "patch",
+        "clustercapacities.kfed.io",
+        "local",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
+
+
 def test_a_worker_whose_clock_is_behind_the_managers_is_not_taken_for_stale(federation: Federation) -> None:
     """A kfed-agent dates its report by its own clock. Here worker-1's clock is ten minutes behind the manager's: its
     report is written so by hand, its agent frozen. kfed-manager ages a report from when a new one arrives, by its
@@ -357,16 +372,7 @@ def test_a_worker_whose_clock_is_behind_the_managers_is_not_taken_for_stale(fede
     behind = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=10)
     status["observedTime"] = behind.strftime("%Y-%m-%dT%H:%M:%SZ")
     with federation.paused_controller("kfed-agent-worker-1"):
-        federation.kubectl(
-            "worker-1",
-            "patch",
-            "clustercapacities.kfed.io",
-            "local",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            json.dumps({"status": status}),
-        )
+        _write_report(federation, "worker-1", status)
         # more than either worker's quota, within the manager's (their sum)
         largest = max(int(parse_quantity(worker_quota(federation.spec.shape(w))[0])) for w in federation.workers)
         submit(federation, "clock-behind", cpu=str(largest // 1000 + 1))
@@ -396,16 +402,7 @@ def test_a_capacity_report_kfed_manager_cannot_read_is_not_used_and_says_so(fede
     status = report["status"]
     status["clusterQueues"][0]["flavors"][0]["resources"][0]["free"] = "1e400"
     with federation.paused_controller("kfed-agent-worker-1"):
-        federation.kubectl(
-            "worker-1",
-            "patch",
-            "clustercapacities.kfed.io",
-            "local",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            json.dumps({"status": status}),
-        )
+        _write_report(federation, "worker-1", status)
         _wait_active(federation, "worker-1", status="True", says="not used: its ClusterCapacity report cannot be read")
         events = [
             e
