@@ -6,8 +6,8 @@ are gone the manager Job is stopped and the quota released (``Requeued``), so th
 once. A worker that cannot be reached is waited for until the worker-lost timeout (each Workload it holds is told so
 once the outage is more than a blip), then requeued without that confirmation (its copies are deleted when it
 answers again). Copies that do not go (a finalizer on one, pods stuck terminating) are waited for the same way:
-named on the Workload once the wait outlasts a blip, and given up on after the worker-lost timeout. The remote sync
-(``manager.remote_sync``) decides when; this module carries it out, with the conditions from
+named on the Workload once the wait outlasts a graceful stop, and given up on after the worker-lost timeout. The
+remote sync (``manager.remote_sync``) decides when; this module carries it out, with the conditions from
 ``manager.decisions.withdrawal``.
 """
 
@@ -37,12 +37,12 @@ from manager.decisions.refusals import REFUSED_UNTIL_ANNOTATION, refusal_annotat
 from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
     REASON_EVICTED_BY_ADMISSION_CHECK,
-    UNREACHABLE_REPORT_SECONDS,
     WITHDRAWN_FROM_ANNOTATION,
     copies_not_deleted_message,
     eviction_of,
     eviction_status,
     exclusion_annotation,
+    linger_report_after,
     requeue_status,
     unreachable_report_in,
     withdrawn_annotation,
@@ -293,9 +293,9 @@ class Evictions:
         self, workload: Obj, manager_job: Obj | None, *, worker: str, copies: list[Obj], why: tuple[str, str]
     ) -> bool:
         """Copies that do not go (a finalizer someone put on one, its pods stuck terminating on a dead node) are
-        named on the Workload and its Job (a Warning Event) and in the log once the wait outlasts a blip; after the
-        worker-lost timeout the workload is requeued without them, as for a worker that does not answer. Returns
-        whether it was requeued."""
+        named on the Workload and its Job (a Warning Event) and in the log once the wait outlasts a graceful stop of
+        their pods (``linger_report_after``); after the worker-lost timeout the workload is requeued without them, as
+        for a worker that does not answer. Returns whether it was requeued."""
         meta = workload["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         # one wait per eviction: an entry a withdrawal left behind (cut short by a lost lease) never shortens the next
@@ -310,7 +310,7 @@ class Evictions:
         waited = now - since
         timeout = self._config.worker_lost_timeout
         given_up = waited >= timeout
-        if not given_up and (told or waited < min(UNREACHABLE_REPORT_SECONDS, timeout / 3)):
+        if not given_up and (told or waited < linger_report_after(copies, timeout=timeout)):
             return False
         note = copies_not_deleted_message(worker, copies, waited=waited, timeout=timeout, given_up=given_up)
         if given_up:

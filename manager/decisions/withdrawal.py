@@ -154,6 +154,24 @@ def _holdup(copy: Obj) -> str:
     return f"{what} is being deleted" + (": " + " and ".join(holding) if holding else "")
 
 
+LINGER_REPORT_SLACK_SECONDS = 30.0
+"""How long past its pods' termination grace period a withdrawn copy may take to go before the wait is reported."""
+
+
+def linger_report_after(copies: Sequence[Obj], *, timeout: float) -> float:
+    """Seconds a withdrawal may wait for its copies before it is reported (``copies_not_deleted_message``): past
+    what a graceful stop of their pods takes (``terminationGracePeriodSeconds``, 30 by default, plus some slack), so
+    a Job whose pods take their time to stop is not reported, and at most a third of the worker-lost timeout."""
+    grace = max((_grace_seconds(copy) for copy in copies if copy.get("kind") == "Job"), default=30)
+    return min(grace + LINGER_REPORT_SLACK_SECONDS, timeout / 3)
+
+
+def _grace_seconds(job: Obj) -> int:
+    pod_spec = (((job.get("spec") or {}).get("template") or {}).get("spec")) or {}
+    grace = pod_spec.get("terminationGracePeriodSeconds")
+    return int(grace) if isinstance(grace, int) else 30
+
+
 def copies_not_deleted_message(
     worker: str, copies: Sequence[Obj], *, waited: float, timeout: float, given_up: bool
 ) -> str:

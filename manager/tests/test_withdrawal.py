@@ -17,6 +17,7 @@ from manager.decisions.withdrawal import (
     copies_not_deleted_message,
     exclusion_annotation,
     exclusions,
+    linger_report_after,
     pending_deactivation_status,
     preemption_status,
     requeue_status,
@@ -382,3 +383,14 @@ def test_copies_that_do_not_go_are_named_with_what_holds_them() -> None:
         'the copies in worker cluster "w1" were not deleted within the worker-lost timeout (900s): Job ns/train is '
         "being deleted: finalizers example.com/hold hold it; requeued without waiting for them"
     )
+
+
+def test_a_withdrawal_is_reported_only_past_a_graceful_stop_of_its_pods() -> None:
+    def job_copy(grace: int | None) -> dict[str, Any]:
+        pod_spec = {} if grace is None else {"terminationGracePeriodSeconds": grace}
+        return {"kind": "Job", "spec": {"template": {"spec": pod_spec}}}
+
+    assert linger_report_after([job_copy(None)], timeout=900) == 60  # Kubernetes' default grace, 30 s, plus slack
+    assert linger_report_after([job_copy(120), {"kind": "Workload"}], timeout=900) == 150
+    assert linger_report_after([{"kind": "Workload"}], timeout=900) == 60
+    assert linger_report_after([job_copy(600)], timeout=900) == 300, "at most a third of the worker-lost timeout"
