@@ -27,7 +27,7 @@ import structlog
 from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_state
 from federation.admission.deactivation import deactivation_eviction
-from federation.admission.orphans import OWNER_NOT_FOUND_MESSAGE, orphan_finish, orphaned
+from federation.admission.orphans import OWNER_NOT_FOUND_MESSAGE, being_deleted, orphan_finish, orphaned
 from federation.admission.queue_metrics import workload_labels
 from federation.conditions import is_true
 from federation.kube import resources as r
@@ -57,7 +57,14 @@ from worker_agent.decisions.jobs import (
     injections,
     start_decision,
 )
-from worker_agent.decisions.local_jobs import WithoutWorkload, local_queue_name, needs_local_workload, without_workload
+from worker_agent.decisions.local_jobs import (
+    MISSING_WORKLOAD_MESSAGE,
+    WORKLOAD_DELETED_MESSAGE,
+    WithoutWorkload,
+    local_queue_name,
+    needs_local_workload,
+    without_workload,
+)
 from worker_agent.decisions.preemption import (
     evicted_holding_quota,
     release_status,
@@ -162,15 +169,21 @@ class JobPasses:
                 job = self.world.job_by_key(key)
                 target = self.job_index.target.get(key)
                 workload = self.world.workload(*target) if job is not None and target is not None else None
-                if job is None or target is None or workload is None:
+                # A Workload of a Job queued here that someone deleted while a finalizer holds it counts as gone (as
+                # in Kueue): its Job is stopped, and queued anew once the Workload's name is free.
+                going = (
+                    workload is not None and job is not None and needs_local_workload(job) and being_deleted(workload)
+                )
+                if job is None or target is None or workload is None or going:
                     unsettled.discard(key)  # looked at again when the Job, or its Workload, comes or changes
                     if job is None:
                         self.local_jobs.forget(key)
                     elif target is not None and needs_local_workload(job):
                         step = without_workload(job)
                         if step is WithoutWorkload.STOP:
-                            tg.start_soon(limited, limiter, self.local_jobs.stop, key, job, unsettled)
-                        elif step is WithoutWorkload.QUEUE:
+                            message = WORKLOAD_DELETED_MESSAGE if going else MISSING_WORKLOAD_MESSAGE
+                            tg.start_soon(limited, limiter, self.local_jobs.stop, key, job, unsettled, message)
+                        elif step is WithoutWorkload.QUEUE and not going:
                             tg.start_soon(limited, limiter, self.local_jobs.queue, key, job, unsettled)
                     continue
                 namespace, name = target

@@ -129,16 +129,16 @@ class LocalJobs:
         bound.info("workload.created", why="a Job queued on this worker")
         self.events.emit(job, reason="CreatedWorkload", note=f"Created Workload: {ref}", action="Queue")
 
-    async def stop(self, key: str, job: Obj, unsettled: set[str]) -> None:
-        """Suspend a Job queued here that runs without a Workload (guarded by its uid); its pods' end, a change of
-        the Job, brings it back to the job pass, which then queues it."""
+    async def stop(self, key: str, job: Obj, unsettled: set[str], message: str = MISSING_WORKLOAD_MESSAGE) -> None:
+        """Suspend a Job queued here that runs without a Workload, or whose Workload is being deleted (guarded by its
+        uid); its pods' end, a change of the Job, brings it back to the job pass, which then queues it."""
         written = await self.writes.suspend_job(job, {"spec": {"suspend": True}}, self._log.bind(job=key))
         if written is None:
             unsettled.add(key)
             return
         self.world.job_writes.remember(written)
-        self._log.warning("job.suspended", job=key, why=MISSING_WORKLOAD_MESSAGE)
-        self.events.emit(written, reason=REASON_STOPPED, note=MISSING_WORKLOAD_MESSAGE, action="Stop")
+        self._log.warning("job.suspended", job=key, why=message)
+        self.events.emit(written, reason=REASON_STOPPED, note=message, action="Stop")
 
     def edit_of(self, key: str, job: Obj, workload: Obj, unsettled: set[str]) -> WorkloadEdit:
         """What the Workload of a Job queued here needs to describe the Job again (``follow_edit`` does it); a Job

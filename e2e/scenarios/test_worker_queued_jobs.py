@@ -376,3 +376,61 @@ def test_a_worker_queued_job_whose_workload_is_deleted_is_stopped_and_queued_ane
         assert int(job["status"].get("failed") or 0) == 0, "stopping it is not a failure of the Job"
     finally:
         federation.kubectl(worker, "delete", "job", "lost-workload", "-n", "default", "--wait=false", check=False)
+
+
+def test_a_worker_queued_jobs_workload_a_finalizer_holds_while_deleted_stops_the_job_until_it_goes(
+    federation: Federation,
+) -> None:
+    """As Kueue does for a Workload being deleted: a running Job queued on a worker whose Workload someone deleted,
+    a finalizer holding it, is stopped (``Stopped``, "Workload is deleted"), gets no second Workload while the first
+    stays, and runs again under a new one once it goes. Before, it ran on under the Workload being deleted."""
+    worker = federation.workers[0]
+    manifest = job_manifest("held-local", namespace="default", cpu="1", seconds=600)
+    created = json.loads(
+        federation.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(manifest)).stdout
+    )
+    name = ""
+    try:
+        first = wait_for(
+            lambda: _owned_workloads(federation, worker, created),
+            until=lambda found: len(found) == 1 and is_true(found[0], "Admitted"),
+            timeout=60,
+            what="the worker-queued Job's Workload admitted",
+        )[0]
+        name = first["metadata"]["name"]
+        hold = '{"metadata":{"finalizers":["example.com/hold"]}}'
+        federation.kubectl(worker, "patch", "workload", name, "-n", "default", "--type=merge", "-p", hold)
+        federation.kubectl(worker, "delete", "workload", name, "-n", "default", "--wait=false")
+        selector = "involvedObject.kind=Job,involvedObject.name=held-local,reason=Stopped"
+        stopped = wait_for(
+            lambda: items(federation, worker, "events", "--field-selector", selector),
+            until=bool,
+            timeout=30,
+            what="the agent stopping the Job whose Workload is being deleted",
+        )
+        assert stopped[0]["message"] == "Workload is deleted", stopped
+        job = get(federation, worker, "job", "held-local")
+        assert job is not None
+        assert job["spec"]["suspend"] is True
+        assert [w["metadata"]["uid"] for w in _owned_workloads(federation, worker, created)] == [
+            first["metadata"]["uid"]
+        ], "no second Workload while the first stays"
+    finally:
+        if name:
+            unhold = '[{"op":"remove","path":"/metadata/finalizers"}]'
+            federation.kubectl(
+                worker, "patch", "workload", name, "-n", "default", "--type=json", "-p", unhold, check=False
+            )
+    try:
+        wait_for(
+            lambda: _owned_workloads(federation, worker, created),
+            until=lambda found: (
+                len(found) == 1
+                and found[0]["metadata"]["uid"] != first["metadata"]["uid"]
+                and is_true(found[0], "Admitted")
+            ),
+            timeout=60,
+            what="a new Workload for the Job once the old one went, admitted afresh",
+        )
+    finally:
+        federation.kubectl(worker, "delete", "job", "held-local", "-n", "default", "--wait=false", check=False)

@@ -31,6 +31,8 @@ REASON_STOPPED = "Stopped"
 """The Event reason of a local Job kfed-agent suspended because it ran without a Workload (Kueue's)."""
 MISSING_WORKLOAD_MESSAGE = "Missing Workload; unable to restore pod templates"
 """Its message (Kueue's)."""
+WORKLOAD_DELETED_MESSAGE = "Workload is deleted"
+"""Its message when the Workload is being deleted, a finalizer holding it (Kueue's)."""
 
 
 class WithoutWorkload(enum.Enum):
