@@ -321,6 +321,24 @@ def test_a_worker_queued_job_is_preempted_by_a_higher_priority_one_and_runs_agai
         )
 
 
+def _admitted(federation: Federation, worker: str, created: Obj) -> Obj:
+    """Wait until the Job queued on ``worker`` (``created``) has one Workload there, admitted; returns it."""
+    return wait_for(
+        lambda: _owned_workloads(federation, worker, created),
+        until=lambda found: len(found) == 1 and is_true(found[0], "Admitted"),
+        timeout=60,
+        what="the worker-queued Job's Workload admitted",
+    )[0]
+
+
+def _stopped_events(federation: Federation, worker: str, job: str, *, what: str) -> list[Obj]:
+    """Wait for the ``Stopped`` Events of Job ``job`` on ``worker``; returns them."""
+    selector = f"involvedObject.kind=Job,involvedObject.name={job},reason=Stopped"
+    return wait_for(
+        lambda: items(federation, worker, "events", "--field-selector", selector), until=bool, timeout=30, what=what
+    )
+
+
 def test_a_worker_queued_job_whose_workload_is_deleted_is_stopped_and_queued_anew(federation: Federation) -> None:
     """As Kueue's Job integration does: a running Job whose Workload someone deleted is suspended first (Event
     ``Stopped``), and gets a new Workload once its pods are gone, which is admitted afresh before the Job runs again;
@@ -331,12 +349,7 @@ def test_a_worker_queued_job_whose_workload_is_deleted_is_stopped_and_queued_ane
         federation.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(manifest)).stdout
     )
     try:
-        first = wait_for(
-            lambda: _owned_workloads(federation, worker, created),
-            until=lambda found: len(found) == 1 and is_true(found[0], "Admitted"),
-            timeout=60,
-            what="the worker-queued Job's Workload admitted",
-        )[0]
+        first = _admitted(federation, worker, created)
         wait_for(
             lambda: get(federation, worker, "job", "lost-workload"),
             until=lambda j: int(((j or {}).get("status") or {}).get("active", 0)) > 0,
@@ -344,12 +357,8 @@ def test_a_worker_queued_job_whose_workload_is_deleted_is_stopped_and_queued_ane
             what="the worker-queued Job running",
         )
         federation.kubectl(worker, "delete", "workload", first["metadata"]["name"], "-n", "default")
-        selector = "involvedObject.kind=Job,involvedObject.name=lost-workload,reason=Stopped"
-        stopped = wait_for(
-            lambda: items(federation, worker, "events", "--field-selector", selector),
-            until=bool,
-            timeout=30,
-            what="the agent stopping the Job that lost its Workload",
+        stopped = _stopped_events(
+            federation, worker, "lost-workload", what="the agent stopping the Job that lost its Workload"
         )
         assert stopped[0]["message"] == "Missing Workload; unable to restore pod templates", stopped
         second = wait_for(
@@ -391,22 +400,13 @@ def test_a_worker_queued_jobs_workload_a_finalizer_holds_while_deleted_stops_the
     )
     name = ""
     try:
-        first = wait_for(
-            lambda: _owned_workloads(federation, worker, created),
-            until=lambda found: len(found) == 1 and is_true(found[0], "Admitted"),
-            timeout=60,
-            what="the worker-queued Job's Workload admitted",
-        )[0]
+        first = _admitted(federation, worker, created)
         name = first["metadata"]["name"]
         hold = '{"metadata":{"finalizers":["example.com/hold"]}}'
         federation.kubectl(worker, "patch", "workload", name, "-n", "default", "--type=merge", "-p", hold)
         federation.kubectl(worker, "delete", "workload", name, "-n", "default", "--wait=false")
-        selector = "involvedObject.kind=Job,involvedObject.name=held-local,reason=Stopped"
-        stopped = wait_for(
-            lambda: items(federation, worker, "events", "--field-selector", selector),
-            until=bool,
-            timeout=30,
-            what="the agent stopping the Job whose Workload is being deleted",
+        stopped = _stopped_events(
+            federation, worker, "held-local", what="the agent stopping the Job whose Workload is being deleted"
         )
         assert stopped[0]["message"] == "Workload is deleted", stopped
         job = get(federation, worker, "job", "held-local")
