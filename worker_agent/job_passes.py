@@ -9,7 +9,8 @@ quota, starts the Jobs of admitted Workloads (checking a started kfed-manager Jo
 the Workloads of ended Jobs — a kfed-manager copy's finish in memory first, written only if the copy is still there
 after a grace — and the orphan pass finishes the Workloads whose Job was deleted without them. A Job someone
 queued on the worker itself gets its Workload here (``decisions.local_jobs``; one running without it is stopped
-first), and goes on as a manager's copy does. The loop (``worker_agent.reconciler``) runs them
+first), and goes on as a manager's copy does; the Workload of one being deleted (a finalizer holds it) is finished as
+orphaned at once, as Kueue does. The loop (``worker_agent.reconciler``) runs them
 in that order after admission, and wakes when ``next_job_copy_due`` or ``next_finish_due()`` says so.
 """
 
@@ -63,6 +64,7 @@ from worker_agent.decisions.local_jobs import (
     WithoutWorkload,
     local_queue_name,
     needs_local_workload,
+    owner_going,
     without_workload,
 )
 from worker_agent.decisions.preemption import (
@@ -189,6 +191,14 @@ class JobPasses:
                 namespace, name = target
                 bound = self._log.bind(job=key, workload=f"{namespace}/{name}")
                 local = local_queue_name(job) is not None
+                if local and owner_going(job, workload):
+                    orphan = FinishWorkload(
+                        {"conditions": orphan_finish(workload, now=now)},
+                        REASON_OWNER_NOT_FOUND,
+                        OWNER_NOT_FOUND_MESSAGE,
+                    )
+                    tg.start_soon(limited, limiter, self._finish_workload, workload, orphan, bound)
+                    continue
                 if local and priority_class_changed(workload, job) and not is_true(workload, "Finished"):
                     tg.start_soon(limited, limiter, self.local_jobs.reprioritize, key, job, workload, unsettled)
                     continue  # its edits, if any, are followed once the priority is written

@@ -434,3 +434,38 @@ def test_a_worker_queued_jobs_workload_a_finalizer_holds_while_deleted_stops_the
         )
     finally:
         federation.kubectl(worker, "delete", "job", "held-local", "-n", "default", "--wait=false", check=False)
+
+
+def test_a_worker_queued_job_deleted_while_a_finalizer_holds_it_releases_its_quota_at_once(
+    federation: Federation,
+) -> None:
+    """As Kueue does for a Job being deleted: a running Job queued on a worker, deleted while a finalizer holds it,
+    has its Workload finished as orphaned (``OwnerNotFound``, Kueue's message) at once, which releases its quota,
+    and gets no new Workload. Before, its quota stayed held until someone took the finalizer off."""
+    worker = federation.workers[0]
+    manifest = job_manifest("held-job", namespace="default", cpu="1", seconds=600)
+    manifest["metadata"]["finalizers"] = ["example.com/hold"]
+    created = json.loads(
+        federation.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(manifest)).stdout
+    )
+    try:
+        first = _admitted(federation, worker, created)
+        federation.kubectl(worker, "delete", "job", "held-job", "-n", "default", "--wait=false")
+        finished = wait_for(
+            lambda: _owned_workloads(federation, worker, created),
+            until=lambda found: len(found) == 1 and is_true(found[0], "Finished"),
+            timeout=30,
+            what="the Workload of the Job being deleted finished as orphaned",
+        )[0]
+        assert finished["metadata"]["uid"] == first["metadata"]["uid"], "no second Workload for a Job being deleted"
+        done = condition(finished, "Finished") or {}
+        assert (done.get("reason"), done.get("message")) == ("OwnerNotFound", "The workload's owner no longer exists")
+        job = get(federation, worker, "job", "held-job")
+        assert job is not None
+        assert job["metadata"].get("deletionTimestamp"), "the finalizer still holds the Job"
+    finally:
+        unhold = '[{"op":"remove","path":"/metadata/finalizers"}]'
+        federation.kubectl(
+            worker, "patch", "job", "held-job", "-n", "default", "--type=json", "-p", unhold, check=False
+        )
+        federation.kubectl(worker, "delete", "job", "held-job", "-n", "default", "--wait=false", check=False)

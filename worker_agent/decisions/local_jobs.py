@@ -8,7 +8,9 @@ Workload when the Job ends, as it does for a stock Kueue manager's copies; its q
 the manager reads. The kfed-agent chart's MutatingAdmissionPolicy creates such Jobs suspended, as Kueue's webhook
 does. One that runs without a Workload (the policy not installed, or its Workload deleted under it) is stopped first
 and queued once its pods are gone, as Kueue's Job integration does (:func:`without_workload`): a new Workload is
-admitted afresh, its flavors and topology chosen anew, never booked for pods that already run somewhere.
+admitted afresh, its flavors and topology chosen anew, never booked for pods that already run somewhere. A Job
+being deleted (a finalizer holds it) gets no Workload, and the one it has is finished as orphaned, which releases its
+quota (:func:`owner_going`), as Kueue does.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
+from federation.admission.orphans import being_deleted
 from federation.api.labels import QUEUE_NAME_LABEL
+from federation.conditions import is_true
 from federation.workload_from_job import JobNotQueueable, Priority, workload_for_job, workload_name_for_job
 from worker_agent.decisions.jobs import job_finished, prebuilt_workload_name
 
@@ -82,9 +86,21 @@ def local_workload_key(job: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 def needs_local_workload(job: Mapping[str, Any]) -> bool:
-    """A Job queued on this worker that has not ended: it gets a Workload when it has none (an ended one needs
-    none, as in Kueue's Job integration)."""
-    return local_queue_name(job) is not None and job_finished(job) is None
+    """A Job queued on this worker that has not ended and is not being deleted: it gets a Workload when it has none
+    (an ended one needs none, nor does one being deleted, as in Kueue's Job integration)."""
+    return local_queue_name(job) is not None and job_finished(job) is None and not being_deleted(job)
+
+
+def owner_going(job: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:
+    """``workload`` belongs to ``job``, a Job queued on this worker that someone deleted while a finalizer holds it,
+    and has not finished: Kueue finishes it at once as orphaned (``OwnerNotFound``), which releases its quota, rather
+    than holding the quota until the finalizer goes. A Workload itself being deleted is left to go with it."""
+    return (
+        local_queue_name(job) is not None
+        and being_deleted(job)
+        and not being_deleted(workload)
+        and not is_true(workload, "Finished")
+    )
 
 
 def local_workload(job: Mapping[str, Any], *, priority: Priority) -> dict[str, Any] | str:

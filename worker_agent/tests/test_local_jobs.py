@@ -12,6 +12,7 @@ from worker_agent.decisions.local_jobs import (
     local_workload,
     local_workload_key,
     needs_local_workload,
+    owner_going,
     without_workload,
 )
 
@@ -69,6 +70,23 @@ def test_an_ended_job_needs_no_workload() -> None:
     ended["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
     assert local_queue_name(ended) == "lq"
     assert not needs_local_workload(ended)
+
+
+def test_a_job_being_deleted_gets_no_workload_and_its_workload_is_finished_as_orphaned() -> None:
+    going = job()
+    going["metadata"]["deletionTimestamp"] = "2026-12-07T06:00:00Z"
+    going["metadata"]["finalizers"] = ["example.com/hold"]
+    assert not needs_local_workload(going), "a finalizer holds it: no Workload is made for it"
+    workload: dict[str, Any] = {"metadata": {"namespace": "team-a", "name": "w"}, "status": {}}
+    assert owner_going(going, workload)
+    assert not owner_going(job(), workload), "its Job lives"
+    finished = {**workload, "status": {"conditions": [{"type": "Finished", "status": "True"}]}}
+    assert not owner_going(going, finished), "already finished"
+    deleted = {"metadata": {**workload["metadata"], "deletionTimestamp": "2026-12-07T06:00:01Z"}}
+    assert not owner_going(going, deleted), "it goes with its Job"
+    copy = job(labels={PREBUILT: "w"})
+    copy["metadata"]["deletionTimestamp"] = "2026-12-07T06:00:00Z"
+    assert not owner_going(copy, workload), "a manager's copy: the manager withdraws it"
 
 
 def test_its_workload_is_owned_by_the_job_and_asks_for_its_pods_in_its_queue() -> None:
