@@ -56,7 +56,7 @@ from manager.dispatch_progress import DispatchProgress
 from manager.evictions import Evictions
 from manager.manager_jobs import start_manager_job_spec
 from manager.reservation_holds import ReservationHolds, ReservationNotWritten
-from manager.worker_copies import NotOurs, RefusedByWorker, WorkerCopies
+from manager.worker_copies import ManagerClusterReached, NotOurs, RefusedByWorker, WorkerCopies
 from manager.workers import WorkerConnection, WorkerPool
 from manager.workload_writes import WorkloadWrites
 
@@ -390,6 +390,10 @@ class RemoteSync:
                 remote_jb=remote_jb,
                 started_copy=started_copy,
             )
+        except ManagerClusterReached as err:
+            self._pool.reaches_manager(worker, str(err))
+            await self._evictions.exclude(workload, worker=worker, why=f"worker cluster {worker!r} is not used: {err}")
+            return None
         except NotOurs as err:
             await self._evictions.exclude(workload, worker=worker, why=str(err))
             return None  # the annotation's write brings the workload back at once for the withdrawal

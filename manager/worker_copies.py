@@ -2,7 +2,8 @@
 
 The remote sync (``manager.remote_sync``) decides which of the sync plan's steps a pass carries out; the steps that
 create or update copies in the worker are here, so every create there goes through one place: it tells our copy
-(made by an earlier attempt) from a same-named object that is not ours (``NotOurs``, DESIGN §7), turns the worker's
+(made by an earlier attempt) from a same-named object that is not ours (``NotOurs``, DESIGN §7) or is the manager's
+own object (``ManagerClusterReached``: the worker is the manager cluster), turns the worker's
 403 into ``RefusedByWorker``, and counts a dispatch once per Workload copy made. Deleting copies is
 ``manager.copy_cleanup``'s.
 """
@@ -25,6 +26,7 @@ from federation.workload_from_job import workload_priority_class
 from manager.concurrently import concurrently
 from manager.config import ManagerConfig
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
+from manager.decisions.shared_servers import manager_cluster_message
 from manager.decisions.sync import Step
 from manager.workers import WorkerConnection
 from manager.workload_writes import REMOTE_SYNC
@@ -36,6 +38,11 @@ Obj = dict[str, Any]
 
 class NotOurs(RuntimeError):
     """A same-named object in the worker was not created by this manager; it is left alone."""
+
+
+class ManagerClusterReached(NotOurs):
+    """The same-named object in the worker is the manager's own (the same uid): the worker's kubeconfig reaches the
+    manager cluster itself (``manager.decisions.shared_servers``)."""
 
 
 class RefusedByWorker(RuntimeError):
@@ -69,13 +76,13 @@ class WorkerCopies:
             copy_ = remote_workload(
                 workload, origin=self._config.origin, sent_at=dt.datetime.now(dt.UTC), job_copy=job_copy
             )
-            if (await self.create(conn, WORKLOADS, copy_))[0]:
+            if (await self.create(conn, WORKLOADS, copy_, source_uid=workload["metadata"].get("uid")))[0]:
                 self._count_dispatch(workload, worker=worker)  # once per copy made, not per attempt
 
         async def create_job_copy() -> Obj:
             assert manager_job is not None
             job_copy = remote_job(manager_job, manager_workload=workload, origin=self._config.origin)
-            return (await self.create(conn, JOBS, job_copy))[1]
+            return (await self.create(conn, JOBS, job_copy, source_uid=manager_job["metadata"].get("uid")))[1]
 
         async def create_copies() -> None:
             # For a stock Kueue worker the Job copy first: the Workload copy is owned by it, so the Job's deletion
@@ -112,9 +119,12 @@ class WorkerCopies:
                 max(0.0, (dt.datetime.now(dt.UTC) - since).total_seconds())
             )
 
-    async def create(self, conn: WorkerConnection, resource: Any, obj: Obj) -> tuple[bool, Obj]:
+    async def create(
+        self, conn: WorkerConnection, resource: Any, obj: Obj, *, source_uid: str | None = None
+    ) -> tuple[bool, Obj]:
         """Create ``obj`` on the worker; returns whether it is new (False when our copy was already there, made by
-        an earlier attempt) and the object on the worker."""
+        an earlier attempt) and the object on the worker. ``source_uid`` is the uid of the manager's object ``obj``
+        copies: found under the copy's name, the worker is the manager cluster itself (``ManagerClusterReached``)."""
         view = conn.workload_view if resource is WORKLOADS else conn.job_view
         try:
             created = await conn.api.create(resource, obj, field_manager=self._config.field_manager)
@@ -133,6 +143,10 @@ class WorkerCopies:
             meta = obj["metadata"]
             existing = await conn.api.get(resource, meta["name"], namespace=meta["namespace"])
             uid = meta["labels"].get(MANAGER_UID_LABEL)
+            if source_uid and (existing.get("metadata") or {}).get("uid") == source_uid:
+                raise ManagerClusterReached(
+                    manager_cluster_message(kind=resource.kind, namespace=meta["namespace"], name=meta["name"])
+                ) from None
             if not is_ours(existing, origin=self._config.origin, manager_workload_uid=uid):
                 raise NotOurs(
                     f"{resource.kind} {meta['namespace']}/{meta['name']} already exists in {conn.name} and was not "

@@ -6,7 +6,8 @@ insecure TLS, no basic auth), connects, and runs that worker's caches (our remot
 ClusterCapacity) in a task of their own, so a slow or dead worker never stalls the others. A changed Secret
 reconnects, as does a changed Path kubeconfig (each is read again every few seconds); a broken one disconnects and
 says so. Of MultiKueueClusters whose kubeconfigs reach one API server, one is used and the others are inactive,
-reason ``DuplicateServer`` (``manager.decisions.shared_servers``).
+reason ``DuplicateServer``, and one found to reach the manager cluster itself is inactive, reason ``ManagerCluster``
+(``manager.decisions.shared_servers``).
 
 A worker that refuses the ClusterCapacity report (403 with only the permissions Kueue documents for the MultiKueue
 manager, 404 where kfed's CRD is not installed, as with stock Kueue) stays usable: its ClusterQueues and
@@ -66,6 +67,7 @@ from manager.config import ManagerConfig
 from manager.decisions.capacity_view import ParsedReport, capacity_from_queues, parse_report, report_age
 from manager.decisions.shared_servers import (
     REASON_DUPLICATE_SERVER,
+    REASON_MANAGER_CLUSTER,
     duplicate_message,
     names_reaching,
     used_name,
@@ -168,6 +170,8 @@ class WorkerConnection:
     probed: ParsedReport | None = None
     """The capacity probed from ``cluster_queues`` and ``local_queues`` (None until both have listed)."""
     tg: anyio.abc.TaskGroup | None = None
+    manager_cluster: str | None = None
+    """Why this connection reaches the manager cluster itself (found at a copy's create); it then takes no copies."""
     empty_since: float | None = None
     """Monotonic time since when the ClusterCapacity list has held no report."""
     workload_view: WriteOverlay = field(init=False)
@@ -219,6 +223,8 @@ class WorkerConnection:
         return self.health.state == "healthy"
 
     def unusable_reason(self, now: dt.datetime) -> str:
+        if self.manager_cluster is not None:
+            return f"{REASON_MANAGER_CLUSTER}: {self.manager_cluster}"
         if self.health.state == "failed":
             return f"{REASON_CONNECTION_FAILED}: {self.health.message}"
         if self.health.state == "connecting":
@@ -290,6 +296,15 @@ class WorkerPool:
                 return missing_cluster_reason(name)
             return self.problems.get(name, "not connected")
         return conn.unusable_reason(now)
+
+    def reaches_manager(self, name: str, message: str) -> None:
+        """Worker ``name``'s connection reaches the manager cluster itself (``shared_servers``): it takes no copies,
+        and its ``Active`` condition says why, until its kubeconfig changes (a new connection)."""
+        conn = self.connections.get(name)
+        if conn is None or conn.manager_cluster is not None:
+            return
+        conn.manager_cluster = message
+        self.queue.add(name)
 
     def names_reaching(self, name: str) -> frozenset[str]:
         """The MultiKueueClusters whose kubeconfigs reach worker ``name``'s API server, ``name`` included: a copy
@@ -469,6 +484,10 @@ class WorkerPool:
         fingerprint = hashlib.sha256(text.encode()).hexdigest()
         current = self.connections.get(name)
         if current is not None and current.fingerprint == fingerprint:
+            if current.manager_cluster is not None:
+                return await self._report(
+                    cluster, active=False, reason=REASON_MANAGER_CLUSTER, message=current.manager_cluster
+                )
             if current.health.state == "healthy":
                 self._backoff_for(name, fingerprint).reset()
                 message = current.health.message

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.queues import worker_quota
+from e2e.queues import named_queue_objects, routed_queue_objects, worker_quota
 from e2e.rig.controllers import KFED_NAMESPACE, KUBECONFIG_DIR
 from e2e.rig.federation import MANAGER, Federation
 from e2e.rig.ports import free_port
@@ -421,3 +421,57 @@ def test_a_capacity_report_kfed_manager_cannot_read_is_not_used_and_says_so(fede
         timeout=45,
         what="worker-1's report read again once its agent publishes (heartbeat: 30 s)",
     )
+
+
+SELF_QUEUE = "self-queue"
+
+
+def test_a_multikueuecluster_reaching_the_manager_itself_is_inactive_from_its_first_copy_on(
+    federation: Federation,
+) -> None:
+    """The manager cluster's own kubeconfig put into a MultiKueueCluster, first in a MultiKueueConfig that packs
+    (BestFit), so the manager's own ClusterQueue, probed through it, looks the best fit: a copy there would take the
+    name of the object it copies. The first Job sent there finds its own Job under its copy's name; from then on the
+    cluster is inactive, reason ``ManagerCluster``, the Job runs on the worker, and later Jobs are never sent there.
+    Before, every Job was sent there first and taken back."""
+    worker = federation.workers[0]
+    _apply_cluster(federation, "manager-itself", federation.kubeconfig(MANAGER).read_text())
+    worker_objects = named_queue_objects(SELF_QUEUE, cpu="8", manager=False)
+    manager_objects = routed_queue_objects(SELF_QUEUE, ["manager-itself", worker], cpu="4")
+    manager_objects[0]["metadata"]["annotations"] = {"kfed.io/dispatch-policy": "BestFit"}
+    for cluster, objects in ((worker, worker_objects), (MANAGER, manager_objects)):
+        federation.kubectl(
+            cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+        )
+    jobs = ["self-first", "self-second", "self-third"]
+    try:
+        _wait_active(federation, "manager-itself", status="True", says="probed through the worker's ClusterQueue")
+        submit(federation, jobs[0], cpu="1", seconds=1, queue=SELF_QUEUE)
+        _wait_active(federation, "manager-itself", status="False", says="reaches the manager cluster itself")
+        inactive = _active(federation, "manager-itself")
+        assert inactive is not None
+        assert inactive["reason"] == "ManagerCluster"
+        assert f"Job default/{jobs[0]} there is the manager's own" in str(inactive["message"])
+        wait_complete(federation, jobs[0])
+        assert worker_of(federation, jobs[0]) == worker
+        for name in jobs[1:]:
+            submit(federation, name, cpu="1", seconds=1, queue=SELF_QUEUE)
+        for name in jobs[1:]:
+            wait_complete(federation, name)
+            workload = workload_of(federation, name)
+            assert workload is not None
+            assert workload["status"]["clusterName"] == worker
+            assert not (workload["status"].get("schedulingStats") or {}).get("evictions"), "never sent there"
+    finally:
+        for name in jobs:
+            federation.kubectl(MANAGER, "delete", "job", name, "--wait=false", "--ignore-not-found", check=False)
+        for obj in reversed(manager_objects):
+            kind, name = obj["kind"].lower(), obj["metadata"]["name"]
+            federation.kubectl(MANAGER, "delete", kind, name, "-n", "default", "--wait=false", "--ignore-not-found")
+        for obj in reversed(worker_objects):
+            kind, name = obj["kind"].lower(), obj["metadata"]["name"]
+            federation.kubectl(worker, "delete", kind, name, "-n", "default", "--wait=false", "--ignore-not-found")
+        federation.kubectl(MANAGER, "delete", "multikueuecluster", "manager-itself", "--wait=false", check=False)
+        federation.kubectl(
+            MANAGER, "-n", KFED_NAMESPACE, "delete", "secret", "manager-itself-kubeconfig", "--ignore-not-found"
+        )

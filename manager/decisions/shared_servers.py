@@ -12,6 +12,11 @@ the used one's connection leaves alone the copies that a Workload held by one of
 
 "The same server" is told by the address the kubeconfig names (``federation.kube.kubeconfig.server_address``): two
 spellings of one server (a host name and its IP address) are not recognised as the same.
+
+A kubeconfig may also reach the manager's own API server. A copy there would take the name of the object it copies,
+so kfed-manager finds out at its first copy: the object already there under that name is the manager's own (the same
+uid). That MultiKueueCluster is then inactive (:data:`REASON_MANAGER_CLUSTER`) and gets no copy until its kubeconfig
+changes; the workload that found out is sent elsewhere.
 """
 
 from __future__ import annotations
@@ -36,6 +41,20 @@ def used_name(names: frozenset[str], created: Mapping[str, str], *, in_use: froz
     the oldest by creation time (RFC 3339, as the apiserver writes it; ``created`` lacks a cluster not yet listed,
     which then counts as newest), then the first by name."""
     return min(names, key=lambda name: (name not in in_use, created.get(name) or "~", name))
+
+
+REASON_MANAGER_CLUSTER = "ManagerCluster"
+"""The MultiKueueCluster's kubeconfig reaches the manager cluster itself."""
+
+
+def manager_cluster_message(*, kind: str, namespace: str, name: str) -> str:
+    """Why a MultiKueueCluster that reaches the manager cluster is not used: ``kind`` ``namespace/name`` is the
+    manager's own object of the name its copy would take."""
+    return (
+        f"its kubeconfig reaches the manager cluster itself ({kind} {namespace}/{name} there is the manager's own, "
+        "not a copy), and a cluster cannot be its own worker: its copies would take the names of the objects they "
+        "copy; not used until its kubeconfig changes"
+    )
 
 
 def duplicate_message(*, address: str, used: str) -> str:

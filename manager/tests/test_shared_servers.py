@@ -1,6 +1,11 @@
 from __future__ import annotations
 
-from manager.decisions.shared_servers import duplicate_message, names_reaching, used_name
+from manager.decisions.shared_servers import (
+    duplicate_message,
+    manager_cluster_message,
+    names_reaching,
+    used_name,
+)
 
 ADDRESSES = {"worker-1": "https://10.0.0.1:6443", "twin": "https://10.0.0.1:6443", "worker-2": "https://10.0.0.2:6443"}
 
@@ -29,3 +34,10 @@ def test_the_message_names_the_server_and_the_cluster_used_for_it() -> None:
     message = duplicate_message(address="https://10.0.0.1:6443", used="worker-1")
     assert "https://10.0.0.1:6443" in message
     assert "'worker-1'" in message
+
+
+def test_a_cluster_reaching_the_manager_says_which_of_the_managers_objects_it_found_and_what_brings_it_back() -> None:
+    message = manager_cluster_message(kind="Workload", namespace="team-a", name="job-train-1a2b3")
+    assert "reaches the manager cluster itself" in message
+    assert "Workload team-a/job-train-1a2b3 there is the manager's own" in message
+    assert message.endswith("not used until its kubeconfig changes")
