@@ -188,8 +188,8 @@ class CopyCleaner:
         count = 0
         namespace, name = key.split("/", 1)
         for conn in list(self._pool.connections.values()):
-            if holder in self._pool.names_reaching(conn.name) or not conn.connected:
-                continue
+            if holder in self._pool.names_reaching(conn.name) or not conn.connected or conn.manager_cluster:
+                continue  # (a connection that reaches the manager cluster itself holds no copies of ours)
             found = [conn.workloads.store.get_by_name(name, namespace=namespace)]
             if job_name is not None:
                 found.append(conn.jobs.store.get_by_name(job_name, namespace=namespace))
@@ -284,8 +284,8 @@ class CopyCleaner:
         made deleting many Workloads quadratic)."""
         deleted = 0
         for conn in list(self._pool.connections.values()):
-            if not conn.connected:
-                continue
+            if not conn.connected or conn.manager_cluster:
+                continue  # what carries our origin label in the manager cluster itself is not a copy of ours
             names = self._pool.names_reaching(conn.name)
             for resource, remote in garbage_candidates(conn, only_key=only_key, job_name=job_name):
                 key = remote_workload_key(remote)
