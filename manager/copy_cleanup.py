@@ -39,8 +39,9 @@ from federation.kube.overlay import WriteOverlay
 from federation.kube.resources import JOBS, WORKLOADS, Resource
 from federation.protocol import MANAGER_UID_LABEL
 from manager.concurrently import concurrently
-from manager.decisions.lifecycle import adoptions, copy_belongs
+from manager.decisions.lifecycle import adoptions, copy_belongs, held_worker
 from manager.decisions.remote_copies import copies_selector, owned_by
+from manager.decisions.shared_servers import same_object
 from manager.workers import WorkerConnection, WorkerPool
 
 log = structlog.get_logger(__name__)
@@ -193,7 +194,11 @@ class CopyCleaner:
             found = [conn.workloads.store.get_by_name(name, namespace=namespace)]
             if job_name is not None:
                 found.append(conn.jobs.store.get_by_name(job_name, namespace=namespace))
-            strays = [copy for copy in found if copy is not None]
+            strays = [
+                copy
+                for copy, resource in zip(found, (WORKLOADS, JOBS), strict=False)
+                if copy is not None and not self._seen_by_holder(conn, resource, copy, holder)
+            ]
             if strays:
                 count += len(strays)
                 await self.delete_copies(conn, strays, why="stale copy: the workload is not held by this worker")
@@ -277,6 +282,22 @@ class CopyCleaner:
         found = adoptions(workload_copy, job_copy, workload=manager, worker=conn.name, origin=self._origin)
         return any(copy is remote for copy in found)
 
+    def _seen_by_holder(self, conn: WorkerConnection, resource: Resource, copy: Obj, holder: str | None) -> bool:
+        """The copy seen through ``conn`` is one the worker holding its Workload (``holder``) sees too: the two names
+        reach one API server (``shared_servers.same_object``), and deleting it here would delete the holder's copy.
+        The pool is told, and the copy left alone."""
+        if holder is None or holder == conn.name:
+            return False
+        other = self._pool.connections.get(holder)
+        if other is None:
+            return False
+        meta = copy["metadata"]
+        view = other.workload_view if resource is WORKLOADS else other.job_view
+        if not same_object(copy, view.get_by_name(meta["name"], namespace=meta["namespace"])):
+            return False
+        self._pool.same_server(conn.name, holder)
+        return True
+
     async def collect_garbage(self, *, only_key: str | None = None, job_name: str | None = None) -> int:
         """Delete our copies that no manager Workload holds on that worker (``copy_belongs``); returns how many. With
         ``only_key``, only that Workload's copies are looked at: its Workload copy by key, and its Job copy by
@@ -297,6 +318,8 @@ class CopyCleaner:
                     continue
                 if MANAGER_UID_LABEL not in labels and self._adoptable(conn, remote, manager, key):
                     continue  # a stock Kueue manager's copy of that Workload: the remote sync adopts it
+                if manager is not None and self._seen_by_holder(conn, resource, remote, held_worker(manager)):
+                    continue
                 meta = remote["metadata"]
                 await conn.api.delete(
                     resource,

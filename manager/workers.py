@@ -274,7 +274,10 @@ class WorkerPool:
         """cluster -> (active, reason) last written, to tell a change of the condition from a rewrite."""
         self._addresses: dict[str, str] = {}
         """cluster -> the API server address its kubeconfig names (``shared_servers``), while that kubeconfig is
-        usable."""
+        usable; for a cluster in ``_same_as``, the address of the server it was found to reach."""
+        self._same_as: dict[str, tuple[str, str]] = {}
+        """cluster -> (the address its kubeconfig names, the address of another cluster's server it was found to reach
+        by the objects seen through both: ``same_server``), while its kubeconfig names that address."""
         self.queue = WorkQueue(
             "multikueue-clusters",
             observer=RefusalReporter(
@@ -304,6 +307,18 @@ class WorkerPool:
         if conn is None or conn.manager_cluster is not None:
             return
         conn.manager_cluster = message
+        self.queue.add(name)
+
+    def same_server(self, name: str, holder: str) -> None:
+        """Worker ``name``'s connection sees an object that ``holder``'s sees too (``shared_servers.same_object``):
+        the two reach one API server under two spellings. From now on ``name`` counts as reaching ``holder``'s
+        address, so only one of them is used (the one connected first, as for one spelling)."""
+        conn, theirs = self.connections.get(name), self._addresses.get(holder)
+        if conn is None or theirs is None or self._addresses.get(name) == theirs:
+            return
+        log.warning("two worker clusters reach one API server", cluster=name, holder=holder, address=conn.address)
+        self._same_as[name] = (conn.address, theirs)
+        self._note_address(name, conn.address)
         self.queue.add(name)
 
     def names_reaching(self, name: str) -> frozenset[str]:
@@ -405,6 +420,11 @@ class WorkerPool:
         """Record the server ``name``'s kubeconfig reaches (None: no usable kubeconfig, or no cluster); when that
         changes, the clusters that reached the old or reach the new one are looked at again, as which of them is
         used may change."""
+        learned = self._same_as.get(name)
+        if learned is not None and learned[0] == address:
+            address = learned[1]
+        elif learned is not None:
+            del self._same_as[name]  # its kubeconfig names another server now
         before = self._addresses.get(name)
         if before == address:
             return
@@ -459,6 +479,7 @@ class WorkerPool:
         cluster = self._clusters.store.get_by_name(name)
         if cluster is None:
             await self._disconnect(name)
+            self._same_as.pop(name, None)
             self._note_address(name, None)
             self.problems.pop(name, None)
             self._backoff.pop(name, None)
@@ -479,7 +500,7 @@ class WorkerPool:
                 cluster,
                 active=False,
                 reason=REASON_DUPLICATE_SERVER,
-                message=duplicate_message(address=address, used=used),
+                message=duplicate_message(address=address, used=used, used_address=self._addresses.get(used)),
             )
         fingerprint = hashlib.sha256(text.encode()).hexdigest()
         current = self.connections.get(name)

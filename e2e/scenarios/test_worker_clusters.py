@@ -285,16 +285,24 @@ def _assert_refused_while_the_worker_runs_its_job_once(fed: Federation, refused:
     assert created_names_on_workers(fed, job) == [f"{worker}:default/{job}"]
 
 
+@pytest.mark.parametrize("spelling", ["same", "localhost"])
 def test_a_second_multikueuecluster_for_a_worker_is_refused_and_leaves_that_workers_copies_alone(
-    federation: Federation,
+    federation: Federation, spelling: str
 ) -> None:
     """The kubeconfig of a worker pasted into another MultiKueueCluster: two names for one worker. Through the
-    second, the copies the first holds looked like strays and were deleted, stopping the Jobs that ran there."""
-    submit(federation, "twin-running", cpu="1", seconds=12)
-    worker = running_on(federation, "twin-running")
-    _apply_cluster(federation, "twin", base64.b64decode(_secret_kubeconfig(federation, worker)).decode())
+    second, the copies the first holds looked like strays and were deleted, stopping the Jobs that ran there. Also
+    when the second names the server another way (``localhost`` for ``127.0.0.1``): the copies seen through both
+    tell that they reach one server (before, the running Job's copies were deleted and it ran again elsewhere)."""
+    job = f"twin-{spelling}"
+    submit(federation, job, cpu="1", seconds=12)
+    worker = running_on(federation, job)
+    kubeconfig = base64.b64decode(_secret_kubeconfig(federation, worker)).decode()
+    if spelling == "localhost":
+        assert "https://127.0.0.1:" in kubeconfig
+        kubeconfig = kubeconfig.replace("https://127.0.0.1:", "https://localhost:")
+    _apply_cluster(federation, "twin", kubeconfig)
     try:
-        _assert_refused_while_the_worker_runs_its_job_once(federation, "twin", worker, "twin-running")
+        _assert_refused_while_the_worker_runs_its_job_once(federation, "twin", worker, job)
         # a kubeconfig naming another server makes it usable
         _apply_cluster(federation, "twin", federation.kubeconfig(MANAGER).read_text())
         _wait_active(federation, "twin", status="True", says="Connected")

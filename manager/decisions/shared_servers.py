@@ -10,8 +10,11 @@ others are inactive, with a reason naming it, until their kubeconfig names anoth
 the used one's connection leaves alone the copies that a Workload held by one of those names has there
 (``names_reaching``): after a restart the name used may not be the one that sent them.
 
-"The same server" is told by the address the kubeconfig names (``federation.kube.kubeconfig.server_address``): two
-spellings of one server (a host name and its IP address) are not recognised as the same.
+"The same server" is told by the address the kubeconfig names (``federation.kube.kubeconfig.server_address``), and,
+for two spellings of one server (a host name and its IP address), by what is seen through them: a copy about to be
+deleted as a stray through one name that the worker holding its Workload sees too, the same object (same uid), shows
+that the two names reach one server (:func:`same_object`). The copy is left alone, and from then on the name is
+treated as reaching the holder's address, until its kubeconfig names another.
 
 A kubeconfig may also reach the manager's own API server. A copy there would take the name of the object it copies,
 so kfed-manager finds out at its first copy: the object already there under that name is the manager's own (the same
@@ -22,6 +25,7 @@ changes; the workload that found out is sent elsewhere.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 REASON_DUPLICATE_SERVER = "DuplicateServer"
 """The MultiKueueCluster's kubeconfig reaches the API server another MultiKueueCluster's does, and that one is used."""
@@ -57,7 +61,16 @@ def manager_cluster_message(*, kind: str, namespace: str, name: str) -> str:
     )
 
 
-def duplicate_message(*, address: str, used: str) -> str:
+def same_object(seen: Mapping[str, Any] | None, other: Mapping[str, Any] | None) -> bool:
+    """``seen`` and ``other``, read through two MultiKueueClusters, are one object: the same uid (the apiserver makes
+    one for every object, so two servers never share one)."""
+    uid = ((seen or {}).get("metadata") or {}).get("uid")
+    return bool(uid) and uid == ((other or {}).get("metadata") or {}).get("uid")
+
+
+def duplicate_message(*, address: str, used: str, used_address: str | None = None) -> str:
+    if used_address is not None and used_address != address:
+        address = f"{address} (the server at {used_address}: the same objects are seen through both)"
     return (
         f"its kubeconfig reaches {address}, the API server MultiKueueCluster {used!r} reaches and kfed-manager uses; "
         "one worker cluster must be named by one MultiKueueCluster, so this one is not used until its kubeconfig "

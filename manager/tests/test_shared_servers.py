@@ -4,6 +4,7 @@ from manager.decisions.shared_servers import (
     duplicate_message,
     manager_cluster_message,
     names_reaching,
+    same_object,
     used_name,
 )
 
@@ -41,3 +42,18 @@ def test_a_cluster_reaching_the_manager_says_which_of_the_managers_objects_it_fo
     assert "reaches the manager cluster itself" in message
     assert "Workload team-a/job-train-1a2b3 there is the manager's own" in message
     assert message.endswith("not used until its kubeconfig changes")
+
+
+def test_one_object_seen_through_two_names_has_one_uid_and_the_message_names_both_spellings() -> None:
+    seen = {"metadata": {"namespace": "default", "name": "train", "uid": "u-1"}}
+    assert same_object(seen, {"metadata": {"namespace": "default", "name": "train", "uid": "u-1"}})
+    assert not same_object(seen, {"metadata": {"namespace": "default", "name": "train", "uid": "u-2"}})
+    assert not same_object(seen, None)
+    assert not same_object({"metadata": {}}, {"metadata": {}}), "no uid: nothing to tell by"
+    message = duplicate_message(
+        address="https://localhost:6443", used="worker-1", used_address="https://127.0.0.1:6443"
+    )
+    assert message.startswith(
+        "its kubeconfig reaches https://localhost:6443 (the server at https://127.0.0.1:6443: the same objects are "
+        "seen through both), the API server MultiKueueCluster 'worker-1' reaches"
+    )
