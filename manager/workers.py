@@ -311,15 +311,24 @@ class WorkerPool:
 
     def same_server(self, name: str, holder: str) -> None:
         """Worker ``name``'s connection sees an object that ``holder``'s sees too (``shared_servers.same_object``):
-        the two reach one API server under two spellings. From now on ``name`` counts as reaching ``holder``'s
-        address, so only one of them is used (the one connected first, as for one spelling)."""
-        conn, theirs = self.connections.get(name), self._addresses.get(holder)
-        if conn is None or theirs is None or self._addresses.get(name) == theirs:
+        the two reach one API server under two spellings. From now on the newer of the two MultiKueueClusters (by
+        ``used_name``'s rule, whichever of them found out) counts as reaching the older one's address, so only the
+        older one is used."""
+        pair = frozenset((name, holder))
+        created = {
+            cluster: str(found["metadata"].get("creationTimestamp") or "")
+            for cluster in pair
+            if (found := self._clusters.store.get_by_name(cluster)) is not None
+        }
+        kept = used_name(pair, created)
+        other = name if kept == holder else holder
+        conn, theirs = self.connections.get(other), self._addresses.get(kept)
+        if conn is None or theirs is None or self._addresses.get(other) == theirs:
             return
-        log.warning("two worker clusters reach one API server", cluster=name, holder=holder, address=conn.address)
-        self._same_as[name] = (conn.address, theirs)
-        self._note_address(name, conn.address)
-        self.queue.add(name)
+        log.warning("two worker clusters reach one API server", cluster=other, used=kept, address=conn.address)
+        self._same_as[other] = (conn.address, theirs)
+        self._note_address(other, conn.address)
+        self.queue.add(other)
 
     def names_reaching(self, name: str) -> frozenset[str]:
         """The MultiKueueClusters whose kubeconfigs reach worker ``name``'s API server, ``name`` included: a copy
