@@ -97,11 +97,19 @@ class Evictions:
         self._unreachable_told: dict[str, dt.datetime] = {}
         """Workload key → the start of the outage its Workload and Job were told about (once per outage)."""
 
-    async def worker_unreachable(self, workload: Obj, manager_job: Obj | None, *, worker: str) -> float | None:
+    async def worker_unreachable(
+        self,
+        workload: Obj,
+        manager_job: Obj | None,
+        *,
+        worker: str,
+        moved: tuple[dt.datetime, str] | None = None,
+    ) -> float | None:
         """The holding worker cannot be reached: wait (a blip evicts nothing) until the worker-lost timeout, counted
         from when the connection was lost, then requeue deliberately and visibly without confirming the copies are
-        gone; they are deleted when the worker answers again (see ``CopyCleaner.delete_strays``)."""
-        since = self._pool.unreachable_since(worker)
+        gone; they are deleted when the worker answers again (see ``CopyCleaner.delete_strays``). With ``moved`` (when,
+        and why): the worker's kubeconfig names another server since then, and the copies are out of its reach."""
+        since = self._pool.unreachable_since(worker) if moved is None else moved[0]
         now = dt.datetime.now(dt.UTC)
         timeout = self._config.worker_lost_timeout
         left = worker_lost_time_left(since, now=now, timeout=timeout)
@@ -109,7 +117,8 @@ class Evictions:
         if left > 0:
             report_in = unreachable_report_in(since, now=now, timeout=timeout)
             if since is not None and report_in <= 0 and self._unreachable_told.get(key) != since:
-                self._tell_unreachable(key, workload, manager_job, worker=worker, since=since)
+                problem = self._pool.dropped_reason(worker) if moved is None else moved[1]
+                self._tell_unreachable(key, workload, manager_job, worker=worker, since=since, problem=problem)
             elif report_in > 0:
                 return min(left, report_in, UNREACHABLE_RECHECK_SECONDS)
             return min(left, UNREACHABLE_RECHECK_SECONDS)
@@ -123,14 +132,14 @@ class Evictions:
         return None
 
     def _tell_unreachable(
-        self, key: str, workload: Obj, manager_job: Obj | None, *, worker: str, since: dt.datetime
+        self, key: str, workload: Obj, manager_job: Obj | None, *, worker: str, since: dt.datetime, problem: str
     ) -> None:
         """Once per outage: a Warning Event on the Workload and its Job saying what they wait for, and a log line."""
         if len(self._unreachable_told) >= UNREACHABLE_TOLD_LIMIT:
             self._unreachable_told.clear()  # entries of Workloads that finished meanwhile; at worst one more Event
         self._unreachable_told[key] = since
         message = worker_unreachable_message(
-            worker, since=since, timeout=self._config.worker_lost_timeout, problem=self._pool.dropped_reason(worker)
+            worker, since=since, timeout=self._config.worker_lost_timeout, problem=problem
         )
         for regarding in (workload, manager_job) if manager_job is not None else (workload,):
             self._events.emit(regarding, reason="WorkerUnreachable", note=message, action="Sync", event_type="Warning")

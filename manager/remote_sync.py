@@ -44,11 +44,13 @@ from manager.decisions.lifecycle import Phase, adoptions, held_worker, phase_of
 from manager.decisions.remote_copies import is_ours, started_remote_job
 from manager.decisions.sync import Step, job_finish, mirror_wait, plan
 from manager.decisions.withdrawal import (
+    copies_out_of_reach,
     deactivated,
     dispatch_time_left,
     drained_by_stop_policy,
     foreign_reservation,
     foreign_reservation_release,
+    moved_message,
     pending_deactivation_status,
     withdrawal_reason,
 )
@@ -281,6 +283,12 @@ class RemoteSync:
             await self._cleaner.delete_copies(conn, stale, why="copy of an earlier workload with the same name")
             return 1.0
         remote_wl, remote_jb = found_wl, found_jb
+        moved = conn.moved_from
+        if moved is not None and copies_out_of_reach(
+            workload, remote_workload=remote_wl, remote_job=remote_jb, moved_at=moved[1]
+        ):
+            why = moved_message(was=moved[0], now=conn.address)
+            return await self._evictions.worker_unreachable(workload, manager_job, worker=worker, moved=(moved[1], why))
         phase = phase_of(workload, manager_job=manager_job, remote_workload=remote_wl, copies_known=True)
         ready_recheck: float | None = None
         if phase is Phase.EVICTING:

@@ -170,6 +170,9 @@ class WorkerConnection:
     probed: ParsedReport | None = None
     """The capacity probed from ``cluster_queues`` and ``local_queues`` (None until both have listed)."""
     tg: anyio.abc.TaskGroup | None = None
+    moved_from: tuple[str, dt.datetime] | None = None
+    """The API server address this name's previous connection reached, when its kubeconfig now names another, and
+    when that was seen: the copies sent before then are on that server, out of this connection's reach."""
     manager_cluster: str | None = None
     """Why this connection reaches the manager cluster itself (found at a copy's create); it then takes no copies."""
     empty_since: float | None = None
@@ -275,6 +278,11 @@ class WorkerPool:
         self._addresses: dict[str, str] = {}
         """cluster -> the API server address its kubeconfig names (``shared_servers``), while that kubeconfig is
         usable; for a cluster in ``_same_as``, the address of the server it was found to reach."""
+        self._moved: dict[str, tuple[str, dt.datetime]] = {}
+        """cluster -> the server address it was last connected to before a connection to another, and when that was
+        (``WorkerConnection.moved_from``)."""
+        self._reached: dict[str, str] = {}
+        """cluster -> the server address of its latest connection."""
         self._same_as: dict[str, tuple[str, str]] = {}
         """cluster -> (the address its kubeconfig names, the address of another cluster's server it was found to reach
         by the objects seen through both: ``same_server``), while its kubeconfig names that address."""
@@ -488,7 +496,7 @@ class WorkerPool:
         cluster = self._clusters.store.get_by_name(name)
         if cluster is None:
             await self._disconnect(name)
-            self._same_as.pop(name, None)
+            self._same_as.pop(name, None)  # (where it was connected last stays known: it may come back elsewhere)
             self._note_address(name, None)
             self.problems.pop(name, None)
             self._backoff.pop(name, None)
@@ -569,10 +577,16 @@ class WorkerPool:
 
     def _start(self, name: str, fingerprint: str, address: str, api: KubeApi) -> None:
         selector = MULTIKUEUE_ORIGIN_LABEL + "=" + self._config.origin
+        reached = self._reached.get(name)
+        if reached is not None and reached != address:
+            self._moved[name] = (reached, dt.datetime.now(dt.UTC))
+            log.warning("worker cluster now reaches another API server", cluster=name, was=reached, now=address)
+        self._reached[name] = address
         conn = WorkerConnection(
             name=name,
             fingerprint=fingerprint,
             address=address,
+            moved_from=self._moved.get(name),
             api=api,
             workloads=WatchCache(api, WORKLOADS, label_selector=selector),
             jobs=WatchCache(api, JOBS, label_selector=selector),

@@ -408,14 +408,16 @@ def test_f1_a_worker_lost_past_the_timeout_has_its_workload_requeued_elsewhere_a
     wait_complete(federation, "f1-lost", timeout=90)
 
 
-@pytest.mark.parametrize("change", ["deleted", "unusable-kubeconfig"])
+@pytest.mark.parametrize("change", ["deleted", "unusable-kubeconfig", "other-server"])
 def test_a_workload_on_a_worker_kfed_drops_says_why_and_is_requeued_past_the_timeout(
     federation: Federation, change: str
 ) -> None:
     """Deleting a worker's MultiKueueCluster, or pointing it at a kubeconfig that cannot be used, drops kfed's
     connection to that worker: no watch of it will bring its Workloads back, yet each must say what it waits for and
     be requeued past the worker-lost timeout, like a worker that stopped answering (Kueue leaves it admitted there,
-    waiting)."""
+    waiting). So does pointing it at a kubeconfig of another API server (here the manager's): the copies are not
+    seen there, but they were not deleted, they run on out of reach. Before, that workload was sent again at once,
+    as if its copies had been deleted, and ran on two clusters."""
     job = f"dropped-{change[:8]}"
     submit(federation, job, cpu="1", seconds=6)
     worker = running_on(federation, job)
@@ -431,11 +433,27 @@ def test_a_workload_on_a_worker_kfed_drops_says_why_and_is_requeued_past_the_tim
     if change == "deleted":
         federation.kubectl(MANAGER, "delete", "multikueuecluster", worker)
         problem = f"(no MultiKueueCluster {worker})"
-    else:
+    elif change == "unusable-kubeconfig":
         source = {"kubeConfig": {"locationType": "Secret", "location": f"{job}-no-such-secret"}}
         patch = json.dumps({"spec": {"clusterSource": source}})
         federation.kubectl(MANAGER, "patch", "multikueuecluster", worker, "--type=merge", "-p", patch)
         problem = f"(BadKubeConfig: Secret {KFED_NAMESPACE}/{job}-no-such-secret not found"
+    else:
+        federation.kubectl(
+            MANAGER,
+            "-n",
+            KFED_NAMESPACE,
+            "create",
+            "secret",
+            "generic",
+            f"{job}-kubeconfig",
+            f"--from-file=kubeconfig={federation.kubeconfig(MANAGER)}",
+        )
+        source = {"kubeConfig": {"locationType": "Secret", "location": f"{job}-kubeconfig"}}
+        patch = json.dumps({"spec": {"clusterSource": source}})
+        federation.kubectl(MANAGER, "patch", "multikueuecluster", worker, "--type=merge", "-p", patch)
+        now, was = federation.clusters[MANAGER].server, federation.clusters[worker].server
+        problem = f"(its kubeconfig now reaches {now}, not {was}, where the workload's copies were sent)"
     try:
         told = wait_for(
             lambda: _events(federation, "WorkerUnreachable", job),
@@ -460,6 +478,9 @@ def test_a_workload_on_a_worker_kfed_drops_says_why_and_is_requeued_past_the_tim
         )
     finally:
         federation.kubectl(MANAGER, "apply", "-f", "-", input=json.dumps(kept))
+        federation.kubectl(
+            MANAGER, "-n", KFED_NAMESPACE, "delete", "secret", f"{job}-kubeconfig", "--ignore-not-found", check=False
+        )
         wait_for(
             lambda: condition(get(federation, MANAGER, "multikueuecluster", worker), "Active"),
             until=lambda c: c is not None and c["status"] == "True",

@@ -207,6 +207,27 @@ def worker_unreachable_message(worker: str, *, since: dt.datetime, timeout: floa
     )
 
 
+def copies_out_of_reach(
+    workload: Obj, *, remote_workload: Obj | None, remote_job: Obj | None, moved_at: dt.datetime | None
+) -> bool:
+    """The workload's copies may be on the API server its worker's kubeconfig named before it was edited to name
+    another at ``moved_at`` (None: never): none is seen through the connection to the new one, and the workload
+    reserved its quota, so its copies may have been sent, before then. They are not gone, only out of reach: the
+    workload waits for the worker-lost timeout, as for a worker that does not answer, instead of being sent again
+    at once while they may still run."""
+    if moved_at is None or remote_workload is not None or remote_job is not None or is_true(workload, "Finished"):
+        return False
+    reserved = find_condition(workload, "QuotaReserved") or {}
+    if reserved.get("status") != "True" or not reserved.get("lastTransitionTime"):
+        return False
+    return parse_time(str(reserved["lastTransitionTime"])) <= moved_at
+
+
+def moved_message(*, was: str, now: str) -> str:
+    """Why a workload's copies are out of reach (``copies_out_of_reach``)."""
+    return f"its kubeconfig now reaches {now}, not {was}, where the workload's copies were sent"
+
+
 def worker_lost_message(worker: str, *, timeout: float) -> str:
     return (
         f'worker cluster "{worker}" has been unreachable for longer than the worker-lost timeout ({timeout:.0f}s); '

@@ -15,9 +15,11 @@ from manager.decisions.withdrawal import (
     EXCLUDED_CLUSTERS_ANNOTATION,
     FOREIGN_JOB_REASON,
     copies_not_deleted_message,
+    copies_out_of_reach,
     exclusion_annotation,
     exclusions,
     linger_report_after,
+    moved_message,
     pending_deactivation_status,
     preemption_status,
     requeue_status,
@@ -394,3 +396,27 @@ def test_a_withdrawal_is_reported_only_past_a_graceful_stop_of_its_pods() -> Non
     assert linger_report_after([job_copy(120), {"kind": "Workload"}], timeout=900) == 150
     assert linger_report_after([{"kind": "Workload"}], timeout=900) == 60
     assert linger_report_after([job_copy(600)], timeout=900) == 300, "at most a third of the worker-lost timeout"
+
+
+def test_copies_a_worker_kubeconfig_edited_to_another_server_left_behind_are_out_of_reach_not_deleted() -> None:
+    reserved = {**cond("QuotaReserved"), "lastTransitionTime": "2026-11-22T11:59:00Z"}
+    held = workload(reserved, cond("Admitted"))
+    moved_at = NOW - dt.timedelta(seconds=30)
+    assert copies_out_of_reach(held, remote_workload=None, remote_job=None, moved_at=moved_at)
+    assert not copies_out_of_reach(held, remote_workload=None, remote_job=None, moved_at=None), "never moved"
+    seen = {"metadata": {"name": "job-a-1"}}
+    assert not copies_out_of_reach(held, remote_workload=seen, remote_job=None, moved_at=moved_at), "copies there"
+    later = workload({**reserved, "lastTransitionTime": "2026-11-22T11:59:45Z"})
+    assert not copies_out_of_reach(later, remote_workload=None, remote_job=None, moved_at=moved_at), (
+        "sent after the move: to the new server, where a missing copy is made again"
+    )
+    assert not copies_out_of_reach(
+        workload(cond("QuotaReserved", False)), remote_workload=None, remote_job=None, moved_at=moved_at
+    )
+    assert not copies_out_of_reach(
+        workload(reserved, cond("Finished")), remote_workload=None, remote_job=None, moved_at=moved_at
+    )
+    assert moved_message(was="https://10.0.0.1:6443", now="https://10.0.0.2:6443") == (
+        "its kubeconfig now reaches https://10.0.0.2:6443, not https://10.0.0.1:6443, where the workload's copies "
+        "were sent"
+    )
