@@ -285,12 +285,16 @@ class CopyCleaner:
     def _seen_by_holder(self, conn: WorkerConnection, resource: Resource, copy: Obj, holder: str | None) -> bool:
         """The copy seen through ``conn`` is one the worker holding its Workload (``holder``) sees too: the two names
         reach one API server (``shared_servers.same_object``), and deleting it here would delete the holder's copy.
-        The pool is told, and the copy left alone."""
+        The pool is told, and the copy left alone. A holder without a connection counts as seeing it when it was
+        last connected to the server ``conn`` reaches."""
         if holder is None or holder == conn.name:
             return False
         other = self._pool.connections.get(holder)
         if other is None:
-            return False
+            # No connection of the holder to compare with (its MultiKueueCluster deleted, say renamed, or its
+            # kubeconfig broken): the server it was last connected to tells. Its workloads wait there until the
+            # worker-lost timeout, as for any worker that cannot be used.
+            return self._pool.last_reached(holder) == conn.address
         meta = copy["metadata"]
         view = other.workload_view if resource is WORKLOADS else other.job_view
         if not same_object(copy, view.get_by_name(meta["name"], namespace=meta["namespace"])):

@@ -317,6 +317,11 @@ class WorkerPool:
         conn.manager_cluster = message
         self.queue.add(name)
 
+    def last_reached(self, name: str) -> str | None:
+        """The API server address worker ``name`` was last connected to by this process (None: never), also after
+        its MultiKueueCluster was deleted."""
+        return self._reached.get(name)
+
     def same_server(self, name: str, holder: str) -> None:
         """Worker ``name``'s connection sees an object that ``holder``'s sees too (``shared_servers.same_object``):
         the two reach one API server under two spellings. From now on the newer of the two MultiKueueClusters (by

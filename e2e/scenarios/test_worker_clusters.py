@@ -483,3 +483,60 @@ def test_a_multikueuecluster_reaching_the_manager_itself_is_inactive_from_its_fi
         federation.kubectl(
             MANAGER, "-n", KFED_NAMESPACE, "delete", "secret", "manager-itself-kubeconfig", "--ignore-not-found"
         )
+
+
+def test_a_renamed_multikueuecluster_leaves_the_copies_its_old_name_sent_running(federation: Federation) -> None:
+    """A worker's MultiKueueCluster renamed (a new one with its spec, the old one deleted, the MultiKueueConfig
+    edited): through the new name, the copies the old name sent were taken for strays and deleted at once, stopping
+    the Job that ran there. Now they are left alone, since the old name was last connected to the same server: the
+    workload waits for its worker as for one that cannot be used (``WorkerUnreachable``), and completes."""
+    job = "renamed-running"
+    submit(federation, job, cpu="1", seconds=20)
+    worker = running_on(federation, job)
+    renamed = f"{worker}-renamed"
+    config = get(federation, MANAGER, "multikueueconfig", "kfed")
+    original = get(federation, MANAGER, "multikueuecluster", worker)
+    assert config is not None
+    assert original is not None
+    copy_before = get(federation, worker, "job", job)
+    assert copy_before is not None
+
+    def cluster(name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": original["apiVersion"],
+            "kind": "MultiKueueCluster",
+            "metadata": {"name": name},
+            "spec": original["spec"],
+        }
+
+    clusters = list(config["spec"]["clusters"])
+    renamed_list = [renamed if name == worker else name for name in clusters]
+    try:
+        federation.kubectl(MANAGER, "delete", "multikueuecluster", worker)
+        federation.kubectl(MANAGER, "apply", "-f", "-", input=json.dumps(cluster(renamed)))
+        patch = json.dumps({"spec": {"clusters": renamed_list}})
+        federation.kubectl(MANAGER, "patch", "multikueueconfig", "kfed", "--type=merge", "-p", patch)
+        _wait_active(federation, renamed, status="True", says="Connected")
+        wait_for(
+            lambda: [
+                e
+                for e in items(federation, MANAGER, "events.events.k8s.io")
+                if e.get("reason") == "WorkerUnreachable"
+                and (e.get("regarding") or {}).get("kind") == "Workload"
+                and f"(no MultiKueueCluster {worker})" in str(e.get("note"))
+            ],
+            until=bool,
+            timeout=30,
+            what=f"the workload told it waits for {worker}",
+        )
+        copy_now = get(federation, worker, "job", job)
+        assert copy_now is not None, "the copy its old name sent was deleted through the new name"
+        assert copy_now["metadata"]["uid"] == copy_before["metadata"]["uid"]
+        assert not copy_now["metadata"].get("deletionTimestamp")
+        wait_complete(federation, job, timeout=120)
+    finally:
+        federation.kubectl(MANAGER, "delete", "multikueuecluster", renamed, "--ignore-not-found")
+        federation.kubectl(MANAGER, "apply", "-f", "-", input=json.dumps(cluster(worker)))
+        patch = json.dumps({"spec": {"clusters": clusters}})
+        federation.kubectl(MANAGER, "patch", "multikueueconfig", "kfed", "--type=merge", "-p", patch)
+        _wait_active(federation, worker, status="True", says="Connected")
