@@ -103,13 +103,16 @@ class Evictions:
         manager_job: Obj | None,
         *,
         worker: str,
-        moved: tuple[dt.datetime, str] | None = None,
+        since: dt.datetime | None = None,
+        problem: str | None = None,
     ) -> float | None:
         """The holding worker cannot be reached: wait (a blip evicts nothing) until the worker-lost timeout, counted
         from when the connection was lost, then requeue deliberately and visibly without confirming the copies are
-        gone; they are deleted when the worker answers again (see ``CopyCleaner.delete_strays``). With ``moved`` (when,
-        and why): the worker's kubeconfig names another server since then, and the copies are out of its reach."""
-        since = self._pool.unreachable_since(worker) if moved is None else moved[0]
+        gone; they are deleted when the worker answers again (see ``CopyCleaner.delete_strays``). ``since`` and
+        ``problem`` are given when the copies are out of reach for another cause than the connection (the worker's
+        kubeconfig names another server since then)."""
+        if since is None:
+            since = self._pool.unreachable_since(worker)
         now = dt.datetime.now(dt.UTC)
         timeout = self._config.worker_lost_timeout
         left = worker_lost_time_left(since, now=now, timeout=timeout)
@@ -117,8 +120,8 @@ class Evictions:
         if left > 0:
             report_in = unreachable_report_in(since, now=now, timeout=timeout)
             if since is not None and report_in <= 0 and self._unreachable_told.get(key) != since:
-                problem = self._pool.dropped_reason(worker) if moved is None else moved[1]
-                self._tell_unreachable(key, workload, manager_job, worker=worker, since=since, problem=problem)
+                why = self._pool.dropped_reason(worker) if problem is None else problem
+                self._tell_unreachable(key, workload, manager_job, worker=worker, since=since, problem=why)
             elif report_in > 0:
                 return min(left, report_in, UNREACHABLE_RECHECK_SECONDS)
             return min(left, UNREACHABLE_RECHECK_SECONDS)

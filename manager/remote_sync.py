@@ -288,7 +288,9 @@ class RemoteSync:
             workload, remote_workload=remote_wl, remote_job=remote_jb, moved_at=moved[1]
         ):
             why = moved_message(was=moved[0], now=conn.address)
-            return await self._evictions.worker_unreachable(workload, manager_job, worker=worker, moved=(moved[1], why))
+            return await self._evictions.worker_unreachable(
+                workload, manager_job, worker=worker, since=moved[1], problem=why
+            )
         phase = phase_of(workload, manager_job=manager_job, remote_workload=remote_wl, copies_known=True)
         ready_recheck: float | None = None
         if phase is Phase.EVICTING:

@@ -81,6 +81,14 @@ from worker_agent.writes import WRITE_CONCURRENCY, Writes, copy_of_manager, coun
 
 log = structlog.get_logger(__name__)
 
+
+def _orphan_finish(workload: Obj, now: dt.datetime) -> FinishWorkload:
+    """Finish ``workload`` as orphaned (Kueue's ``OwnerNotFound``): its Job is gone, or being deleted."""
+    return FinishWorkload(
+        {"conditions": orphan_finish(workload, now=now)}, REASON_OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE
+    )
+
+
 Obj = dict[str, Any]
 
 
@@ -192,12 +200,9 @@ class JobPasses:
                 bound = self._log.bind(job=key, workload=f"{namespace}/{name}")
                 local = local_queue_name(job) is not None
                 if local and owner_going(job, workload):
-                    orphan = FinishWorkload(
-                        {"conditions": orphan_finish(workload, now=now)},
-                        REASON_OWNER_NOT_FOUND,
-                        OWNER_NOT_FOUND_MESSAGE,
+                    tg.start_soon(
+                        limited, limiter, self._finish_workload, workload, _orphan_finish(workload, now), bound
                     )
-                    tg.start_soon(limited, limiter, self._finish_workload, workload, orphan, bound)
                     continue
                 if local and priority_class_changed(workload, job) and not is_true(workload, "Finished"):
                     tg.start_soon(limited, limiter, self.local_jobs.reprioritize, key, job, workload, unsettled)
@@ -318,10 +323,7 @@ class JobPasses:
             naming = (self.world.job_by_key(job_key) for job_key in self.job_index.named.get(key, ()))
             if workload is None or not orphaned(workload, jobs=(job for job in naming if job is not None)):
                 continue  # its Job lives (its ownerReference was taken off by hand): they end together
-            finish = FinishWorkload(
-                {"conditions": orphan_finish(workload, now=now)}, REASON_OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE
-            )
-            await self._finish_workload(workload, finish, self._log.bind(workload=key))
+            await self._finish_workload(workload, _orphan_finish(workload, now), self._log.bind(workload=key))
 
     async def job_copy_pass(self) -> None:
         """Evict the admitted kfed-manager copies whose Job copy has not come within ``job_copy_timeout``

@@ -331,6 +331,21 @@ def _admitted(federation: Federation, worker: str, created: Obj) -> Obj:
     )[0]
 
 
+def _readmitted(federation: Federation, worker: str, created: Obj, first: Obj, *, what: str) -> Obj:
+    """Wait until the Job queued on ``worker`` (``created``) has one Workload there, another than ``first``, admitted;
+    returns it."""
+    return wait_for(
+        lambda: _owned_workloads(federation, worker, created),
+        until=lambda found: (
+            len(found) == 1
+            and found[0]["metadata"]["uid"] != first["metadata"]["uid"]
+            and is_true(found[0], "Admitted")
+        ),
+        timeout=60,
+        what=what,
+    )[0]
+
+
 def _stopped_events(federation: Federation, worker: str, job: str, *, what: str) -> list[Obj]:
     """Wait for the ``Stopped`` Events of Job ``job`` on ``worker``; returns them."""
     selector = f"involvedObject.kind=Job,involvedObject.name={job},reason=Stopped"
@@ -361,16 +376,7 @@ def test_a_worker_queued_job_whose_workload_is_deleted_is_stopped_and_queued_ane
             federation, worker, "lost-workload", what="the agent stopping the Job that lost its Workload"
         )
         assert stopped[0]["message"] == "Missing Workload; unable to restore pod templates", stopped
-        second = wait_for(
-            lambda: _owned_workloads(federation, worker, created),
-            until=lambda found: (
-                len(found) == 1
-                and found[0]["metadata"]["uid"] != first["metadata"]["uid"]
-                and is_true(found[0], "Admitted")
-            ),
-            timeout=60,
-            what="a new Workload for the Job, admitted afresh",
-        )[0]
+        second = _readmitted(federation, worker, created, first, what="a new Workload for the Job, admitted afresh")
         assert (condition(second, "QuotaReserved") or {}).get("reason") == "QuotaReserved", second.get("status")
         job = wait_for(
             lambda: get(federation, worker, "job", "lost-workload"),
@@ -422,15 +428,8 @@ def test_a_worker_queued_jobs_workload_a_finalizer_holds_while_deleted_stops_the
                 worker, "patch", "workload", name, "-n", "default", "--type=json", "-p", unhold, check=False
             )
     try:
-        wait_for(
-            lambda: _owned_workloads(federation, worker, created),
-            until=lambda found: (
-                len(found) == 1
-                and found[0]["metadata"]["uid"] != first["metadata"]["uid"]
-                and is_true(found[0], "Admitted")
-            ),
-            timeout=60,
-            what="a new Workload for the Job once the old one went, admitted afresh",
+        _readmitted(
+            federation, worker, created, first, what="a new Workload for the Job once the old one went, admitted afresh"
         )
     finally:
         federation.kubectl(worker, "delete", "job", "held-local", "-n", "default", "--wait=false", check=False)
