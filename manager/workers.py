@@ -574,6 +574,7 @@ class WorkerPool:
                     attempt=backoff.failures,
                     delay=delay,
                     now=dt.datetime.now(dt.UTC),
+                    status=err.status if isinstance(err, KubeError) else None,
                 ),
             )
             return delay
@@ -674,18 +675,21 @@ class WorkerPool:
                 with anyio.CancelScope(shield=True):
                     await conn.api.aclose()
 
-    async def _probe(self, conn: WorkerConnection) -> str | None:
-        """Why the worker's apiserver failed its liveness probe, or None when it answered."""
+    async def _probe(self, conn: WorkerConnection) -> tuple[str, int | None] | None:
+        """Why the worker's apiserver failed its liveness probe and the HTTP status it answered with (None: no
+        answer), or None when it answered."""
         timeout = self._config.probe_timeout
         try:
             with anyio.fail_after(timeout):
                 await conn.api.server_version(request_timeout=timeout, retry=False)
         except TimeoutError:
-            return f"no answer to GET /version within {timeout:g}s"
-        except (KubeError, OSError) as err:
-            return str(err) or type(err).__name__
+            return f"no answer to GET /version within {timeout:g}s", None
+        except KubeError as err:
+            return str(err) or type(err).__name__, err.status
+        except OSError as err:
+            return str(err) or type(err).__name__, None
         except Exception as err:  # e.g. an answer that is not JSON: the worker fails the probe, the pool lives on
-            return f"{type(err).__name__}: {err}"
+            return f"{type(err).__name__}: {err}", None
         return None
 
     async def _monitor(self, conn: WorkerConnection) -> None:
@@ -694,7 +698,8 @@ class WorkerPool:
         they may sit on connections that will never deliver again, or in a backoff sleep."""
         probe_failed = False
         while True:
-            probe_error = await self._probe(conn)
+            probe_failure = await self._probe(conn)
+            probe_error, probe_status = probe_failure if probe_failure is not None else (None, None)
             if probe_error is None and probe_failed:
                 log.info("worker answers again; restarting its watches", cluster=conn.name)
                 for _kind, cache in conn.caches:
@@ -706,6 +711,7 @@ class WorkerPool:
                 self._start_probing(conn, missing)
             health = connection_health(
                 probe_error=probe_error,
+                probe_status=probe_status,
                 caches=[
                     CacheView(
                         kind,

@@ -243,6 +243,69 @@ def test_a_missing_secret_says_so_and_fixing_it_brings_the_cluster_back(federati
     federation.kubectl(MANAGER, "delete", "multikueuecluster", "late", "--wait=false")
 
 
+def _reader_kubeconfig(fed: Federation, service_account: str) -> str:
+    """A kubeconfig with the token of a new ServiceAccount of the manager cluster that may read what kfed watches on
+    a worker (Workloads, Jobs, capacity reports): a server no MultiKueueCluster names yet."""
+    rules = [
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["kfed.io"], "resources": ["clustercapacities"], "verbs": ["get", "list", "watch"]},
+    ]
+    objects = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": service_account, "namespace": "default"}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": service_account},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": service_account},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": service_account},
+            "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": "default"}],
+        },
+    ]
+    fed.kubectl(MANAGER, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    token = fed.kubectl(MANAGER, "create", "token", service_account, "-n", "default").stdout.strip()
+    config = yaml.safe_load(fed.kubeconfig(MANAGER).read_text())
+    user = config["users"][0]["user"]
+    user.clear()
+    user["token"] = token
+    return str(yaml.safe_dump(config))
+
+
+def test_a_revoked_token_says_the_worker_refuses_the_credentials_and_a_new_one_brings_it_back(
+    federation: Federation,
+) -> None:
+    """The worker's apiserver answers, with 401: the cluster is inactive with a message that says the credentials
+    are refused (not that the worker does not answer), and a new token in the Secret brings it back."""
+    federation.expected_forbidden.add("revoked")
+    _apply_cluster(federation, "revoked", _reader_kubeconfig(federation, "kfed-revoked"))
+    try:
+        _wait_active(federation, "revoked", status="True", says="Connected")
+        # Deleting the ServiceAccount revokes every token issued for it; the new one of the same name is another.
+        federation.kubectl(MANAGER, "delete", "serviceaccount", "kfed-revoked", "-n", "default")
+        _wait_active(federation, "revoked", status="False", says="refuses the kubeconfig's credentials: 401")
+        active = _active(federation, "revoked")
+        assert active is not None
+        assert active["reason"] == "ClientConnectionFailed"
+        assert "does not answer" not in str(active["message"]), active
+        _apply_cluster(federation, "revoked", _reader_kubeconfig(federation, "kfed-revoked"))
+        _wait_active(federation, "revoked", status="True", says="Connected")
+    finally:
+        federation.kubectl(MANAGER, "delete", "multikueuecluster", "revoked", "--wait=false", check=False)
+        for kind in ("clusterrolebinding", "clusterrole"):
+            federation.kubectl(MANAGER, "delete", kind, "kfed-revoked", "--ignore-not-found", check=False)
+        federation.kubectl(
+            MANAGER, "delete", "serviceaccount", "kfed-revoked", "-n", "default", "--ignore-not-found", check=False
+        )
+        federation.kubectl(
+            MANAGER, "-n", KFED_NAMESPACE, "delete", "secret", "revoked-kubeconfig", "--ignore-not-found", check=False
+        )
+
+
 def test_kubectl_kfed_lists_the_workers_and_where_workloads_run(federation: Federation) -> None:
     import subprocess
     import sys

@@ -51,10 +51,13 @@ class Health:
 CONNECTED = Health("healthy", "Connected")
 
 
-def connection_health(*, probe_error: str | None, caches: Sequence[CacheView], grace: float) -> Health:
-    """The health of one worker connection from its latest probe (None: it answered) and its caches."""
+def connection_health(
+    *, probe_error: str | None, caches: Sequence[CacheView], grace: float, probe_status: int | None = None
+) -> Health:
+    """The health of one worker connection from its latest probe (None: it answered; ``probe_status``: the HTTP
+    status it answered with, when it answered with an error) and its caches."""
     if probe_error is not None:
-        return Health("failed", f"the worker's apiserver does not answer: {probe_error}")
+        return Health("failed", probe_failure_message(probe_error, probe_status))
     refused = [c for c in caches if c.optional and c.refused]
     caches = [c for c in caches if not (c.optional and c.refused)]
     failing = [c for c in caches if c.failing_for is not None and c.failing_for >= grace]
@@ -68,6 +71,19 @@ def connection_health(*, probe_error: str | None, caches: Sequence[CacheView], g
     if refused:
         return Health("healthy", probed_message(refused[0]))
     return CONNECTED
+
+
+def probe_failure_message(error: str, status: int | None) -> str:
+    """Why a failed probe fails the connection. An apiserver that answers 401 or 403 is up but refuses the
+    kubeconfig's credentials: saying it "does not answer" would send the operator after the network."""
+    if status == 401:
+        return (
+            f"the worker's apiserver refuses the kubeconfig's credentials: {error} (a token or client certificate "
+            "it no longer accepts: expired, revoked, or its ServiceAccount deleted; update the kubeconfig Secret)"
+        )
+    if status == 403:
+        return f"the worker's apiserver refuses GET /version to the kubeconfig's user: {error}"
+    return f"the worker's apiserver does not answer: {error}"
 
 
 def workloads_looked_at_again(was: HealthState, now: HealthState) -> bool:
@@ -112,8 +128,14 @@ class ReconnectBackoff:
         self.next_attempt = 0.0
 
 
-def reconnect_message(error: str, *, attempt: int, delay: float, now: dt.datetime) -> str:
-    """The ``Active=False`` message after failed connection attempt ``attempt``: what failed, and when the next
-    attempt is made (Kueue v0.20 names both)."""
+def reconnect_message(error: str, *, attempt: int, delay: float, now: dt.datetime, status: int | None = None) -> str:
+    """The ``Active=False`` message after failed connection attempt ``attempt``: what failed (``status``: the HTTP
+    status the apiserver refused with, if it answered), and when the next attempt is made (Kueue v0.20 names
+    both)."""
     at = (now + dt.timedelta(seconds=delay)).astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return f"cannot reach the worker's apiserver: {error}; attempt {attempt} failed, next at {at} (in {delay:.0f}s)"
+    what = (
+        probe_failure_message(error, status)
+        if status in (401, 403)
+        else f"cannot reach the worker's apiserver: {error}"
+    )
+    return f"{what}; attempt {attempt} failed, next at {at} (in {delay:.0f}s)"

@@ -77,6 +77,29 @@ def test_the_reconnect_message_names_the_attempt_and_when_the_next_one_is_made()
     )
 
 
+def test_an_apiserver_refusing_the_credentials_is_not_said_to_be_silent() -> None:
+    health = connection_health(probe_error="401 Unauthorized: Unauthorized", probe_status=401, caches=SYNCED, grace=3)
+    assert health.state == "failed"
+    assert health.message.startswith(
+        "the worker's apiserver refuses the kubeconfig's credentials: 401 Unauthorized: Unauthorized ("
+    )
+    assert "does not answer" not in health.message
+    forbidden = connection_health(probe_error="403 Forbidden: no", probe_status=403, caches=SYNCED, grace=3)
+    assert (
+        forbidden.message == "the worker's apiserver refuses GET /version to the kubeconfig's user: 403 Forbidden: no"
+    )
+    # Any other answer, or none, is still a worker that does not answer.
+    other = connection_health(probe_error="503 ServiceUnavailable: x", probe_status=503, caches=SYNCED, grace=3)
+    assert other.message == "the worker's apiserver does not answer: 503 ServiceUnavailable: x"
+
+
+def test_a_refused_connection_attempt_names_the_refusal_and_the_next_attempt() -> None:
+    now = dt.datetime(2026, 11, 23, 10, 0, 0, tzinfo=dt.UTC)
+    message = reconnect_message("401 Unauthorized: Unauthorized", attempt=1, delay=5, now=now, status=401)
+    assert message.startswith("the worker's apiserver refuses the kubeconfig's credentials: 401 Unauthorized")
+    assert message.endswith("; attempt 1 failed, next at 2026-11-23T10:00:05Z (in 5s)")
+
+
 def test_a_refused_capacity_report_leaves_the_worker_usable_and_says_how_it_is_probed() -> None:
     caches = [
         *SYNCED[:2],
