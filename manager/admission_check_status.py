@@ -26,7 +26,7 @@ from federation.kube.resources import ADMISSION_CHECKS
 from federation.kube.trigger import Trigger
 from manager.decisions.admission_checks import multikueue_check_verdict
 from manager.decisions.dispatch_policy import INVALID_DISPATCH_POLICY_REASON, dispatch_annotation_problem
-from manager.workers import WorkerAvailability
+from manager.worker_connection import WorkerAvailability
 
 log = structlog.get_logger(__name__)
 

@@ -42,7 +42,8 @@ from manager.concurrently import concurrently
 from manager.decisions.lifecycle import adoptions, copy_belongs, held_worker
 from manager.decisions.remote_copies import copies_selector, owned_by
 from manager.decisions.shared_servers import same_object
-from manager.workers import WorkerConnection, WorkerPool
+from manager.worker_connection import WorkerConnection
+from manager.workers import WorkerPool
 
 log = structlog.get_logger(__name__)
 

@@ -52,7 +52,8 @@ from manager.decisions.withdrawal import (
     worker_unreachable_message,
 )
 from manager.manager_jobs import stop_manager_job
-from manager.workers import WorkerConnection, WorkerPool
+from manager.worker_connection import WorkerConnection
+from manager.workers import WorkerPool
 from manager.workload_writes import WorkloadWrites
 
 log = structlog.get_logger(__name__)

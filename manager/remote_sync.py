@@ -58,8 +58,9 @@ from manager.dispatch_progress import DispatchProgress
 from manager.evictions import Evictions
 from manager.manager_jobs import start_manager_job_spec
 from manager.reservation_holds import ReservationHolds, ReservationNotWritten
+from manager.worker_connection import WorkerConnection
 from manager.worker_copies import ManagerClusterReached, NotOurs, RefusedByWorker, WorkerCopies
-from manager.workers import WorkerConnection, WorkerPool
+from manager.workers import WorkerPool
 from manager.workload_writes import WorkloadWrites
 
 log = structlog.get_logger(__name__)

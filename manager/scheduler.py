@@ -77,7 +77,7 @@ from manager.decisions.worker_requests import (
 from manager.queue_status_writes import QueueStatusWrites
 from manager.reservation_holds import ReservationHolds
 from manager.verdict_writes import VerdictWrites
-from manager.workers import WorkerAvailability
+from manager.worker_connection import WorkerAvailability
 
 log = structlog.get_logger(__name__)
 

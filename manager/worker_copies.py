@@ -28,7 +28,7 @@ from manager.config import ManagerConfig
 from manager.decisions.remote_copies import is_ours, remote_job, remote_workload
 from manager.decisions.shared_servers import manager_cluster_message
 from manager.decisions.sync import Step
-from manager.workers import WorkerConnection
+from manager.worker_connection import WorkerConnection
 from manager.workload_writes import REMOTE_SYNC
 
 log = structlog.get_logger(__name__)
