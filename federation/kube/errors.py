@@ -32,7 +32,8 @@ class KubeError(Exception):
         self.details: Mapping[str, Any] = details or {}
 
     def __str__(self) -> str:
-        code = f"{self.status} " if self.status is not None else ""
+        # A plain-text body often starts with the code itself ("404 page not found"): say it once.
+        code = f"{self.status} " if self.status is not None and not self.message.startswith(str(self.status)) else ""
         reason = f"{self.reason}: " if self.reason else ""
         return f"{code}{reason}{self.message}"
 
@@ -159,6 +160,8 @@ def error_from_response(
     else:
         reason = ""
         message = _short_text(body) or f"HTTP {http_status}"
+        if http_status == 404 and message == "404 page not found":  # Go's mux: no API serves this path
+            message += " (the server does not serve this resource type; is its CRD installed?)"
         details = {}
     return _classify(http_status, reason, message, details, retry_after=parse_retry_after(retry_after))
 

@@ -86,6 +86,13 @@ def test_non_json_body() -> None:
     assert err.message == "HTTP 404"
 
 
+def test_a_path_no_api_serves_says_so_and_names_its_code_once() -> None:
+    err = error_from_response(404, b"404 page not found\n")
+    assert isinstance(err, NotFound)
+    assert str(err) == "404 page not found (the server does not serve this resource type; is its CRD installed?)"
+    assert str(error_from_response(404, b"")) == "404 HTTP 404"
+
+
 def test_watch_error_event_410_is_gone() -> None:
     obj: dict[str, object] = {"kind": "Status", "message": "too old resource version: 1 (5)", "reason": "Expired"}
     obj["code"] = 410
