@@ -1,7 +1,8 @@
 """federation.kube against a real kube-apiserver: watch caches survive an apiserver restart, a stopped cache
-re-lists and emits what it missed, 410 Gone comes back typed, a label-selected cache of a CRD (Workloads) sees an
-object that stops matching as DELETED, handlers and channels behave, a dead cluster does not stall a live one, and
-Lease leader election hands over (on release, on expiry) and steps down when the lease is taken.
+re-lists and emits what it missed, 410 Gone comes back typed (and a cache of a re-created CRD lists at once on it),
+a label-selected cache of a CRD (Workloads) sees an object that stops matching as DELETED, handlers and channels
+behave, a dead cluster does not stall a live one, and Lease leader election hands over (on release, on expiry) and
+steps down when the lease is taken.
 
 kubectl runs in worker threads so the caches keep running on the event loop; the apiserver restart runs on the
 loop's thread (see the comment there). Every wait has a deadline; nothing sleeps blindly.
@@ -427,3 +428,73 @@ async def test_leader_steps_down_when_another_holder_takes_the_lease(rig: Federa
             await eventually(lambda: a.leader == "intruder", within=15, what="a observes the new holder")
             lease = await api.get(r.LEASES, "kfed-test", namespace=lease_namespace)
             assert lease["spec"]["holderIdentity"] == "intruder"  # a standby does not release others' leases
+
+
+RECREATED = r.Resource("it.kfed.io", "v1", "recreateds", "Recreated", namespaced=False)
+
+
+def recreated_crd() -> str:
+    return json.dumps(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{RECREATED.plural}.{RECREATED.group}"},
+            "spec": {
+                "group": RECREATED.group,
+                "scope": "Cluster",
+                "names": {"plural": RECREATED.plural, "singular": "recreated", "kind": RECREATED.kind},
+                "versions": [
+                    {
+                        "name": RECREATED.version,
+                        "served": True,
+                        "storage": True,
+                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                    }
+                ],
+            },
+        }
+    )
+
+
+async def test_a_cache_of_a_re_created_crd_lists_at_once_once_the_server_answers_gone(rig: Federation) -> None:
+    """Someone deletes a CRD kfed watches (uninstalling Kueue from a worker) and installs it again. Once the watch
+    from the old resourceVersion is answered 410 Gone, the cache lists at once: the failures before it were the CRD's
+    absence, not the server's. (It used to sleep one more full backoff step, up to 30 s, with the server fine.)"""
+    crd = f"{RECREATED.plural}.{RECREATED.group}"
+
+    async def install() -> None:
+        await kubectl(rig, WORKER, "apply", "-f", "-", stdin=recreated_crd())
+        await kubectl(rig, WORKER, "wait", "--for=condition=Established", f"crd/{crd}", "--timeout=60s")
+
+    step = 20.0  # every backoff step (no jitter): the old behaviour took two after the CRD was back, this one
+    api = await connect(rig, WORKER, retry=RetryPolicy(attempts=1))
+    await install()
+    try:
+        async with api:
+            await api.create(
+                RECREATED, {"apiVersion": RECREATED.api_version, "kind": RECREATED.kind, "metadata": {"name": "before"}}
+            )
+            cache = WatchCache(api, RECREATED, backoff=Backoff(initial=step, maximum=step, jitter=0.0))
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(cache.run)
+                assert await cache.wait_synced(timeout=30)
+                await eventually(lambda: cache.connected, within=30, what="watch open")
+                await kubectl(rig, WORKER, "delete", "crd", crd, "--wait=true", "--timeout=60s")
+                # The watch ends with the CRD; watching again fails (404) and the cache backs off one step.
+                await eventually(lambda: cache.failing_for() is not None, within=30, what="the cache failing")
+                failing_since = anyio.current_time()
+                await install()
+                await api.create(
+                    RECREATED,
+                    {"apiVersion": RECREATED.api_version, "kind": RECREATED.kind, "metadata": {"name": "after"}},
+                )
+                # Well within two steps of the failure: one step of backoff, then a Gone and an immediate list.
+                await eventually(
+                    lambda: "after" in {o["metadata"]["name"] for o in cache.store},
+                    within=step * 1.6 - (anyio.current_time() - failing_since),
+                    what="the object made after the CRD was re-created",
+                )
+                assert "before" not in {o["metadata"]["name"] for o in cache.store}
+                tg.cancel_scope.cancel()
+    finally:
+        await kubectl(rig, WORKER, "delete", "crd", crd, "--ignore-not-found", "--wait=false")

@@ -2,10 +2,10 @@
 
 A controller never polls: it reads a :class:`WatchCache`'s store and reacts to its events. The cache lists once,
 then watches from the list's resourceVersion with bookmarks; on a dropped connection it re-watches from the last
-resourceVersion it saw, after a capped, jittered exponential backoff; on 410 Gone it re-lists and emits the
-difference (synthetic DELETED for objects that vanished meanwhile, ADDED/MODIFIED for new/changed ones), so
-handlers never miss a transition. Each cache runs in its own task and only ever waits on its own cluster, so a
-slow or dead cluster never stalls the others.
+resourceVersion it saw, after a capped, jittered exponential backoff; on 410 Gone it re-lists at once (only a Gone
+again right after a list backs off) and emits the difference (synthetic DELETED for objects that vanished meanwhile,
+ADDED/MODIFIED for new/changed ones), so handlers never miss a transition. Each cache runs in its own task and only
+ever waits on its own cluster, so a slow or dead cluster never stalls the others.
 
 A cache says how long it has been failing (``failing_for``) so its owner can judge the connection, and its owner
 can make it re-watch at once (``restart_watch``): after a server stopped answering, the open watch may sit on a
@@ -134,6 +134,8 @@ class WatchCache:
         self._synced = anyio.Event()
         self._connected = False
         self._failures = 0
+        self._gones = 0
+        """410 Gone answers since the last watch event: a list that is Gone again at once backs off."""
         self._failing_since: float | None = None
         self._interruptible: anyio.CancelScope | None = None
         self._restart = False
@@ -172,6 +174,7 @@ class WatchCache:
         self._synced = anyio.Event()
         self._connected = False
         self._failures = 0
+        self._gones = 0
         self._failing_since = None
         self.last_error = None
         self.last_exception = None
@@ -220,12 +223,15 @@ class WatchCache:
                     self._failures += 1  # the server keeps closing at once: do not spin
                     await self._sleep(self.backoff.delay(self._failures))
             except Gone as exc:
-                self._failures += 1
+                # The server answered: what failed before (an outage, a CRD being re-created) is over, so the list
+                # comes at once. Only Gones in a row (list, watch, Gone again) back off.
+                self._gones += 1
+                self._failures = 0
                 self.last_error = str(exc)
                 self._log.info("kube.watch.gone", resource_version=self.resource_version, error=str(exc))
                 need_list = True
-                if self._failures > 1:
-                    await self._sleep(self.backoff.delay(self._failures - 1))
+                if self._gones > 1:
+                    await self._sleep(self.backoff.delay(self._gones - 1))
             except Exception as exc:  # a cache must outlive any error (incl. bugs in parsing) and keep retrying
                 self._failures += 1
                 self._connected = False
@@ -300,6 +306,7 @@ class WatchCache:
                         async for event in stream:
                             received += 1
                             self._failures = 0
+                            self._gones = 0
                             self.last_error = None
                             # The store and the synchronous handlers run without suspending, so nothing can cut
                             # them; what must be awaited (async handlers, subscribers) is shielded: a restart never
