@@ -397,6 +397,49 @@ def test_a_job_requiring_a_rack_goes_to_the_worker_that_has_one(tas: Federation)
         delete_job(tas, "tas-no-rack")
 
 
+def _summarized_nodes(fed: Federation, worker: str) -> int | None:
+    """The nodes of the TAS flavor's whole topology in the worker's capacity report (None: no report yet)."""
+    report = get(fed, worker, "clustercapacity", "local")
+    entries = [t for t in ((report or {}).get("status") or {}).get("topologies") or () if t.get("name") == TAS_FLAVOR]
+    if not entries:
+        return None
+    blocks = [d for d in entries[0].get("topologySummary") or () if len(d.get("levelValues") or ()) == 1]
+    return sum(int(d.get("nodes") or 0) for d in blocks)
+
+
+def test_a_worker_whose_nodes_are_all_cordoned_gets_no_rack_job_and_is_used_again_once_uncordoned(
+    tas: Federation,
+) -> None:
+    """As in Kueue, a cordoned node (``spec.unschedulable``) is no TAS capacity. worker-1, all cordoned for
+    maintenance, reports no nodes, and a rack Job that would otherwise be packed there (12 of its 32 cpu) goes to
+    worker-2 at once. (Its report used to count the cordoned nodes: the Job went to worker-1, where no rack could
+    take it, and waited there until the dispatch timeout.)"""
+    nodes = [n["metadata"]["name"] for n in items(tas, "worker-1", "nodes")]
+    try:
+        tas.kubectl("worker-1", "cordon", *nodes)
+        wait_for(
+            lambda: _summarized_nodes(tas, "worker-1"),
+            until=lambda count: count == 0,
+            timeout=30,
+            what="worker-1's capacity report to leave its cordoned nodes out",
+        )
+        submit_tas(tas, "tas-cordoned", pods=3, cpu="4", queue="tas-queue", required=RACK_LABEL, seconds=20)
+        worker, nodes_used = _running(tas, "tas-cordoned", 3)
+        assert worker == W2, nodes_used
+        annotations = (workload_of(tas, "tas-cordoned") or {})["metadata"].get("annotations") or {}
+        assert not annotations.get(WITHDRAWN_FROM_ANNOTATION), annotations
+    finally:
+        delete_job(tas, "tas-cordoned")
+        tas.kubectl("worker-1", "uncordon", *nodes)
+    counted = wait_for(
+        lambda: _summarized_nodes(tas, "worker-1"),
+        until=lambda count: count == len(nodes),
+        timeout=30,
+        what="worker-1's uncordoned nodes back in its capacity report",
+    )
+    assert counted == len(nodes)
+
+
 def test_a_rack_job_whose_runtime_class_overhead_outgrows_every_rack_waits_on_the_manager(tas: Federation) -> None:
     """Four pods of 7 cpu fit one of worker-2's racks; a RuntimeClass overhead of 2 cpu a pod (which Kueue charges
     and the worker's placement adds) makes them 9 cpu, and no rack holds them: the Job waits on the manager saying

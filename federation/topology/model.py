@@ -62,6 +62,9 @@ class NodeSpec:
     labels: Mapping[str, str]
     allocatable: Mapping[str, int]
     taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    """``spec.unschedulable`` (cordoned): as in Kueue, such a node is no capacity for new placements, whatever the
+    pods tolerate; the usage of pods already bound to it is kept."""
 
 
 @dataclass(frozen=True)

@@ -59,9 +59,15 @@ class TopologySnapshot:
         """A node was added or changed (labels, taints, allocatable)."""
         allocatable = dict(spec.allocatable)
         allocatable.setdefault(PODS_RESOURCE, UNLIMITED_PODS)
-        spec = NodeSpec(name=spec.name, labels=dict(spec.labels), allocatable=allocatable, taints=tuple(spec.taints))
+        spec = NodeSpec(
+            name=spec.name,
+            labels=dict(spec.labels),
+            allocatable=allocatable,
+            taints=tuple(spec.taints),
+            unschedulable=spec.unschedulable,
+        )
         self._specs[spec.name] = spec
-        path = self._path_of(spec)
+        path = None if spec.unschedulable else self._path_of(spec)  # a cordoned node leaves the tree until uncordoned
         current = self._nodes.get(spec.name)
         if current is not None and (path is None or current.domain.values != path):
             self._detach(current)

@@ -18,7 +18,8 @@ then rejects because:
 
 * resources are pooled across nodes (two half-free nodes look like one free node), and the per-resource
   largest amounts may come from different nodes;
-* node selectors, taints and tolerations are not in the summary (all nodes of the topology count);
+* node selectors, taints and tolerations are not in the summary (all nodes of the topology count, but for
+  cordoned ones: as in Kueue, a node with ``spec.unschedulable`` is no capacity, for the placement either);
 * for slices at the node level, slices per node are bounded with the largest node only.
 
 The worker's own placement stays authoritative; a rejected dispatch simply returns to the manager's queue.

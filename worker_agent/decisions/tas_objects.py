@@ -39,6 +39,7 @@ def node_spec(node: Obj) -> NodeSpec:
         labels=dict(meta.get("labels") or {}),
         allocatable=amounts((node.get("status") or {}).get("allocatable")),
         taints=taints,
+        unschedulable=bool(spec.get("unschedulable")),
     )
 
 

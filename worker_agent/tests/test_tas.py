@@ -25,7 +25,7 @@ from worker_agent.decisions.tas_failures import (
     plan_repair,
     untrack_patch,
 )
-from worker_agent.decisions.tas_objects import node_spec, pod_usage
+from worker_agent.decisions.tas_objects import FlavorTopology, node_spec, pod_usage
 from worker_agent.decisions.tas_ungate import PodView, plan_ungates
 from worker_agent.tas_index import TopologyIndex
 
@@ -50,6 +50,21 @@ def test_node_and_pod_amounts_are_milli_units_and_whole_pods() -> None:
     assert pod_usage(pod) == ("n1", {"cpu": 500})
     assert pod_usage({**pod, "status": {"phase": "Succeeded"}}) is None
     assert pod_usage({"spec": {"containers": []}, "status": {}}) is None
+
+
+def test_a_cordoned_node_leaves_the_index_and_comes_back_uncordoned() -> None:
+    node = raw_node("n1")
+    assert not node_spec(node).unschedulable
+    cordoned = {**node, "spec": {**node["spec"], "unschedulable": True}}
+    assert node_spec(cordoned).unschedulable
+    index = TopologyIndex()
+    flavor = FlavorTopology(name="tas", topology="default", node_labels={"type": "kwok"}, tolerations=())
+    index.configure([flavor], {"default": (RACK, HOSTNAME_LABEL)}, nodes=[node], pods=[])
+    assert index.snapshots["tas"].node_names == ["n1"]
+    index.node_event("MODIFIED", cordoned)
+    assert index.snapshots["tas"].node_names == []
+    index.node_event("MODIFIED", node)
+    assert index.snapshots["tas"].node_names == ["n1"]
 
 
 def test_ungater_never_pins_more_pods_to_a_domain_than_assigned() -> None:
@@ -171,8 +186,6 @@ def test_no_room_in_the_required_rack_evicts_with_node_failures_and_recovery_cle
 
 
 def test_topology_index_rebuilds_from_nodes_and_pods_when_its_topology_is_recreated() -> None:
-    from worker_agent.decisions.tas_objects import FlavorTopology
-
     flavor = FlavorTopology("tas", "topo", {"type": "kwok"}, ())
     nodes = [raw_node("n1"), raw_node("n2")]
     pod = {

@@ -37,3 +37,26 @@ def test_overcommitted_node_lends_nothing() -> None:
     summary = summarize(snapshot)
     assert summary.domains[0].free["cpu"] == 8000
     assert summary_fits(summary, request(8, required=RACK)).fits
+
+
+def test_a_cordoned_node_is_neither_placed_on_nor_summarized_and_keeps_its_pods_usage_for_when_it_returns() -> None:
+    import dataclasses
+
+    from federation.topology import Placement, place
+
+    nodes = grid(1, 2, 1)  # two racks of one 8-cpu host each
+    snapshot = snapshot_of(nodes)
+    snapshot.bind_pod("running", "b0-r0-h0", {"cpu": 2000})
+    cordoned = dataclasses.replace(nodes[1], unschedulable=True)
+    snapshot.upsert_node(cordoned)
+    summary = summarize(snapshot)
+    assert summary.domains[0].nodes == 1
+    assert summary.domains[0].free["cpu"] == 6000  # the cordoned rack's 8 cpu are no capacity, as in Kueue
+    assert not summary_fits(summary, request(7, required=RACK)).fits
+    placement = place(snapshot, request(6, required=RACK))
+    assert isinstance(placement, Placement)
+    assert {entry.values[1] for entry in placement.node_pods} == {"b0-r0"}
+    # A pod bound to a cordoned node keeps counting; uncordoned, the node has only the rest free.
+    snapshot.bind_pod("late", "b0-r1-h0", {"cpu": 3000})
+    snapshot.upsert_node(nodes[1])
+    assert summarize(snapshot).domains[0].free["cpu"] == 6000 + 5000
