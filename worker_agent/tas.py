@@ -52,6 +52,7 @@ from worker_agent.decisions.tas_failures import (
     disruption_patch,
     dying_but_tracked,
     judge_node,
+    missing_pods,
     node_healthy,
     plan_repair,
     untrack_patch,
@@ -391,7 +392,7 @@ class Tas:
                     continue
                 members = pods.get(pod_set.key, [])
                 failed: dict[str, str] = {}
-                for host in assignment_hosts(pod_set.assignment):
+                for host, assigned in assignment_hosts(pod_set.assignment).items():
                     state = snapshot.node_by_hostname(host)
                     name = state.spec.name if state is not None else host
                     node = self.nodes.store.get(name)
@@ -406,6 +407,7 @@ class Tas:
                         delay=self.delay,
                         tolerations=pod_set.request.tolerations,
                         pods_terminating=terminating,
+                        pods_missing=missing_pods(assigned, name, members),
                     )
                     if verdict.failed:
                         failed[name] = verdict.failed

@@ -29,6 +29,7 @@ from e2e.scenarios.tas_support import (
     tas_federation,
 )
 from e2e.waiting import wait_for
+from federation.quantity import parse_quantity
 from manager.decisions.withdrawal import WITHDRAWN_FROM_ANNOTATION
 
 pytestmark = pytest.mark.e2e
@@ -170,6 +171,46 @@ def test_a_node_deleted_under_a_running_tas_job_moves_only_its_pods_inside_the_r
     finally:
         if victim:  # first: pods bound to a deleted node stay until it is back
             node_faults.restore_node(tas, W2, victim)
+        delete_job(tas, job)
+
+
+def test_a_node_drained_under_a_running_tas_job_moves_only_its_pods_inside_the_required_rack(tas: Federation) -> None:
+    """``kubectl drain`` cordons the node and evicts the pods; the Job controller's replacements would be pinned to
+    the cordoned node by the assignment and wait there until it is uncordoned (as in Kueue, for which a cordoned
+    node is not a failed one). kfed-agent takes a cordoned node that lost the workload's pods for failed: only
+    those pods move, inside the rack; a cordoned node whose pods still run there moves nothing."""
+    job = "tas-node-drained"
+    submit_tas(tas, job, pods=4, cpu="4", required=RACK_LABEL)
+    victim = ""
+    try:
+        before = _start_in_w2(tas, job, 4)
+        rack = domains(tas, W2, list(before.values()), RACK_LABEL)
+        victim = sorted(before.values())[0]
+        survivors = {pod: node for pod, node in before.items() if node != victim}
+        other = sorted(set(before.values()) - {victim})
+        if other:  # cordoned alone, with its pods still running there: nothing moves
+            tas.kubectl(W2, "cordon", other[0])
+            holds_for(
+                lambda: all_running(tas, W2, job, 4) or {},
+                expected=before,
+                seconds=3 * NODE_FAILURE_DELAY / 4,
+                what=f"the pods on cordoned node {other[0]} left alone",
+            )
+            tas.kubectl(W2, "uncordon", other[0])
+        tas.kubectl(W2, "drain", victim, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s")
+        after = wait_for(
+            lambda: _moved(tas, job, 4, away_from={victim}),
+            until=lambda nodes: nodes is not None,
+            timeout=60,
+            what=f"the pods of drained node {victim} replaced",
+        )
+        assert after is not None, _pod_states(tas, job)
+        assert {pod: node for pod, node in after.items() if pod in survivors} == survivors, _conditions(tas, job)
+        assert domains(tas, W2, list(after.values()), RACK_LABEL) == rack
+        assert victim in _unhealthy(tas, job)
+    finally:
+        if victim:
+            tas.kubectl(W2, "uncordon", victim)
         delete_job(tas, job)
 
 
@@ -397,29 +438,29 @@ def test_a_job_requiring_a_rack_goes_to_the_worker_that_has_one(tas: Federation)
         delete_job(tas, "tas-no-rack")
 
 
-def _summarized_nodes(fed: Federation, worker: str) -> int | None:
-    """The nodes of the TAS flavor's whole topology in the worker's capacity report (None: no report yet)."""
+def _summarized_cpu(fed: Federation, worker: str) -> int | None:
+    """The free cpu (milli) of the TAS flavor's blocks in the worker's capacity report (None: no report yet)."""
     report = get(fed, worker, "clustercapacity", "local")
     entries = [t for t in ((report or {}).get("status") or {}).get("topologies") or () if t.get("name") == TAS_FLAVOR]
     if not entries:
         return None
     blocks = [d for d in entries[0].get("topologySummary") or () if len(d.get("levelValues") or ()) == 1]
-    return sum(int(d.get("nodes") or 0) for d in blocks)
+    return sum(parse_quantity((d.get("free") or {}).get("cpu") or "0") for d in blocks)
 
 
 def test_a_worker_whose_nodes_are_all_cordoned_gets_no_rack_job_and_is_used_again_once_uncordoned(
     tas: Federation,
 ) -> None:
     """As in Kueue, a cordoned node (``spec.unschedulable``) is no TAS capacity. worker-1, all cordoned for
-    maintenance, reports no nodes, and a rack Job that would otherwise be packed there (12 of its 32 cpu) goes to
+    maintenance, reports no free cpu, and a rack Job that would otherwise be packed there (12 of its 32 cpu) goes to
     worker-2 at once. (Its report used to count the cordoned nodes: the Job went to worker-1, where no rack could
     take it, and waited there until the dispatch timeout.)"""
     nodes = [n["metadata"]["name"] for n in items(tas, "worker-1", "nodes")]
     try:
         tas.kubectl("worker-1", "cordon", *nodes)
         wait_for(
-            lambda: _summarized_nodes(tas, "worker-1"),
-            until=lambda count: count == 0,
+            lambda: _summarized_cpu(tas, "worker-1"),
+            until=lambda cpu: cpu == 0,
             timeout=30,
             what="worker-1's capacity report to leave its cordoned nodes out",
         )
@@ -431,13 +472,13 @@ def test_a_worker_whose_nodes_are_all_cordoned_gets_no_rack_job_and_is_used_agai
     finally:
         delete_job(tas, "tas-cordoned")
         tas.kubectl("worker-1", "uncordon", *nodes)
-    counted = wait_for(
-        lambda: _summarized_nodes(tas, "worker-1"),
-        until=lambda count: count == len(nodes),
+    free = wait_for(
+        lambda: _summarized_cpu(tas, "worker-1"),
+        until=lambda cpu: cpu == len(nodes) * 8000,
         timeout=30,
-        what="worker-1's uncordoned nodes back in its capacity report",
+        what="worker-1's uncordoned nodes' cpu back in its capacity report",
     )
-    assert counted == len(nodes)
+    assert free == len(nodes) * 8000
 
 
 def test_a_rack_job_whose_runtime_class_overhead_outgrows_every_rack_waits_on_the_manager(tas: Federation) -> None:

@@ -67,7 +67,7 @@ class TopologySnapshot:
             unschedulable=spec.unschedulable,
         )
         self._specs[spec.name] = spec
-        path = None if spec.unschedulable else self._path_of(spec)  # a cordoned node leaves the tree until uncordoned
+        path = self._path_of(spec)
         current = self._nodes.get(spec.name)
         if current is not None and (path is None or current.domain.values != path):
             self._detach(current)
@@ -80,7 +80,7 @@ class TopologySnapshot:
         else:
             old_free = current.free
             current.spec = spec
-            current.free = free_amounts(spec.allocatable, self._used.get(spec.name, {}))
+            current.free = _free(spec, self._used.get(spec.name, {}))
             self._shift_aggregates(current.domain, old_free, current.free)
         self._log(spec.name)
 
@@ -237,7 +237,7 @@ class TopologySnapshot:
             self._detach(parent.node)
             self._log(parent.node.spec.name)
             return self._attach(spec, path)
-        state = NodeState(spec=spec, domain=parent, free=free_amounts(spec.allocatable, self._used.get(spec.name, {})))
+        state = NodeState(spec=spec, domain=parent, free=_free(spec, self._used.get(spec.name, {})))
         parent.node = state
         self._nodes[spec.name] = state
         self._by_hostname[path[-1]] = state
@@ -276,7 +276,7 @@ class TopologySnapshot:
         if state is None:
             return
         old_free = state.free
-        state.free = free_amounts(state.spec.allocatable, used)
+        state.free = _free(state.spec, used)
         self._shift_aggregates(state.domain, old_free, state.free)
         self._log(node)
 
@@ -298,3 +298,10 @@ class TopologySnapshot:
                     free_sum.pop(name, None)
             if domain.node is not None:
                 domain.free_sum = {name: max(amount, 0) for name, amount in new_free.items()}
+
+
+def _free(spec: NodeSpec, used: Mapping[str, int]) -> dict[str, int]:
+    """What the node has free for new pods: nothing while it is cordoned (it stays in the tree, so the pods already
+    on it keep their place and their usage, and its hostname still resolves for the assignments that use it)."""
+    free = free_amounts(spec.allocatable, used)
+    return {name: min(amount, 0) for name, amount in free.items()} if spec.unschedulable else free

@@ -13,7 +13,11 @@ A node is failed for a workload when (Kueue's rules):
 * it has been NotReady for at least ``delay`` (Kueue: 30 s) -- a node that recovers sooner moves nothing;
 * it is NotReady and the workload's pods on it are terminating;
 * it carries a ``NoExecute`` taint that the workload's pods do not tolerate (the node lifecycle controller's
-  own not-ready / unreachable taints are judged by readiness instead).
+  own not-ready / unreachable taints are judged by readiness instead);
+* beyond Kueue: it is cordoned (``spec.unschedulable``) and some of the pods the assignment puts there are not on it
+  (``kubectl drain`` evicted them, or they were not bound yet): the replacements the Job controller makes would be
+  pinned to a node that takes no new pods and wait there until it is uncordoned. A cordoned node whose pods all
+  still run there (or finished there) moves nothing.
 
 ``status.unhealthyNodes`` lists the failed nodes of the workload; a node that is healthy again leaves the list
 (Kueue #6348). The list keeps at most 8 entries, the limit of Kueue's v1beta2 schema (``maxItems: 8``), which
@@ -124,7 +128,9 @@ def judge_node(
     delay: float,
     tolerations: Sequence[Any],
     pods_terminating: bool,
+    pods_missing: int = 0,
 ) -> NodeVerdict:
+    """``pods_missing``: how many of the pods the assignment puts on the node are not on it (:func:`missing_pods`)."""
     if node is None:
         return NodeVerdict("node deleted")
     since = node_not_ready_since(node)
@@ -139,12 +145,32 @@ def judge_node(
     if taints:
         taint = taints[0]
         return NodeVerdict(f"untolerated taint {taint.key}={taint.value}:{taint.effect}")
+    if pods_missing and _cordoned(node):
+        return NodeVerdict(
+            f"cordoned, and {pods_missing} of the workload's pods assigned to it are not on it (drained)"
+        )
     return NodeVerdict()
 
 
+def _cordoned(node: Obj) -> bool:
+    return bool((node.get("spec") or {}).get("unschedulable"))
+
+
+def missing_pods(assigned: int, node: str, pods: Sequence[Obj]) -> int:
+    """How many of the ``assigned`` pods of a pod set are not on ``node``: pods bound there count while they run or
+    once they succeeded; one being deleted (evicted) or failed does not."""
+    there = 0
+    for pod in pods:
+        if (pod.get("spec") or {}).get("nodeName") != node or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        if (pod.get("status") or {}).get("phase") != "Failed":
+            there += 1
+    return max(0, assigned - there)
+
+
 def node_healthy(node: Obj | None, *, tolerations: Sequence[Any]) -> bool:
-    """Ready and without untolerated NoExecute taints (a node that recovered)."""
-    if node is None or node_not_ready_since(node) is not None:
+    """Ready, not cordoned and without untolerated NoExecute taints (a node that recovered)."""
+    if node is None or node_not_ready_since(node) is not None or _cordoned(node):
         return False
     return not untolerated_no_execute(node_spec(node), tuple(tolerations))
 
@@ -173,13 +199,17 @@ class WorkloadRepair:
     delete_pods: tuple[str, ...] = field(default_factory=tuple)
 
 
-def assignment_hosts(assignment: TopologyAssignment) -> list[str]:
-    """Hostnames of an assignment whose only level is ``kubernetes.io/hostname`` (else empty)."""
+def assignment_hosts(assignment: TopologyAssignment) -> dict[str, int]:
+    """Hostnames of an assignment whose only level is ``kubernetes.io/hostname``, with the pods it puts on each
+    (else empty)."""
     from federation.topology import decode_assignment
 
     if tuple(assignment.levels) != (HOSTNAME_LABEL,):
-        return []
-    return [values[0] for values, _ in decode_assignment(assignment)]
+        return {}
+    hosts: dict[str, int] = {}
+    for values, count in decode_assignment(assignment):
+        hosts[values[0]] = hosts.get(values[0], 0) + count
+    return hosts
 
 
 def unhealthy_nodes(current: Sequence[str], failed: Sequence[str], recovered: set[str]) -> list[str]:

@@ -52,7 +52,7 @@ def test_node_and_pod_amounts_are_milli_units_and_whole_pods() -> None:
     assert pod_usage({"spec": {"containers": []}, "status": {}}) is None
 
 
-def test_a_cordoned_node_leaves_the_index_and_comes_back_uncordoned() -> None:
+def test_a_cordoned_node_has_nothing_free_in_the_index_and_its_room_back_uncordoned() -> None:
     node = raw_node("n1")
     assert not node_spec(node).unschedulable
     cordoned = {**node, "spec": {**node["spec"], "unschedulable": True}}
@@ -60,11 +60,12 @@ def test_a_cordoned_node_leaves_the_index_and_comes_back_uncordoned() -> None:
     index = TopologyIndex()
     flavor = FlavorTopology(name="tas", topology="default", node_labels={"type": "kwok"}, tolerations=())
     index.configure([flavor], {"default": (RACK, HOSTNAME_LABEL)}, nodes=[node], pods=[])
-    assert index.snapshots["tas"].node_names == ["n1"]
+    assert index.snapshots["tas"].node_free("n1")["cpu"] == 8000
     index.node_event("MODIFIED", cordoned)
-    assert index.snapshots["tas"].node_names == []
+    assert index.snapshots["tas"].node_names == ["n1"]  # still resolves for the assignments that use it
+    assert index.snapshots["tas"].node_free("n1")["cpu"] == 0
     index.node_event("MODIFIED", node)
-    assert index.snapshots["tas"].node_names == ["n1"]
+    assert index.snapshots["tas"].node_free("n1")["cpu"] == 8000
 
 
 def test_ungater_never_pins_more_pods_to_a_domain_than_assigned() -> None:
@@ -89,6 +90,33 @@ def test_ungater_puts_indexed_pods_on_their_rank_domain() -> None:
         "ns/x": "b",
         "ns/y": "a",
     }
+
+
+def test_a_cordoned_node_fails_only_once_pods_assigned_to_it_are_not_on_it() -> None:
+    from worker_agent.decisions.tas_failures import missing_pods, node_healthy
+
+    node = raw_node("n")
+    cordoned = {**node, "spec": {**node["spec"], "unschedulable": True}}
+
+    def pod(name: str, *, phase: str = "Running", deleting: bool = False, on: str = "n") -> Any:
+        meta: dict[str, Any] = {"name": name}
+        if deleting:
+            meta["deletionTimestamp"] = "2026-01-01T00:00:20Z"
+        return {"metadata": meta, "spec": {"nodeName": on}, "status": {"phase": phase}}
+
+    # Running there, or finished there: nothing is missing, and cordoning alone moves nothing.
+    assert missing_pods(2, "n", [pod("a"), pod("b", phase="Succeeded")]) == 0
+    assert judge_node(cordoned, now=NOW, delay=30, tolerations=(), pods_terminating=False, pods_missing=0).failed == ""
+    # Drained: one evicted (being deleted), one failed, a replacement pinned there but not bound.
+    drained = [pod("a", deleting=True), pod("b", phase="Failed"), pod("c", phase="Pending", on="")]
+    assert missing_pods(2, "n", drained) == 2
+    verdict = judge_node(cordoned, now=NOW, delay=30, tolerations=(), pods_terminating=True, pods_missing=2)
+    assert verdict.failed == "cordoned, and 2 of the workload's pods assigned to it are not on it (drained)"
+    # An uncordoned node with pods missing (being created, say) is not failed for that.
+    assert judge_node(node, now=NOW, delay=30, tolerations=(), pods_terminating=False, pods_missing=2).failed == ""
+    # A cordoned node is not a recovered one; uncordoned, it is.
+    assert not node_healthy(cordoned, tolerations=())
+    assert node_healthy(node, tolerations=())
 
 
 def test_a_node_fails_when_deleted_not_ready_past_the_delay_or_tainted() -> None:

@@ -39,7 +39,7 @@ def test_overcommitted_node_lends_nothing() -> None:
     assert summary_fits(summary, request(8, required=RACK)).fits
 
 
-def test_a_cordoned_node_is_neither_placed_on_nor_summarized_and_keeps_its_pods_usage_for_when_it_returns() -> None:
+def test_a_cordoned_node_has_no_room_for_placements_or_the_summary_and_keeps_its_pods_usage() -> None:
     import dataclasses
 
     from federation.topology import Placement, place
@@ -50,13 +50,14 @@ def test_a_cordoned_node_is_neither_placed_on_nor_summarized_and_keeps_its_pods_
     cordoned = dataclasses.replace(nodes[1], unschedulable=True)
     snapshot.upsert_node(cordoned)
     summary = summarize(snapshot)
-    assert summary.domains[0].nodes == 1
     assert summary.domains[0].free["cpu"] == 6000  # the cordoned rack's 8 cpu are no capacity, as in Kueue
     assert not summary_fits(summary, request(7, required=RACK)).fits
     placement = place(snapshot, request(6, required=RACK))
     assert isinstance(placement, Placement)
     assert {entry.values[1] for entry in placement.node_pods} == {"b0-r0"}
+    assert snapshot.node_by_hostname("b0-r1-h0") is not None  # assignments that use it still resolve
     # A pod bound to a cordoned node keeps counting; uncordoned, the node has only the rest free.
     snapshot.bind_pod("late", "b0-r1-h0", {"cpu": 3000})
+    assert summarize(snapshot).domains[0].free["cpu"] == 6000
     snapshot.upsert_node(nodes[1])
     assert summarize(snapshot).domains[0].free["cpu"] == 6000 + 5000
