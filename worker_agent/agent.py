@@ -27,6 +27,11 @@ from federation.obs.metrics import Metrics
 from worker_agent.capacity_publisher import CapacityPublisher
 from worker_agent.decisions.checks import autoscaled_flavors
 from worker_agent.decisions.facts import job_change_matters
+from worker_agent.decisions.foreign_admission import (
+    ADMITTED_ELSEWHERE_REASON,
+    admitted_elsewhere_message,
+    newly_admitted_by,
+)
 from worker_agent.decisions.job_copies import DEFAULT_JOB_COPY_TIMEOUT_SECONDS
 from worker_agent.provisioning import NOT_SERVED, Provisioning
 from worker_agent.reconciler import Reconciler
@@ -85,6 +90,7 @@ class Agent:
         self.world = world
         lock = anyio.Lock()
         events = EventRecorder(self.api, controller="kfed.io/kfed-agent", instance=self.identity)
+        world.workloads.add_handler(_other_admitters_reported(events, cluster=self.cluster))
         publisher_options: dict[str, Any] = {} if self.heartbeat is None else {"heartbeat": self.heartbeat}
         tas_box: list[Tas] = []
         trigger = Trigger()
@@ -227,3 +233,22 @@ def _reported_topologies(tas: list[Tas], world: World, provisioning: Provisionin
     entries = tas[0].summaries()
     skip = autoscaled_flavors(world.cluster_queues.store, provisioning.checks_by_name())
     return [entry for entry in entries if entry.get("name") not in skip]
+
+
+def _other_admitters_reported(events: EventRecorder, *, cluster: str) -> Any:
+    """A Workload-cache handler: a Workload another controller just admitted (Kueue left running on this cluster)
+    gets a Warning Event and an error log line (``decisions.foreign_admission``)."""
+
+    def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        manager = newly_admitted_by(old, obj) if event_type == "MODIFIED" else None
+        if manager is None:
+            return
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        message = admitted_elsewhere_message(manager, key)
+        log.error(
+            "agent.admitted_by_another_controller", cluster=cluster, workload=key, manager=manager, message=message
+        )
+        events.emit(obj, reason=ADMITTED_ELSEWHERE_REASON, note=message, action="Admit", event_type="Warning")
+
+    return handle

@@ -101,3 +101,71 @@ def test_a_worker_workload_kueue_made_deleted_under_its_running_job_goes_and_the
         assert (condition(queued, "QuotaReserved") or {}).get("reason") == "QuotaReserved"
     finally:
         federation.kubectl(worker, "delete", "job", "kueue-made-local", "-n", "default", "--wait=false", check=False)
+
+
+def test_a_workload_another_controller_admits_on_a_worker_is_named_in_a_warning(federation: Federation) -> None:
+    """Kueue left running on a worker next to kfed-agent: each Workload it admits from then on gets a Warning Event
+    ``AdmittedByAnotherController`` naming its field manager (Kueue's scheduler applies ``status.admission`` as
+    ``kueue-admission``), so the operator learns that two admission controllers share the cluster's quota. Here
+    kubectl applies the admission as Kueue's scheduler does, to a Workload no kfed-agent queue takes."""
+    worker, name = "worker-1", "admitted-by-kueue"
+    workload = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "queueName": "kueue-only-queue",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    admission = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "default"},
+        "status": {
+            "admission": {
+                "clusterQueue": "kueue-only",
+                "podSetAssignments": [
+                    {"name": "main", "count": 1, "flavors": {"cpu": "default-flavor"}, "resourceUsage": {"cpu": "1"}}
+                ],
+            }
+        },
+    }
+    federation.kubectl(worker, "create", "-f", "-", input=json.dumps(workload))
+    try:
+        federation.kubectl(
+            worker,
+            "apply",
+            "--server-side",
+            "--field-manager=kueue-admission",
+            "--subresource=status",
+            "-f",
+            "-",
+            input=json.dumps(admission),
+        )
+        event = wait_for(
+            lambda: [
+                e
+                for e in items(federation, worker, "events", "--field-selector", f"involvedObject.name={name}")
+                if e.get("reason") == "AdmittedByAnotherController"
+            ],
+            until=bool,
+            timeout=30,
+            what="a Warning Event AdmittedByAnotherController on the Workload",
+        )
+        assert event[0]["type"] == "Warning"
+        assert "field manager kueue-admission" in event[0]["message"], event[0]
+        assert "uninstall it" in event[0]["message"]
+    finally:
+        federation.kubectl(worker, "delete", "workload", name, "-n", "default", "--ignore-not-found", "--wait=false")
