@@ -84,6 +84,44 @@ def named_queue_objects(
     ]
 
 
+def workload_manifest(
+    name: str,
+    *,
+    queue: str,
+    namespace: str = "default",
+    cpu: str = "1",
+    labels: dict[str, str] | None = None,
+    owner: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A Workload made by hand in LocalQueue ``queue``: one pod of ``cpu``, with ``labels``, owned (as controller)
+    by ``owner`` if given."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            **({"labels": dict(labels)} if labels else {}),
+            **({"ownerReferences": [{**owner, "controller": True}]} if owner else {}),
+        },
+        "spec": {
+            "queueName": queue,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
 def job_manifest(
     name: str,
     *,

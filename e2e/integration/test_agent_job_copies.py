@@ -30,6 +30,7 @@ from e2e.integration.test_agent import (
     make_queues,
     running_agent,
 )
+from e2e.queues import workload_manifest
 from e2e.rig.federation import Federation
 from e2e.waiting import wait_for
 
@@ -47,20 +48,8 @@ def short_agent(rig: Federation, tmp_path_factory: pytest.TempPathFactory) -> It
 
 def workload_copy(namespace: str, name: str, *, queue: str, cpu: str) -> dict[str, Any]:
     """The Workload copy as kfed-manager creates it for a kfed-agent worker: alone, the Job copy comes later."""
-    pod_spec = {
-        "restartPolicy": "Never",
-        "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
-    }
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {ORIGIN_LABEL: "multikueue", MANAGER_UID_LABEL: str(uuid.uuid4())},
-        },
-        "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 1, "template": {"spec": pod_spec}}]},
-    }
+    labels = {ORIGIN_LABEL: "multikueue", MANAGER_UID_LABEL: str(uuid.uuid4())}
+    return workload_manifest(name, queue=queue, namespace=namespace, cpu=cpu, labels=labels)
 
 
 def job_copy(workload: dict[str, Any], *, runs_for: str = "600s") -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from e2e.queues import CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE, job_manifest
+from e2e.queues import CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE, job_manifest, workload_manifest
 from e2e.rig.audit import created_names
 from e2e.rig.controllers import ADMISSION_CHECK, MULTIKUEUE_CONFIG
 from e2e.rig.federation import MANAGER, Federation
@@ -404,30 +404,7 @@ def test_a_waiting_job_relabelled_with_another_queue_moves_its_workload_there(
 
 def _workload(name: str, *, owner: dict[str, Any] | None = None) -> dict[str, Any]:
     """A Workload made by hand in the MultiKueue LocalQueue (one pod of 1 cpu), owned by ``owner`` if given."""
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            **({"ownerReferences": [{**owner, "controller": True}]} if owner else {}),
-        },
-        "spec": {
-            "queueName": LOCAL_QUEUE,
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    return workload_manifest(name, queue=LOCAL_QUEUE, owner=owner)
 
 
 def _rejected_events(fed: Federation, workload: str) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from e2e.queues import CLUSTER_QUEUE, LOCAL_QUEUE, job_manifest
+from e2e.queues import CLUSTER_QUEUE, LOCAL_QUEUE, job_manifest, workload_manifest
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import condition, get, is_true, items, submit, wait_complete, workload_of
 from e2e.waiting import wait_for
@@ -505,26 +505,7 @@ def _copies_ask_for_scratch(federation: Federation, job: str) -> Iterator[None]:
         "metadata": {"name": name},
         "spec": {"policyName": name},
     }
-    probe = {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {"name": f"{prefix}probe", "namespace": "default"},
-        "spec": {
-            "queueName": job,
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    probe = workload_manifest(f"{prefix}probe", queue=job)
 
     def mutated(cluster: str) -> bool:
         done = federation.kubectl(

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from e2e.queues import job_manifest
+from e2e.queues import job_manifest, workload_manifest
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import Obj, condition, get, is_true, items, submit, wait_complete, workload_of
 from e2e.waiting import wait_for
@@ -109,26 +109,7 @@ def test_a_workload_another_controller_admits_on_a_worker_is_named_in_a_warning(
     ``kueue-admission``), so the operator learns that two admission controllers share the cluster's quota. Here
     kubectl applies the admission as Kueue's scheduler does, to a Workload no kfed-agent queue takes."""
     worker, name = "worker-1", "admitted-by-kueue"
-    workload = {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "queueName": "kueue-only-queue",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    workload = workload_manifest(name, queue="kueue-only-queue")
     admission = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",

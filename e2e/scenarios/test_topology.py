@@ -148,26 +148,38 @@ def _start_in_w2(fed: Federation, job: str, count: int) -> dict[str, str]:
     return nodes
 
 
+def _running_rack_job(fed: Federation, job: str) -> tuple[dict[str, str], set[str], str]:
+    """A 4-pod Job requiring a rack, running on worker-2: its pods' nodes, its rack, and the node a test fails."""
+    submit_tas(fed, job, pods=4, cpu="4", required=RACK_LABEL)
+    before = _start_in_w2(fed, job, 4)
+    return before, domains(fed, W2, list(before.values()), RACK_LABEL), sorted(before.values())[0]
+
+
+def _assert_only_its_pods_moved(
+    fed: Federation, job: str, before: dict[str, str], *, victim: str, rack: set[str], what: str
+) -> None:
+    """The pods of ``victim`` run elsewhere in the same rack, the others where they were, and the node is listed
+    in the copy's ``unhealthyNodes``."""
+    survivors = {pod: node for pod, node in before.items() if node != victim}
+    after = wait_for(
+        lambda: _moved(fed, job, len(before), away_from={victim}),
+        until=lambda nodes: nodes is not None,
+        timeout=60,
+        what=f"the pods of {what} node {victim} replaced",
+    )
+    assert after is not None, _pod_states(fed, job)
+    assert {pod: node for pod, node in after.items() if pod in survivors} == survivors, _conditions(fed, job)
+    assert domains(fed, W2, list(after.values()), RACK_LABEL) == rack
+    assert victim in _unhealthy(fed, job)
+
+
 def test_a_node_deleted_under_a_running_tas_job_moves_only_its_pods_inside_the_required_rack(tas: Federation) -> None:
     job = "tas-node-deleted"
-    submit_tas(tas, job, pods=4, cpu="4", required=RACK_LABEL)
     victim = ""
     try:
-        before = _start_in_w2(tas, job, 4)
-        rack = domains(tas, W2, list(before.values()), RACK_LABEL)
-        victim = sorted(before.values())[0]
-        survivors = {pod: node for pod, node in before.items() if node != victim}
+        before, rack, victim = _running_rack_job(tas, job)
         node_faults.delete_node(tas, W2, victim)
-        after = wait_for(
-            lambda: _moved(tas, job, 4, away_from={victim}),
-            until=lambda nodes: nodes is not None,
-            timeout=60,
-            what=f"the pods of deleted node {victim} replaced",
-        )
-        assert after is not None
-        assert {pod: node for pod, node in after.items() if pod in survivors} == survivors, _conditions(tas, job)
-        assert domains(tas, W2, list(after.values()), RACK_LABEL) == rack
-        assert victim in _unhealthy(tas, job)
+        _assert_only_its_pods_moved(tas, job, before, victim=victim, rack=rack, what="deleted")
     finally:
         if victim:  # first: pods bound to a deleted node stay until it is back
             node_faults.restore_node(tas, W2, victim)
@@ -180,13 +192,9 @@ def test_a_node_drained_under_a_running_tas_job_moves_only_its_pods_inside_the_r
     node is not a failed one). kfed-agent takes a cordoned node that lost the workload's pods for failed: only
     those pods move, inside the rack; a cordoned node whose pods still run there moves nothing."""
     job = "tas-node-drained"
-    submit_tas(tas, job, pods=4, cpu="4", required=RACK_LABEL)
     victim = ""
     try:
-        before = _start_in_w2(tas, job, 4)
-        rack = domains(tas, W2, list(before.values()), RACK_LABEL)
-        victim = sorted(before.values())[0]
-        survivors = {pod: node for pod, node in before.items() if node != victim}
+        before, rack, victim = _running_rack_job(tas, job)
         other = sorted(set(before.values()) - {victim})
         if other:  # cordoned alone, with its pods still running there: nothing moves
             tas.kubectl(W2, "cordon", other[0])
@@ -198,16 +206,7 @@ def test_a_node_drained_under_a_running_tas_job_moves_only_its_pods_inside_the_r
             )
             tas.kubectl(W2, "uncordon", other[0])
         tas.kubectl(W2, "drain", victim, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s")
-        after = wait_for(
-            lambda: _moved(tas, job, 4, away_from={victim}),
-            until=lambda nodes: nodes is not None,
-            timeout=60,
-            what=f"the pods of drained node {victim} replaced",
-        )
-        assert after is not None, _pod_states(tas, job)
-        assert {pod: node for pod, node in after.items() if pod in survivors} == survivors, _conditions(tas, job)
-        assert domains(tas, W2, list(after.values()), RACK_LABEL) == rack
-        assert victim in _unhealthy(tas, job)
+        _assert_only_its_pods_moved(tas, job, before, victim=victim, rack=rack, what="drained")
     finally:
         if victim:
             tas.kubectl(W2, "uncordon", victim)
