@@ -103,7 +103,8 @@ def agent(rig: Federation, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 @contextlib.contextmanager
 def running_agent(rig: Federation, log_path: Path, *flags: str) -> Iterator[RunningAgent]:
-    """kfed-agent on worker-1 with ``flags`` added, ready; stopped with SIGTERM (killed if it will not stop)."""
+    """kfed-agent on worker-1 with ``flags`` added, ready; stopped with SIGTERM (killed if it will not stop), or
+    only reaped when the test killed it with SIGKILL."""
     rig.kubectl(WORKER, "create", "namespace", "kfed-system", check=False)
     command = [
         str(REPO_ROOT / ".venv" / "bin" / "kfed-agent"),
@@ -122,6 +123,8 @@ def running_agent(rig: Federation, log_path: Path, *flags: str) -> Iterator[Runn
         running = RunningAgent(process, log_path, port)
         wait_for("the agent to be ready", lambda: running.get("/readyz")[0] == 200, timeout=30)
         yield running
+        if process.poll() == -signal.SIGKILL:
+            return  # the test killed it (a leader that must not release its Lease): nothing to stop
         stopping = time.monotonic()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0, "kfed-agent must exit 0 on SIGTERM"
