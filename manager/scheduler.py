@@ -198,7 +198,7 @@ class GlobalScheduler:
         self.passes = 0
         self.cut_passes = 0
         """Passes that stopped deciding at ``decide_seconds`` and left Workloads to the next one."""
-        self._state_builder = QuotaStateBuilder(rules=config.resource_rules)
+        self._state_builder = QuotaStateBuilder(rules=config.resource_rules, assigns_topology=False)
         self._requeue_wake_at: float | None = None
         """The epoch second a pass is already scheduled for, when a requeued workload's backoff ends."""
         self._task_group: anyio.abc.TaskGroup

@@ -424,9 +424,10 @@ def _queued_job(
     node_selector: Obj,
     memory: str = "1Gi",
     pod_spec: Obj | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> Iterator[None]:
     """The ``name`` queues (over those flavors) on every cluster and a Job ``name`` on them (``pod_spec``: more fields
-    of its pod spec); all deleted after."""
+    of its pod spec; ``annotations``: more of its pod template's); all deleted after."""
     clusters = [MANAGER, *federation.workers]
     for cluster in clusters:
         manager = cluster == MANAGER
@@ -437,6 +438,7 @@ def _queued_job(
     manifest = job_manifest(name, namespace="default", cpu="2", memory=memory, seconds=1, queue=name)
     manifest["spec"]["template"]["spec"]["nodeSelector"] = node_selector
     manifest["spec"]["template"]["spec"].update(pod_spec or {})
+    manifest["spec"]["template"]["metadata"]["annotations"].update(annotations or {})
     try:
         federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
         yield
@@ -788,9 +790,12 @@ def test_a_job_above_its_namespaces_limit_range_waits_with_the_reason_and_runs_o
 
 POOL_A = {"nodeLabels": {"kfed-test/pool": "a"}}
 TAINTED = {"nodeTaints": [{"key": "kfed-test/pool", "value": "a", "effect": "NoSchedule"}]}
-RULED_OUT: dict[str, tuple[Obj, Obj, str]] = {
-    "labels": (POOL_A, {"kfed-test/pool": "b"}, "flavor ruled-out-labels doesn't match node affinity"),
-    "taints": (TAINTED, {}, "untolerated taint kfed-test/pool=a:NoSchedule in flavor ruled-out-taints"),
+RACK = {"kueue.x-k8s.io/podset-required-topology": "cloud.provider.com/topology-rack"}
+RULED_OUT: dict[str, tuple[Obj, Obj, dict[str, str], str]] = {
+    "labels": (POOL_A, {"kfed-test/pool": "b"}, {}, "flavor ruled-out-labels doesn't match node affinity"),
+    "taints": (TAINTED, {}, {}, "untolerated taint kfed-test/pool=a:NoSchedule in flavor ruled-out-taints"),
+    # as in Kueue, only a flavor with a topologyName takes a pod set that asks for a topology
+    "topology": ({}, {}, RACK, 'Flavor "ruled-out-topology" does not support TopologyAwareScheduling'),
 }
 
 
@@ -798,10 +803,11 @@ RULED_OUT: dict[str, tuple[Obj, Obj, str]] = {
 def test_a_job_no_worker_flavor_can_take_by_its_nodes_gets_no_copy_and_says_why(
     federation: Federation, by: str
 ) -> None:
-    """The workers' flavor selects nodes labelled ``kfed-test/pool: a``, or taints them, as their reports say; a Job
-    asking for pool ``b``, or not tolerating the taint, fits the manager's flavor (no labels, no taints) but no
-    worker's: it is sent nowhere, and its Workload says so."""
-    worker_flavor, node_selector, reason = RULED_OUT[by]
+    """The workers' flavor selects nodes labelled ``kfed-test/pool: a``, or taints them, or has no topology, as their
+    reports say; a Job asking for pool ``b``, or not tolerating the taint, or requiring a rack, fits the manager's
+    flavor (no labels, no taints, its topology not judged on a manager) but no worker's: it is sent nowhere, and its
+    Workload says so. (A Job requiring a rack used to be sent and run without one.)"""
+    worker_flavor, node_selector, annotations, reason = RULED_OUT[by]
     name = f"ruled-out-{by}"
     with _queued_job(
         federation,
@@ -809,6 +815,7 @@ def test_a_job_no_worker_flavor_can_take_by_its_nodes_gets_no_copy_and_says_why(
         manager_flavors=[(name, {}, "4", "16Gi")],
         worker_flavors=[(name, worker_flavor, "4", "16Gi")],
         node_selector=node_selector,
+        annotations=annotations,
     ):
         said = f"ClusterQueue {name}: pod set main: {reason}"
         workload = wait_for(

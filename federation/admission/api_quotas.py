@@ -90,7 +90,10 @@ def flavor_info(raw: Mapping[str, Any]) -> FlavorInfo:
         core.Taint(key=t.key, value=t.value or "", effect=cast(Any, t.effect)) for t in spec.node_taints or ()
     )
     tolerations = tuple(t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in spec.tolerations or ())
-    return FlavorInfo(core.ResourceFlavorSpec(flavor.name, dict(spec.node_labels or {}), taints), tolerations)
+    return FlavorInfo(
+        core.ResourceFlavorSpec(flavor.name, dict(spec.node_labels or {}), taints, spec.topology_name or ""),
+        tolerations,
+    )
 
 
 def queue_info(raw: Mapping[str, Any]) -> QueueInfo:

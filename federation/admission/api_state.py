@@ -12,7 +12,7 @@ and the ClusterQueue status, so all of them always agree.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ParamSpec, TypeVar
 
 from federation.admission import model as core
@@ -541,8 +541,11 @@ class QuotaStateBuilder:
     the last ``build`` so the caller can log it once.
     """
 
-    def __init__(self, *, rules: ResourceRules = ALL_RESOURCES) -> None:
+    def __init__(self, *, rules: ResourceRules = ALL_RESOURCES, assigns_topology: bool = True) -> None:
         self._rules = rules
+        self._assigns_topology = assigns_topology
+        """False for a MultiKueue manager, whose ClusterQueues place no pods: its flavors are taken as unknown to
+        topology (a manager's TAS flavor may have no ``topologyName``), and the workers judge topology requests."""
         self._memo: dict[tuple[str, str], tuple[str, object]] = {}
         self._pending: dict[tuple[str, object, str, LimitRangeSummary | None, Overheads], core.Workload] = {}
         """A pending workload's core view by (uid, generation, ClusterQueue, its namespace's LimitRanges, the
@@ -577,7 +580,10 @@ class QuotaStateBuilder:
     def flavor_infos(self, flavors: Iterable[Mapping[str, Any]]) -> dict[str, FlavorInfo]:
         """The readable ResourceFlavors by name (what a Job start needs: node labels and tolerations)."""
         infos = (self._parse("ResourceFlavor", raw, flavor_info) for raw in flavors)
-        return {info.spec.name: info for info in infos if info is not None}
+        found = {info.spec.name: info for info in infos if info is not None}
+        if self._assigns_topology:
+            return found
+        return {name: replace(info, spec=replace(info.spec, topology_name=None)) for name, info in found.items()}
 
     def build_steps(
         self,

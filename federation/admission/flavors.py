@@ -217,9 +217,9 @@ def _group_label_keys(snapshot: Snapshot, group: ResourceGroup) -> frozenset[str
 
 def placement_mismatches(flavors: Mapping[str, ResourceFlavorSpec], pod_set: PodSet) -> dict[str, str]:
     """Per flavor of ``flavors`` (the flavors of one ClusterQueue, by name), why it cannot take ``pod_set`` by its
-    nodes ("" when it can): its node taints are not tolerated, or its node labels contradict the pod set's
-    ``nodeSelector`` or required node affinity (only label keys some of these flavors set are compared, as in flavor
-    assignment)."""
+    nodes ("" when it can): the pod set asks for a topology and the flavor has none, its node taints are not
+    tolerated, or its node labels contradict the pod set's ``nodeSelector`` or required node affinity (only label
+    keys some of these flavors set are compared, as in flavor assignment)."""
     constrained = bool(pod_set.node_selector or pod_set.required_affinity)
     label_keys = (
         frozenset(key for flavor in flavors.values() for key in flavor.node_labels) if constrained else frozenset()
@@ -234,6 +234,8 @@ def _flavor_mismatch(
     flavor: ResourceFlavorSpec, pod_set: PodSet, *, label_keys: frozenset[str], constrained: bool
 ) -> str:
     """Why the pod set cannot run on the flavor's nodes, or an empty string when it can."""
+    if pod_set.topology_request and flavor.topology_name == "":
+        return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'  # Kueue's words
     for taint in flavor.node_taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not any(t.tolerates(taint) for t in pod_set.tolerations):
             return f"untolerated taint {taint} in flavor {flavor.name}"

@@ -100,11 +100,14 @@ class Toleration:
 
 @dataclass(frozen=True, slots=True)
 class ResourceFlavorSpec:
-    """A ResourceFlavor: the node labels and taints that its nodes carry."""
+    """A ResourceFlavor: the node labels and taints that its nodes carry, and its ``topologyName``."""
 
     name: str
     node_labels: Mapping[str, str] = field(default_factory=dict)
     node_taints: tuple[Taint, ...] = ()
+    topology_name: str | None = None
+    """"" for a flavor without topology-aware scheduling; None where the flavor itself is not known (a worker seen
+    only through its capacity report or its queues), which takes a topology request on trust."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +194,9 @@ class PodSet:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     required_affinity: tuple[tuple[NodeSelectorRequirement, ...], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    topology_request: bool = False
+    """It asks for a topology (required, preferred or unconstrained): as in Kueue, only a flavor with a
+    ``topologyName`` can take it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -165,6 +165,9 @@ class FlavorPlacement(KubeModel):
     node_taints: Annotated[list[Taint], Field(max_length=8), Crd(list_type="atomic")] | None = None
     """The ResourceFlavor's ``spec.nodeTaints`` (what a pod must tolerate to be admitted to it); unset when it has
     none."""
+    topology_name: Annotated[StrictStr, Field(max_length=253)] | None = None
+    """The ResourceFlavor's ``spec.topologyName``, "" when it has none (only such a flavor takes a pod set that asks
+    for a topology); unset in reports of agents that did not say."""
 
 
 class RuntimeClassOverhead(KubeModel):

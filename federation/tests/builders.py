@@ -141,6 +141,11 @@ class FlavorBuilder:
         self._spec = replace(self._spec, node_taints=(*self._spec.node_taints, taint))
         return self
 
+    def topology(self, name: str | None) -> Self:
+        """``spec.topologyName`` ("" for none; None: not known, as on a MultiKueue manager)."""
+        self._spec = replace(self._spec, topology_name=name)
+        return self
+
     def obj(self) -> ResourceFlavorSpec:
         return self._spec
 
@@ -185,6 +190,9 @@ class WorkloadBuilder:
 
     def required_affinity(self, *terms: tuple[NodeSelectorRequirement, ...]) -> Self:
         return self._edit(required_affinity=terms)
+
+    def asks_for_topology(self) -> Self:
+        return self._edit(topology_request=True)
 
     def toleration(self, key: str = "", operator: str = "Equal", value: str = "", effect: str = "") -> Self:
         toleration = Toleration(key, operator, value, effect)  # type: ignore[arg-type]

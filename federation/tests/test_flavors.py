@@ -132,6 +132,27 @@ def test_taints_must_be_tolerated() -> None:
     assert "untolerated taint spot=true:NoSchedule in flavor spot" in decision.message
 
 
+def test_a_pod_set_asking_for_a_topology_takes_only_a_flavor_with_one_as_in_kueue() -> None:
+    queue = make_cluster_queue("cq").flavor_quota("plain", cpu="10").flavor_quota("tas", cpu="10")
+    flavors = (make_flavor("plain").topology(""), make_flavor("tas").topology("default"))
+    snapshot = make_snapshot([queue], flavors=flavors)
+    rack = make_workload("rack").queue("cq").request("cpu", "1").asks_for_topology()
+    assert _flavors_of(run_cycle(snapshot, [rack.obj()])[0]) == {"cpu": "tas"}
+    assert _flavors_of(run_cycle(snapshot, [make_workload("any").queue("cq").request("cpu", "1").obj()])[0]) == {
+        "cpu": "plain"
+    }
+    only_plain = make_snapshot([make_cluster_queue("cq").flavor_quota("plain", cpu="10")], flavors=flavors)
+    [decision] = run_cycle(only_plain, [rack.obj()])
+    assert isinstance(decision, Wait)
+    assert decision.reason == "NoMatchingFlavor"
+    assert 'Flavor "plain" does not support TopologyAwareScheduling' in decision.message
+    # A flavor whose topology is not known (a MultiKueue manager's) takes the request on trust.
+    unknown = make_snapshot(
+        [make_cluster_queue("cq").flavor_quota("plain", cpu="10")], flavors=(make_flavor("plain").topology(None),)
+    )
+    assert _flavors_of(run_cycle(unknown, [rack.obj()])[0]) == {"cpu": "plain"}
+
+
 @pytest.mark.parametrize(
     ("selector", "affinity", "expected"),
     [

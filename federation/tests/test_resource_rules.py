@@ -46,3 +46,22 @@ def test_an_excluded_prefix_is_not_counted_for_quota() -> None:
 
 def test_ignore_undeclared_counts_only_what_the_cluster_queue_covers() -> None:
     assert _decide(ResourceRules(ignore_undeclared=True)) == ("admit", "cpu")
+
+
+def test_a_pod_set_asks_for_a_topology_by_kueues_annotations_or_its_topology_request() -> None:
+    from federation.admission.api_workloads import asks_for_topology, core_pod_set
+
+    def pod_set(annotations: dict[str, str], request: dict[str, object] | None = None) -> dict[str, object]:
+        found: dict[str, object] = {"name": "main", "count": 1, "template": {"metadata": {"annotations": annotations}}}
+        if request is not None:
+            found["topologyRequest"] = request
+        return found
+
+    assert asks_for_topology(pod_set({"kueue.x-k8s.io/podset-required-topology": "rack"}))
+    assert asks_for_topology(pod_set({"kueue.x-k8s.io/podset-preferred-topology": "rack"}))
+    assert asks_for_topology(pod_set({"kueue.x-k8s.io/podset-unconstrained-topology": "true"}))
+    assert not asks_for_topology(pod_set({"kueue.x-k8s.io/podset-unconstrained-topology": "false"}))
+    assert asks_for_topology(pod_set({}, {"required": "rack"}))
+    assert not asks_for_topology(pod_set({}, {"podIndexLabel": "batch.kubernetes.io/job-completion-index"}))
+    assert not asks_for_topology(pod_set({"example.com/other": "x"}))
+    assert core_pod_set(pod_set({"kueue.x-k8s.io/podset-required-topology": "rack"})).topology_request

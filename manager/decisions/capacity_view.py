@@ -102,7 +102,8 @@ def parse_report(report: Mapping[str, Any]) -> ParsedReport | None:
 
 
 def _flavor_nodes(entries: Iterable[Mapping[str, Any]] | None) -> dict[str, ResourceFlavorSpec]:
-    """The reported flavors that have node labels or taints, as flavor assignment reads them."""
+    """The reported flavors that have node labels or taints, or say whether they have a topology, as flavor
+    assignment reads them."""
     nodes: dict[str, ResourceFlavorSpec] = {}
     for entry in entries or ():
         labels = {str(k): str(v) for k, v in (entry.get("nodeLabels") or {}).items()}
@@ -110,8 +111,10 @@ def _flavor_nodes(entries: Iterable[Mapping[str, Any]] | None) -> dict[str, Reso
             Taint(key=str(t["key"]), value=str(t.get("value") or ""), effect=t.get("effect") or "NoSchedule")
             for t in entry.get("nodeTaints") or ()
         )
-        if labels or taints:
-            nodes[str(entry["name"])] = ResourceFlavorSpec(str(entry["name"]), labels, taints)
+        topology = entry.get("topologyName")
+        if labels or taints or topology is not None:
+            name = str(entry["name"])
+            nodes[name] = ResourceFlavorSpec(name, labels, taints, None if topology is None else str(topology))
     return nodes
 
 

@@ -18,7 +18,9 @@ only to a worker that may have a rack with room. A pod set goes only to a worker
 ClusterQueue could take it by its nodes (from a report that lists the flavors' node labels and taints): the pod set
 tolerates the flavor's taints, and its ``nodeSelector`` and required node affinity allow the flavor's node labels
 (as in flavor assignment, only label keys those flavors set are compared). A worker whose flavors rule the pods out
-is not sent a copy that its queue would hold back ("untolerated taint", "doesn't match node affinity"). When
+is not sent a copy that its queue would hold back ("untolerated taint", "doesn't match node affinity"), nor is a
+pod set asking for a topology sent to a worker whose flavors have none (as Kueue's flavor assignment, from the
+flavors' ``topologyName`` a kfed-agent reports; a stock Kueue worker's flavors are taken on trust). When
 LimitRanges are involved, each worker is judged by what its own namespace's LimitRanges make the pods ask for, and
 one whose LimitRanges refuse them gets no copy (:mod:`manager.decisions.worker_requests`).
 """
@@ -616,7 +618,10 @@ def refusal_key(
             for ps in pod_sets
             if ps.topology.required or ps.topology.preferred
         ),
-        tuple((tuple(sorted(ps.node_selector.items())), ps.required_affinity, ps.tolerations) for ps in placement),
+        tuple(
+            (tuple(sorted(ps.node_selector.items())), ps.required_affinity, ps.tolerations, ps.topology_request)
+            for ps in placement
+        ),
         _usage(requests, pod_set_usage) if len(pod_set_usage) > 1 else (),
         pod_templates,
     )

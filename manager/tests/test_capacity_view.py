@@ -128,3 +128,21 @@ def test_a_report_first_seen_counts_its_own_time_too_so_a_dead_agent_is_never_fr
     assert report_age(behind, now=NOW, received_at=NOW, renewed=False) == 600
     # one dated in the future (the agent's clock ahead) ages from when the manager first saw it
     assert report_age(ahead, now=NOW, received_at=NOW - dt.timedelta(seconds=130), renewed=False) == 130
+
+
+def test_the_reported_flavors_say_whether_they_have_a_topology_and_unreported_ones_are_not_judged() -> None:
+    status = {
+        "observedTime": "2026-11-21T10:00:00Z",
+        "clusterQueues": [],
+        "flavors": [
+            {"name": "plain", "topologyName": ""},
+            {"name": "tas", "topologyName": "default", "nodeLabels": {"pool": "tas"}},
+            {"name": "old-agent"},
+        ],
+    }
+    parsed = parse_report({"status": status})
+    assert parsed is not None
+    nodes = parsed.capacity.flavor_nodes
+    assert nodes["plain"].topology_name == ""
+    assert nodes["tas"].topology_name == "default"
+    assert "old-agent" not in nodes  # an agent that does not say: its flavors are taken on trust

@@ -64,7 +64,7 @@ def _placement_entries(state: QuotaState, flavors: Mapping[str, FlavorInfo]) -> 
         info = flavors.get(name)
         if info is None:
             continue
-        entry: Obj = {"name": name}
+        entry: Obj = {"name": name, "topologyName": info.spec.topology_name or ""}
         if info.spec.node_labels:
             entry["nodeLabels"] = dict(info.spec.node_labels)
         if info.tolerations:

@@ -196,8 +196,8 @@ def test_report_lists_the_node_labels_and_tolerations_of_each_flavor_a_reported_
     status = capacity_status(local, pending_counts={}, flavors=infos)
     # the tolerations are what the agent injects at Job start: the ResourceFlavor's, as Kubernetes writes them
     assert status["flavors"] == [
-        {"name": "plain"},
-        {"name": "rf", "nodeLabels": {"pool": "a", "zone": "z1"}, "tolerations": [toleration]},
+        {"name": "plain", "topologyName": ""},
+        {"name": "rf", "topologyName": "", "nodeLabels": {"pool": "a", "zone": "z1"}, "tolerations": [toleration]},
     ]
     parsed = ClusterCapacityStatus.model_validate({"generation": 1, "observedTime": "2026-01-01T00:00:00Z", **status})
     assert parsed.flavor("rf") is not None
@@ -229,9 +229,14 @@ def test_report_flavors_follow_the_resource_flavor_objects() -> None:
         pending_counts={},
         flavors={"rf": flavor_info(edited)},
     )
-    assert before["flavors"] == [{"name": "rf"}]
+    assert before["flavors"] == [{"name": "rf", "topologyName": ""}]
     assert after["flavors"] == [
-        {"name": "rf", "nodeLabels": {"pool": "b"}, "tolerations": [{"key": "spot", "operator": "Exists"}]}
+        {
+            "name": "rf",
+            "topologyName": "",
+            "nodeLabels": {"pool": "b"},
+            "tolerations": [{"key": "spot", "operator": "Exists"}],
+        }
     ]
     gone = capacity_status(
         state(flavors=[], queues=queues, local_queues=[], workloads=[]), pending_counts={}, flavors={}
@@ -362,7 +367,7 @@ def test_report_lists_each_flavors_node_taints() -> None:
     raw = [flavor("rf", nodeTaints=taints)]
     local = state(flavors=raw, queues=[cluster_queue("cq", {"rf": {"cpu": 4}})], local_queues=[], workloads=[])
     status = capacity_status(local, pending_counts={}, flavors={"rf": flavor_info(raw[0])})
-    assert status["flavors"] == [{"name": "rf", "nodeTaints": taints}]
+    assert status["flavors"] == [{"name": "rf", "topologyName": "", "nodeTaints": taints}]
     ClusterCapacityStatus.model_validate({"generation": 1, "observedTime": "2026-01-01T00:00:00Z", **status})
 
 
