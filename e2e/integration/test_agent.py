@@ -364,13 +364,14 @@ def test_capacity_report_carries_the_flavors_node_labels_and_tolerations(
     """What the agent injects into a started Job's pod template, per flavor of a local ClusterQueue, is in the
     report (the manager creates Job copies already placed from it), and follows an edit of the ResourceFlavor."""
     first = wait_for("the flavor in the capacity report", lambda: reported_flavor(rig, queues.flavor))
-    assert first == {"name": queues.flavor, "nodeLabels": {NODE_LABEL[0]: NODE_LABEL[1]}}
+    # "": a flavor without a topology, which takes no pod set asking for one (the manager's dispatch reads it)
+    assert first == {"name": queues.flavor, "topologyName": "", "nodeLabels": {NODE_LABEL[0]: NODE_LABEL[1]}}
     toleration = {"key": "kfed.io/spot", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}
     edited = {"spec": {"nodeLabels": {NODE_LABEL[0]: NODE_LABEL[1], "kfed.io/pool": "b"}, "tolerations": [toleration]}}
     rig.kubectl(
         WORKER, "patch", "resourceflavors.kueue.x-k8s.io", queues.flavor, "--type=merge", "-p", json.dumps(edited)
     )
-    expected = {"name": queues.flavor, **edited["spec"]}
+    expected = {"name": queues.flavor, "topologyName": "", **edited["spec"]}
     after = wait_for(
         "the edited flavor in the capacity report",
         lambda: (found := reported_flavor(rig, queues.flavor)) == expected and found,
