@@ -11,16 +11,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from federation.admission import model as core
-from federation.api.labels import (
-    PODSET_PREFERRED_TOPOLOGY_ANNOTATION,
-    PODSET_REQUIRED_TOPOLOGY_ANNOTATION,
-    PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION,
-)
 from federation.api.workload import ADMITTED, FINISHED, QUOTA_RESERVED
 from federation.conditions import find_condition, is_true, parse_time
 from federation.limit_ranges import LimitRangeSummary, spec_as_run
 from federation.podspec import Overheads, pod_requests
 from federation.quantity import parse_quantity
+from federation.topology.model import TopologyRequest
 
 Obj = dict[str, Any]
 
@@ -139,13 +135,7 @@ def core_pod_set(
 def asks_for_topology(raw: Mapping[str, Any]) -> bool:
     """Whether a ``spec.podSets[]`` entry asks for a topology: Kueue's required, preferred or unconstrained
     annotation on its template, or the same in its ``topologyRequest``."""
-    annotations = ((raw.get("template") or {}).get("metadata") or {}).get("annotations") or {}
-    if PODSET_REQUIRED_TOPOLOGY_ANNOTATION in annotations or PODSET_PREFERRED_TOPOLOGY_ANNOTATION in annotations:
-        return True
-    if str(annotations.get(PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION, "")).lower() == "true":
-        return True
-    request = raw.get("topologyRequest") or {}
-    return bool(request.get("required") or request.get("preferred") or request.get("unconstrained"))
+    return TopologyRequest.of_pod_set(raw).asks
 
 
 def pod_set_usage(

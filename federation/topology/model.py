@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 PODS_RESOURCE = "pods"
@@ -81,6 +82,27 @@ class TopologyRequest:
     unconstrained: bool = False
     slice_level: str | None = None
     slice_size: int | None = None
+
+    @property
+    def asks(self) -> bool:
+        """A required, preferred or unconstrained topology is asked for (Kueue's ``TopologyRequest`` is set)."""
+        return bool(self.required or self.preferred or self.unconstrained)
+
+    @classmethod
+    def of_pod_set(cls, pod_set: Mapping[str, Any]) -> TopologyRequest:
+        """A ``spec.podSets[]`` entry's request: its template's annotations, else its ``topologyRequest``."""
+        annotations = ((pod_set.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+        topology = cls.from_annotations(annotations)
+        request = pod_set.get("topologyRequest") or {}
+        if topology == cls() and request:
+            return cls(
+                required=request.get("required"),
+                preferred=request.get("preferred"),
+                unconstrained=bool(request.get("unconstrained")),
+                slice_level=request.get("podSetSliceRequiredTopology"),
+                slice_size=request.get("podSetSliceSize"),
+            )
+        return topology
 
     @classmethod
     def from_annotations(cls, annotations: Mapping[str, str]) -> TopologyRequest:

@@ -64,17 +64,7 @@ def pod_set_request(
     topology request the pod set is placed like Kueue's implicit TAS (unconstrained)."""
     template = pod_set.get("template") or {}
     pod_spec = template.get("spec") or {}
-    annotations = (template.get("metadata") or {}).get("annotations") or {}
-    topology = TopologyRequest.from_annotations(annotations)
-    request = pod_set.get("topologyRequest") or {}
-    if topology == TopologyRequest() and request:
-        topology = TopologyRequest(
-            required=request.get("required"),
-            preferred=request.get("preferred"),
-            unconstrained=bool(request.get("unconstrained")),
-            slice_level=request.get("podSetSliceRequiredTopology"),
-            slice_size=request.get("podSetSliceSize"),
-        )
+    topology = TopologyRequest.of_pod_set(pod_set)
     selector = {str(k): str(v) for k, v in (pod_spec.get("nodeSelector") or {}).items()}
     selector.update(node_labels or {})
     requests = {name: canonical(name, amount) for name, amount in pod_requests(pod_spec).items()}
