@@ -33,6 +33,7 @@ import structlog
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import RESERVED, workload_key, workload_state
 from federation.admission.queue_metrics import admitted_for, workload_labels
+from federation.api.labels import HOSTNAME_LABEL
 from federation.conditions import is_true
 from federation.kube import resources as r
 from federation.kube.api import KubeApi, PatchType
@@ -42,7 +43,7 @@ from federation.kube.recorder import EventRecorder
 from federation.obs.metrics import Metrics
 from federation.pod_injection import PODSET_LABEL, TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 from federation.topology import summarize
-from federation.topology.model import HOSTNAME_LABEL, NODE_FAILURES_REASON
+from federation.topology.model import NODE_FAILURES_REASON
 from federation.topology.report import summary_entry
 from worker_agent.decisions.tas_admission import AsRun, TasPlacer, TasPodSet, admitted_tas_pod_sets, assumed_usage
 from worker_agent.decisions.tas_failures import (

@@ -14,6 +14,7 @@ import statistics
 import time
 import tracemalloc
 
+from federation.api.labels import HOSTNAME_LABEL
 from federation.topology import (
     NodeSpec,
     Placement,
@@ -26,7 +27,6 @@ from federation.topology import (
     replace_failed_nodes,
     summarize,
 )
-from federation.topology.model import HOSTNAME_LABEL
 
 BLOCK = "cloud.provider.com/topology-block"
 RACK = "cloud.provider.com/topology-rack"

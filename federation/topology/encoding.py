@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from federation.topology.model import HOSTNAME_LABEL, Placement
+from federation.api.labels import HOSTNAME_LABEL
+from federation.topology.model import Placement
 
 MAX_AFFIX_LENGTH = 63
 MAX_SLICES = 1000

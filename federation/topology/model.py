@@ -17,14 +17,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-PODS_RESOURCE = "pods"
+from federation.api.labels import (
+    PODSET_PREFERRED_TOPOLOGY_ANNOTATION,
+    PODSET_REQUIRED_TOPOLOGY_ANNOTATION,
+    PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION,
+    PODSET_SLICE_SIZE_ANNOTATION,
+    PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION,
+)
 
-REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
-PREFERRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
-UNCONSTRAINED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
-SLICE_REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-slice-required-topology"
-SLICE_SIZE_ANNOTATION = "kueue.x-k8s.io/podset-slice-size"
+PODS_RESOURCE = "pods"
 
 NODE_FAILURES_REASON = "NodeFailures"
 
@@ -106,12 +107,12 @@ class TopologyRequest:
 
     @classmethod
     def from_annotations(cls, annotations: Mapping[str, str]) -> TopologyRequest:
-        size_text = annotations.get(SLICE_SIZE_ANNOTATION)
+        size_text = annotations.get(PODSET_SLICE_SIZE_ANNOTATION)
         return cls(
-            required=annotations.get(REQUIRED_TOPOLOGY_ANNOTATION),
-            preferred=annotations.get(PREFERRED_TOPOLOGY_ANNOTATION),
-            unconstrained=annotations.get(UNCONSTRAINED_TOPOLOGY_ANNOTATION, "").lower() == "true",
-            slice_level=annotations.get(SLICE_REQUIRED_TOPOLOGY_ANNOTATION),
+            required=annotations.get(PODSET_REQUIRED_TOPOLOGY_ANNOTATION),
+            preferred=annotations.get(PODSET_PREFERRED_TOPOLOGY_ANNOTATION),
+            unconstrained=annotations.get(PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION, "").lower() == "true",
+            slice_level=annotations.get(PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION),
             slice_size=int(size_text) if size_text else None,
         )
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from federation.api.labels import HOSTNAME_LABEL
 from federation.topology.encoding import TopologyAssignment, encode_placement, expand_ranks
 from federation.topology.fitcache import ShapeFit
 from federation.topology.model import (
-    HOSTNAME_LABEL,
     NODE_FAILURES_REASON,
     NodePods,
     Placement,

@@ -19,8 +19,9 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from federation.api.labels import HOSTNAME_LABEL
 from federation.topology.fitcache import ShapeFit, ShapeKey, shape_key
-from federation.topology.model import HOSTNAME_LABEL, PODS_RESOURCE, NodeSpec, Placement, PodSetRequest
+from federation.topology.model import PODS_RESOURCE, NodeSpec, Placement, PodSetRequest
 from federation.topology.tree import Domain, NodeState, free_amounts
 
 UNLIMITED_PODS = 1 << 40

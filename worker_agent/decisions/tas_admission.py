@@ -20,6 +20,7 @@ from typing import Any
 
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Admit
+from federation.api.labels import HOSTNAME_LABEL
 from federation.topology import (
     Placement,
     PlacementFailure,
@@ -30,7 +31,6 @@ from federation.topology import (
     encode_placement,
     place,
 )
-from federation.topology.model import HOSTNAME_LABEL
 from worker_agent.decisions.tas_objects import FlavorTopology, pod_set_request
 
 Obj = Mapping[str, Any]

@@ -55,6 +55,7 @@ from typing import Any, TypeVar
 
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.api.labels import (
+    HOSTNAME_LABEL,
     MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD,
     UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION,
 )
@@ -66,7 +67,7 @@ from federation.topology import (
     TopologySnapshot,
     replace_failed_nodes,
 )
-from federation.topology.model import HOSTNAME_LABEL, NODE_FAILURES_REASON
+from federation.topology.model import NODE_FAILURES_REASON
 from worker_agent.decisions.tas_objects import node_not_ready_since, node_spec, untolerated_no_execute
 
 Obj = Mapping[str, Any]

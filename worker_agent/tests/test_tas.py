@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from federation.api.labels import HOSTNAME_LABEL
 from federation.topology import (
     Placement,
     PodSetRequest,
@@ -15,7 +16,7 @@ from federation.topology import (
     place,
 )
 from federation.topology.encoding import encode_domains
-from federation.topology.model import HOSTNAME_LABEL, Toleration
+from federation.topology.model import Toleration
 from federation.topology.tests.helpers import RACK, grid, snapshot_of
 from worker_agent.decisions.tas_failures import (
     PodSetRepair,

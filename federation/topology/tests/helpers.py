@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from federation.api.labels import HOSTNAME_LABEL
 from federation.topology import NodeSpec, Placement, PodSetRequest, Taint, TopologyRequest, TopologySnapshot
-from federation.topology.model import HOSTNAME_LABEL
 
 BLOCK = "cloud.provider.com/topology-block"
 RACK = "cloud.provider.com/topology-rack"

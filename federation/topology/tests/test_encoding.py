@@ -2,9 +2,9 @@ import json
 
 import pytest
 
+from federation.api.labels import HOSTNAME_LABEL
 from federation.topology import Placement, TopologyAssignment, decode_assignment, encode_placement, expand_ranks, place
 from federation.topology.encoding import encode_domains
-from federation.topology.model import HOSTNAME_LABEL
 from federation.topology.tests.helpers import BLOCK, RACK, grid, request, snapshot_of
 
 

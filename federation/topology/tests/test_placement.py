@@ -1,3 +1,4 @@
+from federation.api.labels import HOSTNAME_LABEL
 from federation.topology import (
     Placement,
     PlacementFailure,
@@ -8,7 +9,6 @@ from federation.topology import (
     TopologySnapshot,
     place,
 )
-from federation.topology.model import HOSTNAME_LABEL
 from federation.topology.tests.helpers import BLOCK, RACK, blocks_of, grid, node, racks_of, request, snapshot_of
 
 

@@ -7,6 +7,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from federation.api.labels import HOSTNAME_LABEL
 from federation.topology import (
     NodeSpec,
     Placement,
@@ -25,7 +26,6 @@ from federation.topology import (
     summary_fits,
 )
 from federation.topology.encoding import encode_domains
-from federation.topology.model import HOSTNAME_LABEL
 from federation.topology.taints import selector_matches, taints_tolerated
 from federation.topology.tests.helpers import BLOCK, LEVELS, RACK
 

@@ -1,7 +1,7 @@
 import json
 
+from federation.api.labels import HOSTNAME_LABEL
 from federation.topology import CapacitySummary, PodSetRequest, summarize, summary_fits
-from federation.topology.model import HOSTNAME_LABEL
 from federation.topology.tests.helpers import BLOCK, RACK, grid, request, snapshot_of
 
 
