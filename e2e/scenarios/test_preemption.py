@@ -200,7 +200,10 @@ def test_a_higher_priority_job_preempts_a_lower_one_running_on_another_worker_wi
     assert low is not None
     preempted = condition(low, "Preempted")
     assert preempted is not None
-    assert preempted["reason"] == "InClusterQueue"
+    # Kueue: re-admitted, the victim's Preempted (reason InClusterQueue) turns False, reason QuotaReserved, keeping
+    # what it was
+    assert (preempted["status"], preempted["reason"]) == ("False", "QuotaReserved")
+    assert preempted["message"].startswith("Previously: Preempted to accommodate workload default/")
     assert _when(low, "Requeued") <= _when(high, "QuotaReserved"), "the preemptor reserved before the victim left"
     victims = [
         e

@@ -149,6 +149,11 @@ def test_f9_a_copy_deleted_on_the_worker_while_running_is_requeued_and_runs_agai
     # Kueue: Requeued=False reason AdmissionCheck on release, then True reason BackoffFinished (no backoff here)
     assert (requeued["status"], requeued["reason"]) == ("True", "BackoffFinished")
     assert _noted(federation, "EvictedDueToAdmissionCheck", workload["metadata"]["name"], "was deleted")
+    # Kueue: the next reservation turns Evicted False, reason QuotaReserved, keeping what the eviction was
+    evicted = condition(workload_of(federation, name), "Evicted")
+    assert evicted is not None
+    assert (evicted["status"], evicted["reason"]) == ("False", "QuotaReserved")
+    assert evicted["message"].startswith(f"Previously: the {'Job' if kind == 'job' else 'Workload'} copy in worker")
     wait_for(lambda: remote_copies(federation, name), until=lambda c: c == {}, timeout=30, what="copies removed")
 
 

@@ -28,9 +28,9 @@ from federation.admission.flavors import format_amount
 from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot, Stamp, Verdict, tree_stamps
 from federation.admission.snapshot import ClusterQueueNode
-from federation.api.workload import QUOTA_RESERVED
-from federation.conditions import conditions_of, set_condition, workload_generation
-from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
+from federation.api.workload import BLOCKED_ON_PREEMPTION_GATES, EVICTED, PREEMPTED, QUOTA_RESERVED
+from federation.conditions import Conditions, conditions_of, find_condition, set_condition, workload_generation
+from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING, REASON_QUOTA_RESERVED
 
 Veto = Callable[[Admit], str | None]
 Obj = dict[str, Any]
@@ -73,6 +73,39 @@ def admission_status(assignment: Assignment) -> Obj:
             for psa in assignment.pod_set_assignments
         ],
     }
+
+
+ENDED_BY_RESERVATION = (EVICTED, PREEMPTED, BLOCKED_ON_PREEMPTION_GATES)
+"""The conditions a new quota reservation ends, as Kueue's ``SetQuotaReservation`` does."""
+
+
+def reserved_conditions(raw: Obj, *, cluster_queue: str, now: dt.datetime) -> Conditions:
+    """The workload's conditions once it holds quota in ``cluster_queue``: ``QuotaReserved=True`` ("Quota reserved in
+    ClusterQueue …"), and each condition of ``ENDED_BY_RESERVATION`` that was True turned False with reason
+    ``QuotaReserved`` and its old message after "Previously: " (as Kueue shows what the last eviction was)."""
+    generation = workload_generation(raw)
+    conditions, _ = set_condition(
+        conditions_of(raw),
+        condition_type=QUOTA_RESERVED,
+        status=True,
+        reason=REASON_QUOTA_RESERVED,
+        message=f"Quota reserved in ClusterQueue {cluster_queue}",
+        now=now,
+        observed_generation=generation,
+    )
+    for ended in ENDED_BY_RESERVATION:
+        previous = find_condition(raw, ended)
+        if previous is not None and previous.get("status") == "True":
+            conditions, _ = set_condition(
+                conditions,
+                condition_type=ended,
+                status=False,
+                reason=REASON_QUOTA_RESERVED,
+                message=f"Previously: {previous.get('message', '')}",
+                now=now,
+                observed_generation=generation,
+            )
+    return conditions
 
 
 def pending_update(

@@ -43,6 +43,7 @@ PODS_READY = "PodsReady"
 EVICTED = "Evicted"
 PREEMPTED = "Preempted"
 REQUEUED = "Requeued"
+BLOCKED_ON_PREEMPTION_GATES = "BlockedOnPreemptionGates"
 DEACTIVATION_TARGET = "DeactivationTarget"
 
 # Eviction reasons.

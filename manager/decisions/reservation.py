@@ -18,11 +18,10 @@ import datetime as dt
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from federation.admission.api_drain import EventSpec, WorkloadUpdate, admission_status
+from federation.admission.api_drain import EventSpec, WorkloadUpdate, admission_status, reserved_conditions
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Assignment
-from federation.api.workload import EVICTED, QUOTA_RESERVED
-from federation.conditions import conditions_of, find_condition, format_time, set_condition, workload_generation
+from federation.conditions import format_time
 from federation.protocol import MULTIKUEUE_CONTROLLER, REASON_QUOTA_RESERVED
 from manager.decisions.admission_checks import (
     CHECK_PENDING,
@@ -133,26 +132,7 @@ def reservation_update(
     """``checks`` are all the workload's checks (see :func:`workload_checks`), ``multikueue_checks`` kfed's own."""
     queue = assignment.cluster_queue
     message = f"Quota reserved in ClusterQueue {queue}"
-    generation = workload_generation(raw)
-    conditions, _ = set_condition(
-        conditions_of(raw),
-        condition_type=QUOTA_RESERVED,
-        status=True,
-        reason=REASON_QUOTA_RESERVED,
-        message=message,
-        now=now,
-        observed_generation=generation,
-    )
-    if find_condition(raw, EVICTED) is not None:  # requeued earlier: Kueue resets Evicted on a new reservation
-        conditions, _ = set_condition(
-            conditions,
-            condition_type=EVICTED,
-            status=False,
-            reason=REASON_QUOTA_RESERVED,
-            message=message,
-            now=now,
-            observed_generation=generation,
-        )
+    conditions = reserved_conditions(raw, cluster_queue=queue, now=now)
     others = [check for check in checks if check not in multikueue_checks]
     dispatch = waiting_message(others, worker) if others else dispatched_message(worker)
     stamp = format_time(now)

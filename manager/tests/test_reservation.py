@@ -174,3 +174,40 @@ def test_a_tas_pod_set_waits_for_its_topology_on_the_worker_pending_then_ready()
     assert [psa.get("delayedTopologyRequest") for psa in ready["podSetAssignments"]] == ["Ready", None]
     assert "topologyAssignment" not in ready["podSetAssignments"][0], "the assignment stays on the worker, as in Kueue"
     assert topology_ready({**raw, "status": {"admission": ready}}, remote) is None
+
+
+def test_a_new_reservation_ends_the_eviction_and_preemption_before_it_saying_what_they_were() -> None:
+    """As Kueue's SetQuotaReservation: Evicted and Preempted that were True turn False, reason QuotaReserved,
+    "Previously: <their message>"; one already False is left as it was."""
+    raw = workload("w", cpu="1")
+    raw["status"] = {
+        "conditions": [
+            {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "requeued"},
+            {"type": "Evicted", "status": "True", "reason": "AdmissionCheck", "message": "the Job copy was deleted"},
+            {"type": "Preempted", "status": "True", "reason": "InClusterQueue", "message": "Preempted to fit w2"},
+            {"type": "Requeued", "status": "True", "reason": "BackoffFinished", "message": "backoff over"},
+        ]
+    }
+    update = reservation_update(
+        raw, _assignment(), worker="worker-1", checks=["mk"], multikueue_checks=["mk"], now=NOW, waited_seconds=1
+    )
+    by_type = {c["type"]: c for c in update.status["conditions"]}
+    assert by_type["QuotaReserved"]["status"] == "True"
+    assert (by_type["Evicted"]["status"], by_type["Evicted"]["reason"], by_type["Evicted"]["message"]) == (
+        "False",
+        "QuotaReserved",
+        "Previously: the Job copy was deleted",
+    )
+    assert (by_type["Preempted"]["status"], by_type["Preempted"]["message"]) == (
+        "False",
+        "Previously: Preempted to fit w2",
+    )
+    assert by_type["Requeued"]["message"] == "backoff over"
+
+    raw["status"] = update.status  # reserved again later: the False conditions are not touched a second time
+    again = reservation_update(
+        raw, _assignment(), worker="worker-1", checks=["mk"], multikueue_checks=["mk"], now=NOW, waited_seconds=1
+    )
+    assert {c["type"]: c for c in again.status["conditions"]}["Evicted"]["message"] == (
+        "Previously: the Job copy was deleted"
+    )

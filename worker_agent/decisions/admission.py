@@ -21,17 +21,17 @@ from federation.admission.api_drain import (
     admission_status,
     drain,
     pending_update,
+    reserved_conditions,
 )
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Admit, Assignment, Preempt, Wait
 from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
-from federation.api.workload import ADMITTED, EVICTED, QUOTA_RESERVED
-from federation.conditions import conditions_of, find_condition, set_condition, workload_generation
+from federation.api.workload import ADMITTED
+from federation.conditions import set_condition, workload_generation
 from federation.protocol import REASON_ADMITTED, REASON_INADMISSIBLE, REASON_PENDING, REASON_QUOTA_RESERVED
 from worker_agent.decisions.checks import DELAYED_PENDING, pending_checks
 from worker_agent.decisions.preemption import (
-    BLOCKED_ON_PREEMPTION_GATES,
     gated_update,
     has_closed_preemption_gate,
     victim_update,
@@ -57,28 +57,7 @@ def admit_update(
     queue = assignment.cluster_queue
     reserved_message = f"Quota reserved in ClusterQueue {queue}"
     generation = workload_generation(raw)
-    conditions, _ = set_condition(
-        conditions_of(raw),
-        condition_type=QUOTA_RESERVED,
-        status=True,
-        reason=REASON_QUOTA_RESERVED,
-        message=reserved_message,
-        now=now,
-        observed_generation=generation,
-    )
-    # Kueue: a new reservation ends the eviction, the preemption and the preemption-gate wait that came before it.
-    for ended in (EVICTED, "Preempted", BLOCKED_ON_PREEMPTION_GATES):
-        previous = find_condition(raw, ended)
-        if previous is not None and previous.get("status") == "True":
-            conditions, _ = set_condition(
-                conditions,
-                condition_type=ended,
-                status=False,
-                reason=REASON_QUOTA_RESERVED,
-                message=f"Previously: {previous.get('message', '')}",
-                now=now,
-                observed_generation=generation,
-            )
+    conditions = reserved_conditions(raw, cluster_queue=queue, now=now)
     events: tuple[EventSpec, ...] = (
         EventSpec(REASON_QUOTA_RESERVED, f"{reserved_message}, wait time since queued was {waited_seconds:.0f}s"),
     )

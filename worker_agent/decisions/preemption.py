@@ -34,7 +34,7 @@ from federation.admission.decisions import Victim
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.execution_time import ACCUMULATED_FIELD, accumulated_on_release, limit_of
 from federation.admission.requeued import requeued_on_release
-from federation.api.workload import ADMITTED, QUOTA_RESERVED
+from federation.api.workload import ADMITTED, BLOCKED_ON_PREEMPTION_GATES, QUOTA_RESERVED
 from federation.conditions import (
     conditions_of,
     find_condition,
@@ -48,7 +48,6 @@ from worker_agent.decisions.jobs import job_finished
 
 Obj = dict[str, Any]
 
-BLOCKED_ON_PREEMPTION_GATES = "BlockedOnPreemptionGates"
 REASON_PREEMPTION_GATED = "PreemptionGated"
 REASON_ADMISSION_GATED = "AdmissionGated"
 GATED_MESSAGE = "Workload requires preemption, but it's gated"
