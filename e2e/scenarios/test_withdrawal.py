@@ -132,17 +132,22 @@ def test_s7_f9_a_foreign_job_holding_the_name_is_never_touched_and_the_workload_
             federation.kubectl(worker, "delete", "job", "f9-foreign", "--ignore-not-found", "--wait=false")
 
 
-@pytest.mark.parametrize("kind", ["job", "workloads.kueue.x-k8s.io"])
+@pytest.mark.parametrize("kind", ["job", "workloads.kueue.x-k8s.io", "unlabelled job"])
 def test_f9_a_copy_deleted_on_the_worker_while_running_is_requeued_and_runs_again(
     federation: Federation, kind: str
 ) -> None:
-    name = "f9-job" if kind == "job" else "f9-wl"
+    """Deleted, or (``unlabelled job``) its origin label taken off, which hides it from kfed as if deleted: either
+    way it must not run on next to the new dispatch, and the message names both possibilities."""
+    name = {"job": "f9-job", "workloads.kueue.x-k8s.io": "f9-wl", "unlabelled job": "f9-unlabelled"}[kind]
     submit(federation, name, cpu="1", seconds=8)
     worker = running_on(federation, name)
     workload = workload_of(federation, name)
     assert workload is not None
-    target = name if kind == "job" else workload["metadata"]["name"]
-    federation.kubectl(worker, "delete", kind, target, "--wait=false")
+    if kind == "unlabelled job":
+        federation.kubectl(worker, "label", "job", name, "kueue.x-k8s.io/multikueue-origin-")
+    else:
+        target = name if kind == "job" else workload["metadata"]["name"]
+        federation.kubectl(worker, "delete", kind, target, "--wait=false")
     _complete_on_one_worker_at_a_time(federation, name)
     requeued = condition(workload_of(federation, name), "Requeued")
     assert requeued is not None
@@ -153,7 +158,12 @@ def test_f9_a_copy_deleted_on_the_worker_while_running_is_requeued_and_runs_agai
     evicted = condition(workload_of(federation, name), "Evicted")
     assert evicted is not None
     assert (evicted["status"], evicted["reason"]) == ("False", "QuotaReserved")
-    assert evicted["message"].startswith(f"Previously: the {'Job' if kind == 'job' else 'Workload'} copy in worker")
+    assert evicted["message"].startswith(
+        f"Previously: the {'Workload' if 'workload' in kind else 'Job'} copy in worker"
+    )
+    assert evicted["message"].endswith(
+        "(or lost its kueue.x-k8s.io/multikueue-origin label, by which kfed finds its copies)"
+    )
     wait_for(lambda: remote_copies(federation, name), until=lambda c: c == {}, timeout=30, what="copies removed")
 
 

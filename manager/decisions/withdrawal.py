@@ -22,6 +22,7 @@ from federation.admission.deactivation import deactivation_eviction
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.execution_time import ACCUMULATED_FIELD, accumulated_on_release
 from federation.admission.requeued import requeued_on_release
+from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
 from federation.conditions import (
     conditions_of,
     find_condition,
@@ -287,10 +288,18 @@ def withdrawal_reason(
                 )
         return None  # before admission a missing copy is simply (re)created
     if remote_workload is None:
-        return f'the Workload copy in worker cluster "{worker}" was deleted while the workload was admitted there'
+        return _copy_gone("Workload", worker)
     if remote_job is None and manager_job is not None:
-        return f'the Job copy in worker cluster "{worker}" was deleted while the workload was admitted there'
+        return _copy_gone("Job", worker)
     return None
+
+
+def _copy_gone(kind: str, worker: str) -> str:
+    """kfed finds its copies by their origin label, so one whose label was taken off looks deleted: say both."""
+    return (
+        f'the {kind} copy in worker cluster "{worker}" was deleted while the workload was admitted there (or lost '
+        f"its {MULTIKUEUE_ORIGIN_LABEL} label, by which kfed finds its copies)"
+    )
 
 
 def eviction_status(

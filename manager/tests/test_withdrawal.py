@@ -77,6 +77,8 @@ def test_a_copy_deleted_after_admission_withdraws() -> None:
     gone_job = reason(ADMITTED, remote_workload=remote, remote_job=None)
     assert gone_job is not None
     assert "Job copy" in gone_job
+    # kfed finds copies by their origin label: one that lost it looks deleted, and the message says it may be that
+    assert gone_job.endswith("(or lost its kueue.x-k8s.io/multikueue-origin label, by which kfed finds its copies)")
 
 
 def test_a_finished_job_is_not_withdrawn_even_if_a_copy_is_gone() -> None:
