@@ -52,6 +52,13 @@ log = structlog.get_logger(__name__)
 
 NOT_ADMITTED = "Not admitted by cluster queue"
 """Kueue's Event message when it suspends a Job its user started while the Job's Workload was not admitted."""
+# Kueue's ``Stopped`` Event messages when a running Job loses its Workload: ...
+WORKLOAD_DELETED = "Workload is deleted"
+"""... someone deleted it and a finalizer holds it;"""
+MISSING_WORKLOAD = "Missing Workload; unable to restore pod templates"
+"""... it is gone;"""
+NO_MATCHING_WORKLOAD = "No matching Workload; restoring pod templates according to existent Workload"
+"""... it no longer matches the Job (its pod count was changed), so it is deleted and the Job stopped."""
 
 
 class JobController:
@@ -98,18 +105,14 @@ class JobController:
             return False
         return True
 
-    async def _stop(self, job: dict[str, Any]) -> None:
+    async def _stop(self, job: dict[str, Any], *, why: str) -> None:
+        """Suspend a running Job whose Workload is gone, going or replaced (``why``: Kueue's Event message); it is
+        queued again under a new Workload."""
         meta = job["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         job = await stop_manager_job(self._api, job, field_manager=self._config.field_manager)
-        log.warning("job stopped: its workload was deleted", job=key)
-        self._events.emit(
-            job,
-            reason="Stopped",
-            note="The Job's Workload was deleted while it ran; the Job is suspended and queued again",
-            action="Stop",
-            event_type="Warning",
-        )
+        log.warning("job stopped: its workload was deleted", job=key, why=why)
+        self._events.emit(job, reason="Stopped", note=why, action="Stop")
 
     async def _stop_unadmitted(self, job: dict[str, Any], workload: dict[str, Any]) -> float | None:
         """Suspend a Job its user unsuspended while its Workload waits (Kueue: Event ``Stopped``, "Not admitted by
@@ -210,6 +213,7 @@ class JobController:
                         job=key,
                         workload=ref,
                     )
+                    await self._stop(job, why=NO_MATCHING_WORKLOAD)  # then it is queued again at its new size
         except Conflict:
             return 1.0  # the Workload changed since the cache saw it: look again with what it is now
         except NotFound:
@@ -277,7 +281,7 @@ class JobController:
             # Someone deleted it and a finalizer holds it: stopped as for a deleted Workload (Kueue: "Workload is
             # deleted"); a new one is made once it is gone (its DELETED event brings the Job back).
             if needs_stopping(job) and job_finish(job) is None:
-                await self._stop(job)
+                await self._stop(job, why=WORKLOAD_DELETED)
             return None
         if existing is not None:
             if priority_class_changed(existing, job) and not is_true(existing, "Finished"):
@@ -290,7 +294,7 @@ class JobController:
         if needs_stopping(job) and not await self._workload_exists(name, meta):
             # Running without a Workload (someone deleted it), or its stop was cut short: stop it before queueing it
             # again, as Kueue does; its copies on the worker are garbage-collected with the old Workload.
-            await self._stop(job)
+            await self._stop(job, why=MISSING_WORKLOAD)
         try:
             workload = workload_for_job(job, priority=self._priority(job))
         except JobNotQueueable as err:

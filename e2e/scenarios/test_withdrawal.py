@@ -186,7 +186,12 @@ def test_f9_a_running_job_whose_manager_workload_is_deleted_gets_a_new_one_and_c
     assert is_true(workload_of(federation, "f9-mwl"), "Finished")
     job = get(federation, MANAGER, "job", "f9-mwl")
     assert job is not None
-    assert [e for e in items(federation, MANAGER, "events.events.k8s.io") if e.get("reason") == "Stopped"]
+    wait_for(
+        lambda: _noted(federation, "Stopped", "f9-mwl", "Missing Workload; unable to restore pod templates"),
+        until=bool,
+        timeout=15,
+        what="Kueue's Stopped Event on f9-mwl",
+    )
     wait_for(lambda: remote_copies(federation, "f9-mwl"), until=lambda c: c == {}, timeout=30, what="copies removed")
 
 
@@ -212,6 +217,12 @@ def test_a_running_jobs_workload_a_finalizer_holds_while_deleted_stops_the_job_u
             what="the Job stopped while its Workload is being deleted",
         )
         wait_for(lambda: remote_copies(federation, "held-wl"), until=lambda c: c == {}, timeout=30, what="no copies")
+        wait_for(
+            lambda: _noted(federation, "Stopped", "held-wl", "Workload is deleted"),
+            until=bool,
+            timeout=15,
+            what="Kueue's Stopped Event on held-wl",
+        )
         still = workload_of(federation, "held-wl")
         assert still is not None
         assert still["metadata"]["uid"] == old["metadata"]["uid"], "no new one while it stays"
@@ -256,6 +267,12 @@ def test_a_running_job_scaled_by_its_user_is_stopped_and_runs_again_at_its_new_s
     assert new is not None
     assert new["spec"]["podSets"][0]["count"] == 2, "queued again at its new size"
     assert _noted(federation, "DeletedWorkload", "rescaled", "Deleted not matching Workload")
+    wait_for(
+        lambda: _noted(federation, "Stopped", "rescaled", "No matching Workload; restoring pod templates"),
+        until=bool,
+        timeout=15,
+        what="Kueue's Stopped Event on rescaled",
+    )
     _complete_on_one_worker_at_a_time(federation, "rescaled")
     done = workload_of(federation, "rescaled")
     assert done is not None
