@@ -464,8 +464,8 @@ def test_a_workload_whose_job_multikueue_cannot_run_is_rejected_deactivated_and_
                 timeout=30,
                 what=f"an AdmissionCheckRejected event on {name}",
             )
-            assert events[0]["note"] == (
-                f"Deactivating workload because AdmissionCheck for {ADMISSION_CHECK} was Rejected: {message}"
+            assert events[0]["note"] == (  # Kueue v0.19's words
+                f'Deactivated due to AdmissionCheck in Rejected state: "{ADMISSION_CHECK}" ({message})'
             )
             for worker in federation.workers:
                 sent = created_names(federation.clusters[worker].audit_log, resource="workloads", client="kfed-manager")

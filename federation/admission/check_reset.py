@@ -37,3 +37,12 @@ def checks_reset_on_eviction(checks: Iterable[Mapping[str, Any]], *, now: dt.dat
             reset["retryCount"] = int(check.get("retryCount") or 0) + 1
         out.append(reset)
     return out
+
+
+def no_reservation_terms(workload: Mapping[str, Any]) -> tuple[str, str]:
+    """Kueue's ``Admitted=False`` (reason, message) once ``workload``'s reservation is released by an eviction. Its
+    admission checks are reset then (none stays Ready), and Kueue says so when it has any: "The workload has no
+    reservation and not all checks ready" (``NoReservationUnsatisfiedChecks``, with Kueue's default gates)."""
+    if (workload.get("status") or {}).get("admissionChecks"):
+        return "NoReservationUnsatisfiedChecks", "The workload has no reservation and not all checks ready"
+    return "NoReservation", "The workload has no reservation"

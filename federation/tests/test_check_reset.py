@@ -3,7 +3,7 @@
 import datetime as dt
 from typing import Any
 
-from federation.admission.check_reset import checks_reset_on_eviction
+from federation.admission.check_reset import checks_reset_on_eviction, no_reservation_terms
 
 NOW = dt.datetime(2026, 11, 25, 2, 30, tzinfo=dt.UTC)
 EARLIER = "2026-11-25T01:00:00Z"
@@ -47,3 +47,13 @@ def test_pending_stays_and_every_other_state_is_reset_saying_what_it_was() -> No
         },
     ]
     assert checks[1]["state"] == "Ready", "the input is left as it was"
+
+
+def test_admitted_false_says_the_checks_are_not_all_ready_when_the_workload_has_any() -> None:
+    """Kueue's SyncAdmittedCondition after an eviction (its checks are reset, so none is Ready)."""
+    with_checks = {"status": {"admissionChecks": [{"name": "mk", "state": "Ready"}]}}
+    assert no_reservation_terms(with_checks) == (
+        "NoReservationUnsatisfiedChecks",
+        "The workload has no reservation and not all checks ready",
+    )
+    assert no_reservation_terms({"status": {}}) == ("NoReservation", "The workload has no reservation")

@@ -163,7 +163,7 @@ def admitted_checks(
     for check in check_states(workload):
         updated = dict(check)
         if check.get("name") in multikueue_checks:
-            updated["message"] = f'The workload got reservation on "{worker}"'  # Kueue's wording, name quoted
+            updated["message"] = f'The workload was admitted on "{worker}"'  # Kueue's wording, name quoted
             if check.get("state") != CHECK_READY:
                 updated["state"] = CHECK_READY
                 updated["lastTransitionTime"] = stamp
@@ -189,12 +189,9 @@ class CheckEviction:
 def check_eviction(gate: CheckGate) -> CheckEviction | None:
     """The eviction a Rejected or Retry check asks for (Rejected wins); None when no check asks for one."""
     if gate.rejected:
-        names = ", ".join(name for name, _ in gate.rejected)
-        first, first_message = gate.rejected[0]
-        return _rejection(names, first, first_message)
+        return _rejection(checks_in_state(gate.rejected, "Rejected"))
     if gate.retry:
-        names = ", ".join(name for name, _ in gate.retry)
-        message = f"At least one admission check is false: {names} asked to retry"
+        message = f"Evicted due to {checks_in_state(gate.retry, 'Retry')}"
         return CheckEviction(
             deactivate=False,
             reason=EVICTED_BY_ADMISSION_CHECK,
@@ -249,17 +246,25 @@ def owner_rejection(workload: Mapping[str, Any], *, owner_job: Mapping[str, Any]
 
 def owner_check_eviction(check: str, message: str) -> CheckEviction:
     """What Kueue does once its MultiKueue check ``check`` is Rejected with ``message``: deactivate and evict."""
-    return _rejection(check, check, message)
+    return _rejection(checks_in_state([(check, message)], "Rejected"))
 
 
-def _rejection(names: str, first: str, first_message: str) -> CheckEviction:
-    """Kueue's deactivation for Rejected checks ``names``, its Event naming the ``first`` and its message."""
+def checks_in_state(checks: Sequence[tuple[str, str]], state: str) -> str:
+    """Kueue's words for the checks (name, message) in ``state``, by name:
+    ``AdmissionChecks in Rejected state: "a" (its message); "b"``."""
+    parts = [f'"{name}" ({message})' if message else f'"{name}"' for name, message in sorted(checks)]
+    noun = "AdmissionChecks" if len(checks) > 1 else "AdmissionCheck"
+    return f"{noun} in {state} state: {'; '.join(parts)}"
+
+
+def _rejection(rejected: str) -> CheckEviction:
+    """Kueue's deactivation for the Rejected checks ``rejected`` (:func:`checks_in_state`)."""
     return CheckEviction(
         deactivate=True,
         reason=f"{EVICTED_BY_DEACTIVATION}DueTo{EVICTED_BY_ADMISSION_CHECK}",
-        message=f"The workload is deactivated due to Admission check(s): {names}, were rejected",
+        message=f"The workload is deactivated due to {rejected}",
         event_reason="AdmissionCheckRejected",
-        event_message=f"Deactivating workload because AdmissionCheck for {first} was Rejected: {first_message}",
+        event_message=f"Deactivated due to {rejected}",
     )
 
 
@@ -328,13 +333,5 @@ def worker_rejection(remote_workload: Mapping[str, Any] | None, worker: str) -> 
     rejected = [c for c in check_states(remote_workload) if c.get("state") == CHECK_REJECTED]
     if not rejected:
         return None
-    names = ", ".join(str(c.get("name")) for c in rejected)
-    first = rejected[0]
-    why = f'admission check {first.get("name")} on worker "{worker}" was Rejected: {first.get("message") or ""}'
-    return CheckEviction(
-        deactivate=True,
-        reason=f"{EVICTED_BY_DEACTIVATION}DueTo{EVICTED_BY_ADMISSION_CHECK}",
-        message=f'The workload is deactivated due to Admission check(s): {names} on worker "{worker}", were rejected',
-        event_reason="AdmissionCheckRejected",
-        event_message=f"Deactivating workload because {why}",
-    )
+    named = [(str(c.get("name")), str(c.get("message") or "")) for c in rejected]
+    return _rejection(f'{checks_in_state(named, "Rejected")} in worker cluster "{worker}"')

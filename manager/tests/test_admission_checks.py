@@ -147,7 +147,7 @@ def test_worker_admission_makes_only_the_multikueue_check_ready() -> None:
         reserved(("mk", "Pending"), ("prov", "Pending")), multikueue_checks=MK, worker="worker-1", now=NOW
     )
     assert [(c["name"], c["state"]) for c in checks] == [("mk", "Ready"), ("prov", "Pending")]
-    assert checks[0]["message"] == 'The workload got reservation on "worker-1"'  # Kueue's words, name quoted
+    assert checks[0]["message"] == 'The workload was admitted on "worker-1"'  # Kueue's words, name quoted
     assert checks[0]["lastTransitionTime"] == "2026-11-22T12:00:00Z"
     assert checks[1]["lastTransitionTime"] == "2026-11-22T11:00:00Z"
     assert not all_ready
@@ -163,10 +163,13 @@ def test_a_rejected_check_deactivates_and_evicts() -> None:
     assert eviction is not None
     assert eviction.deactivate
     assert eviction.reason == "DeactivatedDueToAdmissionCheck"
-    assert eviction.message == "The workload is deactivated due to Admission check(s): prov, were rejected"
+    # Kueue v0.19's words
+    assert eviction.message == (
+        'The workload is deactivated due to AdmissionCheck in Rejected state: "prov" (no such machine type)'
+    )
     assert eviction.event_reason == "AdmissionCheckRejected"
-    assert eviction.event_message == (
-        "Deactivating workload because AdmissionCheck for prov was Rejected: no such machine type"
+    assert (
+        eviction.event_message == 'Deactivated due to AdmissionCheck in Rejected state: "prov" (no such machine type)'
     )
     conditions = {c["type"]: c for c in eviction_conditions(wl, eviction, now=NOW)}
     assert (conditions["Evicted"]["status"], conditions["Evicted"]["reason"]) == (
@@ -182,8 +185,12 @@ def test_a_retry_check_evicts_to_requeue_and_rejected_wins_over_retry() -> None:
     assert eviction is not None
     assert not eviction.deactivate
     assert eviction.reason == "AdmissionCheck"
-    assert "prov" in eviction.message
+    assert eviction.message == 'Evicted due to AdmissionCheck in Retry state: "prov"'  # Kueue's words
     assert eviction.event_reason == "EvictedDueToAdmissionCheck"
+    several = reserved(("mk", "Pending"), ("z", "Retry"), ("a", "Retry"), message="try later")
+    retried = check_eviction(dispatch_gate(several, multikueue_checks=MK))
+    assert retried is not None
+    assert retried.message == 'Evicted due to AdmissionChecks in Retry state: "a" (try later); "z" (try later)'
     both = reserved(("mk", "Pending"), ("a", "Retry"), ("b", "Rejected"))
     rejected = check_eviction(dispatch_gate(both, multikueue_checks=MK))
     assert rejected is not None
@@ -252,10 +259,13 @@ def test_a_rejected_multikueue_check_deactivates_with_kueues_words() -> None:
     eviction = owner_check_eviction("kfed", "No multikueue adapter found")
     assert eviction.deactivate
     assert eviction.reason == "DeactivatedDueToAdmissionCheck"
-    assert eviction.message == "The workload is deactivated due to Admission check(s): kfed, were rejected"
+    assert eviction.message == (
+        'The workload is deactivated due to AdmissionCheck in Rejected state: "kfed" (No multikueue adapter found)'
+    )
     assert eviction.event_reason == "AdmissionCheckRejected"
-    assert eviction.event_message == (
-        "Deactivating workload because AdmissionCheck for kfed was Rejected: No multikueue adapter found"
+    assert (
+        eviction.event_message
+        == 'Deactivated due to AdmissionCheck in Rejected state: "kfed" (No multikueue adapter found)'
     )
 
 

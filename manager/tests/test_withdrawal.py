@@ -140,6 +140,11 @@ def test_requeue_status_releases_the_reservation_and_says_why() -> None:
     assert by_type["QuotaReserved"]["status"] == "False"
     assert by_type["QuotaReserved"]["reason"] == "Pending"
     assert by_type["Admitted"]["status"] == "False"
+    # Kueue: its checks reset to Pending, Admitted says they are not all ready
+    assert (by_type["Admitted"]["reason"], by_type["Admitted"]["message"]) == (
+        "NoReservationUnsatisfiedChecks",
+        "The workload has no reservation and not all checks ready",
+    )
     assert by_type["Evicted"]["status"] == "True"
     assert by_type["Evicted"]["reason"] == "AdmissionCheck"
     assert by_type["Evicted"]["message"] == "copy deleted"

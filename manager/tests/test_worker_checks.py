@@ -71,7 +71,9 @@ def test_the_manager_shows_the_workers_checks_and_deactivates_on_their_rejection
     assert eviction is not None
     assert eviction.deactivate
     assert eviction.reason == "DeactivatedDueToAdmissionCheck"
-    assert 'on worker "worker-2" was Rejected: out of stock' in eviction.event_message
+    assert eviction.event_message == (
+        'Deactivated due to AdmissionCheck in Rejected state: "prov" (out of stock) in worker cluster "worker-2"'
+    )
     shown = {
         "metadata": {"name": "w", "namespace": "ns", "creationTimestamp": "2026-11-23T05:59:00Z"},
         "spec": {"queueName": "q"},
