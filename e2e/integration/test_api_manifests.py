@@ -210,7 +210,18 @@ def test_short_names_category_and_printer_columns(api: Federation) -> None:
         create(api, doc)
     try:
         cq_out = api.kubectl(CLUSTER, "get", "cq", cq["metadata"]["name"]).stdout
-        assert cq_out.split("\n")[0].split() == ["NAME", "COHORT", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"]
+        # as in Kueue, the admitted count and the strategy show with -o wide
+        assert cq_out.split("\n")[0].split() == ["NAME", "COHORT", "PENDING", "WORKLOADS"]
+        wide = api.kubectl(CLUSTER, "get", "cq", cq["metadata"]["name"], "-o", "wide").stdout
+        assert wide.split("\n")[0].split() == [
+            "NAME",
+            "COHORT",
+            "STRATEGY",
+            "PENDING",
+            "WORKLOADS",
+            "ADMITTED",
+            "WORKLOADS",
+        ]
         assert "team-a" in cq_out
         wl_out = api.kubectl(CLUSTER, "get", "kwl", "-n", NAMESPACE, wl["metadata"]["name"]).stdout
         assert wl_out.split("\n")[0].split() == ["NAME", "QUEUE", "RESERVED", "IN", "ADMITTED", "FINISHED", "AGE"]

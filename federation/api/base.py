@@ -111,7 +111,8 @@ KFED_GROUP = "kfed.io"
 KFED_VERSION = "v1alpha1"
 KFED_API_VERSION = f"{KFED_GROUP}/{KFED_VERSION}"
 
-AGE_COLUMN = PrinterColumn("Age", ".metadata.creationTimestamp", "date", "Time since the object was created")
+# Kueue describes the Age column of each of its kinds so (its Workload's words, copied)
+AGE_COLUMN = PrinterColumn("Age", ".metadata.creationTimestamp", "date", "Time this workload was created")
 
 
 class ApiObject(KubeModel):

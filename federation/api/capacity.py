@@ -22,7 +22,6 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, StrictStr
 
 from federation.api.base import (
-    AGE_COLUMN,
     KFED_GROUP,
     KFED_VERSION,
     ApiObject,
@@ -233,7 +232,7 @@ class ClusterCapacity(ApiObject):
         printer_columns=(
             PrinterColumn("Generation", ".status.generation", "integer", "Report counter"),
             PrinterColumn("Observed", ".status.observedTime", "date", "When the report was computed"),
-            AGE_COLUMN,
+            PrinterColumn("Age", ".metadata.creationTimestamp", "date", "Time since the object was created"),
         ),
     )
 

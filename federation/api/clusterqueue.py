@@ -133,7 +133,7 @@ class ClusterQueue(ApiObject):
         printer_columns=(
             PrinterColumn("Cohort", ".spec.cohortName", "string", "Cohort that this ClusterQueue belongs to"),
             PrinterColumn(
-                "Strategy", ".spec.queueingStrategy", "string", "The queueing strategy used to order workloads", 1
+                "Strategy", ".spec.queueingStrategy", "string", "The queueing strategy used to prioritize workloads", 1
             ),
             PrinterColumn("Pending Workloads", ".status.pendingWorkloads", "integer", "Number of pending workloads"),
             PrinterColumn(
@@ -141,6 +141,7 @@ class ClusterQueue(ApiObject):
                 ".status.admittedWorkloads",
                 "integer",
                 "Number of admitted workloads that haven't finished yet",
+                1,  # as in Kueue: shown with -o wide
             ),
         ),
     )

@@ -12,7 +12,6 @@ from federation.api.base import (
     ApiObject,
     CrdInfo,
     KubeModel,
-    PrinterColumn,
 )
 from federation.api.common import CohortReference
 from federation.api.quota import FairSharing, FairSharingStatus, ResourceGroups
@@ -62,7 +61,6 @@ class Cohort(ApiObject):
         short_names=("co",),
         scope="Cluster",
         categories=("kueue",),
-        printer_columns=(PrinterColumn("Parent", ".spec.parentName", "string", "Parent Cohort, if any"),),
     )
 
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = Field(default="kueue.x-k8s.io/v1beta2", alias="apiVersion")

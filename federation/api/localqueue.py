@@ -91,7 +91,7 @@ class LocalQueue(ApiObject):
                 "Admitted Workloads",
                 ".status.admittedWorkloads",
                 "integer",
-                "Number of admitted workloads that haven't finished yet",
+                "Number of admitted workloads that haven't finished yet.",
             ),
         ),
     )

@@ -58,7 +58,10 @@ class MultiKueueCluster(ApiObject):
         categories=("kueue",),
         printer_columns=(
             PrinterColumn(
-                "Connected", ".status.conditions[?(@.type=='Active')].status", "string", "The cluster is connected"
+                "Connected",
+                ".status.conditions[?(@.type=='Active')].status",
+                "string",
+                "MultiKueueCluster is connected",
             ),
             AGE_COLUMN,
         ),

@@ -13,7 +13,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StrictStr
 
-from federation.api.base import AGE_COLUMN, KUEUE_GROUP, KUEUE_VERSION, ApiObject, CrdInfo, KubeModel
+from federation.api.base import KUEUE_GROUP, KUEUE_VERSION, ApiObject, CrdInfo, KubeModel
 from federation.api.common import DNS1123_SUBDOMAIN, Int32, ResourceName
 from federation.api.schema import Crd
 
@@ -79,7 +79,6 @@ class ProvisioningRequestConfig(ApiObject):
         short_names=("prc",),
         scope="Cluster",
         categories=("kueue",),
-        printer_columns=(AGE_COLUMN,),
         status_subresource=False,
     )
 
