@@ -172,10 +172,18 @@ def local_queue_status_patches(
 
 
 def pending_by_cluster_queue(state: QuotaState, admitted: set[str]) -> dict[str, int]:
-    """Pending workloads per ClusterQueue after a pass that admitted the workload keys in ``admitted``."""
-    return {
+    """Pending workloads per ClusterQueue after a pass that admitted the workload keys in ``admitted``. As Kueue
+    counts them (its queue's heap and its inadmissible list), this includes the workloads of its running LocalQueues
+    that cannot reach the admission core now: in requeue backoff, their namespace not selected, refused by a
+    LimitRange, the ClusterQueue inactive (``kueue_pending_workloads`` counts them as inadmissible alike)."""
+    counts = {
         name: sum(1 for workload, _ in items if workload.key not in admitted) for name, items in state.pending.items()
     }
+    for blocked in state.blocked:
+        local_queue = state.local_queues.get(_local_queue_key(blocked.raw))
+        if local_queue is not None and not local_queue.stopped and local_queue.cluster_queue in state.queues:
+            counts[local_queue.cluster_queue] = counts.get(local_queue.cluster_queue, 0) + 1
+    return counts
 
 
 def pending_by_local_queue(

@@ -157,6 +157,27 @@ def test_local_queue_pending_counts_with_a_memo_match_the_counts_without() -> No
     assert pending_by_local_queue(fewer, set(), memo=memo) == {"ns/lq": 1}, "a changed list is counted again"
 
 
+def test_cluster_queue_pending_counts_the_workloads_parked_in_backoff_or_out_of_its_namespaces() -> None:
+    """Kueue's pendingWorkloads counts its queue's heap and its inadmissible list: a workload in requeue backoff,
+    or in a namespace the ClusterQueue does not select, is pending there too; one of a missing LocalQueue is not."""
+    from federation.admission.api_queue_status import pending_by_cluster_queue
+
+    backing_off = workload("backoff")
+    backing_off["status"] = {"requeueState": {"count": 1, "requeueAt": "2026-01-01T01:00:00Z"}}
+    elsewhere = workload("other-ns")
+    elsewhere["metadata"]["namespace"] = "team-b"
+    quota = state(
+        flavors=[flavor("default")],
+        queues=[cluster_queue("cq", {"default": {"cpu": "4"}}, namespaceSelector={"matchLabels": {"team": "a"}})],
+        local_queues=[local_queue("ns", "lq", "cq"), local_queue("team-b", "lq", "cq")],
+        workloads=[workload("ready"), backing_off, elsewhere, workload("lost", queue="missing")],
+        namespaces={"ns": {"team": "a"}, "team-b": {}},
+        now_seconds=dt.datetime(2026, 1, 1, tzinfo=dt.UTC).timestamp(),
+    )
+    assert pending_by_cluster_queue(quota, set()) == {"cq": 3}
+    assert pending_by_cluster_queue(quota, {"ns/ready"}) == {"cq": 2}
+
+
 def _stop_before_cycle(n: int) -> tuple[list[int], Any]:
     """A ``stop`` that ends the drain before its ``n``-th cycle, and the cycle numbers it was asked before."""
     asked: list[int] = []
