@@ -35,17 +35,21 @@ FinalizerAction = Literal["add", "keep", "remove"]
 
 
 def _flavor_usage(node: ClusterQueueNode, usage: Mapping[tuple[str, str], int]) -> list[Obj]:
+    """``flavorsReservation``/``flavorsUsage`` as Kueue writes them: each flavor's resources by name, and nothing
+    borrowed by a ClusterQueue outside any cohort (it has no one to borrow from)."""
+    in_cohort = bool(node.spec.cohort)
     usages: list[Obj] = []
     for group in node.spec.resource_groups:
         for flavor in group.flavors:
             resources = []
-            for quota in flavor.resources:
+            for quota in sorted(flavor.resources, key=lambda q: q.name):
                 used = max(0, usage.get((flavor.name, quota.name), 0))
+                borrowed = max(0, used - quota.nominal) if in_cohort else 0
                 resources.append(
                     {
                         "name": quota.name,
                         "total": format_amount(quota.name, used),
-                        "borrowed": format_amount(quota.name, max(0, used - quota.nominal)),
+                        "borrowed": format_amount(quota.name, borrowed),
                     }
                 )
             usages.append({"name": flavor.name, "resources": resources})

@@ -20,7 +20,7 @@ from typing import Any
 from federation.admission import model as core
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import core_workload, reserved_usage
-from federation.admission.fair_sharing import INFINITE_SHARE, dominant_resource_share
+from federation.admission.fair_sharing import precise_weighted_share
 from federation.admission.snapshot import ClusterQueueNode, CohortNode, QuotaNode
 from federation.conditions import find_condition, is_true, parse_time
 from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
@@ -144,13 +144,13 @@ def _add_requests(total: dict[str, int], workload: core.Workload) -> None:
 
 
 def _weighted_share(node: QuotaNode, *, nan_if_infinite: bool) -> float:
-    """Kueue's weighted share gauge: the dominant-resource share kfed orders by (per mille of the lendable quota
-    borrowed, divided by the weight; 0 when not borrowing). Borrowing with weight 0 is infinite: Kueue reports NaN
-    for a ClusterQueue and +Inf for a Cohort."""
-    share = dominant_resource_share(node)
-    if share == INFINITE_SHARE:
-        return math.nan if nan_if_infinite else math.inf
-    return float(share)
+    """Kueue's weighted share gauge: the dominant-resource share kfed orders by, before it is rounded up (per mille
+    of the lendable quota borrowed, divided by the weight; 0 when not borrowing). Borrowing with weight 0 is
+    infinite: Kueue reports NaN for a ClusterQueue and +Inf for a Cohort."""
+    share = precise_weighted_share(node)
+    if share == math.inf and nan_if_infinite:
+        return math.nan
+    return share
 
 
 def _queues_under(node: QuotaNode, seen: set[str]) -> Iterable[ClusterQueueNode]:

@@ -246,14 +246,7 @@ class Snapshot:
 
     def potential_available(self, node: QuotaNode, key: FlavorResource) -> int:
         """The most of ``key`` the node could ever use, with everything else in its tree idle."""
-        parent = node.parent
-        if parent is None:
-            return node.subtree_quota.get(key, 0)
-        most = node.guaranteed.get(key, 0) + self.potential_available(parent, key)
-        limit = node.borrowing_limit.get(key)
-        if limit is not None:
-            most = min(most, node.subtree_quota.get(key, 0) + limit)
-        return most
+        return potential_available(node, key)
 
     def borrowing_queues(self, queue: ClusterQueueNode, key: FlavorResource) -> set[ClusterQueueNode]:
         """ClusterQueues of ``queue``'s tree that use more ``key`` than their own quota (do not mutate)."""
@@ -418,3 +411,15 @@ def _cluster_queues_under(node: QuotaNode) -> Iterator[ClusterQueueNode]:
         yield node
     for child in node.children:
         yield from _cluster_queues_under(child)
+
+
+def potential_available(node: QuotaNode, key: FlavorResource) -> int:
+    """The most of ``key`` ``node`` could ever use, with everything else in its tree idle (usage plays no part)."""
+    parent = node.parent
+    if parent is None:
+        return node.subtree_quota.get(key, 0)
+    most = node.guaranteed.get(key, 0) + potential_available(parent, key)
+    limit = node.borrowing_limit.get(key)
+    if limit is not None:
+        most = min(most, node.subtree_quota.get(key, 0) + limit)
+    return most

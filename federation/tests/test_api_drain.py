@@ -40,6 +40,27 @@ def test_a_vetoed_strict_fifo_head_blocks_its_queue() -> None:
     assert [d.workload.key for d in decisions if isinstance(d, Admit)] == []
 
 
+def test_a_share_in_a_nested_cohort_counts_what_the_whole_tree_could_lend() -> None:
+    """Kueue's lendable amount is what the parent could get at most (``potentialAvailable``: up to the top of the
+    tree), not the parent's own subtree: a queue in a cohort of 2 cpu under a root with 10 more borrows 3 of 12."""
+    from federation.admission.fair_sharing import dominant_resource_share, precise_weighted_share
+
+    quota = state(
+        flavors=[flavor("default")],
+        cohorts=[{"metadata": {"name": "mid"}, "spec": {"parentName": "root"}}],
+        queues=[
+            cluster_queue("a", {"default": {"cpu": "2"}}, cohort="mid"),
+            cluster_queue("lender", {"default": {"cpu": "10"}}, cohort="root"),
+        ],
+        local_queues=[local_queue("ns", "lq-a", "a")],
+        workloads=[workload("a-running", cpu="5", queue="lq-a", status=admitted_status("a", "default", "5"))],
+    )
+    queue = quota.snapshot.cluster_queues["a"]
+    assert precise_weighted_share(queue) == 250.0
+    assert dominant_resource_share(queue) == 250
+    assert dominant_resource_share(quota.snapshot.cohorts["mid"]) == 250, "mid borrows the same 3 of root's 12"
+
+
 def test_local_queue_status_counts_and_active() -> None:
     import datetime as dt
 
@@ -131,9 +152,9 @@ def test_with_fair_sharing_the_cluster_queue_status_shows_kueues_weighted_share(
     raws = {name: cluster_queue(name, {"default": {"cpu": "10"}}, cohort="c") for name in ("a", "b", "lender")}
     now = dt.datetime(2026, 11, 21, tzinfo=dt.UTC)
     patches = queue_status_patches(quota, raws, pending={}, now=now, fair_sharing=True)
-    # a borrows 4 cpu of the cohort's 30: 133 per mille at weight 1.
+    # a borrows 4 cpu of the cohort's 30: 133.3 per mille at weight 1, rounded up as Kueue does.
     assert {name: patch["fairSharing"] for name, patch in patches.items()} == {
-        "a": {"weightedShare": 133},
+        "a": {"weightedShare": 134},
         "b": {"weightedShare": 0},
         "lender": {"weightedShare": 0},
     }

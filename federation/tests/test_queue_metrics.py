@@ -3,6 +3,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 
+import pytest
+
 from federation.admission.api_state import QuotaState
 from federation.admission.queue_metrics import (
     admitted_for,
@@ -166,8 +168,8 @@ def test_weighted_shares_only_with_fair_sharing() -> None:
     off = _as_dict(queue_samples(_cohort_state(), inadmissible=set()))
     assert not [key for key in off if key[0].endswith("weighted_share")]
     got = _as_dict(queue_samples(_cohort_state(), inadmissible=set(), fair_sharing=True))
-    # small borrows 2 cpu of the 14 its cohort can lend: 2/14 per mille, rounded down, weight 1
-    assert got[("kueue_cluster_queue_weighted_share", ("small", "co"))] == 142
+    # small borrows 2 cpu of the 14 its cohort can lend: 2/14 per mille, weight 1, not rounded (Kueue's gauge)
+    assert got[("kueue_cluster_queue_weighted_share", ("small", "co"))] == pytest.approx(2000 / 14)
     assert got[("kueue_cluster_queue_weighted_share", ("big", "co"))] == 0
     assert got[("kueue_cohort_weighted_share", ("co",))] == 0  # the top of its tree borrows from nobody
 
