@@ -61,6 +61,26 @@ def test_a_share_in_a_nested_cohort_counts_what_the_whole_tree_could_lend() -> N
     assert dominant_resource_share(quota.snapshot.cohorts["mid"]) == 250, "mid borrows the same 3 of root's 12"
 
 
+def test_flavor_usage_lists_resources_by_name_and_nothing_borrowed_outside_a_cohort() -> None:
+    """As Kueue writes flavorsUsage: resources sorted by name; a queue in no cohort borrows nothing even above its
+    nominal quota (lowered under a running workload)."""
+    from federation.admission.api_queue_status import queue_status_patches
+
+    raw = cluster_queue("cq", {"default": {"memory": "8Gi", "cpu": "2"}})
+    quota = state(
+        flavors=[flavor("default")],
+        queues=[raw],
+        local_queues=[local_queue("ns", "lq", "cq")],
+        workloads=[workload("big", cpu="3", status=admitted_status("cq", "default", "3"))],
+    )
+    now = dt.datetime(2026, 11, 21, tzinfo=dt.UTC)
+    (usage,) = queue_status_patches(quota, {"cq": raw}, pending={}, now=now)["cq"]["flavorsUsage"]
+    assert usage["resources"] == [
+        {"name": "cpu", "total": "3", "borrowed": "0"},
+        {"name": "memory", "total": "0", "borrowed": "0"},
+    ]
+
+
 def test_local_queue_status_counts_and_active() -> None:
     import datetime as dt
 
