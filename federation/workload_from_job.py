@@ -27,6 +27,7 @@ from typing import Any
 from federation.api.common import DNS1123_SUBDOMAIN, INT32_MAX
 from federation.api.labels import (
     COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
+    JOB_UID_LABEL,
     MAX_EXEC_TIME_LABEL,
     MAX_UNHEALTHY_NODES_EVICTION_THRESHOLD,
     MIN_PARALLELISM_ANNOTATION,
@@ -40,7 +41,6 @@ from federation.protocol import JOB_GENERATED_LABELS
 KUEUE_GROUP = "kueue.x-k8s.io"
 SCHEDULING_GROUP = "scheduling.k8s.io"
 WORKLOAD_API_VERSION = "kueue.x-k8s.io/v1beta2"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 POD_SET_NAME = "main"
 _MAX_NAME = 63
 _HASH_LEN = 5

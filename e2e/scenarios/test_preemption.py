@@ -203,7 +203,14 @@ def test_a_higher_priority_job_preempts_a_lower_one_running_on_another_worker_wi
     # Kueue: re-admitted, the victim's Preempted (reason InClusterQueue) turns False, reason QuotaReserved, keeping
     # what it was
     assert (preempted["status"], preempted["reason"]) == ("False", "QuotaReserved")
-    assert preempted["message"].startswith("Previously: Preempted to accommodate workload default/")
+    high_job = get(federation, MANAGER, "job", "pre-x-high")
+    assert high_job is not None
+    assert preempted["message"] == (  # Kueue's words: the preemptor's uid and its Job's, the two queues' paths
+        f"Previously: Preempted to accommodate a workload (UID: {high['metadata']['uid']}, "
+        f"JobUID: {high_job['metadata']['uid']}) due to prioritization in the "
+        f"ClusterQueue; preemptor path: /{high['status']['admission']['clusterQueue']}; "
+        f"preemptee path: /{low['status']['admission']['clusterQueue']}"
+    )
     assert _when(low, "Requeued") <= _when(high, "QuotaReserved"), "the preemptor reserved before the victim left"
     victims = [
         e

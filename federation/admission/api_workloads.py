@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from federation.admission import model as core
+from federation.api.labels import JOB_UID_LABEL
 from federation.api.workload import ADMITTED, FINISHED, QUOTA_RESERVED
 from federation.conditions import find_condition, is_true, parse_time
 from federation.limit_ranges import LimitRangeSummary, spec_as_run
@@ -186,6 +187,8 @@ def core_workload(
         ),
         priority=int(spec.get("priority") or 0),
         creation_time=epoch_seconds(meta.get("creationTimestamp")) or 0.0,
+        uid=str(meta.get("uid") or ""),
+        job_uid=str((meta.get("labels") or {}).get(JOB_UID_LABEL) or ""),
     )
 
 

@@ -213,6 +213,9 @@ class Workload:
     priority: int = 0
     creation_time: float = 0.0
     queue_time: float | None = None
+    uid: str = ""
+    job_uid: str = ""
+    """The Workload's uid and its Job's (``kueue.x-k8s.io/job-uid``), named in the message of those it preempts."""
 
     @property
     def ordering_time(self) -> float:

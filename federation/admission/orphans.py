@@ -21,11 +21,10 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
+from federation.api.labels import JOB_UID_LABEL, MULTIKUEUE_ORIGIN_LABEL
 from federation.api.workload import FINISHED
 from federation.conditions import conditions_of, is_true, set_condition, workload_generation
 from federation.protocol import REASON_OWNER_NOT_FOUND
-from federation.workload_from_job import JOB_UID_LABEL
 
 OWNER_NOT_FOUND_MESSAGE = "The workload's owner no longer exists"
 """Kueue's message on the ``Finished`` condition of an orphaned Workload."""

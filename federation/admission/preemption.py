@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from federation.admission.decisions import PreemptionReason, Victim
 from federation.admission.fair_sharing import dominant_resource_share, share_with_usage
 from federation.admission.model import AdmittedWorkload, FlavorResource, Workload
-from federation.admission.snapshot import ClusterQueueNode, Snapshot
+from federation.admission.snapshot import ClusterQueueNode, QuotaNode, Snapshot
 
 __all__ = [
     "FAIR_SHARING_STRATEGIES",
@@ -75,11 +75,11 @@ def fair_sharing_strategies(names: tuple[str, ...]) -> tuple[FairSharingStrategy
     return tuple(_STRATEGY_BY_NAME[name] for name in names)
 
 
-_REASON_TEXT: dict[PreemptionReason, str] = {
-    "InClusterQueue": "priority within the ClusterQueue",
-    "InCohortReclamation": "its ClusterQueue reclaiming quota lent to the cohort",
+_REASON_TEXT: dict[PreemptionReason, str] = {  # Kueue's words
+    "InClusterQueue": "prioritization in the ClusterQueue",
+    "InCohortReclamation": "reclamation within the cohort",
     "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
-    "InCohortFairSharing": "fair sharing within the cohort",
+    "InCohortFairSharing": "Fair Sharing within the cohort",
 }
 
 
@@ -129,11 +129,11 @@ def find_victims(
     )
     if fair_sharing and queue.parent is not None:
         chosen = _fair_preemptions(snapshot, request, candidates=candidates, strategies=strategies)
-        return _as_victims(chosen, request, fair_sharing=True, borrowing=True)
+        return _as_victims(snapshot, chosen, request, fair_sharing=True, borrowing=True)
     own = [c for c in candidates if c.workload.cluster_queue == queue.name]
     if len(own) == len(candidates):
         return _as_victims(
-            _minimal(snapshot, request, candidates=candidates, allow_borrowing=True), request, borrowing=True
+            snapshot, _minimal(snapshot, request, candidates=candidates, allow_borrowing=True), request, borrowing=True
         )
     policy = queue.spec.preemption
     if policy.borrow_within_cohort != "Never":
@@ -145,12 +145,14 @@ def find_victims(
                 c for c in candidates if c.workload.cluster_queue == queue.name or c.workload.priority < threshold
             ]
         chosen = _minimal(snapshot, request, candidates=candidates, allow_borrowing=True, threshold=threshold)
-        return _as_victims(chosen, request, borrowing=True)
+        return _as_victims(snapshot, chosen, request, borrowing=True)
     if _under_nominal(queue, request.needs_preemption):
         chosen = _minimal(snapshot, request, candidates=candidates, allow_borrowing=False)
         if chosen:
-            return _as_victims(chosen, request, borrowing=False)
-    return _as_victims(_minimal(snapshot, request, candidates=own, allow_borrowing=True), request, borrowing=True)
+            return _as_victims(snapshot, chosen, request, borrowing=False)
+    return _as_victims(
+        snapshot, _minimal(snapshot, request, candidates=own, allow_borrowing=True), request, borrowing=True
+    )
 
 
 def _candidates(snapshot: Snapshot, request: PreemptionRequest) -> list[AdmittedWorkload]:
@@ -285,7 +287,12 @@ def _fair_preemptions(
 
 
 def _as_victims(
-    chosen: Sequence[AdmittedWorkload], request: PreemptionRequest, *, borrowing: bool, fair_sharing: bool = False
+    snapshot: Snapshot,
+    chosen: Sequence[AdmittedWorkload],
+    request: PreemptionRequest,
+    *,
+    borrowing: bool,
+    fair_sharing: bool = False,
 ) -> tuple[Victim, ...]:
     victims: list[Victim] = []
     for admitted in chosen:
@@ -298,9 +305,33 @@ def _as_victims(
             reason = "InCohortReclaimWhileBorrowing"
         else:
             reason = "InCohortReclamation"
-        message = (
-            f"Preempted to accommodate workload {request.workload.key} in ClusterQueue {request.queue.name} "
-            f"due to {_REASON_TEXT[reason]}"
+        victim_queue = snapshot.cluster_queues.get(admitted.workload.cluster_queue)
+        message = preemption_message(
+            request.workload,
+            reason,
+            preemptor_path=queue_path(request.queue),
+            preemptee_path=queue_path(victim_queue) if victim_queue is not None else "",
         )
         victims.append(Victim(admitted.key, admitted.workload.cluster_queue, reason, message))
     return tuple(victims)
+
+
+def preemption_message(
+    preemptor: Workload, reason: PreemptionReason, *, preemptor_path: str, preemptee_path: str
+) -> str:
+    """Kueue's message on a preempted workload's ``Evicted`` and ``Preempted`` conditions."""
+    return (
+        f"Preempted to accommodate a workload (UID: {preemptor.uid or 'UNKNOWN'}, "
+        f"JobUID: {preemptor.job_uid or 'UNKNOWN'}) due to {_REASON_TEXT[reason]}; "
+        f"preemptor path: {preemptor_path or 'UNKNOWN'}; preemptee path: {preemptee_path or 'UNKNOWN'}"
+    )
+
+
+def queue_path(queue: QuotaNode) -> str:
+    """``/root-cohort/…/cluster-queue``: the ClusterQueue and its cohorts from the top, as Kueue names it."""
+    names: list[str] = []
+    node: QuotaNode | None = queue
+    while node is not None:
+        names.append(node.name)
+        node = node.parent
+    return "/" + "/".join(reversed(names))

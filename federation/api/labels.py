@@ -4,6 +4,8 @@ from __future__ import annotations
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+"""On a Workload Kueue made for a Job: the Job's uid."""
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 PREBUILT_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/prebuilt-workload-name"
 """Kueue v0.18+ (WorkloadIdentifierAnnotations, on by default) writes the prebuilt Workload's name on a MultiKueue Job

@@ -2,9 +2,8 @@ import datetime as dt
 from typing import Any
 
 from federation.admission.orphans import OWNER_NOT_FOUND_MESSAGE, left_behind, orphan_finish, orphaned
-from federation.api.labels import MULTIKUEUE_ORIGIN_LABEL
+from federation.api.labels import JOB_UID_LABEL, MULTIKUEUE_ORIGIN_LABEL
 from federation.tests.api_builders import admitted_status, workload
-from federation.workload_from_job import JOB_UID_LABEL
 
 NOW = dt.datetime(2026, 12, 6, 12, 0, tzinfo=dt.UTC)
 JOB_OWNER = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "u1", "controller": True}

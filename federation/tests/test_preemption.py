@@ -217,3 +217,20 @@ def test_fair_sharing_does_not_preempt_a_queue_that_would_end_below_the_preempto
         snapshot, [make_workload("w").queue("a").request("cpu", "4").obj()], config=CycleConfig(fair_sharing=True)
     )
     assert isinstance(decision, Wait)
+
+
+def test_a_victim_is_told_in_kueues_words_who_preempts_it_and_from_where() -> None:
+    import dataclasses
+
+    a, b = _cohort_pair("Any")
+    admitted = (_running("b-own", "b", "10", at=1.0), _running("b-borrowing", "b", "6", at=2.0))
+    snapshot = make_snapshot([a, b], admitted=admitted)
+    preemptor = dataclasses.replace(
+        make_workload("w").queue("a").priority(10).request("cpu", "8").obj(), uid="u-1", job_uid="j-1"
+    )
+    [decision] = run_cycle(snapshot, [preemptor])
+    assert isinstance(decision, Preempt)
+    assert [v.message for v in decision.victims] == [
+        "Preempted to accommodate a workload (UID: u-1, JobUID: j-1) due to reclamation within the cohort; "
+        "preemptor path: /c/a; preemptee path: /c/b"
+    ]

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from federation.api.labels import (
+    JOB_UID_LABEL,
     MAX_EXEC_TIME_LABEL,
     MIN_PARALLELISM_ANNOTATION,
     MULTIKUEUE_ORIGIN_LABEL,
@@ -52,7 +53,7 @@ from federation.pod_injection import (
     start_patch,
 )
 from federation.protocol import JOB_GENERATED_LABELS, MANAGER_UID_LABEL, SENT_AT_ANNOTATION
-from federation.workload_from_job import JOB_UID_LABEL, clean_template
+from federation.workload_from_job import clean_template
 
 _META_KEPT = ("name", "namespace", "labels", "annotations")
 _JOB_SPEC_DROPPED = ("managedBy", "selector", "manualSelector", "ttlSecondsAfterFinished")
