@@ -326,7 +326,7 @@ def test_a_worker_queue_that_does_not_select_the_namespace_gets_no_copy_until_th
     federation: Federation,
 ) -> None:
     """A worker whose ClusterQueue's namespaceSelector leaves out the Job's namespace would hold a copy Pending
-    ("Workload namespace doesn't match ClusterQueue selector") until the dispatch timeout. Its agent's report says
+    ("workload namespace doesn't match ClusterQueue selector") until the dispatch timeout. Its agent's report says
     so: the manager sends nothing, the pending Workload names the reason, and labelling the worker's namespace (the
     agent watches namespaces) lets the Job run."""
     label = "kfed-test/selected"

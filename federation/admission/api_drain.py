@@ -30,7 +30,7 @@ from federation.admission.parking import ParkingLot, Stamp, Verdict, tree_stamps
 from federation.admission.snapshot import ClusterQueueNode
 from federation.api.workload import BLOCKED_ON_PREEMPTION_GATES, EVICTED, PREEMPTED, QUOTA_RESERVED
 from federation.conditions import Conditions, conditions_of, find_condition, set_condition, workload_generation
-from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING, REASON_QUOTA_RESERVED
+from federation.protocol import REASON_PENDING, REASON_QUOTA_RESERVED
 
 Veto = Callable[[Admit], str | None]
 Obj = dict[str, Any]
@@ -123,7 +123,7 @@ def pending_update(
     )
     if not changed:
         return None
-    events = (EventSpec(REASON_PENDING, message, "Warning" if reason == REASON_INADMISSIBLE else "Normal"),)
+    events = (EventSpec(REASON_PENDING, message, "Warning"),)  # Kueue's scheduler records each as a Warning
     return WorkloadUpdate(workload_key(raw), raw, {"conditions": conditions}, "pending", cluster_queue, message, events)
 
 

@@ -460,7 +460,8 @@ def _verdict(
     if queue.spec is None:
         return _blocked(raw, REASON_INADMISSIBLE, f"ClusterQueue {queue.name} is inactive: {queue.problem}")
     if not selector_matches(queue.namespace_selector, namespace_labels.get(namespace, {})):
-        return _blocked(raw, REASON_INADMISSIBLE, "Workload namespace doesn't match ClusterQueue selector")
+        # Kueue's scheduler finds this one: reason Pending, its error's words
+        return _blocked(raw, REASON_PENDING, "workload namespace doesn't match ClusterQueue selector")
     limits = state.limit_ranges.get(namespace)
     if limits is not None:
         try:

@@ -107,7 +107,7 @@ class LocalQueueRoute(KubeModel):
     """True when the LocalQueue admits nothing new (its ``stopPolicy`` is not None)."""
     namespace_not_selected: Bool | None = None
     """True when the ClusterQueue's ``namespaceSelector`` does not select the LocalQueue's namespace: it admits none
-    of its workloads (Kueue: "Workload namespace doesn't match ClusterQueue selector")."""
+    of its workloads (Kueue: "workload namespace doesn't match ClusterQueue selector")."""
     limit_range: RouteLimitRange | None = None
     """The namespace's LimitRanges, when it has any: a workload whose pods they would refuse is not admitted there."""
 
