@@ -181,7 +181,7 @@ class Evictions:
             reason=f"EvictedDueTo{cause}",
             note=note,
             action="Evict",
-            event_type="Warning",
+            event_type="Normal",  # as Kueue records its EvictedDueTo… Events
         )
 
     async def deactivate(self, workload: Obj, *, status: Obj) -> None:
@@ -393,8 +393,12 @@ class Evictions:
             },
         )
         self.count_eviction(workload, cause=eviction.reason, worker=worker)
-        self._events.emit(
-            workload, reason=eviction.event_reason, note=eviction.event_message, action="Evict", event_type="Warning"
+        self._events.emit(  # Kueue: AdmissionCheckRejected is a Warning, its EvictedDueTo… Events are Normal
+            workload,
+            reason=eviction.event_reason,
+            note=eviction.event_message,
+            action="Evict",
+            event_type="Warning" if eviction.deactivate else "Normal",
         )
         log.warning(
             "admission check evicts the workload",

@@ -23,7 +23,7 @@ from federation.admission.orphans import being_deleted, left_behind, live_job
 from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
-from federation.kube.errors import Invalid
+from federation.kube.errors import Invalid, KubeError, NotFound
 from federation.kube.overlay import WriteOverlay, WriteTally, look_again_after_writes
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import JOBS
@@ -41,7 +41,7 @@ from manager.decisions.admission_checks import (
 from manager.decisions.job_status import mirrored_job_status
 from manager.decisions.ledger import InFlightLedger
 from manager.decisions.lifecycle import Phase, adoptions, held_worker, phase_of
-from manager.decisions.remote_copies import is_ours, started_remote_job
+from manager.decisions.remote_copies import is_ours, made_for, started_remote_job
 from manager.decisions.sync import Step, job_finish, mirror_wait, plan
 from manager.decisions.withdrawal import (
     copies_out_of_reach,
@@ -296,6 +296,12 @@ class RemoteSync:
         ready_recheck: float | None = None
         if phase is Phase.EVICTING:
             if job_finish(remote_jb) is None:
+                if remote_jb is None and job_name is not None:
+                    try:  # a Job copy that lost its origin label is out of the caches' sight but may still run
+                        remote_jb = await self._unlabelled_job_copy(conn, job_name, namespace=namespace, uid=uid)
+                    except KubeError as err:
+                        log.warning("job copy not looked up; withdrawal waits", workload=key, error=str(err)[:300])
+                        return 1.0
                 return await self._evictions.withdraw(conn, workload, manager_job, [remote_jb, remote_wl])
             # it finished on the worker while being withdrawn: keep its result (the plan below finishes it)
         elif (drained := self._drained(workload)) is not None:
@@ -545,6 +551,19 @@ class RemoteSync:
     def _foreign_reservation(self, workload: Obj) -> str | None:
         multikueue = multikueue_check_names(self._admission_checks.store)
         return foreign_reservation(workload, multikueue_checks=multikueue)
+
+    async def _unlabelled_job_copy(self, conn: WorkerConnection, name: str, *, namespace: str, uid: str) -> Obj | None:
+        """The worker's Job ``name`` if it is our copy for the manager Workload ``uid`` (its uid label) though the
+        caches do not hold it (someone took its origin label off): withdrawn with the others, so the Job does not
+        run on there while it is dispatched again. A Job not made for this Workload is never touched."""
+        try:
+            job = await conn.api.get(JOBS, name, namespace=namespace)
+        except NotFound:
+            return None
+        if not made_for(job, uid):
+            return None
+        log.warning("job copy without our origin label withdrawn", cluster=conn.name, job=f"{namespace}/{name}")
+        return dict(job, kind="Job")
 
     def _ours(self, remote: Obj, uid: str) -> bool:
         return is_ours(remote, origin=self._config.origin, manager_workload_uid=uid)

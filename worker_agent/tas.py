@@ -480,7 +480,7 @@ class Tas:
                     reason="EvictedDueToNodeFailures",
                     note=repair.message,
                     action="Evict",
-                    event_type="Warning",
+                    event_type="Normal",  # as Kueue records its EvictedDueTo… Events
                 )
             elif repair.moved_pods:
                 bound.info("tas.replaced", failed=dict(repair.failed), moved_pods=repair.moved_pods)

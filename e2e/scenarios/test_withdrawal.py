@@ -154,6 +154,8 @@ def test_f9_a_copy_deleted_on_the_worker_while_running_is_requeued_and_runs_agai
     # Kueue: Requeued=False reason AdmissionCheck on release, then True reason BackoffFinished (no backoff here)
     assert (requeued["status"], requeued["reason"]) == ("True", "BackoffFinished")
     assert _noted(federation, "EvictedDueToAdmissionCheck", workload["metadata"]["name"], "was deleted")
+    evictions = _events(federation, "EvictedDueToAdmissionCheck", workload["metadata"]["name"])
+    assert {e.get("type") for e in evictions} == {"Normal"}, "Kueue records its EvictedDueTo… Events as Normal"
     # Kueue: the next reservation turns Evicted False, reason QuotaReserved, keeping what the eviction was
     evicted = condition(workload_of(federation, name), "Evicted")
     assert evicted is not None

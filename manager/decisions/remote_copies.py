@@ -108,6 +108,13 @@ def is_ours(remote: Mapping[str, Any], *, origin: str, manager_workload_uid: str
     return manager_workload_uid is None or labels.get(MANAGER_UID_LABEL) == manager_workload_uid
 
 
+def made_for(remote: Mapping[str, Any], manager_workload_uid: str) -> bool:
+    """True when a remote object carries the manager Workload uid label of ``manager_workload_uid``, with or without
+    our origin label: a copy whose origin label someone took off is out of the caches' sight, but still ours."""
+    labels = (remote.get("metadata") or {}).get("labels") or {}
+    return bool(manager_workload_uid) and labels.get(MANAGER_UID_LABEL) == manager_workload_uid
+
+
 def remote_workload(
     manager_workload: Mapping[str, Any],
     *,

@@ -8,6 +8,7 @@ from federation.pod_injection import INJECTED_ANNOTATION
 from federation.protocol import MANAGER_UID_LABEL, SENT_AT_ANNOTATION
 from manager.decisions.remote_copies import (
     copies_selector,
+    made_for,
     owned_by,
     remote_job,
     remote_workload,
@@ -152,3 +153,11 @@ def test_the_workload_copy_says_when_the_manager_sent_it_by_the_managers_clock()
     }
     copy = remote_workload(manager_workload, origin="multikueue", sent_at=NOW)
     assert copy["metadata"]["annotations"] == {SENT_AT_ANNOTATION: "2026-12-07T12:00:00Z"}
+
+
+def test_a_copy_that_lost_its_origin_label_is_still_known_by_its_manager_uid_label() -> None:
+    unlabelled = {"metadata": {"labels": {"kfed.io/manager-workload-uid": "u1"}}}
+    assert made_for(unlabelled, "u1")
+    assert not made_for(unlabelled, "u2"), "a copy for another Workload"
+    assert not made_for({"metadata": {"labels": {"owner": "someone-else"}}}, "u1"), "a foreign Job"
+    assert not made_for(unlabelled, ""), "no uid, no match"
