@@ -344,9 +344,12 @@ class Evictions:
         key = f"{meta['namespace']}/{meta['name']}"
         self._withdrawing_since.pop(key, None)
         if manager_job is not None:
-            await stop_manager_job(
+            was_running = not (manager_job.get("spec") or {}).get("suspend", False)
+            stopped = await stop_manager_job(
                 self._api, manager_job, field_manager=self._config.field_manager, pod_count=requested_count(workload)
             )
+            if was_running:  # Kueue: the Job it suspends for an eviction gets Stopped, with the eviction's message
+                self._events.emit(stopped, reason="Stopped", note=message, action="Stop")
         now = dt.datetime.now(dt.UTC)
         status = requeue_status(workload, reason=reason, message=message, now=now)
         if counted:

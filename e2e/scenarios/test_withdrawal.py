@@ -154,6 +154,12 @@ def test_f9_a_copy_deleted_on_the_worker_while_running_is_requeued_and_runs_agai
     # Kueue: Requeued=False reason AdmissionCheck on release, then True reason BackoffFinished (no backoff here)
     assert (requeued["status"], requeued["reason"]) == ("True", "BackoffFinished")
     assert _noted(federation, "EvictedDueToAdmissionCheck", workload["metadata"]["name"], "was deleted")
+    wait_for(  # Kueue: the Job it suspends for an eviction gets Stopped, with the eviction's message
+        lambda: _noted(federation, "Stopped", name, "was deleted while the workload was admitted there"),
+        until=bool,
+        timeout=15,
+        what=f"a Stopped Event on the Job {name}",
+    )
     evictions = _events(federation, "EvictedDueToAdmissionCheck", workload["metadata"]["name"])
     assert {e.get("type") for e in evictions} == {"Normal"}, "Kueue records its EvictedDueTo… Events as Normal"
     # Kueue: the next reservation turns Evicted False, reason QuotaReserved, keeping what the eviction was
