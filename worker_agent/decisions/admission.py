@@ -24,9 +24,10 @@ from federation.admission.api_drain import (
     reserved_conditions,
 )
 from federation.admission.api_state import QuotaState
-from federation.admission.api_workloads import workload_key
+from federation.admission.api_workloads import epoch_seconds, workload_key
 from federation.admission.decisions import Admit, Assignment, Preempt, Wait
 from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
+from federation.admission.queue_metrics import queued_since
 from federation.api.workload import ADMITTED
 from federation.conditions import set_condition, workload_generation
 from federation.protocol import REASON_ADMITTED, REASON_INADMISSIBLE, REASON_PENDING, REASON_QUOTA_RESERVED
@@ -139,7 +140,8 @@ def plan_admissions(
         raw = raw_of[decision.workload.key]
         queue = decision.workload.cluster_queue
         if isinstance(decision, Admit):
-            waited = max(0.0, now_seconds - decision.workload.creation_time)
+            # Kueue's QueuedWaitTime: since it was created or last requeued
+            waited = max(0.0, now_seconds - (epoch_seconds(queued_since(raw)) or decision.workload.creation_time))
             placed = (topology or {}).get(decision.workload.key)
             updates.append(
                 admit_update(
