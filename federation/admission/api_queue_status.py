@@ -164,7 +164,8 @@ def local_queue_status_patches(
         )
         reserving = holding.get(key, [])
         desired: Obj = {
-            "pendingWorkloads": pending.get(key, 0),
+            # Kueue counts nothing pending in a stopped LocalQueue (its workloads are out of the queues)
+            "pendingWorkloads": 0 if info is not None and info.stopped else pending.get(key, 0),
             "reservingWorkloads": len(reserving),
             "admittedWorkloads": sum(1 for workload in reserving if is_true(workload, "Admitted")),
             "conditions": conditions,

@@ -184,6 +184,23 @@ def test_with_fair_sharing_the_cluster_queue_status_shows_kueues_weighted_share(
     assert "fairSharing" not in queue_status_patches(quota, raws, pending={}, now=now)["a"]
 
 
+def test_a_stopped_local_queue_shows_nothing_pending_as_kueue_does() -> None:
+    from federation.admission.api_queue_status import local_queue_status_patches, pending_by_local_queue
+
+    stopped = local_queue("ns", "lq", "cq", stopPolicy="Hold")
+    quota = state(
+        flavors=[flavor("default")],
+        queues=[cluster_queue("cq", {"default": {"cpu": "4"}})],
+        local_queues=[stopped],
+        workloads=[workload("waiting")],
+    )
+    now = dt.datetime(2026, 11, 21, tzinfo=dt.UTC)
+    pending = pending_by_local_queue(quota, set())
+    assert pending == {"ns/lq": 1}, "it still waits (and says why)"
+    status = local_queue_status_patches(quota, {"ns/lq": stopped}, pending=pending, now=now)["ns/lq"]
+    assert (status["pendingWorkloads"], status["conditions"][0]["reason"]) == (0, "Stopped")
+
+
 def test_local_queue_pending_counts_with_a_memo_match_the_counts_without() -> None:
     from federation.admission.api_queue_status import pending_by_local_queue
 
