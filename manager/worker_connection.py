@@ -66,12 +66,6 @@ REASON_CONNECTION_FAILED = "ClientConnectionFailed"
 """The worker's apiserver cannot be reached or stopped answering."""
 
 
-def missing_cluster_reason(name: str) -> str:
-    """Why a worker that a MultiKueueConfig names but no MultiKueueCluster defines cannot be used (Kueue lists it
-    under "Missing clusters")."""
-    return f"no MultiKueueCluster {name}"
-
-
 def kubeconfig_reason(err: KubeconfigError) -> str:
     return REASON_INSECURE_KUBECONFIG if err.insecure else REASON_BAD_KUBECONFIG
 

@@ -61,6 +61,7 @@ from federation.kube.resources import (
 from federation.kube.trigger import spec_changed
 from federation.kube.workqueue import WorkQueue
 from manager.config import ManagerConfig
+from manager.decisions.admission_checks import missing_cluster_reason
 from manager.decisions.capacity_view import capacity_from_queues, parse_report
 from manager.decisions.shared_servers import (
     REASON_DUPLICATE_SERVER,
@@ -81,7 +82,6 @@ from manager.worker_connection import (
     REASON_CONNECTION_FAILED,
     WorkerConnection,
     kubeconfig_reason,
-    missing_cluster_reason,
 )
 from manager.workload_writes import REMOTE_SYNC
 

@@ -58,19 +58,35 @@ def multikueue_check_verdict(
     clusters = list((config.get("spec") or {}).get("clusters") or ())
     failing = {name: cluster_problems[name] for name in clusters if name in cluster_problems}
     if len(failing) == len(clusters):
-        detail = worker_reasons(list(failing.items()))
-        return CheckVerdict(False, "NoUsableClusters", f"no usable worker cluster ({detail})")
+        return CheckVerdict(False, "NoUsableClusters", _unusable_clusters_message(clusters, failing))
     annotation_problem = (config_problems or {}).get(str(params.get("name", "")))
     if failing:
-        names = ", ".join(sorted(failing))
-        message = f"the admission check is active; inactive clusters: {names}"
-        verdict = CheckVerdict(True, "SomeActiveClusters", message)
+        verdict = CheckVerdict(True, "SomeActiveClusters", _unusable_clusters_message(clusters, failing))
     else:
-        verdict = CheckVerdict(True, "Active", "the admission check is active")
+        verdict = CheckVerdict(True, "Active", ACTIVE_CHECK_MESSAGE)
     if annotation_problem is None:
         return verdict
     reason = verdict.reason if failing else INVALID_DISPATCH_POLICY_REASON
     return CheckVerdict(True, reason, f"{verdict.message}; MultiKueueConfig {params.get('name')}: {annotation_problem}")
+
+
+ACTIVE_CHECK_MESSAGE = "The admission check is active"
+
+
+def missing_cluster_reason(name: str) -> str:
+    """Why a worker that a MultiKueueConfig names but no MultiKueueCluster defines cannot be used (Kueue lists it
+    under "Missing clusters")."""
+    return f"no MultiKueueCluster {name}"
+
+
+def _unusable_clusters_message(clusters: Sequence[str], failing: Mapping[str, str]) -> str:
+    """Kueue's words (``Missing clusters: [a b], Inactive clusters: [c]``, in the config's order), then kfed's
+    reason for each in parentheses."""
+    missing = [name for name in clusters if failing.get(name) == missing_cluster_reason(name)]
+    inactive = [name for name in clusters if name in failing and name not in missing]
+    groups = (("Missing", missing), ("Inactive", inactive))
+    kueue_words = ", ".join(f"{label} clusters: [{' '.join(names)}]" for label, names in groups if names)
+    return f"{kueue_words} ({worker_reasons(list(failing.items()))})"
 
 
 # -- the admission checks of one Workload -------------------------------------------------------------------------

@@ -30,12 +30,12 @@ def check(controller: str = "kueue.x-k8s.io/multikueue", config: str = "kfed") -
 
 def test_active_when_a_cluster_is_usable() -> None:
     assert multikueue_check_verdict(check(), configs=CONFIGS, cluster_problems={}) == CheckVerdict(
-        True, "Active", "the admission check is active"
+        True,
+        "Active",
+        "The admission check is active",  # Kueue's words
     )
     partial = multikueue_check_verdict(check(), configs=CONFIGS, cluster_problems={"worker-2": "BadConfig: x"})
-    assert partial is not None
-    assert partial.active
-    assert "worker-2" in partial.message
+    assert partial == CheckVerdict(True, "SomeActiveClusters", "Inactive clusters: [worker-2] (worker-2: BadConfig: x)")
 
 
 def test_inactive_with_reasons() -> None:
@@ -43,7 +43,17 @@ def test_inactive_with_reasons() -> None:
         check(), configs=CONFIGS, cluster_problems={"worker-1": "not connected", "worker-2": "BadConfig: no Secret"}
     )
     assert none_usable == CheckVerdict(
-        False, "NoUsableClusters", "no usable worker cluster (worker-1: not connected; worker-2: BadConfig: no Secret)"
+        False,
+        "NoUsableClusters",
+        "Inactive clusters: [worker-1 worker-2] (worker-1: not connected; worker-2: BadConfig: no Secret)",
+    )
+    one_missing = multikueue_check_verdict(
+        check(), configs=CONFIGS, cluster_problems={"worker-1": "no MultiKueueCluster worker-1", "worker-2": "x"}
+    )
+    assert one_missing is not None
+    assert one_missing.message == (  # Kueue's words first: which are missing, which inactive
+        "Missing clusters: [worker-1], Inactive clusters: [worker-2] (worker-1: no MultiKueueCluster worker-1; "
+        "worker-2: x)"
     )
     missing = multikueue_check_verdict(check(config="nope"), configs=CONFIGS, cluster_problems={})
     assert missing == CheckVerdict(False, "BadConfig", "MultiKueueConfig nope not found")
@@ -56,16 +66,16 @@ def test_no_usable_cluster_among_many_says_each_reason_once() -> None:
         configs={"kfed": {"spec": {"clusters": clusters}}},
         cluster_problems=dict.fromkeys(clusters, "not connected"),
     )
-    assert verdict == CheckVerdict(
-        False, "NoUsableClusters", "no usable worker cluster (worker-0, worker-1, worker-2 and 997 more: not connected)"
-    )
+    assert verdict is not None
+    assert verdict.reason == "NoUsableClusters"
+    assert verdict.message.endswith("(worker-0, worker-1, worker-2 and 997 more: not connected)")
 
 
 def test_unreadable_dispatch_annotations_keep_the_check_active_and_say_why() -> None:
     problem = "kfed.io/dispatch-policy='Packed' is not one of BestFit, LeastAllocated, Balanced: ..."
     alone = multikueue_check_verdict(check(), configs=CONFIGS, cluster_problems={}, config_problems={"kfed": problem})
     assert alone == CheckVerdict(
-        True, "InvalidDispatchPolicy", f"the admission check is active; MultiKueueConfig kfed: {problem}"
+        True, "InvalidDispatchPolicy", f"The admission check is active; MultiKueueConfig kfed: {problem}"
     )
     # an inactive cluster keeps its reason; the message names both
     both = multikueue_check_verdict(
@@ -73,11 +83,11 @@ def test_unreadable_dispatch_annotations_keep_the_check_active_and_say_why() -> 
     )
     assert both is not None
     assert (both.active, both.reason) == (True, "SomeActiveClusters")
-    assert "inactive clusters: worker-2" in both.message
+    assert "Inactive clusters: [worker-2]" in both.message
     assert problem in both.message
     # another config's problem is not this check's
     other = multikueue_check_verdict(check(), configs=CONFIGS, cluster_problems={}, config_problems={"x": problem})
-    assert other == CheckVerdict(True, "Active", "the admission check is active")
+    assert other == CheckVerdict(True, "Active", "The admission check is active")
 
 
 def test_other_controllers_are_not_ours() -> None:
