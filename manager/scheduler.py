@@ -29,13 +29,13 @@ import structlog
 
 from federation.admission.api_drain import EventSpec, WorkloadUpdate, drain, pending_update
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
-from federation.admission.api_workloads import ResourceRules, epoch_seconds
+from federation.admission.api_workloads import ResourceRules
 from federation.admission.check_problems import cluster_queue_check_problems, mark_inactive
 from federation.admission.decisions import Admit, Preempt, Wait
 from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot
 from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
-from federation.admission.queue_metrics import Sample, queue_samples, queued_since
+from federation.admission.queue_metrics import Sample, queue_samples, queued_wait_seconds
 from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import SyncedCache
@@ -634,10 +634,7 @@ class GlobalScheduler:
             raw = raw_of(decision.workload)
             if isinstance(decision, Admit):
                 dispatch, every_check, check_names, tas = chosen[decision.workload.key]
-                # Kueue's QueuedWaitTime: since it was created or last requeued
-                waited = max(
-                    0.0, now.timestamp() - (epoch_seconds(queued_since(raw)) or decision.workload.creation_time)
-                )
+                waited = queued_wait_seconds(raw, now_seconds=now.timestamp())
                 if set(every_check) <= set(check_names) and self._writes.may_hold(
                     decision.workload.key, dispatch.worker, worker_admits_first=self._runs_kfed_agent(dispatch.worker)
                 ):

@@ -79,6 +79,11 @@ ENDED_BY_RESERVATION = (EVICTED, PREEMPTED, BLOCKED_ON_PREEMPTION_GATES)
 """The conditions a new quota reservation ends, as Kueue's ``SetQuotaReservation`` does."""
 
 
+def reserved_message(cluster_queue: str) -> str:
+    """Kueue's ``QuotaReserved`` message (its Event starts with it too)."""
+    return f"Quota reserved in ClusterQueue {cluster_queue}"
+
+
 def reserved_conditions(raw: Obj, *, cluster_queue: str, now: dt.datetime) -> Conditions:
     """The workload's conditions once it holds quota in ``cluster_queue``: ``QuotaReserved=True`` ("Quota reserved in
     ClusterQueue …"), and each condition of ``ENDED_BY_RESERVATION`` that was True turned False with reason
@@ -89,7 +94,7 @@ def reserved_conditions(raw: Obj, *, cluster_queue: str, now: dt.datetime) -> Co
         condition_type=QUOTA_RESERVED,
         status=True,
         reason=REASON_QUOTA_RESERVED,
-        message=f"Quota reserved in ClusterQueue {cluster_queue}",
+        message=reserved_message(cluster_queue),
         now=now,
         observed_generation=generation,
     )

@@ -19,7 +19,7 @@ from typing import Any
 
 from federation.admission import model as core
 from federation.admission.api_state import QuotaState
-from federation.admission.api_workloads import core_workload, reserved_usage
+from federation.admission.api_workloads import core_workload, epoch_seconds, reserved_usage
 from federation.admission.fair_sharing import precise_weighted_share
 from federation.admission.snapshot import ClusterQueueNode, CohortNode, QuotaNode
 from federation.conditions import find_condition, is_true, parse_time
@@ -275,6 +275,13 @@ def queued_since(raw: Mapping[str, Any]) -> str:
     if requeued is not None and requeued.get("status") == "True" and requeued.get("lastTransitionTime"):
         return str(requeued["lastTransitionTime"])
     return str(raw["metadata"].get("creationTimestamp") or "")
+
+
+def queued_wait_seconds(raw: Mapping[str, Any], *, now_seconds: float) -> float:
+    """Seconds since :func:`queued_since` (Kueue's ``QueuedWaitTime``, in its QuotaReserved Event); 0 without a
+    readable time."""
+    since = epoch_seconds(queued_since(raw))
+    return 0.0 if since is None else max(0.0, now_seconds - since)
 
 
 def _since(raw: Mapping[str, Any], condition_type: str, now: dt.datetime) -> float | None:

@@ -277,3 +277,19 @@ def test_admitted_for_counts_from_the_admitted_transition() -> None:
 def test_an_underlying_cause_is_named_for_reasons_other_than_kueues_deactivations() -> None:
     assert eviction_labels("PodsReadyTimeout", "WaitForRecovery") == ("PodsReadyTimeout", "WaitForRecovery")
     assert eviction_labels("DeactivatedDueToRequeuingLimitExceeded", "x") == ("Deactivated", "RequeuingLimitExceeded")
+
+
+def test_the_queued_wait_counts_from_the_last_requeue_as_kueues_queued_wait_time() -> None:
+    from federation.admission.queue_metrics import queued_wait_seconds
+
+    created = {"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"}, "status": {}}
+    requeued = {
+        "metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"},
+        "status": {
+            "conditions": [{"type": "Requeued", "status": "True", "lastTransitionTime": "2026-01-01T00:01:00Z"}]
+        },
+    }
+    now = 1767225690.0  # 2026-01-01T00:01:30Z
+    assert queued_wait_seconds(created, now_seconds=now) == 90.0
+    assert queued_wait_seconds(requeued, now_seconds=now) == 30.0
+    assert queued_wait_seconds({"metadata": {}}, now_seconds=now) == 0.0

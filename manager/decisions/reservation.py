@@ -18,7 +18,13 @@ import datetime as dt
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from federation.admission.api_drain import EventSpec, WorkloadUpdate, admission_status, reserved_conditions
+from federation.admission.api_drain import (
+    EventSpec,
+    WorkloadUpdate,
+    admission_status,
+    reserved_conditions,
+    reserved_message,
+)
 from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Assignment
 from federation.conditions import format_time
@@ -131,7 +137,7 @@ def reservation_update(
 ) -> WorkloadUpdate:
     """``checks`` are all the workload's checks (see :func:`workload_checks`), ``multikueue_checks`` kfed's own."""
     queue = assignment.cluster_queue
-    message = f"Quota reserved in ClusterQueue {queue}"
+    message = reserved_message(queue)
     conditions = reserved_conditions(raw, cluster_queue=queue, now=now)
     others = [check for check in checks if check not in multikueue_checks]
     dispatch = waiting_message(others, worker) if others else dispatched_message(worker)

@@ -22,12 +22,13 @@ from federation.admission.api_drain import (
     drain,
     pending_update,
     reserved_conditions,
+    reserved_message,
 )
 from federation.admission.api_state import QuotaState
-from federation.admission.api_workloads import epoch_seconds, workload_key
+from federation.admission.api_workloads import workload_key
 from federation.admission.decisions import Admit, Assignment, Preempt, Wait
 from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
-from federation.admission.queue_metrics import queued_since
+from federation.admission.queue_metrics import queued_wait_seconds
 from federation.api.workload import ADMITTED
 from federation.conditions import set_condition, workload_generation
 from federation.protocol import REASON_ADMITTED, REASON_INADMISSIBLE, REASON_PENDING, REASON_QUOTA_RESERVED
@@ -56,11 +57,11 @@ def admit_update(
     Pending (``worker_agent.decisions.checks`` admits later); ``delayed``: TAS pod sets whose topology is assigned
     once the checks are Ready (``delayedTopologyRequest: Pending``)."""
     queue = assignment.cluster_queue
-    reserved_message = f"Quota reserved in ClusterQueue {queue}"
+    reserved = reserved_message(queue)
     generation = workload_generation(raw)
     conditions = reserved_conditions(raw, cluster_queue=queue, now=now)
     events: tuple[EventSpec, ...] = (
-        EventSpec(REASON_QUOTA_RESERVED, f"{reserved_message}, wait time since queued was {waited_seconds:.0f}s"),
+        EventSpec(REASON_QUOTA_RESERVED, f"{reserved}, wait time since queued was {waited_seconds:.0f}s"),
     )
     if not checks:
         conditions, _ = set_condition(
@@ -84,8 +85,8 @@ def admit_update(
     if checks:
         status["admissionChecks"] = pending_checks(raw, checks, now=now)
     if checks:
-        return WorkloadUpdate(workload_key(raw), raw, status, "reserved", queue, reserved_message, events)
-    return WorkloadUpdate(workload_key(raw), raw, status, "admitted", queue, reserved_message, events)
+        return WorkloadUpdate(workload_key(raw), raw, status, "reserved", queue, reserved, events)
+    return WorkloadUpdate(workload_key(raw), raw, status, "admitted", queue, reserved, events)
 
 
 def blocking_veto(holders: Sequence[Obj], then: Veto | None = None) -> Veto:
@@ -140,8 +141,7 @@ def plan_admissions(
         raw = raw_of[decision.workload.key]
         queue = decision.workload.cluster_queue
         if isinstance(decision, Admit):
-            # Kueue's QueuedWaitTime: since it was created or last requeued
-            waited = max(0.0, now_seconds - (epoch_seconds(queued_since(raw)) or decision.workload.creation_time))
+            waited = queued_wait_seconds(raw, now_seconds=now_seconds)
             placed = (topology or {}).get(decision.workload.key)
             updates.append(
                 admit_update(
