@@ -299,9 +299,13 @@ class RemoteSync:
                 if remote_jb is None and job_name is not None:
                     try:  # a Job copy that lost its origin label is out of the caches' sight but may still run
                         remote_jb = await self._unlabelled_job_copy(conn, job_name, namespace=namespace, uid=uid)
-                    except KubeError as err:
-                        log.warning("job copy not looked up; withdrawal waits", workload=key, error=str(err)[:300])
-                        return 1.0
+                    except KubeError as err:  # not a wait without end: the withdrawal goes on by what the caches show
+                        log.warning(
+                            "job copy not looked up; withdrawn by what the worker's caches show",
+                            workload=key,
+                            cluster=worker,
+                            error=str(err)[:300],
+                        )
                 return await self._evictions.withdraw(conn, workload, manager_job, [remote_jb, remote_wl])
             # it finished on the worker while being withdrawn: keep its result (the plan below finishes it)
         elif (drained := self._drained(workload)) is not None:
