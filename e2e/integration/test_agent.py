@@ -398,7 +398,10 @@ def test_workload_too_big_for_the_quota_stays_pending_with_a_reason(
     assert pending["status"] == "False"
     assert pending["reason"] == "Pending"
     assert "insufficient quota for cpu in flavor" in pending["message"]
-    assert "request > maximum capacity (8 > 4)" in pending["message"]
+    assert (
+        "previously considered podsets requests (0) + current podset request (8) > maximum capacity (4)"
+        in (pending["message"])
+    )
     version = (get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns) or {})["metadata"]["resourceVersion"]
 
     def unchanged() -> bool:

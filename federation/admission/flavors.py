@@ -5,7 +5,7 @@ order. A flavor is skipped when its ``nodeTaints`` are not tolerated by the pod 
 contradict the template's ``nodeSelector`` or required node affinity (only label keys some flavor of the group sets
 are compared, as Kueue does). Otherwise each requested resource is compared with the quota:
 
-* more than the most the queue could ever get → no fit ("request > maximum capacity");
+* more than the most the queue could ever get → no fit ("… > maximum capacity (…)");
 * more than what is available now → fits only by preemption, if the queue's policy allows any preemption;
 * otherwise it fits, borrowing when it takes the queue past its nominal quota.
 
@@ -185,8 +185,9 @@ def _fit_in_flavor(search: _Search, flavor_name: str, requests: Mapping[str, int
         most = snapshot.potential_available(queue, key)
         if wanted > most:
             messages.append(
-                f"insufficient quota for {resource} in flavor {flavor_name}, request > maximum capacity "
-                f"({format_amount(resource, wanted)} > {format_amount(resource, most)})"
+                f"insufficient quota for {resource} in flavor {flavor_name}, previously considered podsets requests "
+                f"({format_amount(resource, wanted - amount)}) + current podset request "
+                f"({format_amount(resource, amount)}) > maximum capacity ({format_amount(resource, most)})"
             )
             reasons.add("ExceedsMaxQuota")
             return None

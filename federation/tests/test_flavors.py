@@ -75,7 +75,20 @@ def test_exceeding_the_maximum_capacity_is_explained() -> None:
         decision.workload,
         "ExceedsMaxQuota",
         "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor default-flavor, "
-        "request > maximum capacity (24 > 20)",
+        "previously considered podsets requests (0) + current podset request (24) > maximum capacity (20)",
+    )
+
+
+def test_exceeding_the_maximum_capacity_with_the_earlier_pod_sets_names_both_parts() -> None:
+    # Kueue's message: what the pod sets before this one take of the flavor, plus this pod set's request
+    snapshot = make_snapshot([make_cluster_queue("cq").flavor_quota("default-flavor", cpu="20")])
+    two = make_workload("w").queue("cq").request("cpu", "12").pod_set("tail").request("cpu", "9").obj()
+    [decision] = run_cycle(snapshot, [two])
+    assert decision == Wait(
+        decision.workload,
+        "ExceedsMaxQuota",
+        "couldn't assign flavors to pod set tail: insufficient quota for cpu in flavor default-flavor, "
+        "previously considered podsets requests (12) + current podset request (9) > maximum capacity (20)",
     )
 
 

@@ -102,7 +102,7 @@ def test_too_big_for_the_quota_is_pending_with_kueue_reason_and_message() -> Non
     assert (condition["status"], condition["reason"]) == ("False", "Pending")
     assert condition["message"] == (
         "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor rf, "
-        "request > maximum capacity (8 > 4)"
+        "previously considered podsets requests (0) + current podset request (8) > maximum capacity (4)"
     )
 
 
