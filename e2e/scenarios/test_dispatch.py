@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from e2e.queues import job_manifest, named_queue_objects, routed_queue_objects
+from e2e.queues import FLAVOR, job_manifest, named_queue_objects, routed_queue_objects
 from e2e.rig.audit import calls
 from e2e.rig.federation import MANAGER, Federation
 from e2e.scenarios.helpers import (
@@ -350,6 +350,40 @@ def test_a_multikueue_config_annotation_sets_its_dispatch_policy_and_a_bad_one_i
     assert set(chosen.values()) == {"worker-1"}, f"BestFit packs the Jobs onto the fuller worker: {chosen}"
     for name in names:
         wait_complete(federation, name)
+
+
+def _local_queue_usage(fed: Federation, cluster: str, field: str) -> list[Obj] | None:
+    queue = get(fed, cluster, "localqueues.kueue.x-k8s.io", POLICY_QUEUE)
+    return ((queue or {}).get("status") or {}).get(field)
+
+
+def test_local_queues_show_what_their_workloads_hold_of_each_flavor(federation: Federation, policy_queue: None) -> None:
+    """Kueue's LocalQueue ``flavorsReservation``/``flavorsUsage``: the ClusterQueue's flavors with the totals this
+    LocalQueue's workloads hold, on the manager (global quota) and on the worker that runs them (its own)."""
+    holding = [{"name": FLAVOR, "resources": [{"name": "cpu", "total": "3"}, {"name": "memory", "total": "2Gi"}]}]
+    idle = [{"name": FLAVOR, "resources": [{"name": "cpu", "total": "0"}, {"name": "memory", "total": "0"}]}]
+    jobs = [job_manifest("lq-usage", namespace="default", cpu="3", memory="2Gi", seconds=600, queue=POLICY_QUEUE)]
+    federation.kubectl(
+        MANAGER, "create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": jobs})
+    )
+    worker = wait_for(_worker_probe(federation, "lq-usage"), until=bool, timeout=60, what="lq-usage admitted")
+    assert worker is not None
+    for cluster in (MANAGER, worker):
+        for field in ("flavorsReservation", "flavorsUsage"):
+            wait_for(
+                functools.partial(_local_queue_usage, federation, cluster, field),
+                until=lambda usage: usage == holding,
+                timeout=30,
+                what=f"{cluster}'s LocalQueue {POLICY_QUEUE} to show 3 cpu and 2Gi in {field}",
+            )
+    federation.kubectl(MANAGER, "delete", "job", "lq-usage", "--wait=false")
+    for cluster in (MANAGER, worker):
+        wait_for(
+            functools.partial(_local_queue_usage, federation, cluster, "flavorsReservation"),
+            until=lambda usage: usage == idle,
+            timeout=30,
+            what=f"{cluster}'s LocalQueue {POLICY_QUEUE} to hold nothing once the Job is deleted",
+        )
 
 
 def test_s4_a_workload_that_fits_nowhere_waits_with_a_reason_until_capacity_appears(federation: Federation) -> None:

@@ -1,4 +1,4 @@
-"""ClusterQueue status the way Kueue reports it: workload counts, flavor reservation and usage, Active.
+"""ClusterQueue and LocalQueue status the way Kueue reports it: workload counts, flavor reservation and usage, Active.
 
 ``reserving`` counts and ``flavorsReservation`` cover every workload holding quota; ``admitted`` counts and
 ``flavorsUsage`` only those that are also ``Admitted``. On a worker (no admission checks) the two are equal; on
@@ -34,9 +34,12 @@ RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
 FinalizerAction = Literal["add", "keep", "remove"]
 
 
-def _flavor_usage(node: ClusterQueueNode, usage: Mapping[tuple[str, str], int]) -> list[Obj]:
-    """``flavorsReservation``/``flavorsUsage`` as Kueue writes them: each flavor's resources by name, and nothing
-    borrowed by a ClusterQueue outside any cohort (it has no one to borrow from)."""
+def _flavor_usage(
+    node: ClusterQueueNode, usage: Mapping[tuple[str, str], int], *, with_borrowed: bool = True
+) -> list[Obj]:
+    """``flavorsReservation``/``flavorsUsage`` as Kueue writes them: each of the ClusterQueue's flavors in its order,
+    their resources by name, and (for a ClusterQueue; a LocalQueue shows only totals) what is borrowed, which is
+    nothing for a ClusterQueue outside any cohort (it has no one to borrow from)."""
     in_cohort = bool(node.spec.cohort)
     usages: list[Obj] = []
     for group in node.spec.resource_groups:
@@ -44,16 +47,22 @@ def _flavor_usage(node: ClusterQueueNode, usage: Mapping[tuple[str, str], int]) 
             resources = []
             for quota in sorted(flavor.resources, key=lambda q: q.name):
                 used = max(0, usage.get((flavor.name, quota.name), 0))
-                borrowed = max(0, used - quota.nominal) if in_cohort else 0
-                resources.append(
-                    {
-                        "name": quota.name,
-                        "total": format_amount(quota.name, used),
-                        "borrowed": format_amount(quota.name, borrowed),
-                    }
-                )
+                resource: Obj = {"name": quota.name, "total": format_amount(quota.name, used)}
+                if with_borrowed:
+                    borrowed = max(0, used - quota.nominal) if in_cohort else 0
+                    resource["borrowed"] = format_amount(quota.name, borrowed)
+                resources.append(resource)
             usages.append({"name": flavor.name, "resources": resources})
     return usages
+
+
+def _summed_usage(workloads: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], int]:
+    """(flavor, resource) → the quota the ``workloads`` hold together."""
+    total: dict[tuple[str, str], int] = {}
+    for workload in workloads:
+        for key, amount in reserved_usage(workload).items():
+            total[key] = total.get(key, 0) + amount
+    return total
 
 
 def _active(node: ClusterQueueNode) -> tuple[str, str, str]:
@@ -90,10 +99,7 @@ def queue_status_patches(
             continue
         holding = state.reserving.get(name, ())
         admitted = [workload for workload in holding if is_true(workload, "Admitted")]
-        admitted_usage: dict[tuple[str, str], int] = {}
-        for workload in admitted:
-            for key, amount in reserved_usage(workload).items():
-                admitted_usage[key] = admitted_usage.get(key, 0) + amount
+        admitted_usage = _summed_usage(admitted)
         status, reason, message = _active(node)
         generation = (raw.get("metadata") or {}).get("generation")
         conditions, _ = set_condition(
@@ -130,7 +136,8 @@ def local_queue_status_patches(
     pending: Mapping[str, int],
     now: dt.datetime,
 ) -> dict[str, Obj]:
-    """``namespace/name`` of a LocalQueue → ``status`` to merge (counts and Active), for those that would change.
+    """``namespace/name`` of a LocalQueue → ``status`` to merge (counts, flavor reservation and usage, Active), for
+    those that would change.
 
     ``pending`` counts pending workloads per LocalQueue key, including those that cannot reach a ClusterQueue.
     """
@@ -163,11 +170,17 @@ def local_queue_status_patches(
             observed_generation=generation if isinstance(generation, int) else None,
         )
         reserving = holding.get(key, [])
+        admitted = [workload for workload in reserving if is_true(workload, "Admitted")]
         desired: Obj = {
             # Kueue counts nothing pending in a stopped LocalQueue (its workloads are out of the queues)
             "pendingWorkloads": 0 if info is not None and info.stopped else pending.get(key, 0),
             "reservingWorkloads": len(reserving),
-            "admittedWorkloads": sum(1 for workload in reserving if is_true(workload, "Admitted")),
+            "admittedWorkloads": len(admitted),
+            # as Kueue: the ClusterQueue's flavors, what this LocalQueue's workloads hold of each; none without one
+            "flavorsReservation": None
+            if node is None
+            else _flavor_usage(node, _summed_usage(reserving), with_borrowed=False),
+            "flavorsUsage": None if node is None else _flavor_usage(node, _summed_usage(admitted), with_borrowed=False),
             "conditions": conditions,
         }
         current = raw.get("status") or {}

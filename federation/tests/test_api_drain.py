@@ -94,8 +94,12 @@ def test_local_queue_status_counts_and_active() -> None:
     lq = patches["ns/lq"]
     assert (lq["pendingWorkloads"], lq["reservingWorkloads"], lq["admittedWorkloads"]) == (1, 1, 1)
     assert lq["conditions"][0]["reason"] == "Ready"
+    # the ClusterQueue's flavors with what this LocalQueue holds, totals only (Kueue's LocalQueueFlavorUsage)
+    held = [{"name": "default", "resources": [{"name": "cpu", "total": "1"}]}]
+    assert lq["flavorsReservation"] == lq["flavorsUsage"] == held
     orphan = patches["ns/orphan"]["conditions"][0]
     assert (orphan["status"], orphan["reason"]) == ("False", "ClusterQueueDoesNotExist")
+    assert patches["ns/orphan"]["flavorsReservation"] is None
     written = {key: {**lqs[key], "status": status} for key, status in patches.items()}
     assert local_queue_status_patches(quota, written, pending={"ns/lq": 1}, now=now) == {}
 
