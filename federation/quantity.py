@@ -20,7 +20,16 @@ from __future__ import annotations
 import enum
 import re
 
-__all__ = ["MILLI", "QuantityFormat", "canonicalize", "format_quantity", "parse_quantity", "parse_with_format"]
+__all__ = [
+    "MILLI",
+    "QuantityFormat",
+    "canonicalize",
+    "format_amount",
+    "format_quantity",
+    "is_byte_resource",
+    "parse_quantity",
+    "parse_with_format",
+]
 
 MILLI = 1000
 """Milli-units per whole unit: ``parse_quantity("1") == MILLI``."""
@@ -116,6 +125,23 @@ def format_quantity(milli: int, quantity_format: QuantityFormat = QuantityFormat
         exponent = 3 * step - 3
         return f"{sign}{magnitude}" + (f"e{exponent}" if exponent else "")
     return f"{sign}{magnitude}{_DECIMAL_BY_MILLI_STEP[step]}"
+
+
+def is_byte_resource(resource: str) -> bool:
+    """Whether amounts of ``resource`` are bytes, printed with binary suffixes (as Kueue and Kubernetes treat
+    ``memory``, ``ephemeral-storage`` and ``hugepages-*``)."""
+    return resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")
+
+
+def format_amount(resource: str, milli: int) -> str:
+    """An amount of ``resource`` as Kueue prints it in statuses and messages (its ``ResourceQuantity``): bytes with
+    the binary suffix that is exact (``2Gi``, ``125Ki``), otherwise, like everything else, in decimal SI (``2M``,
+    not ``2000000``)."""
+    if is_byte_resource(resource):
+        text = format_quantity(milli, QuantityFormat.BINARY_SI)
+        if text.endswith("i"):
+            return text
+    return format_quantity(milli, QuantityFormat.DECIMAL_SI)
 
 
 def canonicalize(text: str) -> str:

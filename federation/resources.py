@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from federation.quantity import QuantityFormat, format_quantity, parse_quantity
+from federation.quantity import format_amount, parse_quantity
 
 __all__ = ["Resources"]
-
-_BINARY_RESOURCES = frozenset({"memory", "ephemeral-storage"})
 
 
 class Resources(Mapping[str, int]):
@@ -94,10 +92,4 @@ class Resources(Mapping[str, int]):
 
     def format(self) -> str:
         """Human-readable ``cpu=2, memory=1Gi`` with resources in name order."""
-        return ", ".join(
-            f"{name}={format_quantity(value, _format_for(name))}" for name, value in sorted(self._amounts.items())
-        )
-
-
-def _format_for(resource: str) -> QuantityFormat:
-    return QuantityFormat.BINARY_SI if resource in _BINARY_RESOURCES else QuantityFormat.DECIMAL_SI
+        return ", ".join(f"{name}={format_amount(name, value)}" for name, value in sorted(self._amounts.items()))

@@ -24,13 +24,13 @@ from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import workload_key
 from federation.admission.cycle import CycleConfig, apply_admission, run_cycle
 from federation.admission.decisions import Admit, Assignment, Decision, Wait
-from federation.admission.flavors import format_amount
 from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot, Stamp, Verdict, tree_stamps
 from federation.admission.snapshot import ClusterQueueNode
 from federation.api.workload import BLOCKED_ON_PREEMPTION_GATES, EVICTED, PREEMPTED, QUOTA_RESERVED
 from federation.conditions import Conditions, conditions_of, find_condition, set_condition, workload_generation
 from federation.protocol import REASON_PENDING, REASON_QUOTA_RESERVED
+from federation.quantity import format_amount
 
 Veto = Callable[[Admit], str | None]
 Obj = dict[str, Any]

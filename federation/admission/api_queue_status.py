@@ -21,9 +21,9 @@ from typing import Any, Literal
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import reserved_usage
 from federation.admission.fair_sharing import dominant_resource_share
-from federation.admission.flavors import format_amount
 from federation.admission.snapshot import STOPPED, TERMINATING, Cause, ClusterQueueNode, causes_message
 from federation.conditions import conditions_of, is_true, set_condition
+from federation.quantity import format_amount
 
 Obj = dict[str, Any]
 

@@ -29,14 +29,12 @@ from federation.admission.model import (
     Workload,
 )
 from federation.admission.snapshot import ClusterQueueNode, Snapshot
-from federation.quantity import MILLI, QuantityFormat, format_quantity
+from federation.quantity import MILLI, format_amount
 
-__all__ = ["FIT", "NO_FIT", "PREEMPT", "FlavorAssignment", "assign_flavors", "format_amount"]
+__all__ = ["FIT", "NO_FIT", "PREEMPT", "FlavorAssignment", "assign_flavors"]
 
 NO_FIT, PREEMPT, FIT = 0, 1, 2
 """Assignment modes, ordered so that ``min`` gives the mode of a whole workload."""
-
-_BINARY_RESOURCES = frozenset({"memory", "ephemeral-storage", "hugepages-1Gi", "hugepages-2Mi"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +70,6 @@ class _FlavorChoice:
     borrows: bool
     flavor: str
     needs_preemption: list[FlavorResource]
-
-
-def format_amount(resource: str, milli: int) -> str:
-    """A quota amount as Kubernetes would print it for ``resource`` (binary suffixes for memory)."""
-    quantity_format = QuantityFormat.BINARY_SI if resource in _BINARY_RESOURCES else QuantityFormat.DECIMAL_SI
-    return format_quantity(milli, quantity_format)
 
 
 def assign_flavors(

@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from federation.quantity import QuantityFormat, canonicalize, format_quantity, parse_quantity, parse_with_format
+from federation.quantity import (
+    QuantityFormat,
+    canonicalize,
+    format_amount,
+    format_quantity,
+    parse_quantity,
+    parse_with_format,
+)
 
 
 @pytest.mark.parametrize(
@@ -122,3 +129,22 @@ def test_parsing_never_rounds_down(whole: int, fraction: str, suffix: str) -> No
         value = Fraction(f"{whole}.{fraction or '0'}") * exact[suffix] * 1000
         assert milli >= value
         assert milli - value < 1
+
+
+@pytest.mark.parametrize(
+    ("resource", "text", "shown"),
+    [
+        ("memory", "2000000", "2M"),  # no exact binary suffix: decimal, as Kueue's ResourceQuantity prints it
+        ("memory", "128000", "125Ki"),
+        ("memory", "2Gi", "2Gi"),
+        ("memory", "1000", "1k"),
+        ("memory", "1536", "1536"),
+        ("memory", "0", "0"),
+        ("ephemeral-storage", "3G", "3G"),
+        ("hugepages-2Mi", "4Mi", "4Mi"),
+        ("cpu", "1.5", "1500m"),
+        ("nvidia.com/gpu", "1024", "1024"),  # counts are never bytes
+    ],
+)
+def test_amounts_print_as_kueue_prints_them(resource: str, text: str, shown: str) -> None:
+    assert format_amount(resource, parse_quantity(text)) == shown

@@ -12,11 +12,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from federation.podspec import pod_requests
-from federation.quantity import QuantityFormat, format_quantity, parse_quantity
+from federation.quantity import format_amount, parse_quantity
 from federation.topology.model import PODS_RESOURCE, PodSetRequest, Toleration, TopologyRequest
 from federation.topology.summary import CapacitySummary, DomainCapacity
-
-_BINARY = frozenset({"memory", "ephemeral-storage"})
 
 
 def canonical(name: str, milli: int) -> int:
@@ -27,7 +25,7 @@ def canonical(name: str, milli: int) -> int:
 def quantity_text(name: str, amount: int) -> str:
     """A canonical amount printed as a Kubernetes quantity."""
     milli = amount * 1000 if name == PODS_RESOURCE else amount
-    return format_quantity(milli, QuantityFormat.BINARY_SI if name in _BINARY else QuantityFormat.DECIMAL_SI)
+    return format_amount(name, milli)
 
 
 def amounts(quantities: Mapping[str, Any] | None) -> dict[str, int]:

@@ -35,7 +35,7 @@ from federation.admission.flavors import placement_mismatches
 from federation.admission.model import PodSet, ResourceFlavorSpec
 from federation.limit_ranges import LimitRangeSummary
 from federation.podspec import Overheads
-from federation.quantity import QuantityFormat, format_quantity
+from federation.quantity import format_amount
 from federation.topology import CapacitySummary, PodSetRequest, summary_fits
 from manager.decisions.worker_requests import AsRunThere
 
@@ -378,12 +378,6 @@ def _free(flavor: FlavorRoom, resource: str, taken: Mapping[tuple[str, str], int
     return flavor.free.get(resource, 0) - in_flight.get(resource, 0) - taken.get((flavor.name, resource), 0)
 
 
-def _shown(resource: str, amount: int) -> str:
-    """``amount`` of ``resource`` as a user writes it: bytes with a binary suffix (2Gi), the rest in decimal."""
-    binary = resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")
-    return format_quantity(amount, QuantityFormat.BINARY_SI if binary else QuantityFormat.DECIMAL_SI)
-
-
 def _first_fit(
     flavors: Sequence[FlavorRoom],
     needed: Sequence[tuple[str, int]],
@@ -407,10 +401,10 @@ def insufficient(resource: str, cluster_queue: str, requested: int, free: int, *
     request says so, since it takes the workload only by borrowing, never on its own quota."""
     message = (
         f"insufficient {resource} in ClusterQueue {cluster_queue}: "
-        f"requested {format_quantity(requested)}, free {format_quantity(max(free, 0))}"
+        f"requested {format_amount(resource, requested)}, free {format_amount(resource, max(free, 0))}"
     )
     if requested > nominal:
-        message += f", more than its nominal quota of {format_quantity(nominal)}"
+        message += f", more than its nominal quota of {format_amount(resource, nominal)}"
     return message
 
 
@@ -439,10 +433,10 @@ def _no_flavor(
             already = taken.get((flavors[0].name, resource), 0) if len(flavors) == 1 else 0
             nominal = max(flavor.nominal.get(resource, 0) for flavor in flavors)
             return insufficient(resource, cluster_queue, amount + already, roomiest + already, nominal=nominal)
-    wanted = ", ".join(f"{_shown(resource, amount)} {resource}" for resource, amount in needed)
+    wanted = ", ".join(f"{format_amount(resource, amount)} {resource}" for resource, amount in needed)
     short = "; ".join(
         f"{flavor.name} has "
-        + ", ".join(f"{_shown(r, max(_free(flavor, r, taken, in_flight), 0))} {r}" for r, _ in needed)
+        + ", ".join(f"{format_amount(r, max(_free(flavor, r, taken, in_flight), 0))} {r}" for r, _ in needed)
         for flavor in flavors
     )
     return f"ClusterQueue {cluster_queue}: no one flavor has room for pod set {pod_set}'s {wanted} together ({short})"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.protocol import MULTIKUEUE_CONTROLLER
-from federation.quantity import QuantityFormat, format_quantity, parse_quantity
+from federation.quantity import format_amount, parse_quantity
 from manager.decisions.dispatch import WorkerCapacity
 
 CONDITION = "MultiKueueManagerQuotaAutomation"
@@ -32,8 +32,6 @@ MESSAGE_AUTOMATED = "ClusterQueue quota is automatically managed based on MultiK
 MESSAGE_NOT_REQUESTED = "MultiKueue manager quota automation has not been requested."
 MESSAGE_NO_CONFIG = "The referenced MultiKueueConfig was not found."
 MESSAGE_ONE_FLAVOR = "Quota automation requires that the manager-side ClusterQueue has exactly one ResourceFlavor"
-
-BINARY_RESOURCES = ("memory", "ephemeral-storage")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +61,6 @@ def _multikueue_config(
         if check is not None and (check.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER:
             return check
     return None
-
-
-def quota_format(resource: str) -> QuantityFormat:
-    binary = resource in BINARY_RESOURCES or resource.startswith("hugepages-")
-    return QuantityFormat.BINARY_SI if binary else QuantityFormat.DECIMAL_SI
 
 
 def worker_quota(
@@ -134,8 +127,7 @@ def decide_quota(
             )
         )
     wanted = [
-        {"name": resource, "nominalQuota": format_quantity(total.get(resource, 0), quota_format(resource))}
-        for resource in covered
+        {"name": resource, "nominalQuota": format_amount(resource, total.get(resource, 0))} for resource in covered
     ]
     current = groups[0]["flavors"][0].get("resources") or []
     return QuotaDecision(

@@ -19,9 +19,9 @@ from typing import Any
 
 from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_state import LocalQueueInfo, QuotaState
-from federation.admission.flavors import format_amount
 from federation.admission.snapshot import ClusterQueueNode
 from federation.limit_ranges import limit_range_entry
+from federation.quantity import format_amount
 
 Obj = dict[str, Any]
 
