@@ -24,6 +24,7 @@ from federation.admission.orphans import being_deleted, left_behind, made_for
 from federation.admission.queue_metrics import workload_creation_latency
 from federation.api.labels import QUEUE_NAME_LABEL
 from federation.conditions import is_true
+from federation.job_stops import MISSING_WORKLOAD, NO_MATCHING_WORKLOAD, NOT_ADMITTED, REASON_STOPPED, WORKLOAD_DELETED
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
 from federation.kube.errors import AlreadyExists, Conflict, Forbidden, Invalid, NotFound
@@ -49,16 +50,6 @@ from manager.decisions.sync import job_finish
 from manager.manager_jobs import needs_stopping, stop_manager_job
 
 log = structlog.get_logger(__name__)
-
-NOT_ADMITTED = "Not admitted by cluster queue"
-"""Kueue's Event message when it suspends a Job its user started while the Job's Workload was not admitted."""
-# Kueue's ``Stopped`` Event messages when a running Job loses its Workload: ...
-WORKLOAD_DELETED = "Workload is deleted"
-"""... someone deleted it and a finalizer holds it;"""
-MISSING_WORKLOAD = "Missing Workload; unable to restore pod templates"
-"""... it is gone;"""
-NO_MATCHING_WORKLOAD = "No matching Workload; restoring pod templates according to existent Workload"
-"""... it no longer matches the Job (its pod count was changed), so it is deleted and the Job stopped."""
 
 
 class JobController:
@@ -130,7 +121,7 @@ class JobController:
         except NotFound:
             return None  # deleted meanwhile: its event brings the key back if there is anything left to do
         log.warning("job stopped: unsuspended while its workload is not admitted", job=key, workload=wl_meta["name"])
-        self._events.emit(job, reason="Stopped", note=NOT_ADMITTED, action="Stop")
+        self._events.emit(job, reason=REASON_STOPPED, note=NOT_ADMITTED, action="Stop")
         return None
 
     async def _reprioritize(self, job: dict[str, Any], workload: dict[str, Any]) -> None:

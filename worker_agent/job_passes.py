@@ -31,6 +31,7 @@ from federation.admission.deactivation import deactivation_eviction
 from federation.admission.orphans import OWNER_NOT_FOUND_MESSAGE, being_deleted, orphan_finish, orphaned
 from federation.admission.queue_metrics import workload_labels
 from federation.conditions import is_true
+from federation.job_stops import MISSING_WORKLOAD, NOT_ADMITTED, REASON_STOPPED, WORKLOAD_DELETED
 from federation.kube import resources as r
 from federation.kube.errors import Conflict, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
@@ -59,8 +60,6 @@ from worker_agent.decisions.jobs import (
     start_decision,
 )
 from worker_agent.decisions.local_jobs import (
-    MISSING_WORKLOAD_MESSAGE,
-    WORKLOAD_DELETED_MESSAGE,
     WithoutWorkload,
     local_queue_name,
     needs_local_workload,
@@ -94,6 +93,11 @@ Obj = dict[str, Any]
 
 UNRESERVED = "the Job runs but its Workload holds no quota in this cluster"
 FINISHED_OUT_OF_SYNC = "the Job runs but its prebuilt Workload was finished out of sync with it (OutOfSync)"
+_SUSPENDED_EVENTS: dict[str, tuple[str, str, str, str]] = {
+    UNRESERVED: (REASON_STOPPED, NOT_ADMITTED, "Stop", "Normal"),  # Kueue's
+    FINISHED_OUT_OF_SYNC: ("Suspended", FINISHED_OUT_OF_SYNC, "Suspend", "Warning"),  # Kueue leaves such a Job running
+}
+"""The Event (reason, note, action, type) on a Job suspended by ``JobPasses._suspend_unreserved``, by why."""
 
 
 class JobPasses:
@@ -191,7 +195,7 @@ class JobPasses:
                     elif target is not None and needs_local_workload(job):
                         step = without_workload(job)
                         if step is WithoutWorkload.STOP:
-                            message = WORKLOAD_DELETED_MESSAGE if going else MISSING_WORKLOAD_MESSAGE
+                            message = WORKLOAD_DELETED if going else MISSING_WORKLOAD
                             tg.start_soon(limited, limiter, self.local_jobs.stop, key, job, unsettled, message)
                         elif step is WithoutWorkload.QUEUE and not going:
                             tg.start_soon(limited, limiter, self.local_jobs.queue, key, job, unsettled)
@@ -393,13 +397,16 @@ class JobPasses:
 
     async def _suspend_unreserved(self, job: Obj, workload: Obj, bound: Any, message: str) -> None:
         """Suspend a started Job whose Workload holds no quota here (``running_without_reservation``, or finished
-        out of sync with it: ``decisions.job_copies.running_out_of_sync``), saying ``message``."""
+        out of sync with it: ``decisions.job_copies.running_out_of_sync``), saying ``message`` in the log. The
+        first gets Kueue's Event (Normal ``Stopped``, "Not admitted by cluster queue"); the second, which Kueue
+        leaves running, a Warning ``Suspended`` with ``message``."""
         patch = suspend_patch(job, workload)
         written = await self._suspend(job, patch, bound) if patch is not None else None
         if written is None:
             return
         bound.warning("job.suspended", why=message)
-        self.events.emit(written, reason="Suspended", note=message, action="Suspend", event_type="Warning")
+        reason, note, action, event_type = _SUSPENDED_EVENTS[message]
+        self.events.emit(written, reason=reason, note=note, action=action, event_type=event_type)
 
     def _finish_in_memory(self, workload: Obj, finish: FinishWorkload, bound: Any) -> None:
         """A kfed-manager copy whose Job ended: finished for the agent's passes and reports at once, written only if

@@ -18,18 +18,14 @@ from typing import Any
 
 import structlog
 
+from federation.job_stops import MISSING_WORKLOAD, REASON_STOPPED
 from federation.kube import resources as r
 from federation.kube.errors import AlreadyExists, Conflict, Invalid, KubeError, NotFound
 from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger
 from federation.workload_from_job import JobNotQueueable, Priority, priority_spec, resolve_priority
 from federation.workload_match import WorkloadEdit, edit_for_job, updated_spec
-from worker_agent.decisions.local_jobs import (
-    MISSING_WORKLOAD_MESSAGE,
-    REASON_NOT_QUEUEABLE,
-    REASON_STOPPED,
-    local_workload,
-)
+from worker_agent.decisions.local_jobs import REASON_NOT_QUEUEABLE, local_workload
 from worker_agent.world import World
 from worker_agent.writes import Writes
 
@@ -129,7 +125,7 @@ class LocalJobs:
         bound.info("workload.created", why="a Job queued on this worker")
         self.events.emit(job, reason="CreatedWorkload", note=f"Created Workload: {ref}", action="Queue")
 
-    async def stop(self, key: str, job: Obj, unsettled: set[str], message: str = MISSING_WORKLOAD_MESSAGE) -> None:
+    async def stop(self, key: str, job: Obj, unsettled: set[str], message: str = MISSING_WORKLOAD) -> None:
         """Suspend a Job queued here that runs without a Workload, or whose Workload is being deleted (guarded by its
         uid); its pods' end, a change of the Job, brings it back to the job pass, which then queues it."""
         written = await self.writes.suspend_job(job, {"spec": {"suspend": True}}, self._log.bind(job=key))

@@ -354,6 +354,38 @@ def _stopped_events(federation: Federation, worker: str, job: str, *, what: str)
     )
 
 
+def test_a_worker_queued_job_its_user_starts_before_admission_is_stopped_with_kueues_event(
+    federation: Federation,
+) -> None:
+    """As Kueue does: a Job waiting for quota that someone unsuspends is suspended again, with a Normal Event
+    ``Stopped`` "Not admitted by cluster queue", and keeps waiting in its queue."""
+    worker = federation.workers[0]
+    manifest = job_manifest("started-early", namespace="default", cpu="1000", seconds=1)  # more than the quota
+    created = json.loads(
+        federation.kubectl(worker, "create", "-o", "json", "-f", "-", input=json.dumps(manifest)).stdout
+    )
+    try:
+        wait_for(
+            lambda: _owned_workloads(federation, worker, created),
+            until=lambda found: len(found) == 1 and condition(found[0], "QuotaReserved") is not None,
+            timeout=30,
+            what="the worker-queued Job's Workload waiting for quota",
+        )
+        federation.kubectl(worker, "patch", "job", "started-early", "--type=merge", "-p", '{"spec":{"suspend":false}}')
+        stopped = _stopped_events(federation, worker, "started-early", what="the agent stopping the unadmitted Job")
+        assert [(e["type"], e["message"]) for e in stopped] == [("Normal", "Not admitted by cluster queue")], stopped
+        wait_for(
+            lambda: get(federation, worker, "job", "started-early"),
+            until=lambda j: (j or {}).get("spec", {}).get("suspend") is True,
+            timeout=30,
+            what="the Job suspended again",
+        )
+        (workload,) = _owned_workloads(federation, worker, created)
+        assert not is_true(workload, "QuotaReserved"), workload.get("status")
+    finally:
+        federation.kubectl(worker, "delete", "job", "started-early", "-n", "default", "--wait=false", check=False)
+
+
 def test_a_worker_queued_job_whose_workload_is_deleted_is_stopped_and_queued_anew(federation: Federation) -> None:
     """As Kueue's Job integration does: a running Job whose Workload someone deleted is suspended first (Event
     ``Stopped``), and gets a new Workload once its pods are gone, which is admitted afresh before the Job runs again;

@@ -31,19 +31,12 @@ JOB_CONTROLLER = "kubernetes.io/job-controller"
 REASON_NOT_QUEUEABLE = "CreatingWorkloadFailed"
 """The Warning Event reason of a local Job that cannot become a Workload (Kueue's)."""
 
-REASON_STOPPED = "Stopped"
-"""The Event reason of a local Job kfed-agent suspended because it ran without a Workload (Kueue's)."""
-MISSING_WORKLOAD_MESSAGE = "Missing Workload; unable to restore pod templates"
-"""Its message (Kueue's)."""
-WORKLOAD_DELETED_MESSAGE = "Workload is deleted"
-"""Its message when the Workload is being deleted, a finalizer holding it (Kueue's)."""
-
 
 class WithoutWorkload(enum.Enum):
     """What a Job queued on this worker that has no Workload needs next."""
 
     STOP = "stop"
-    """It runs: suspended first (Event :data:`REASON_STOPPED`), its Workload made once its pods are gone."""
+    """It runs: suspended first (Event ``Stopped``), its Workload made once its pods are gone."""
     WAIT = "wait"
     """Suspended, with pods still active: nothing until they are gone (the Job's status change says so)."""
     QUEUE = "queue"
