@@ -1,4 +1,4 @@
-"""Kueue's ClusterQueue and LocalQueue status on the manager, written from what a scheduling pass saw.
+"""Kueue's ClusterQueue, LocalQueue and Cohort status on the manager, written from what a scheduling pass saw.
 
 Why this module exists: the queues' status (pending, reserving and admitted counts, usage, ``Active`` with the
 queue's own reasons and its admission checks', the finalizer of a queue in use) is an aggregate of every Workload,
@@ -19,6 +19,7 @@ import anyio
 
 from federation.admission.api_queue_status import (
     cluster_queue_references,
+    cohort_status_patches,
     finalizer_changes,
     in_use_changes,
     local_queue_status_patches,
@@ -30,7 +31,14 @@ from federation.admission.api_state import QuotaState
 from federation.kube.api import KubeApi
 from federation.kube.cache import SyncedCache
 from federation.kube.overlay import WriteOverlay
-from federation.kube.resources import ADMISSION_CHECKS, CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, Resource
+from federation.kube.resources import (
+    ADMISSION_CHECKS,
+    CLUSTER_QUEUES,
+    COHORTS,
+    LOCAL_QUEUES,
+    RESOURCE_FLAVORS,
+    Resource,
+)
 from federation.kube.status_writes import write_finalizers, write_status_patches
 
 QUEUE_STATUS_INTERVAL = 1.0
@@ -45,6 +53,7 @@ class QueueStatusWrites:
         fair_sharing: bool,
         cluster_queues: SyncedCache,
         local_queues: SyncedCache,
+        cohorts: SyncedCache,
         admission_checks: SyncedCache,
         flavors: SyncedCache,
         admission_check_view: WriteOverlay | None = None,
@@ -70,8 +79,10 @@ class QueueStatusWrites:
         self.cluster_queues = WriteOverlay(cluster_queues.store)
         """The ClusterQueues with this process's status writes laid over the cache."""
         self._local_queues = WriteOverlay(local_queues.store)
+        self._cohorts = WriteOverlay(cohorts.store)
         cluster_queues.add_handler(self.cluster_queues.observe)
         local_queues.add_handler(self._local_queues.observe)
+        cohorts.add_handler(self._cohorts.observe)
         self._written_at = -QUEUE_STATUS_INTERVAL
         self._deferred = False
         self._lq_counts: dict[str, tuple[list[Any], dict[str, int]]] = {}
@@ -144,6 +155,15 @@ class QueueStatusWrites:
         )
         written &= finalized
         written &= await self._write_in_use(queues)
+        cohorts = {str(c["metadata"]["name"]): c for c in self._cohorts}
+        written &= await write_status_patches(
+            api,
+            COHORTS,
+            cohort_status_patches(state, cohorts, fair_sharing=self._fair_sharing),
+            current=cohorts,
+            field_manager=field_manager,
+            overlay=self._cohorts,
+        )
         local_queues = {f"{q['metadata']['namespace']}/{q['metadata']['name']}": q for q in self._local_queues}
         lq_patches = local_queue_status_patches(
             state,

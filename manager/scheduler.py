@@ -239,6 +239,7 @@ class GlobalScheduler:
             fair_sharing=config.cycle.fair_sharing,
             cluster_queues=caches.cluster_queues,
             local_queues=caches.local_queues,
+            cohorts=caches.cohorts,
             admission_checks=caches.admission_checks,
             flavors=caches.flavors,
             admission_check_view=admission_check_view,

@@ -1,4 +1,5 @@
-"""ClusterQueue and LocalQueue status the way Kueue reports it: workload counts, flavor reservation and usage, Active.
+"""ClusterQueue, LocalQueue and Cohort status the way Kueue reports it: workload counts, flavor reservation and usage,
+Active, fair sharing.
 
 ``reserving`` counts and ``flavorsReservation`` cover every workload holding quota; ``admitted`` counts and
 ``flavorsUsage`` only those that are also ``Admitted``. On a worker (no admission checks) the two are equal; on
@@ -126,6 +127,23 @@ def queue_status_patches(
             desired["fairSharing"] = None
         if any(current.get(field) != value for field, value in desired.items()):
             patches[name] = desired
+    return patches
+
+
+def cohort_status_patches(
+    state: QuotaState, raw_cohorts: Mapping[str, Mapping[str, Any]], *, fair_sharing: bool
+) -> dict[str, Obj]:
+    """Cohort name → ``status`` to merge, for every Cohort object whose status would change: as Kueue writes it,
+    ``fairSharing.weightedShare`` (the cohort's weighted dominant-resource share, 0 at the top of a tree) with fair
+    sharing on, and nothing without it. A Cohort in a cycle of parents is left as it is (its tree is disabled)."""
+    patches: dict[str, Obj] = {}
+    for name, raw in raw_cohorts.items():
+        node = state.snapshot.cohorts.get(name)
+        if node is None or node.in_cycle:
+            continue
+        desired = {"weightedShare": dominant_resource_share(node)} if fair_sharing else None
+        if (raw.get("status") or {}).get("fairSharing") != desired:
+            patches[name] = {"fairSharing": desired}
     return patches
 
 

@@ -61,6 +61,31 @@ def test_a_share_in_a_nested_cohort_counts_what_the_whole_tree_could_lend() -> N
     assert dominant_resource_share(quota.snapshot.cohorts["mid"]) == 250, "mid borrows the same 3 of root's 12"
 
 
+def test_with_fair_sharing_cohort_objects_show_kueues_weighted_share_and_nothing_without_it() -> None:
+    from federation.admission.api_queue_status import cohort_status_patches
+
+    mid = {"metadata": {"name": "mid"}, "spec": {"parentName": "root"}}
+    root = {"metadata": {"name": "root"}, "spec": {}}
+    quota = state(
+        flavors=[flavor("default")],
+        cohorts=[mid, root],
+        queues=[
+            cluster_queue("a", {"default": {"cpu": "2"}}, cohort="mid"),
+            cluster_queue("lender", {"default": {"cpu": "10"}}, cohort="root"),
+        ],
+        local_queues=[local_queue("ns", "lq-a", "a")],
+        workloads=[workload("a-running", cpu="5", queue="lq-a", status=admitted_status("a", "default", "5"))],
+    )
+    # mid borrows 3 of the 12 root could lend; a tree's top borrows from no one
+    raws = {"mid": mid, "root": root}
+    patches = cohort_status_patches(quota, raws, fair_sharing=True)
+    assert patches == {"mid": {"fairSharing": {"weightedShare": 250}}, "root": {"fairSharing": {"weightedShare": 0}}}
+    shown = {name: {**raw, "status": patches[name]} for name, raw in raws.items()}
+    assert cohort_status_patches(quota, shown, fair_sharing=True) == {}, "written only when it changes"
+    assert cohort_status_patches(quota, shown, fair_sharing=False) == {key: {"fairSharing": None} for key in raws}
+    assert cohort_status_patches(quota, raws, fair_sharing=False) == {}
+
+
 def test_flavor_usage_lists_resources_by_name_and_nothing_borrowed_outside_a_cohort() -> None:
     """As Kueue writes flavorsUsage: resources sorted by name; a queue in no cohort borrows nothing even above its
     nominal quota (lowered under a running workload)."""
