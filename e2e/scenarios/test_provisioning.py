@@ -228,7 +228,7 @@ def test_a_failed_request_retries_with_backoff_then_rejects_on_the_manager(
         what="the copy's check to count one retry",
     )
     assert retried is not None
-    assert retried["status"]["requeueState"]["count"] == 1
+    assert "count" not in retried["status"].get("requeueState", {}), "Kueue counts only waitForPodsReady requeues"
     evicted = condition(retried, "Evicted")  # True, or already False ("Previously: ...") once re-admitted
     assert evicted is not None
     assert "out of stock in zone a" in evicted["message"]

@@ -218,14 +218,13 @@ def checks_step(workload: Mapping[str, Any], *, now: dt.datetime) -> ChecksStep 
         message = f"Evicted due to {_message_of(retry, RETRY)}"
         status = _released(workload, reason=EVICTED_BY_ADMISSION_CHECK, message=message, now=now)
         status["admissionChecks"] = checks_reset_on_eviction(checks, now=now)
-        requeue = dict((workload.get("status") or {}).get("requeueState") or {})
-        requeue["count"] = int(requeue.get("count") or 0) + 1
+        # As Kueue: the retry time the checks ask for, unless a later one is set already; the count of requeues is
+        # waitForPodsReady's and stays as it is
+        requeue = (workload.get("status") or {}).get("requeueState") or {}
         at = retry_at(checks)
-        if at is not None and at > now:
-            requeue["requeueAt"] = format_time(at)
-        else:
-            requeue.pop("requeueAt", None)
-        status["requeueState"] = requeue
+        current = requeue.get("requeueAt")
+        if at is not None and at > now and (not current or parse_time(str(current)) < at):
+            status["requeueState"] = {**requeue, "requeueAt": format_time(at)}
         return ChecksStep("evict", status, message, f"EvictedDueTo{EVICTED_BY_ADMISSION_CHECK}")
     if any(c.get("state") != READY for c in checks) or is_true(workload, ADMITTED):
         return None

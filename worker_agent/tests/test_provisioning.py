@@ -255,7 +255,13 @@ def test_retry_releases_the_quota_and_requeues_after_the_backoff() -> None:
     assert evicted["message"] == 'Evicted due to AdmissionCheck in Retry state: "prov" (Retrying after failure: x)'
     assert step.status["admissionChecks"][0]["state"] == "Pending"
     assert step.status["admissionChecks"][0]["retryCount"] == 1
-    assert step.status["requeueState"] == {"count": 1, "requeueAt": format_time(NOW + dt.timedelta(seconds=60))}
+    # Kueue sets the retry time; the requeue count is waitForPodsReady's, not touched here
+    assert step.status["requeueState"] == {"requeueAt": format_time(NOW + dt.timedelta(seconds=60))}
+    counted = workload(checks=[retry])
+    counted["status"]["requeueState"] = {"count": 2, "requeueAt": format_time(NOW + dt.timedelta(seconds=600))}
+    later = checks_step(counted, now=NOW)
+    assert later is not None
+    assert "requeueState" not in later.status, "a later requeue time stays, and so does the count"
     requeued = find_condition({"status": step.status}, "Requeued")  # Kueue: False until the backoff ends
     assert requeued is not None
     assert (requeued["status"], requeued["reason"]) == ("False", "AdmissionCheck")
