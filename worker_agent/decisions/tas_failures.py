@@ -255,7 +255,8 @@ def plan_repair(
     impossible: list[str] = []
     changed_assignment = False
     threshold = eviction_threshold(workload)
-    if threshold is not None and len(failed) > threshold:
+    over_threshold = threshold is not None and len(failed) > threshold
+    if over_threshold:
         impossible.append(
             f"{len(failed)} nodes failed at once, more than the {threshold} allowed by "
             f"{UNHEALTHY_NODES_EVICTION_THRESHOLD_ANNOTATION}"
@@ -274,7 +275,7 @@ def plan_repair(
                 changed_assignment = True
     names = ", ".join(f"{name} ({why})" for name, why in sorted(failed.items()))
     if impossible:
-        message = f"Workload evicted due to node failures: {names}; not replaced: {'; '.join(impossible)}"
+        message = f"{_eviction_sentence(failed, threshold_exceeded=over_threshold)}; {names}: {'; '.join(impossible)}"
         conditions, _ = set_condition(
             conditions_of(workload),
             condition_type="Evicted",
@@ -299,3 +300,12 @@ def plan_repair(
         status["admission"] = {**admission, "podSetAssignments": assignments}
     message = f"replaced {moved} pods of failed nodes {names}" if moved else "unhealthy nodes updated"
     return WorkloadRepair(status, False, message, failed, moved, tuple(pods_on_failed))
+
+
+def _eviction_sentence(failed: Mapping[str, str], *, threshold_exceeded: bool) -> str:
+    """Kueue's words for a ``NodeFailures`` eviction (kfed's details follow them): more nodes failed than the workload
+    bears, or a pod of a failed node has no replacement in its topology."""
+    if threshold_exceeded:
+        nodes = ", ".join(sorted(failed))
+        return f"Workload eviction triggered due to multiple TAS assigned node failures, including: {nodes}"
+    return f"Workload was evicted as there was no replacement for unhealthy node(s): {','.join(sorted(failed))}"

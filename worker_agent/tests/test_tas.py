@@ -200,6 +200,9 @@ def test_no_room_in_the_required_rack_evicts_with_node_failures_and_recovery_cle
     assert repair.evicted
     evicted = repair.status["conditions"][0]
     assert (evicted["type"], evicted["status"], evicted["reason"]) == ("Evicted", "True", "NodeFailures")
+    assert evicted["message"].startswith(
+        f"Workload was evicted as there was no replacement for unhealthy node(s): {failed}; {failed} (node deleted): "
+    ), evicted["message"]
     assert repair.status["schedulingStats"]["evictions"] == [
         {"reason": "NodeFailures", "underlyingCause": "", "count": 1}
     ]
@@ -265,6 +268,9 @@ def test_the_eviction_threshold_annotation_caps_how_many_failed_nodes_are_replac
     assert capped.delete_pods == ("ns/p",)
     evicted = capped.status["conditions"][0]
     assert (evicted["type"], evicted["status"], evicted["reason"]) == ("Evicted", "True", "NodeFailures")
+    assert evicted["message"].startswith(
+        "Workload eviction triggered due to multiple TAS assigned node failures, including: "
+    ), "Kueue's words first"
     assert f"3 nodes failed at once, more than the 2 allowed by {key}" in evicted["message"]
     assert "admission" not in capped.status
 
