@@ -30,7 +30,7 @@ from typing import Any
 
 from federation.admission.api_drain import EventSpec, WorkloadUpdate
 from federation.admission.api_workloads import workload_key
-from federation.admission.check_reset import no_reservation_terms
+from federation.admission.check_reset import checks_reset_on_eviction, no_reservation_terms
 from federation.admission.decisions import Victim
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.execution_time import ACCUMULATED_FIELD, accumulated_on_release, limit_of
@@ -177,7 +177,8 @@ def release_status(workload: Obj, *, now: dt.datetime) -> Obj:
     ``Requeued`` takes the ``Evicted`` reason and message, as Kueue's job reconciler does; it is ``False`` for a
     deactivated Workload (``spec.active: false``: the agent's own ``JobCopyMissing`` eviction, a Rejected check, or
     a user), which is not queued again until it is reactivated, and after the evictions that come with a backoff
-    (``federation.admission.requeued``). The admitted time counts against ``maximumExecutionTimeSeconds``
+    (``federation.admission.requeued``). Its admission checks are reset to ``Pending``, as Kueue's eviction resets
+    them (``federation.admission.check_reset``). The admitted time counts against ``maximumExecutionTimeSeconds``
     (``accumulatedPastExecutionTimeSeconds``); a deactivated Workload starts afresh once reactivated."""
     evicted = find_condition(workload, "Evicted") or {}
     reason = str(evicted.get("reason") or REASON_PREEMPTED)
@@ -202,6 +203,10 @@ def release_status(workload: Obj, *, now: dt.datetime) -> Obj:
             observed_generation=generation,
         )
     patch: Obj = {"conditions": conditions, "admission": None}
+    checks = (workload.get("status") or {}).get("admissionChecks") or []
+    reset = checks_reset_on_eviction(checks, now=now)
+    if reset != checks:  # as Kueue's eviction: every check not Pending starts over (a Retry one counts a retry)
+        patch["admissionChecks"] = reset
     if (workload.get("spec") or {}).get("active") is False:
         if (workload.get("status") or {}).get(ACCUMULATED_FIELD) is not None:
             patch[ACCUMULATED_FIELD] = None

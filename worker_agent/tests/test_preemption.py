@@ -162,6 +162,20 @@ def test_an_evicted_workload_stops_its_job_then_releases_its_quota() -> None:
     assert (by_type["Requeued"]["status"], by_type["Requeued"]["reason"]) == ("True", "Preempted")
     assert by_type["Admitted"]["status"] == "False"
     assert not evicted_holding_quota({**evicted, "status": {**evicted["status"], **released}})
+    assert "admissionChecks" not in released, "no checks, nothing to reset"
+    ready = {"name": "prov", "state": "Ready", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    checked = {**evicted, "status": {**evicted["status"], "admissionChecks": [ready]}}
+    released = release_status(checked, now=NOW)
+    # as Kueue's eviction: the check starts over, saying what it was
+    assert released["admissionChecks"] == [
+        {
+            "name": "prov",
+            "state": "Pending",
+            "message": "Reset to Pending after eviction. Previously: Ready",
+            "lastTransitionTime": "2026-01-01T00:01:00Z",
+        }
+    ]
+    assert conditions(released)["Admitted"]["reason"] == "NoReservationUnsatisfiedChecks"
 
 
 @pytest.mark.parametrize(
