@@ -296,11 +296,14 @@ def policy_queue(federation: Federation) -> Iterator[None]:
         yield
     finally:
         federation.kubectl(MANAGER, "delete", "jobs", "-l", f"kueue.x-k8s.io/queue-name={POLICY_QUEUE}", "--wait=false")
+        # gone before the next test applies them again (one still terminating would swallow that apply)
         for kind, name in [(o["kind"].lower(), o["metadata"]["name"]) for o in reversed(manager_objects)]:
-            federation.kubectl(MANAGER, "delete", kind, name, "-n", "default", "--wait=false", "--ignore-not-found")
+            federation.kubectl(MANAGER, "delete", kind, name, "-n", "default", "--timeout=60s", "--ignore-not-found")
         for worker in federation.workers:
             for kind in ("localqueue", "clusterqueue"):
-                federation.kubectl(worker, "delete", kind, POLICY_QUEUE, "-n", "default", "--wait=false")
+                federation.kubectl(
+                    worker, "delete", kind, POLICY_QUEUE, "-n", "default", "--timeout=60s", "--ignore-not-found"
+                )
 
 
 def test_a_multikueue_config_annotation_sets_its_dispatch_policy_and_a_bad_one_is_named(
