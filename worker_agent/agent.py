@@ -207,6 +207,7 @@ class Agent:
                 self.running = True
                 tg.start_soon(reconciler.run)
                 tg.start_soon(publisher.run)
+                tg.start_soon(publisher.own_report.run)
                 for cache in unschedulable.caches():
                     tg.start_soon(cache.run)
                 tg.start_soon(unschedulable.run)

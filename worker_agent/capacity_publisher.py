@@ -43,6 +43,7 @@ from federation.kube.cache import WatchCache
 from federation.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from federation.kube.overlay import WriteOverlay
 from federation.kube.status_writes import write_finalizers, write_status_patches
+from federation.kube.store import DELETED
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
 from federation.protocol import (
@@ -117,6 +118,18 @@ class CapacityPublisher:
             admission_checks.add_handler(self._check_view.observe)
             admission_checks.add_handler(lambda *_: self.trigger.pull())  # a deleted check's finalizer goes
         world.local_queues.add_handler(self._local_queue_view.observe)
+        self.own_report = WatchCache(
+            world.api, r.CLUSTER_CAPACITIES, field_selector=f"metadata.name={CLUSTER_CAPACITY_NAME}"
+        )
+        """The report object itself: one deleted (by hand, or with its CRD reinstalled) is made again at once, not at
+        the next heartbeat, so the manager does not see the worker go without a report meanwhile."""
+        self.own_report.add_handler(self._on_report_change)
+
+    def _on_report_change(self, event_type: str, obj: Obj, old: Obj | None) -> None:
+        if event_type == DELETED:
+            self._log.warning("capacity.report_deleted", why="deleted by someone else; written again at once")
+            self._reported = None  # the next report is written whatever it holds
+            self.trigger.pull()
 
     def admitted_at(self, when: float) -> None:
         """Called by the reconciler after each admission (``when`` is its QuotaReserved transition time)."""

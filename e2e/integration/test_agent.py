@@ -386,6 +386,25 @@ def test_capacity_report_carries_the_flavors_node_labels_and_tolerations(
         rig.kubectl(WORKER, "delete", "resourceflavors.kueue.x-k8s.io", unused, "--wait=false", check=False)
 
 
+def test_a_deleted_capacity_report_is_made_again_at_once(rig: Federation, agent: RunningAgent, queues: Queues) -> None:
+    """The agent watches its ClusterCapacity: deleted by someone, it is created and filled again within seconds, not
+    at the next heartbeat (30 s), so the manager does not go without the worker's report meanwhile."""
+    wait_for("the flavor in the capacity report", lambda: reported_flavor(rig, queues.flavor))
+    before = get_json(rig, "clustercapacities.kfed.io", "local") or {}
+    rig.kubectl(WORKER, "delete", "clustercapacities.kfed.io", "local")
+    again = wait_for(
+        "a new capacity report with the flavor in it",
+        lambda: (
+            (found := get_json(rig, "clustercapacities.kfed.io", "local")) is not None
+            and found["metadata"]["uid"] != before["metadata"]["uid"]
+            and reported_flavor(rig, queues.flavor) is not None
+            and found
+        ),
+        timeout=10,
+    )
+    assert again["status"]["observedTime"]
+
+
 def test_workload_too_big_for_the_quota_stays_pending_with_a_reason(
     rig: Federation, agent: RunningAgent, queues: Queues
 ) -> None:
