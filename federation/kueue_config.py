@@ -235,9 +235,6 @@ def _fair_sharing(
     if not isinstance(strategies, list) or tuple(str(s) for s in strategies) not in _STRATEGY_LISTS:
         allowed = " or ".join(str(list(names)) for names in _STRATEGY_LISTS)
         raise ConfigError(f"fairSharing.preemptionStrategies: {strategies!r} is not supported (one of {allowed})")
-    if component != "manager":
-        settings.warnings.append(f"fairSharing: not used by kfed-{component}, ignored")
-        return rest
     settings.defaults["fair_sharing"] = True
     settings.defaults["fair_sharing_preemption_strategies"] = ",".join(strategies)
     unknown = [p for p in fields if p.startswith("fairSharing.") and p.split(".")[1] not in _FAIR_SHARING_KEYS]

@@ -16,8 +16,6 @@ import anyio
 import anyio.abc
 import structlog
 
-from federation.admission.cycle import CycleConfig
-from federation.admission.preemption import FAIR_SHARING_STRATEGY_LISTS, fair_sharing_strategies
 from federation.eventloop import run_process
 from federation.kube import clients
 from federation.kube.api import KubeApi
@@ -27,8 +25,10 @@ from federation.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from federation.kueue_config import ConfigError, label_selector
 from federation.obs.config_file import (
     CONFIG_HELP,
+    add_fair_sharing_arguments,
     add_pods_ready_arguments,
     add_resources_arguments,
+    cycle_config,
     log_config_warnings,
     parse_with_config,
     pods_ready_policy,
@@ -50,15 +50,6 @@ from manager.visibility_certificate import CertificateKeeper
 from manager.visibility_server import VisibilityServer
 
 log = structlog.get_logger("kfed-manager")
-
-
-def _strategy_names(text: str) -> tuple[str, ...]:
-    names = tuple(name.strip() for name in text.split(",") if name.strip())
-    try:
-        fair_sharing_strategies(names)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from err
-    return names
 
 
 def _label_selector(text: str) -> dict[str, Any]:
@@ -175,20 +166,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "(a MultiKueueConfig's annotation kfed.io/dispatch-large-share overrides it for its queues)",
     )
     add_pods_ready_arguments(parser)
-    fair = parser.add_argument_group("fairSharing", "Kueue's fair sharing (off by default)")
-    fair.add_argument(
-        "--fair-sharing",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="order admission and pick preemption victims by the queues' weighted dominant-resource share",
-    )
-    fair.add_argument(
-        "--fair-sharing-preemption-strategies",
-        type=_strategy_names,
-        default=",".join(FAIR_SHARING_STRATEGY_LISTS[-1]),
-        help="Kueue's preemptionStrategies, comma-separated: "
-        + " or ".join(",".join(names) for names in FAIR_SHARING_STRATEGY_LISTS),
-    )
+    add_fair_sharing_arguments(parser)
     add_resources_arguments(parser)
     unlabelled = parser.add_argument_group(
         "Jobs without a queue-name label",
@@ -254,10 +232,7 @@ async def run(args: argparse.Namespace) -> None:
         client_qps=args.qps,
         client_burst=args.burst,
         kubeconfig_dir=args.multikueue_kubeconfig_dir,
-        cycle=CycleConfig(
-            fair_sharing=args.fair_sharing,
-            fair_sharing_strategies=fair_sharing_strategies(args.fair_sharing_preemption_strategies),
-        ),
+        cycle=cycle_config(args),
         resource_rules=args.resource_rules,
         manage_jobs_without_queue_name=args.manage_jobs_without_queue_name,
         managed_jobs_namespace_selector=args.managed_jobs_namespace_selector,

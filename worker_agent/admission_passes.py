@@ -21,6 +21,7 @@ import structlog
 
 from federation.admission.api_drain import Veto, WorkloadUpdate
 from federation.admission.api_workloads import workload_key
+from federation.admission.cycle import DEFAULT_CYCLE_CONFIG, CycleConfig
 from federation.admission.decisions import Admit
 from federation.admission.queue_metrics import queued_since, workload_labels
 from federation.admission.requeued import queues_of, requeued_step
@@ -67,9 +68,11 @@ class AdmissionPasses:
         tas: Tas | None,
         provisioning: Provisioning | None,
         block_admission: bool = False,
+        cycle: CycleConfig = DEFAULT_CYCLE_CONFIG,
     ) -> None:
         """``workload_index``: the Workloads' facts by key (``worker_agent.indexes``), shared with the Job-side
-        passes; ``block_admission``: Kueue's ``waitForPodsReady.blockAdmission`` (:meth:`_blocking_veto`)."""
+        passes; ``block_admission``: Kueue's ``waitForPodsReady.blockAdmission`` (:meth:`_blocking_veto`);
+        ``cycle``: Kueue's scheduler-wide switches (``fairSharing``)."""
         self.world = world
         self.writes = writes
         self.workload_index = workload_index
@@ -80,6 +83,7 @@ class AdmissionPasses:
         self.tas = tas
         self.provisioning = provisioning
         self.block_admission = block_admission
+        self.cycle = cycle
         self.next_requeue_at: float | None = None
         """When the next requeue backoff ends (epoch seconds): the loop runs a pass then."""
         self.admission_idle = IdleInputs()
@@ -124,6 +128,7 @@ class AdmissionPasses:
                 checks=self._checks_of,
                 delayed=placer.delayed,
                 workload_of=self._workload_by_key,
+                config=self.cycle,
             )
         else:
             acted = await self._checks_pass(now, None)
@@ -134,6 +139,7 @@ class AdmissionPasses:
                 veto=self._blocking_veto(None),
                 checks=self._checks_of,
                 workload_of=self._workload_by_key,
+                config=self.cycle,
             )
         if state.pending:  # Kueue counts an attempt per cycle that had heads to try
             admitted = any(update.outcome in ("admitted", "reserved") for update in updates)

@@ -14,6 +14,7 @@ import anyio
 import structlog
 
 from federation.admission.api_workloads import ALL_RESOURCES, ResourceRules
+from federation.admission.cycle import DEFAULT_CYCLE_CONFIG, CycleConfig
 from federation.admission.in_use_finalizer import RESOURCE_IN_USE_FINALIZER, in_use_finalizer_due
 from federation.admission.pods_ready import WaitForPodsReady
 from federation.gc_freeze import freeze_after_first_sync
@@ -58,7 +59,9 @@ class Agent:
         resource_rules: ResourceRules = ALL_RESOURCES,
         job_copy_timeout: float = DEFAULT_JOB_COPY_TIMEOUT_SECONDS,
         wait_for_pods_ready: WaitForPodsReady | None = None,
+        cycle: CycleConfig = DEFAULT_CYCLE_CONFIG,
     ) -> None:
+        """``cycle``: Kueue's scheduler-wide switches (``fairSharing``) for the local admission."""
         self.api = api
         self.cluster = cluster
         self.identity = identity
@@ -69,6 +72,7 @@ class Agent:
         self.resource_rules = resource_rules
         self.job_copy_timeout = job_copy_timeout
         self.wait_for_pods_ready = wait_for_pods_ready
+        self.cycle = cycle
         self.tas: Tas | None = None
         self.provisioning: Provisioning | None = None
         self.world: World | None = None
@@ -112,6 +116,7 @@ class Agent:
             metrics=self.metrics,
             lock=lock,
             update_queue_status=self.update_queue_status,
+            fair_sharing=self.cycle.fair_sharing,
             topologies=lambda: _reported_topologies(tas_box, world, provisioning),
             admission_checks=world.admission_checks,
             **publisher_options,
@@ -146,6 +151,7 @@ class Agent:
             provisioning=provisioning,
             job_copy_timeout=self.job_copy_timeout,
             wait_for_pods_ready=self.wait_for_pods_ready,
+            cycle=self.cycle,
         )
 
         def wake_on_spec(event_type: str, obj: Obj, old: Obj | None) -> None:

@@ -28,8 +28,10 @@ from federation.kube.kubeconfig import KubeconfigError
 from federation.kube.leader import LeaderElectionConfig, LeaderElector
 from federation.obs.config_file import (
     CONFIG_HELP,
+    add_fair_sharing_arguments,
     add_pods_ready_arguments,
     add_resources_arguments,
+    cycle_config,
     log_config_warnings,
     parse_with_config,
     pods_ready_policy,
@@ -100,6 +102,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     add_resources_arguments(parser)
     add_pods_ready_arguments(parser)
+    add_fair_sharing_arguments(parser)
     parser.add_argument("--qps", type=float, default=300.0, help="client-side rate limit to the apiserver")
     parser.add_argument("--burst", type=int, default=500)
     return parse_with_config(parser, sys.argv[1:] if argv is None else argv, component="agent")
@@ -144,6 +147,7 @@ async def run(args: argparse.Namespace) -> int:
         resource_rules=args.resource_rules,
         job_copy_timeout=args.job_copy_timeout,
         wait_for_pods_ready=pods_ready_policy(args),
+        cycle=cycle_config(args),
     )
     health = HealthEndpoints(metrics=metrics.exposition)
     health.add_readiness_check("caches", agent.ready)

@@ -74,6 +74,7 @@ class CapacityPublisher:
         min_interval: float = CAPACITY_MIN_INTERVAL_SECONDS,
         queue_status_interval: float = QUEUE_STATUS_MIN_INTERVAL_SECONDS,
         update_queue_status: bool = True,
+        fair_sharing: bool = False,
         clock: Callable[[], float] = time.time,
         topologies: Callable[[], list[Obj]] = list,
         admission_checks: WatchCache | None = None,
@@ -91,6 +92,8 @@ class CapacityPublisher:
         self._queue_status_owed = False
         """A queue-status change was held back by the interval: the run loop wakes to write it."""
         self.update_queue_status = update_queue_status
+        self.fair_sharing = fair_sharing
+        """Kueue's ``fairSharing`` on: the ClusterQueues' status carries their weighted share."""
         self.clock = clock
         self.topologies = topologies
         self.trigger = Trigger()
@@ -281,7 +284,7 @@ class CapacityPublisher:
         written &= await write_status_patches(
             self.api,
             r.CLUSTER_QUEUES,
-            queue_status_patches(state, queues, pending=pending, now=now),
+            queue_status_patches(state, queues, pending=pending, now=now, fair_sharing=self.fair_sharing),
             current=queues,
             field_manager="kfed-agent",
             overlay=self._cluster_queue_view,

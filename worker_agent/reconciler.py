@@ -22,6 +22,7 @@ from collections.abc import Callable
 import anyio
 import structlog
 
+from federation.admission.cycle import DEFAULT_CYCLE_CONFIG, CycleConfig
 from federation.admission.pods_ready import WaitForPodsReady
 from federation.kube.recorder import EventRecorder
 from federation.kube.trigger import Trigger
@@ -61,6 +62,7 @@ class Reconciler:
         provisioning: Provisioning | None = None,
         job_copy_timeout: float = DEFAULT_JOB_COPY_TIMEOUT_SECONDS,
         wait_for_pods_ready: WaitForPodsReady | None = None,
+        cycle: CycleConfig = DEFAULT_CYCLE_CONFIG,
     ) -> None:
         """``on_released``: quota was released without a write the watches would see (a deferred finish)."""
         self.world = world
@@ -87,6 +89,7 @@ class Reconciler:
             tas=tas,
             provisioning=provisioning,
             block_admission=wait_for_pods_ready is not None and wait_for_pods_ready.block_admission,
+            cycle=cycle,
         )
         self.jobs = JobPasses(
             world=world,

@@ -73,6 +73,22 @@ def test_fair_sharing_from_the_file_reaches_the_manager_flags(tmp_path: Path) ->
     )
 
 
+def test_fair_sharing_from_the_file_reaches_the_agents_admission(tmp_path: Path) -> None:
+    """A worker's Kueue configuration with fair sharing keeps it under kfed-agent (its local admission and its
+    ClusterQueues' weighted share)."""
+    from federation.obs.config_file import cycle_config
+
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG + "fairSharing:\n  preemptionStrategies: [LessThanInitialShare]\n")
+    args = agent_args(["--cluster-name=w", f"--config={path}"])
+    assert (args.fair_sharing, args.fair_sharing_preemption_strategies) == (True, ("LessThanInitialShare",))
+    assert "fairSharing" not in " ".join(args.config_warnings)
+    config = cycle_config(args)
+    assert config.fair_sharing
+    assert len(config.fair_sharing_strategies) == 1
+    assert cycle_config(agent_args(["--cluster-name=w"])).fair_sharing is False
+
+
 def test_an_unknown_preemption_strategy_list_stops_the_manager(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         manager_args(["--fair-sharing-preemption-strategies=LessThanInitialShare,LessThanOrEqualToFinalShare"])

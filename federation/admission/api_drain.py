@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import workload_key
-from federation.admission.cycle import CycleConfig, apply_admission, run_cycle
+from federation.admission.cycle import DEFAULT_CYCLE_CONFIG, CycleConfig, apply_admission, run_cycle
 from federation.admission.decisions import Admit, Assignment, Decision, Wait
 from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot, Stamp, Verdict, tree_stamps
@@ -132,15 +132,12 @@ def pending_update(
     return WorkloadUpdate(workload_key(raw), raw, {"conditions": conditions}, "pending", cluster_queue, message, events)
 
 
-_DEFAULT_CONFIG = CycleConfig()
-
-
 def drain(
     state: QuotaState,
     *,
     now_seconds: float,
     veto: Veto | None = None,
-    config: CycleConfig = _DEFAULT_CONFIG,
+    config: CycleConfig = DEFAULT_CYCLE_CONFIG,
     parking: ParkingLot | None = None,
     workers: object = None,
     stop: Callable[[], bool] | None = None,

@@ -34,7 +34,7 @@ from federation.admission.preemption import (
 )
 from federation.admission.snapshot import ClusterQueueNode, Snapshot
 
-__all__ = ["CycleConfig", "apply_admission", "run_cycle"]
+__all__ = ["DEFAULT_CYCLE_CONFIG", "CycleConfig", "apply_admission", "run_cycle"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +46,10 @@ class CycleConfig:
     partial_admission: bool = True
 
 
+DEFAULT_CYCLE_CONFIG = CycleConfig()
+"""Kueue's defaults: no fair sharing, partial admission on."""
+
+
 @dataclass(slots=True)
 class _Entry:
     workload: Workload
@@ -55,7 +59,9 @@ class _Entry:
     order: tuple[object, ...] = field(default=())
 
 
-def run_cycle(snapshot: Snapshot, heads: Iterable[Workload], *, config: CycleConfig = CycleConfig()) -> list[Decision]:
+def run_cycle(
+    snapshot: Snapshot, heads: Iterable[Workload], *, config: CycleConfig = DEFAULT_CYCLE_CONFIG
+) -> list[Decision]:
     """Decide for every head, in the order they were processed; the snapshot is left unchanged."""
     decisions: list[Decision] = []
     entries: list[_Entry] = []

@@ -12,7 +12,9 @@ from pathlib import Path
 import structlog
 
 from federation.admission.api_workloads import ResourceRules
+from federation.admission.cycle import CycleConfig
 from federation.admission.pods_ready import BACKOFF_BASE_SECONDS, BACKOFF_MAX_SECONDS, WaitForPodsReady
+from federation.admission.preemption import FAIR_SHARING_STRATEGY_LISTS, fair_sharing_strategies
 from federation.kueue_config import Component, ConfigError, read_configuration
 
 CONFIG_HELP = (
@@ -73,6 +75,39 @@ def add_resources_arguments(parser: argparse.ArgumentParser) -> None:
         help="BlockUndeclared: a request for a resource the ClusterQueue does not cover keeps the workload pending; "
         "IgnoreUndeclared: such requests are ignored",
     )
+
+
+def _strategy_names(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    try:
+        fair_sharing_strategies(names)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+    return names
+
+
+def add_fair_sharing_arguments(parser: argparse.ArgumentParser) -> None:
+    """Kueue's ``fairSharing`` (off by default), read by :func:`cycle_config`."""
+    fair = parser.add_argument_group("fairSharing", "Kueue's fair sharing (off by default)")
+    fair.add_argument(
+        "--fair-sharing",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="order admission and pick preemption victims by the queues' weighted dominant-resource share",
+    )
+    fair.add_argument(
+        "--fair-sharing-preemption-strategies",
+        type=_strategy_names,
+        default=",".join(FAIR_SHARING_STRATEGY_LISTS[-1]),
+        help="Kueue's preemptionStrategies, comma-separated: "
+        + " or ".join(",".join(names) for names in FAIR_SHARING_STRATEGY_LISTS),
+    )
+
+
+def cycle_config(args: argparse.Namespace) -> CycleConfig:
+    """The admission core's scheduler-wide switches from :func:`add_fair_sharing_arguments`'s flags."""
+    strategies = fair_sharing_strategies(args.fair_sharing_preemption_strategies)  # argparse parsed the names
+    return CycleConfig(fair_sharing=args.fair_sharing, fair_sharing_strategies=strategies)
 
 
 def add_pods_ready_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 import pytest
 
-from federation.kueue_config import ConfigError, go_duration, read_configuration
+from federation.kueue_config import Component, ConfigError, go_duration, read_configuration
 
 HEAD = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
 
@@ -180,15 +180,12 @@ def test_workload_retention_reaches_the_manager() -> None:
         (HEAD + "fairSharing: null\n", {}),
     ],
 )
-def test_fair_sharing_reaches_the_manager(section: str, expected: dict[str, object]) -> None:
-    settings = read_configuration(section, component="manager")
+@pytest.mark.parametrize("component", ["manager", "agent"])
+def test_fair_sharing_reaches_the_manager_and_the_agent(
+    section: str, expected: dict[str, object], component: Component
+) -> None:
+    settings = read_configuration(section, component=component)
     assert (settings.defaults, settings.warnings) == (expected, [])
-
-
-def test_the_agent_names_fair_sharing_as_not_used() -> None:
-    text = HEAD + "fairSharing:\n  preemptionStrategies: [LessThanInitialShare]\n"
-    settings = read_configuration(text, component="agent")
-    assert (settings.defaults, settings.warnings) == ({}, ["fairSharing: not used by kfed-agent, ignored"])
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from federation.admission.api_drain import (
 )
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import workload_key
+from federation.admission.cycle import DEFAULT_CYCLE_CONFIG, CycleConfig
 from federation.admission.decisions import Admit, Assignment, Preempt, Wait
 from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
 from federation.admission.queue_metrics import queued_wait_seconds
@@ -119,6 +120,7 @@ def plan_admissions(
     checks: Callable[[Admit], Sequence[str]] | None = None,
     delayed: Mapping[str, Collection[str]] | None = None,
     workload_of: Callable[[str], Obj | None] = lambda _key: None,
+    config: CycleConfig = DEFAULT_CYCLE_CONFIG,
 ) -> list[WorkloadUpdate]:
     """Decide every pending workload of ``state`` (its snapshot gains the admissions) and return the writes.
 
@@ -126,7 +128,8 @@ def plan_admissions(
     assignments the veto made, read after the drain. ``checks(admit)``: the admission checks the admission must
     pass (only quota is reserved then); ``delayed[workload key]``: its TAS pod sets placed after the checks.
     A workload that fits only by preempting evicts its victims (``workload_of(key)`` gives a victim's object)
-    unless a preemption gate holds it (``worker_agent.decisions.preemption``).
+    unless a preemption gate holds it (``worker_agent.decisions.preemption``). ``config``: Kueue's scheduler-wide
+    switches (``fairSharing``).
     """
     updates: list[WorkloadUpdate] = []
     for blocked in state.blocked:
@@ -137,7 +140,7 @@ def plan_admissions(
             updates.append(update)
     raw_of = {workload.key: raw for items in state.pending.values() for workload, raw in items}
     now_seconds = now.timestamp()
-    for decision in drain(state, now_seconds=now_seconds, veto=veto):
+    for decision in drain(state, now_seconds=now_seconds, veto=veto, config=config):
         raw = raw_of[decision.workload.key]
         queue = decision.workload.cluster_queue
         if isinstance(decision, Admit):

@@ -190,3 +190,26 @@ def test_block_admission_counts_only_what_the_next_veto_let_through() -> None:
     assert planned["ns/w0"][0] == "pending"
     assert reserved(planned["ns/w0"][1])["message"] == "no rack fits"
     assert planned["ns/w1"][0] == "admitted", "the refused one did not use up the pass's one admission"
+
+
+def test_with_fair_sharing_the_worker_admits_the_queue_with_the_lower_share_first() -> None:
+    """A worker whose Kueue configuration turns fair sharing on keeps it under kfed-agent."""
+    from federation.admission.cycle import CycleConfig
+
+    def admitted(config: CycleConfig) -> list[str]:
+        # a already borrows 4 of the cohort's 30 cpu, b borrows nothing; 6 cpu are left, room for one 4-cpu head.
+        quota = state(
+            flavors=[flavor("default")],
+            queues=[cluster_queue(name, {"default": {"cpu": "10"}}, cohort="c") for name in ("a", "b", "lender")],
+            local_queues=[local_queue("ns", "lq-a", "a"), local_queue("ns", "lq-b", "b")],
+            workloads=[
+                workload("a-running", cpu="14", queue="lq-a", status=admitted_status("a", "default", "14")),
+                workload("b-running", cpu="10", queue="lq-b", status=admitted_status("b", "default", "10")),
+                workload("a-next", cpu="4", queue="lq-a", created="2026-01-01T00:00:05Z"),
+                workload("b-next", cpu="4", queue="lq-b", created="2026-01-01T00:00:06Z"),
+            ],
+        )
+        return [u.key for u in plan_admissions(quota, now=NOW, config=config) if u.outcome == "admitted"]
+
+    assert admitted(CycleConfig()) == ["ns/a-next"], "without fair sharing the older head goes first"
+    assert admitted(CycleConfig(fair_sharing=True)) == ["ns/b-next"], "b's share after admission is the lower"
