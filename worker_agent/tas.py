@@ -56,6 +56,7 @@ from worker_agent.decisions.tas_failures import (
     missing_pods,
     node_healthy,
     plan_repair,
+    running_pods,
     untrack_patch,
 )
 from worker_agent.decisions.tas_objects import (
@@ -409,6 +410,7 @@ class Tas:
                         tolerations=pod_set.request.tolerations,
                         pods_terminating=terminating,
                         pods_missing=missing_pods(assigned, name, members),
+                        pods_running=running_pods(name, members),
                     )
                     if verdict.failed:
                         failed[name] = verdict.failed

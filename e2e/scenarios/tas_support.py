@@ -98,7 +98,9 @@ def submit_tas(
     backoff_limit: int = 50,
     job_annotations: dict[str, str] | None = None,
     runtime_class: str | None = None,
+    completions: int | None = None,
 ) -> None:
+    """A TAS Job of ``pods`` pods at once (``completions``: in all, default as many), each done after ``seconds``."""
     annotations = {"pod-complete.stage.kwok.x-k8s.io/delay": f"{seconds:g}s"}
     if required:
         annotations[REQUIRED] = required
@@ -129,7 +131,7 @@ def submit_tas(
         },
         "spec": {
             "parallelism": pods,
-            "completions": pods,
+            "completions": pods if completions is None else completions,
             "backoffLimit": backoff_limit,
             "template": {"metadata": {"annotations": annotations}, "spec": pod_spec},
         },

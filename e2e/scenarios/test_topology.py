@@ -14,7 +14,7 @@ from e2e.queues import TAS_FLAVOR, TOPOLOGY, topology_object
 from e2e.rig import node_faults
 from e2e.rig.federation import MANAGER, Federation
 from e2e.rig.nodes import BLOCK_LABEL, HOSTNAME_LABEL, RACK_LABEL
-from e2e.scenarios.helpers import condition, get, items, worker_of, workload_of
+from e2e.scenarios.helpers import condition, get, items, wait_complete, worker_of, workload_of
 from e2e.scenarios.tas_support import (
     NODE_FAILURE_DELAY,
     W2_QUEUE,
@@ -207,6 +207,31 @@ def test_a_node_drained_under_a_running_tas_job_moves_only_its_pods_inside_the_r
             tas.kubectl(W2, "uncordon", other[0])
         tas.kubectl(W2, "drain", victim, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s")
         _assert_only_its_pods_moved(tas, job, before, victim=victim, rack=rack, what="drained")
+    finally:
+        if victim:
+            tas.kubectl(W2, "uncordon", victim)
+        delete_job(tas, job)
+
+
+def test_a_node_cordoned_under_a_job_with_more_pods_to_come_takes_none_of_them(tas: Federation) -> None:
+    """As Kueue (``TASReplaceNodeOnNodeTaints``): a cordoned node keeps the pods that run there, and once none does
+    (its pod finished), it is replaced like a failed one, so the Job's next pods (more completions than parallelism)
+    start elsewhere in the rack instead of waiting on it for good; the Job completes."""
+    job = "tas-cordon-more"
+    victim = ""
+    try:
+        submit_tas(tas, job, pods=4, completions=8, cpu="4", required=RACK_LABEL, seconds=6)
+        before = _start_in_w2(tas, job, 4)
+        victim = sorted(before.values())[0]
+        tas.kubectl(W2, "cordon", victim)
+        wait_for(
+            lambda: _unhealthy(tas, job),
+            until=lambda nodes: victim in nodes,
+            timeout=60,
+            what=f"cordoned node {victim} replaced once its pods finished",
+        )
+        done = wait_complete(tas, job, timeout=120)
+        assert done["status"]["succeeded"] == 8, done["status"]
     finally:
         if victim:
             tas.kubectl(W2, "uncordon", victim)

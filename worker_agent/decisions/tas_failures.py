@@ -14,10 +14,13 @@ A node is failed for a workload when (Kueue's rules):
 * it is NotReady and the workload's pods on it are terminating;
 * it carries a ``NoExecute`` taint that the workload's pods do not tolerate (the node lifecycle controller's
   own not-ready / unreachable taints are judged by readiness instead);
-* beyond Kueue: it is cordoned (``spec.unschedulable``) and some of the pods the assignment puts there are not on it
-  (``kubectl drain`` evicted them, or they were not bound yet): the replacements the Job controller makes would be
-  pinned to a node that takes no new pods and wait there until it is uncordoned. A cordoned node whose pods all
-  still run there (or finished there) moves nothing.
+* it is cordoned (``spec.unschedulable``) or carries a ``NoSchedule`` taint the workload's pods do not tolerate, and
+  no pod of the workload runs there any more (Kueue's ``TASReplaceNodeOnNodeTaints``): the next pods the Job
+  controller makes (a Job with more completions than parallelism, or replacements) would be pinned to a node that
+  takes no new pods and wait there for good. While some still run there, nothing moves;
+* beyond Kueue: it is cordoned and some of the pods the assignment puts there are not on it (``kubectl drain``
+  evicted them, or they were not bound yet): their replacements would wait there the same way, so they move at
+  once, without waiting for the others on the node to finish.
 
 ``status.unhealthyNodes`` lists the failed nodes of the workload; a node that is healthy again leaves the list
 (Kueue #6348). The list keeps at most 8 entries, the limit of Kueue's v1beta2 schema (``maxItems: 8``), which
@@ -68,7 +71,12 @@ from federation.topology import (
     replace_failed_nodes,
 )
 from federation.topology.model import NODE_FAILURES_REASON
-from worker_agent.decisions.tas_objects import node_not_ready_since, node_spec, untolerated_no_execute
+from worker_agent.decisions.tas_objects import (
+    node_not_ready_since,
+    node_spec,
+    untolerated_no_execute,
+    untolerated_no_schedule,
+)
 
 Obj = Mapping[str, Any]
 _P = TypeVar("_P", bound=Mapping[str, Any])
@@ -130,8 +138,10 @@ def judge_node(
     tolerations: Sequence[Any],
     pods_terminating: bool,
     pods_missing: int = 0,
+    pods_running: int | None = None,
 ) -> NodeVerdict:
-    """``pods_missing``: how many of the pods the assignment puts on the node are not on it (:func:`missing_pods`)."""
+    """``pods_missing``: how many of the pods the assignment puts on the node are not on it (:func:`missing_pods`);
+    ``pods_running``: how many of the workload's pods run there (:func:`running_pods`; None: not known)."""
     if node is None:
         return NodeVerdict("node deleted")
     since = node_not_ready_since(node)
@@ -150,6 +160,11 @@ def judge_node(
         return NodeVerdict(
             f"cordoned, and {pods_missing} of the workload's pods assigned to it are not on it (drained)"
         )
+    if pods_running == 0:
+        blocked = untolerated_no_schedule(node_spec(node), tuple(tolerations))
+        if _cordoned(node) or blocked:
+            why = "cordoned" if _cordoned(node) else f"untolerated taint {blocked[0].key}={blocked[0].value}:NoSchedule"
+            return NodeVerdict(f"{why}, and no pod of the workload runs on it (its next pods could not start there)")
     return NodeVerdict()
 
 
@@ -169,11 +184,26 @@ def missing_pods(assigned: int, node: str, pods: Sequence[Obj]) -> int:
     return max(0, assigned - there)
 
 
+def running_pods(node: str, pods: Sequence[Obj]) -> int:
+    """How many of ``pods`` are bound to ``node`` and still run there (not finished, not being deleted): Kueue's
+    progressing pods."""
+    return sum(
+        1
+        for pod in pods
+        if (pod.get("spec") or {}).get("nodeName") == node
+        and not (pod.get("metadata") or {}).get("deletionTimestamp")
+        and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+    )
+
+
 def node_healthy(node: Obj | None, *, tolerations: Sequence[Any]) -> bool:
-    """Ready, not cordoned and without untolerated NoExecute taints (a node that recovered)."""
+    """Ready, not cordoned and without untolerated NoExecute or NoSchedule taints (a node that recovered)."""
     if node is None or node_not_ready_since(node) is not None or _cordoned(node):
         return False
-    return not untolerated_no_execute(node_spec(node), tuple(tolerations))
+    spec = node_spec(node)
+    return not untolerated_no_execute(spec, tuple(tolerations)) and not untolerated_no_schedule(
+        spec, tuple(tolerations)
+    )
 
 
 @dataclass(frozen=True, slots=True)

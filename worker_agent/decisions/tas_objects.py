@@ -124,12 +124,22 @@ def pod_set_request(pod_set: Obj, flavor: FlavorTopology, *, count: int | None =
 
 def untolerated_no_execute(node: NodeSpec, tolerations: tuple[Toleration, ...]) -> list[Taint]:
     """The node's NoExecute taints that ``tolerations`` do not tolerate (NotReady/unreachable taints excluded)."""
+    return _untolerated(node, tolerations, "NoExecute")
+
+
+def untolerated_no_schedule(node: NodeSpec, tolerations: tuple[Toleration, ...]) -> list[Taint]:
+    """The node's NoSchedule taints that ``tolerations`` do not tolerate (NotReady/unreachable taints excluded; a
+    cordoned node's ``node.kubernetes.io/unschedulable`` is one)."""
+    return _untolerated(node, tolerations, "NoSchedule")
+
+
+def _untolerated(node: NodeSpec, tolerations: tuple[Toleration, ...], effect: str) -> list[Taint]:
     from federation.topology.taints import tolerates
 
     return [
         taint
         for taint in node.taints
-        if taint.effect == "NoExecute"
+        if taint.effect == effect
         and taint.key not in NODE_CONTROLLER_TAINTS
         and not any(tolerates(toleration, taint) for toleration in tolerations)
     ]

@@ -94,7 +94,7 @@ def test_ungater_puts_indexed_pods_on_their_rank_domain() -> None:
 
 
 def test_a_cordoned_node_fails_only_once_pods_assigned_to_it_are_not_on_it() -> None:
-    from worker_agent.decisions.tas_failures import missing_pods, node_healthy
+    from worker_agent.decisions.tas_failures import missing_pods, node_healthy, running_pods
 
     node = raw_node("n")
     cordoned = {**node, "spec": {**node["spec"], "unschedulable": True}}
@@ -113,6 +113,26 @@ def test_a_cordoned_node_fails_only_once_pods_assigned_to_it_are_not_on_it() -> 
     assert missing_pods(2, "n", drained) == 2
     verdict = judge_node(cordoned, now=NOW, delay=30, tolerations=(), pods_terminating=True, pods_missing=2)
     assert verdict.failed == "cordoned, and 2 of the workload's pods assigned to it are not on it (drained)"
+    # Kueue's rule: cordoned, and no pod of the workload runs there any more -- the one there finished and the
+    # next one (more completions than parallelism) is pinned there, not bound: it would wait for good.
+    after = [pod("a", phase="Succeeded"), pod("c", phase="Pending", on="")]
+    assert missing_pods(1, "n", after) == 0
+    assert running_pods("n", after) == 0
+    verdict = judge_node(cordoned, now=NOW, delay=30, tolerations=(), pods_terminating=False, pods_running=0)
+    assert verdict.failed == "cordoned, and no pod of the workload runs on it (its next pods could not start there)"
+    assert running_pods("n", [pod("a"), pod("b", phase="Succeeded")]) == 1
+    assert not judge_node(cordoned, now=NOW, delay=30, tolerations=(), pods_terminating=False, pods_running=1).failed
+    # An untolerated NoSchedule taint counts the same; one the pods tolerate does not; an untainted node never.
+    taint = [{"key": "k", "value": "v", "effect": "NoSchedule"}]
+    tainted = raw_node("n", taints=taint)
+    verdict = judge_node(tainted, now=NOW, delay=30, tolerations=(), pods_terminating=False, pods_running=0)
+    assert verdict.failed.startswith("untolerated taint k=v:NoSchedule, and no pod of the workload runs on it")
+    tolerated = (Toleration(key="k", operator="Exists"),)
+    assert not judge_node(
+        tainted, now=NOW, delay=30, tolerations=tolerated, pods_terminating=False, pods_running=0
+    ).failed
+    assert not judge_node(node, now=NOW, delay=30, tolerations=(), pods_terminating=False, pods_running=0).failed
+    assert not node_healthy(tainted, tolerations=())
     # An uncordoned node with pods missing (being created, say) is not failed for that.
     assert judge_node(node, now=NOW, delay=30, tolerations=(), pods_terminating=False, pods_missing=2).failed == ""
     # A cordoned node is not a recovered one; uncordoned, it is.
