@@ -27,6 +27,7 @@ import structlog
 
 from federation.admission.api_queue_status import (
     cluster_queue_references,
+    cohort_status_patches,
     finalizer_changes,
     in_use_changes,
     local_queue_status_patches,
@@ -93,7 +94,7 @@ class CapacityPublisher:
         """A queue-status change was held back by the interval: the run loop wakes to write it."""
         self.update_queue_status = update_queue_status
         self.fair_sharing = fair_sharing
-        """Kueue's ``fairSharing`` on: the ClusterQueues' status carries their weighted share."""
+        """Kueue's ``fairSharing`` on: the ClusterQueues' and Cohorts' status carries their weighted share."""
         self.clock = clock
         self.topologies = topologies
         self.trigger = Trigger()
@@ -121,6 +122,8 @@ class CapacityPublisher:
             admission_checks.add_handler(self._check_view.observe)
             admission_checks.add_handler(lambda *_: self.trigger.pull())  # a deleted check's finalizer goes
         world.local_queues.add_handler(self._local_queue_view.observe)
+        self._cohort_view = WriteOverlay(world.cohorts.store)
+        world.cohorts.add_handler(self._cohort_view.observe)
         self.own_report = WatchCache(
             world.api, r.CLUSTER_CAPACITIES, field_selector=f"metadata.name={CLUSTER_CAPACITY_NAME}"
         )
@@ -299,6 +302,15 @@ class CapacityPublisher:
             current=local_queues,
             field_manager="kfed-agent",
             overlay=self._local_queue_view,
+        )
+        cohorts = {str(c["metadata"]["name"]): c for c in self._cohort_view}
+        written &= await write_status_patches(
+            self.api,
+            r.COHORTS,
+            cohort_status_patches(state, cohorts, fair_sharing=self.fair_sharing),
+            current=cohorts,
+            field_manager="kfed-agent",
+            overlay=self._cohort_view,
         )
         if not written:
             self.trigger.pull()

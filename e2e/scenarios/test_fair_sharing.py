@@ -1,7 +1,7 @@
 """Kueue's fair sharing, on a federation of its own whose kfed-manager and kfed-agent (installed from their charts,
 run as their ServiceAccounts) have it on: the weighted share a borrowing ClusterQueue shows in ``status.fairSharing``
-on the manager and on the worker, and the one the manager's Cohorts show in theirs, as Kueue's cohort controller
-writes them, back to 0 once the quota is returned.
+on the manager and on the worker, and the one their Cohorts show in theirs, as Kueue's cohort controller writes
+them, back to 0 once the quota is returned.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def fair() -> Iterator[Federation]:
             borrower, local_queue = named_queue_objects(QUEUE, cpu="2", manager=False)
             (lender, _) = named_queue_objects("fs-lender", cpu="14", manager=False)
             borrower["spec"]["cohortName"] = lender["spec"]["cohortName"] = "fs-pool"
-            _apply(fed, worker, [borrower, lender, local_queue])
+            _apply(fed, worker, [_cohort("fs-pool"), borrower, lender, local_queue])
         manager_objects = routed_queue_objects(QUEUE, list(fed.workers), cpu="2")
         next(o for o in manager_objects if o["kind"] == "ClusterQueue")["spec"]["cohortName"] = "fs-team"
         _apply(fed, MANAGER, [_cohort("fs-root", cpu="8"), _cohort("fs-team", parent="fs-root"), *manager_objects])
@@ -93,6 +93,12 @@ def test_a_borrowing_queue_and_its_cohorts_show_kueues_weighted_share(fair: Fede
         until=functools.partial(operator.eq, {"weightedShare": 250}),
         timeout=30,
         what=f"{worker}'s ClusterQueue {QUEUE} to show its weighted share",
+    )
+    wait_for(
+        functools.partial(_share, fair, "cohorts.kueue.x-k8s.io", "fs-pool", worker),
+        until=functools.partial(operator.eq, {"weightedShare": 0}),
+        timeout=30,
+        what=f"{worker}'s Cohort fs-pool, a tree's top, to show a share of 0",
     )
     for (kind, name), share in expected.items():
         wait_for(
