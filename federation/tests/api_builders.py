@@ -157,3 +157,20 @@ def state(
         now_seconds=now_seconds,
         limit_ranges=by_namespace(limit_ranges),
     )
+
+
+def two_borrowing_queues() -> QuotaState:
+    """ClusterQueues ``a``, ``b`` and ``lender`` of 10 cpu each in one cohort: ``a`` already borrows 4 of the
+    cohort's 30 cpu, ``b`` borrows nothing; 6 cpu are left, room for one of the 4-cpu heads ``a-next`` (older) and
+    ``b-next``. Fair sharing admits ``b-next``, FIFO ``a-next``."""
+    return state(
+        flavors=[flavor("default")],
+        queues=[cluster_queue(name, {"default": {"cpu": "10"}}, cohort="c") for name in ("a", "b", "lender")],
+        local_queues=[local_queue("ns", "lq-a", "a"), local_queue("ns", "lq-b", "b")],
+        workloads=[
+            workload("a-running", cpu="14", queue="lq-a", status=admitted_status("a", "default", "14")),
+            workload("b-running", cpu="10", queue="lq-b", status=admitted_status("b", "default", "10")),
+            workload("a-next", cpu="4", queue="lq-a", created="2026-01-01T00:00:05Z"),
+            workload("b-next", cpu="4", queue="lq-b", created="2026-01-01T00:00:06Z"),
+        ],
+    )

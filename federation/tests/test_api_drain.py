@@ -4,7 +4,15 @@ from typing import Any
 
 from federation.admission.api_drain import drain
 from federation.admission.decisions import Admit, Wait
-from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, state, workload
+from federation.tests.api_builders import (
+    admitted_status,
+    cluster_queue,
+    flavor,
+    local_queue,
+    state,
+    two_borrowing_queues,
+    workload,
+)
 
 
 def _state(*workloads: dict[str, object], strategy: str = "BestEffortFIFO"):  # type: ignore[no-untyped-def]
@@ -166,28 +174,11 @@ def test_a_workload_asking_for_topology_spreading_is_refused_with_a_reason_not_a
     assert [d.workload.key for d in drain(quota, now_seconds=0) if isinstance(d, Admit)] == ["ns/plain"]
 
 
-def _two_borrowing_queues() -> Any:
-    from federation.tests.api_builders import admitted_status
-
-    # a already borrows 4 of the cohort's 30 cpu, b borrows nothing; 6 cpu are left, room for one 4-cpu head.
-    return state(
-        flavors=[flavor("default")],
-        queues=[cluster_queue(name, {"default": {"cpu": "10"}}, cohort="c") for name in ("a", "b", "lender")],
-        local_queues=[local_queue("ns", "lq-a", "a"), local_queue("ns", "lq-b", "b")],
-        workloads=[
-            workload("a-running", cpu="14", queue="lq-a", status=admitted_status("a", "default", "14")),
-            workload("b-running", cpu="10", queue="lq-b", status=admitted_status("b", "default", "10")),
-            workload("a-next", cpu="4", queue="lq-a", created="2026-01-01T00:00:05Z"),
-            workload("b-next", cpu="4", queue="lq-b", created="2026-01-01T00:00:06Z"),
-        ],
-    )
-
-
 def test_fair_sharing_admits_the_head_of_the_queue_with_the_lower_share_first() -> None:
     from federation.admission.cycle import CycleConfig
 
     def admitted(config: CycleConfig) -> list[str]:
-        decisions = drain(_two_borrowing_queues(), now_seconds=0, config=config)
+        decisions = drain(two_borrowing_queues(), now_seconds=0, config=config)
         return [d.workload.key for d in decisions if isinstance(d, Admit)]
 
     assert admitted(CycleConfig()) == ["ns/a-next"], "without fair sharing the older head goes first"
@@ -197,7 +188,7 @@ def test_fair_sharing_admits_the_head_of_the_queue_with_the_lower_share_first() 
 def test_with_fair_sharing_the_cluster_queue_status_shows_kueues_weighted_share() -> None:
     from federation.admission.api_queue_status import queue_status_patches
 
-    quota = _two_borrowing_queues()
+    quota = two_borrowing_queues()
     raws = {name: cluster_queue(name, {"default": {"cpu": "10"}}, cohort="c") for name in ("a", "b", "lender")}
     now = dt.datetime(2026, 11, 21, tzinfo=dt.UTC)
     patches = queue_status_patches(quota, raws, pending={}, now=now, fair_sharing=True)

@@ -11,6 +11,7 @@ from federation.tests.api_builders import (
     flavor,
     local_queue,
     state,
+    two_borrowing_queues,
     workload,
 )
 from worker_agent.decisions.admission import blocking_veto, plan_admissions
@@ -197,18 +198,7 @@ def test_with_fair_sharing_the_worker_admits_the_queue_with_the_lower_share_firs
     from federation.admission.cycle import CycleConfig
 
     def admitted(config: CycleConfig) -> list[str]:
-        # a already borrows 4 of the cohort's 30 cpu, b borrows nothing; 6 cpu are left, room for one 4-cpu head.
-        quota = state(
-            flavors=[flavor("default")],
-            queues=[cluster_queue(name, {"default": {"cpu": "10"}}, cohort="c") for name in ("a", "b", "lender")],
-            local_queues=[local_queue("ns", "lq-a", "a"), local_queue("ns", "lq-b", "b")],
-            workloads=[
-                workload("a-running", cpu="14", queue="lq-a", status=admitted_status("a", "default", "14")),
-                workload("b-running", cpu="10", queue="lq-b", status=admitted_status("b", "default", "10")),
-                workload("a-next", cpu="4", queue="lq-a", created="2026-01-01T00:00:05Z"),
-                workload("b-next", cpu="4", queue="lq-b", created="2026-01-01T00:00:06Z"),
-            ],
-        )
+        quota = two_borrowing_queues()
         return [u.key for u in plan_admissions(quota, now=NOW, config=config) if u.outcome == "admitted"]
 
     assert admitted(CycleConfig()) == ["ns/a-next"], "without fair sharing the older head goes first"
