@@ -63,6 +63,7 @@ from worker_agent.decisions.tas_objects import (
     COMPLETION_INDEX_LABEL,
     flavor_topology,
     pod_key,
+    pod_live,
     pod_terminal,
     topology_levels,
 )
@@ -108,10 +109,6 @@ def _placed_on(pod: Mapping[str, Any]) -> str | None:
     spec = pod.get("spec") or {}
     node = spec.get("nodeName") or (spec.get("nodeSelector") or {}).get(HOSTNAME_LABEL)
     return str(node) if node else None
-
-
-def _live(pod: Mapping[str, Any]) -> bool:
-    return not pod_terminal(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp")
 
 
 class Tas:
@@ -314,7 +311,7 @@ class Tas:
             views: list[PodView] = []
             by_key: dict[str, Obj] = {}
             for pod in members:
-                if not _live(pod):
+                if not pod_live(pod):
                     continue
                 spec = pod.get("spec") or {}
                 gated = any(g.get("name") == TOPOLOGY_GATE for g in spec.get("schedulingGates") or ())
@@ -427,7 +424,7 @@ class Tas:
             on_failed = [
                 pod for pod_set in pod_sets for pod in pods.get(pod_set.key, []) if _placed_on(pod) in still_failed
             ]
-            doomed = [pod for pod in on_failed if _live(pod)]
+            doomed = [pod for pod in on_failed if pod_live(pod)]
             # Being deleted by someone else (the NoExecute taint manager, PodGC) or failed there, still tracked by
             # the Job: untracked too, before the Job controller's batched sync (1 s) counts them as failures.
             dying = dying_but_tracked(on_failed)
@@ -528,7 +525,7 @@ class Tas:
             bound.warning("tas.pod_untrack_failed", pod=pod_key(pod), error=str(exc)[:300])
             self.wake()
             return
-        bound.info("tas.pod_untracked", pod=pod_key(pod), node=_placed_on(pod), deleting=not _live(pod))
+        bound.info("tas.pod_untracked", pod=pod_key(pod), node=_placed_on(pod), deleting=not pod_live(pod))
 
     async def _retire(self, pod: Obj, failed: Mapping[str, str], bound: Any) -> None:
         """DisruptionTarget, then delete: the Job controller replaces the pod at once (its finalizer is gone)."""

@@ -57,13 +57,19 @@ def _flavor_usage(
     return usages
 
 
-def _summed_usage(workloads: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], int]:
-    """(flavor, resource) → the quota the ``workloads`` hold together."""
-    total: dict[tuple[str, str], int] = {}
+def _summed_usage(
+    workloads: Iterable[Mapping[str, Any]],
+) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
+    """(flavor, resource) → the quota the ``workloads`` hold together: all of them, and those also ``Admitted``
+    (each workload's reservation is read once)."""
+    reserved: dict[tuple[str, str], int] = {}
+    admitted: dict[tuple[str, str], int] = {}
     for workload in workloads:
+        totals = (reserved, admitted) if is_true(workload, "Admitted") else (reserved,)
         for key, amount in reserved_usage(workload).items():
-            total[key] = total.get(key, 0) + amount
-    return total
+            for total in totals:
+                total[key] = total.get(key, 0) + amount
+    return reserved, admitted
 
 
 def _active(node: ClusterQueueNode) -> tuple[str, str, str]:
@@ -100,7 +106,7 @@ def queue_status_patches(
             continue
         holding = state.reserving.get(name, ())
         admitted = [workload for workload in holding if is_true(workload, "Admitted")]
-        admitted_usage = _summed_usage(admitted)
+        _, admitted_usage = _summed_usage(admitted)
         status, reason, message = _active(node)
         generation = (raw.get("metadata") or {}).get("generation")
         conditions, _ = set_condition(
@@ -188,17 +194,15 @@ def local_queue_status_patches(
             observed_generation=generation if isinstance(generation, int) else None,
         )
         reserving = holding.get(key, [])
-        admitted = [workload for workload in reserving if is_true(workload, "Admitted")]
+        reserved_total, admitted_total = _summed_usage(reserving)
         desired: Obj = {
             # Kueue counts nothing pending in a stopped LocalQueue (its workloads are out of the queues)
             "pendingWorkloads": 0 if info is not None and info.stopped else pending.get(key, 0),
             "reservingWorkloads": len(reserving),
-            "admittedWorkloads": len(admitted),
+            "admittedWorkloads": sum(1 for workload in reserving if is_true(workload, "Admitted")),
             # as Kueue: the ClusterQueue's flavors, what this LocalQueue's workloads hold of each; none without one
-            "flavorsReservation": None
-            if node is None
-            else _flavor_usage(node, _summed_usage(reserving), with_borrowed=False),
-            "flavorsUsage": None if node is None else _flavor_usage(node, _summed_usage(admitted), with_borrowed=False),
+            "flavorsReservation": None if node is None else _flavor_usage(node, reserved_total, with_borrowed=False),
+            "flavorsUsage": None if node is None else _flavor_usage(node, admitted_total, with_borrowed=False),
             "conditions": conditions,
         }
         current = raw.get("status") or {}

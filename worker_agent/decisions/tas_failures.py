@@ -74,6 +74,7 @@ from federation.topology.model import NODE_FAILURES_REASON
 from worker_agent.decisions.tas_objects import (
     node_not_ready_since,
     node_spec,
+    pod_live,
     untolerated_no_execute,
     untolerated_no_schedule,
 )
@@ -187,13 +188,7 @@ def missing_pods(assigned: int, node: str, pods: Sequence[Obj]) -> int:
 def running_pods(node: str, pods: Sequence[Obj]) -> int:
     """How many of ``pods`` are bound to ``node`` and still run there (not finished, not being deleted): Kueue's
     progressing pods."""
-    return sum(
-        1
-        for pod in pods
-        if (pod.get("spec") or {}).get("nodeName") == node
-        and not (pod.get("metadata") or {}).get("deletionTimestamp")
-        and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-    )
+    return sum(1 for pod in pods if (pod.get("spec") or {}).get("nodeName") == node and pod_live(pod))
 
 
 def node_healthy(node: Obj | None, *, tolerations: Sequence[Any]) -> bool:

@@ -80,6 +80,11 @@ def pod_terminal(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
+def pod_live(pod: Obj) -> bool:
+    """Neither finished nor being deleted (Kueue's progressing pod, once bound)."""
+    return not pod_terminal(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp")
+
+
 def pod_usage(pod: Obj) -> tuple[str, dict[str, int]] | None:
     """``(node, requests)`` of a pod that holds node capacity (bound and not terminal), else None."""
     node = (pod.get("spec") or {}).get("nodeName")
