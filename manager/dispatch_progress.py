@@ -15,7 +15,13 @@ from typing import Any
 
 import structlog
 
-from federation.admission.execution_time import REASON_EXCEEDED, exceeded_note, exceeded_status, limit_of
+from federation.admission.execution_time import (
+    REASON_EXCEEDED,
+    exceeded_note,
+    exceeded_status,
+    limit_of,
+    total_execution_time,
+)
 from federation.admission.orphans import OWNER_NOT_FOUND_MESSAGE, orphan_finish
 from federation.admission.pods_ready import (
     REASON_PODS_READY_TIMEOUT,
@@ -369,7 +375,12 @@ class DispatchProgress:
         self._ledger.forget(key)
         queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
         namespace, local_queue, priority_class = workload_labels(workload)
+        finished = {**workload, "status": {**(workload.get("status") or {}), "conditions": conditions}}
         self._metrics.finished(
-            cluster_queue=queue, namespace=namespace, local_queue=local_queue, priority_class=priority_class
+            cluster_queue=queue,
+            namespace=namespace,
+            local_queue=local_queue,
+            priority_class=priority_class,
+            execution_seconds=total_execution_time(finished),
         )
         log.info("workload finished", workload=key, cluster=worker, succeeded=succeeded)

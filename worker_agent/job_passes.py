@@ -28,6 +28,7 @@ import structlog
 from federation.admission.api_quotas import FlavorInfo
 from federation.admission.api_workloads import FINISHED_STATE, is_admitted, workload_state
 from federation.admission.deactivation import deactivation_eviction
+from federation.admission.execution_time import total_execution_time
 from federation.admission.orphans import OWNER_NOT_FOUND_MESSAGE, being_deleted, orphan_finish, orphaned
 from federation.admission.queue_metrics import workload_labels
 from federation.conditions import is_true
@@ -442,7 +443,11 @@ class JobPasses:
         queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
         namespace, local_queue, priority_class = workload_labels(workload)
         self.metrics.finished(
-            cluster_queue=queue, namespace=namespace, local_queue=local_queue, priority_class=priority_class
+            cluster_queue=queue,
+            namespace=namespace,
+            local_queue=local_queue,
+            priority_class=priority_class,
+            execution_seconds=total_execution_time(workload),
         )
 
     async def _finish_workload(self, workload: Obj, finish: FinishWorkload, bound: Any, count: bool = True) -> None:

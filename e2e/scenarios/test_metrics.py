@@ -90,6 +90,10 @@ def test_metrics_after_one_job_and_one_job_too_big(federation: Federation) -> No
     assert delta("kueue_local_queue_quota_reserved_workloads_total", **lq) == 1
     assert delta("kueue_local_queue_admitted_workloads_total", **lq) == 1
     assert delta("kueue_local_queue_finished_workloads_total", **lq) == 1
+    # Kueue v0.20's execution time: from Admitted to Finished; its pod ran 1 s after it was admitted
+    assert delta("kueue_execution_time_seconds_count", **cq) == 1
+    assert 1 <= delta("kueue_execution_time_seconds_sum", **cq) < 60
+    assert delta("kueue_local_queue_execution_time_seconds_count", **lq) == 1
     assert delta("kueue_local_queue_admission_checks_wait_time_seconds_count", **lq) == 1
     assert delta("kueue_finished_workloads", cluster_queue=CLUSTER_QUEUE) == 1  # the gauge: Finished Workloads kept
     assert delta("kueue_local_queue_finished_workloads", name=LOCAL_QUEUE, namespace="default") == 1

@@ -83,6 +83,19 @@ def accumulated_on_release(workload: Obj, *, now: dt.datetime) -> int | None:
     return accumulated(workload) + max(0, int((now - since).total_seconds()))
 
 
+def total_execution_time(workload: Obj) -> float | None:
+    """Seconds a finished Workload ran admitted in all, its earlier admissions included, as Kueue v0.20 measures it
+    for ``kueue_execution_time_seconds``: from ``Admitted`` to ``Finished`` (both ``True``, by their
+    ``lastTransitionTime``) plus ``accumulatedPastExecutionTimeSeconds``. None unless it is both."""
+    admitted, finished = find_condition(workload, "Admitted"), find_condition(workload, "Finished")
+    if not admitted or not finished or admitted.get("status") != "True" or finished.get("status") != "True":
+        return None
+    since, until = admitted.get("lastTransitionTime"), finished.get("lastTransitionTime")
+    if not since or not until:
+        return None
+    return max(0.0, accumulated(workload) + (parse_time(until) - parse_time(since)).total_seconds())
+
+
 def exceeded_status(workload: Obj, *, now: dt.datetime) -> dict[str, Any]:
     """The status patch that marks the Workload for deactivation: Kueue's ``DeactivationTarget``."""
     target = observing_generation(

@@ -435,6 +435,22 @@ class Metrics:
             lq,
             registry=r,
         )
+        self.execution_time = Histogram(
+            "kueue_execution_time_seconds",
+            "The total execution time of a finished admitted workload (from first admission to completion, including "
+            "time across evict/readmit cycles), per 'cluster_queue'",
+            cq,
+            buckets=_exponential(16),
+            registry=r,
+        )
+        self.local_queue_execution_time = Histogram(
+            "kueue_local_queue_execution_time_seconds",
+            "The total execution time of a finished admitted workload (from first admission to completion, including "
+            "time across evict/readmit cycles), per 'local_queue'",
+            lq,
+            buckets=_exponential(16),
+            registry=r,
+        )
         mk = ["cluster_queue", "cluster", role_label]
         self.multikueue_dispatched = Counter(
             "multikueue_workloads_dispatched_total",
@@ -593,10 +609,24 @@ class Metrics:
     def preempted(self, *, preempting_cluster_queue: str, reason: str) -> None:
         self.preempted_workloads.labels(preempting_cluster_queue, reason, self.role).inc()
 
-    def finished(self, *, cluster_queue: str, namespace: str, local_queue: str, priority_class: str) -> None:
+    def finished(
+        self,
+        *,
+        cluster_queue: str,
+        namespace: str,
+        local_queue: str,
+        priority_class: str,
+        execution_seconds: float | None,
+    ) -> None:
+        """A Workload finished; ``execution_seconds`` (``total_execution_time``) when it finished admitted."""
         role = self.role
         self.finished_workloads.labels(cluster_queue, priority_class, role).inc()
         self.local_queue_finished_workloads.labels(local_queue, namespace, priority_class, role).inc()
+        if execution_seconds is not None:
+            self.execution_time.labels(cluster_queue, priority_class, role).observe(execution_seconds)
+            self.local_queue_execution_time.labels(local_queue, namespace, priority_class, role).observe(
+                execution_seconds
+            )
 
     def remote_call_observer(self, cluster: str) -> Callable[[str, float, str | None], None]:
         """A callback for one worker's API client: ``(verb, seconds, error reason or None)`` per HTTP attempt."""

@@ -13,6 +13,7 @@ from federation.admission.execution_time import (
     exceeded_note,
     exceeded_status,
     execution_time_left,
+    total_execution_time,
 )
 from federation.api.labels import MAX_EXEC_TIME_LABEL
 from federation.conditions import find_condition, format_time, set_condition
@@ -124,3 +125,22 @@ def test_a_waiting_jobs_new_limit_updates_or_replaces_its_workload() -> None:
         edit_for_job(_limited("never"), workload)
     with pytest.raises(JobNotQueueable, match="not a valid LocalQueue name"):
         edit_for_job(make_job("capped").queue("Team_A").label(MAX_EXEC_TIME_LABEL, "30").obj(), workload)
+
+
+def test_total_execution_time_runs_from_admitted_to_finished_plus_earlier_admissions() -> None:
+    workload = _admitted(workload_for_job(_limited("30"), priority=Priority(None, 0)), since=NOW, accumulated=7)
+    assert total_execution_time(workload) is None  # not finished yet
+    finished, _ = set_condition(
+        workload["status"]["conditions"],
+        condition_type="Finished",
+        status=True,
+        reason="Succeeded",
+        message="Job finished successfully",
+        now=NOW + dt.timedelta(seconds=12.4),  # conditions keep whole seconds, as metav1.Time does
+    )
+    done = {**workload, "status": {**workload["status"], "conditions": finished}}
+    assert total_execution_time(done) == 19
+    never_admitted, _ = set_condition(
+        finished, condition_type="Admitted", status=False, reason="NoReservation", message="", now=NOW
+    )
+    assert total_execution_time({**done, "status": {**done["status"], "conditions": never_admitted}}) is None

@@ -128,3 +128,18 @@ def test_gate_removed_has_kueues_labels_without_replica_role() -> None:
     got = _samples(metrics)
     assert got[("kueue_pod_scheduling_gate_removal_seconds_count", labels)] == 1
     assert got[("kueue_pod_scheduling_gate_removal_seconds_sum", labels)] == 2
+
+
+def test_a_finished_workload_observes_its_execution_time_per_cluster_and_local_queue() -> None:
+    metrics = Metrics(role="leader")
+    metrics.finished(cluster_queue="cq", namespace="ns", local_queue="lq", priority_class="", execution_seconds=19.5)
+    metrics.finished(cluster_queue="cq", namespace="ns", local_queue="lq", priority_class="", execution_seconds=None)
+    got = _samples(metrics)
+    cq = frozenset({"cluster_queue": "cq", "priority_class": "", "replica_role": "leader"}.items())
+    lq = frozenset({"name": "lq", "namespace": "ns", "priority_class": "", "replica_role": "leader"}.items())
+    assert got[("kueue_finished_workloads_total", cq)] == 2
+    assert got[("kueue_execution_time_seconds_count", cq)] == 1
+    assert got[("kueue_execution_time_seconds_sum", cq)] == 19.5
+    assert got[("kueue_execution_time_seconds_bucket", cq | {("le", "20.0")})] == 1
+    assert got[("kueue_execution_time_seconds_bucket", cq | {("le", "10.0")})] == 0
+    assert got[("kueue_local_queue_execution_time_seconds_count", lq)] == 1
