@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -49,7 +50,20 @@ _MAX_SUBDOMAIN = 253
 
 
 class JobNotQueueable(ValueError):
-    """The Job cannot become a Workload; the message says why in words a user can act on."""
+    """The Job cannot become a Workload; the message says why in words a user can act on. ``reason`` is the Warning
+    Event's reason when Kueue has one of its own for the case (else the caller's: ``CreatingWorkloadFailed``…)."""
+
+    reason: str | None = None
+
+
+class WorkloadPriorityClassNotFound(JobNotQueueable):
+    """The Job's ``kueue.x-k8s.io/priority-class`` names no WorkloadPriorityClass: Kueue v0.20's Warning Event
+    ``WorkloadPriorityClassNotFound`` on the Job, its message ``WorkloadPriorityClass "NAME" not found``."""
+
+    reason = "WorkloadPriorityClassNotFound"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"WorkloadPriorityClass {json.dumps(name)} not found")
 
 
 @functools.lru_cache(maxsize=8192)  # asked on every event of every manager Job
@@ -90,7 +104,7 @@ def resolve_priority(
     if name is not None:
         found = workload_class(name)
         if found is None:
-            raise JobNotQueueable(f"WorkloadPriorityClass {name!r} does not exist")
+            raise WorkloadPriorityClassNotFound(name)
         return Priority(name, int(found.get("value", 0)))
     template = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
     pod_class_name = template.get("priorityClassName")

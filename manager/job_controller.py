@@ -131,7 +131,7 @@ class JobController:
         except JobNotQueueable as err:
             log.warning("priority not changed", job=key, reason=str(err))
             self._events.emit(
-                job, reason="UpdatingPriorityFailed", note=str(err), action="Update", event_type="Warning"
+                job, reason=err.reason or "UpdatingPriorityFailed", note=str(err), action="Update", event_type="Warning"
             )
             return  # re-examined when a WorkloadPriorityClass or the Job changes
         await self._api.patch(
@@ -290,7 +290,8 @@ class JobController:
             workload = workload_for_job(job, priority=self._priority(job))
         except JobNotQueueable as err:
             log.warning("job not queueable", job=key, reason=str(err))
-            self._events.emit(job, reason="CreatingWorkloadFailed", note=str(err), action="Queue", event_type="Warning")
+            reason = err.reason or "CreatingWorkloadFailed"
+            self._events.emit(job, reason=reason, note=str(err), action="Queue", event_type="Warning")
             return None  # re-examined when a WorkloadPriorityClass or the Job changes
         try:
             created = await self._api.create(WORKLOADS, workload, field_manager=self._config.field_manager)

@@ -68,7 +68,7 @@ class LocalJobs:
         try:
             priority = self._priority(job)
         except JobNotQueueable as err:
-            self._tell(key, job, "UpdatingPriorityFailed", str(err), unsettled)
+            self._tell(key, job, err.reason or "UpdatingPriorityFailed", str(err), unsettled)
             return
         meta = workload["metadata"]
         body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "spec": priority_spec(priority)}
@@ -99,7 +99,7 @@ class LocalJobs:
         try:
             priority = self._priority(job)
         except JobNotQueueable as err:
-            self._tell(key, job, REASON_NOT_QUEUEABLE, str(err), unsettled)
+            self._tell(key, job, err.reason or REASON_NOT_QUEUEABLE, str(err), unsettled)
             return
         workload = local_workload(job, priority=priority)
         if isinstance(workload, str):

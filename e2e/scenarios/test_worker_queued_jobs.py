@@ -64,7 +64,9 @@ def test_a_job_queued_on_a_worker_itself_is_queued_admitted_and_run_there(federa
         pod_labels = job["spec"]["template"]["metadata"]["labels"]
         assert pod_labels.get("kueue.x-k8s.io/cluster-queue-name") == CLUSTER_QUEUE, pod_labels
 
-        selector = "involvedObject.kind=Job,involvedObject.name=queued-on-worker-late,reason=CreatingWorkloadFailed"
+        selector = (
+            "involvedObject.kind=Job,involvedObject.name=queued-on-worker-late,reason=WorkloadPriorityClassNotFound"
+        )
         events = wait_for(
             lambda: items(federation, worker, "events", "--field-selector", selector),
             until=bool,
@@ -72,7 +74,7 @@ def test_a_job_queued_on_a_worker_itself_is_queued_admitted_and_run_there(federa
             what="the worker's agent saying why the Job has no Workload",
         )
         assert events[0]["type"] == "Warning"
-        assert "WorkloadPriorityClass 'kfed-test-worker-high' does not exist" in events[0]["message"], events
+        assert events[0]["message"] == 'WorkloadPriorityClass "kfed-test-worker-high" not found', events
         assert _owned_workloads(federation, worker, late_job) == []
         federation.kubectl(worker, "apply", "-f", "-", input=json.dumps(priority_class))
         done = wait_for(
@@ -155,7 +157,7 @@ def test_a_worker_queued_jobs_new_priority_class_label_reprioritizes_its_workloa
         assert workload["spec"]["priorityClassRef"]["name"] == "kfed-test-reprioritized"
         assert is_true(workload, "Admitted"), "still admitted: only its priority changed"
         federation.kubectl(worker, "label", "job", "reprioritized", f"{label}=kfed-test-no-such-class", "--overwrite")
-        selector = "involvedObject.kind=Job,involvedObject.name=reprioritized,reason=UpdatingPriorityFailed"
+        selector = "involvedObject.kind=Job,involvedObject.name=reprioritized,reason=WorkloadPriorityClassNotFound"
         events = wait_for(
             lambda: items(federation, worker, "events", "--field-selector", selector),
             until=bool,

@@ -161,8 +161,19 @@ def test_priority_comes_from_the_workload_priority_class_then_the_pods_priority_
     assert _resolve(job, wpcs, pcs) == Priority("other", 5, pod_class=True), "the lowest valued global default"
     assert _resolve(job, wpcs, {}) == Priority(None, 0)
     job["spec"]["template"]["spec"]["priorityClassName"] = "missing"
-    with pytest.raises(JobNotQueueable, match="PriorityClass 'missing'"):
+    with pytest.raises(JobNotQueueable, match="PriorityClass 'missing'") as pod_class_missing:
         _resolve(job, wpcs, pcs)
+    assert pod_class_missing.value.reason is None  # the caller's reason (CreatingWorkloadFailed)
+
+
+def test_a_missing_workload_priority_class_is_kueues_workload_priority_class_not_found() -> None:
+    job = make_job("p").queue("lq").priority_class("gone").obj()
+    with pytest.raises(JobNotQueueable) as missing:
+        _resolve(job, _classes(_pc("wl-high", 5000)), {})
+    assert (missing.value.reason, str(missing.value)) == (
+        "WorkloadPriorityClassNotFound",
+        'WorkloadPriorityClass "gone" not found',
+    )
 
 
 def test_a_pods_priority_class_is_referenced_as_such_and_only_the_label_changes_it() -> None:
