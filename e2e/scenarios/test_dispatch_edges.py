@@ -121,6 +121,69 @@ def test_c2_a_job_without_a_workload_priority_class_takes_its_pods_priority_clas
     wait_complete(federation, "c2-pc")
 
 
+def _dry_run_labels(federation: Federation, cluster: str, manifest: Obj) -> dict[str, str]:
+    """The labels ``manifest`` would be created with on ``cluster`` (server-side dry run: admission included)."""
+    out = federation.kubectl(cluster, "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(manifest))
+    return dict(json.loads(out.stdout)["metadata"].get("labels") or {})
+
+
+def test_c2_a_job_created_without_a_workload_priority_class_takes_the_default_one_when_it_exists(
+    federation: Federation,
+) -> None:
+    """Kueue v0.20's WorkloadPriorityClassDefaulting (on by default): a Job created without
+    ``kueue.x-k8s.io/priority-class`` gets ``default`` when a WorkloadPriorityClass of that name exists, and its
+    Workload that class's priority; without one the Job is left as it is. On a worker, a Job queued there is labelled
+    too, a manager's copy is not."""
+    label = "kueue.x-k8s.io/priority-class"
+    default_class = {"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": {"name": "default"}}
+    worker = federation.workers[0]
+    assert label not in _dry_run_labels(federation, MANAGER, job_manifest("c2-plain", namespace="default", cpu="1"))
+    try:
+        for cluster in federation.clusters:
+            federation.kubectl(cluster, "apply", "-f", "-", input=json.dumps({**default_class, "value": 321}))
+        for cluster in (MANAGER, worker):  # the policy reads the class through the apiserver's own informer
+            probe = functools.partial(
+                _dry_run_labels, federation, cluster, job_manifest("c2-default", namespace="default", cpu="1")
+            )
+            wait_for(
+                probe,
+                until=lambda labels: labels.get(label) == "default",
+                timeout=30,
+                what=f"a Job created on {cluster} without a priority class labelled with the default one",
+            )
+        copy = job_manifest("c2-copy", namespace="default", cpu="1")
+        copy["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] = "job-c2-copy-00000"
+        assert label not in _dry_run_labels(federation, worker, copy), "a manager's copy keeps its manager's labels"
+        chosen = job_manifest("c2-chosen", namespace="default", cpu="1")
+        chosen["metadata"]["labels"][label] = "kfed-test-missing"
+        assert _dry_run_labels(federation, MANAGER, chosen)[label] == "kfed-test-missing"
+
+        federation.kubectl(
+            MANAGER,
+            "create",
+            "-f",
+            "-",
+            input=json.dumps(job_manifest("c2-default", namespace="default", cpu="1", seconds=1)),
+        )
+        workload = wait_for(
+            lambda: workload_of(federation, "c2-default"),
+            until=lambda wl: wl is not None,
+            timeout=30,
+            what="the c2-default Workload",
+        )
+        assert workload is not None
+        assert workload["spec"]["priority"] == 321
+        assert workload["spec"]["priorityClassRef"] == {
+            "group": "kueue.x-k8s.io",
+            "kind": "WorkloadPriorityClass",
+            "name": "default",
+        }
+        wait_complete(federation, "c2-default")
+    finally:
+        for cluster in federation.clusters:
+            federation.kubectl(cluster, "delete", "workloadpriorityclass", "default", "--ignore-not-found")
+
+
 def _flagged(federation: Federation, job: str, what: str) -> tuple[str, Obj]:
     """Wait for Job ``job``'s manager Workload to say ``kfed.io/PodsUnschedulable=True``; its worker and that
     condition. Within 28 s: the shared federation's PodsReady timeout (30 s) evicts the Workload after that."""
