@@ -36,10 +36,10 @@ __all__ = ["ClusterQueueNode", "CohortNode", "QuotaNode", "Snapshot", "causes_me
 
 Cause = tuple[str, str]
 """Why a ClusterQueue admits nothing: (Kueue's ``Active`` reason, what is wrong)."""
-STOPPED, FLAVOR_NOT_FOUND, COHORT_CYCLE, TERMINATING = "Stopped", "FlavorNotFound", "CohortCycle", "Terminating"
-"""Kueue's ``Active`` reasons for a ClusterQueue's own causes (``CohortCycle`` is kfed's: Kueue shows none)."""
+STOPPED, FLAVOR_NOT_FOUND, COHORT_CYCLE, TERMINATING = "Stopped", "FlavorNotFound", "CohortCycleDetected", "Terminating"
+"""Kueue's ``Active`` reasons for a ClusterQueue's own causes (``CohortCycleDetected`` is Kueue v0.20's)."""
 _OWN_CAUSE_ORDER = {STOPPED: 0, FLAVOR_NOT_FOUND: 1, COHORT_CYCLE: 2}
-"""Kueue's order of a ClusterQueue's causes in its ``Active`` message (kfed's ``CohortCycle`` last)."""
+"""Kueue's order of a ClusterQueue's causes in its ``Active`` message (a Cohort cycle last)."""
 
 
 def causes_message(causes: Iterable[Cause]) -> str:
@@ -113,8 +113,8 @@ class ClusterQueueNode(QuotaNode):
         }
         self.own_causes: list[Cause] = [(STOPPED, "ClusterQueue is stopped")] if spec.stopped else []
         """(Kueue's ``Active`` reason, what is wrong) for each way the queue itself keeps it from admitting, in Kueue's
-        order: stopped (``Stopped``), naming a missing ResourceFlavor (``FlavorNotFound``), then kfed's own, under a
-        Cohort in a cycle (``CohortCycle``); or only ``Terminating`` while it is being deleted."""
+        order: stopped (``Stopped``), naming a missing ResourceFlavor (``FlavorNotFound``), then under a Cohort whose
+        parents loop (``CohortCycleDetected``); or only ``Terminating`` while it is being deleted."""
         self.check_causes: tuple[Cause, ...] = ()
         """(Kueue's ``Active`` reason, what is wrong) for each way its admission checks or Topologies keep it from
         admitting (``federation.admission.check_problems``)."""
@@ -209,8 +209,9 @@ class Snapshot:
         for queue in self.cluster_queues.values():
             ancestor = queue.parent
             while ancestor is not None:
-                if ancestor.in_cycle:
-                    queue.add_own_cause(COHORT_CYCLE, f"Cohort {ancestor.name} is part of a cycle of parent cohorts")
+                if ancestor.in_cycle:  # Kueue v0.20 names the queue's own Cohort, whose hierarchy has the cycle
+                    assert queue.parent is not None
+                    queue.add_own_cause(COHORT_CYCLE, f'Cohort "{queue.parent.name}" has a cycle in hierarchy')
                     break
                 ancestor = ancestor.parent
 

@@ -129,8 +129,12 @@ def test_a_cohort_cycle_disables_its_queues() -> None:
     snapshot = _snapshot(
         make_cluster_queue("a").cohort("c1").flavor_quota("default", cpu="10"),
         make_cluster_queue("b").cohort("other").flavor_quota("default", cpu="10"),
-        cohorts=(make_cohort("c1").parent("c2"), make_cohort("c2").parent("c1")),
+        make_cluster_queue("d").cohort("under").flavor_quota("default", cpu="10"),
+        cohorts=(make_cohort("c1").parent("c2"), make_cohort("c2").parent("c1"), make_cohort("under").parent("c2")),
     )
-    assert snapshot.cluster_queues["a"].inactive_reason is not None
-    assert "cycle" in snapshot.cluster_queues["a"].inactive_reason
+    # Kueue v0.20's reason and words, naming the queue's own Cohort
+    assert snapshot.cluster_queues["a"].own_causes == [("CohortCycleDetected", 'Cohort "c1" has a cycle in hierarchy')]
+    assert snapshot.cluster_queues["d"].own_causes == [
+        ("CohortCycleDetected", 'Cohort "under" has a cycle in hierarchy')
+    ]
     assert snapshot.cluster_queues["b"].inactive_reason is None
