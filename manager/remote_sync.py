@@ -23,12 +23,13 @@ from federation.admission.orphans import being_deleted, left_behind, live_job
 from federation.conditions import is_true
 from federation.kube.api import KubeApi
 from federation.kube.cache import WatchCache
-from federation.kube.errors import Invalid, KubeError, NotFound
+from federation.kube.errors import Conflict, Invalid, KubeError, NotFound
 from federation.kube.overlay import WriteOverlay, WriteTally, look_again_after_writes
 from federation.kube.recorder import EventRecorder
 from federation.kube.resources import JOBS
 from federation.obs.metrics import Metrics
 from federation.protocol import MULTIKUEUE_CONTROLLER
+from federation.reclaimable_pods import reclaimable_update
 from manager.concurrently import concurrently
 from manager.config import ManagerConfig
 from manager.copy_cleanup import BATCH_WINDOW_SECONDS, DELETE_RESEND_SECONDS, CopyCleaner
@@ -528,6 +529,22 @@ class RemoteSync:
         if "finish_manager_workload" in steps:
             await self._progress.finish(workload, remote_job=remote_jb, worker=worker)
             self._mirrored_at.pop(key, None)
+        elif "mirror_job_status" in steps and remote_jb is not None:
+            workload = await self._write_reclaimable(workload, remote_jb)
+        return workload
+
+    async def _write_reclaimable(self, workload: Obj, remote_jb: Obj) -> Obj:
+        """Kueue's ``status.reclaimablePods``, from the Job as the worker runs it, written with its status mirror (so
+        at most once per mirror period): the quota of pods that will not run again goes back to the ClusterQueue."""
+        reclaimable = reclaimable_update(remote_jb, workload)
+        if reclaimable is None:
+            return workload
+        try:
+            workload = await self._writes.patch_status(workload, {"reclaimablePods": reclaimable or None})
+        except (Conflict, NotFound):
+            return workload  # changed meanwhile: the pass its change brings decides again
+        meta = workload["metadata"]
+        log.info("reclaimable pods", workload=f"{meta['namespace']}/{meta['name']}", reclaimable=reclaimable)
         return workload
 
     def _drained(self, workload: Obj) -> tuple[str, str] | None:

@@ -40,6 +40,7 @@ from federation.kube.refusal import is_refusal
 from federation.kube.trigger import Trigger
 from federation.obs.metrics import Metrics
 from federation.protocol import REASON_OWNER_NOT_FOUND
+from federation.reclaimable_pods import reclaimable_update
 from federation.workload_from_job import priority_class_changed
 from federation.workload_match import WorkloadEdit
 from worker_agent.decisions.job_copies import (
@@ -243,6 +244,10 @@ class JobPasses:
                 if stale is not None:
                     tg.start_soon(limited, limiter, self._evict_job_copy_missing, stale, now)
                     continue
+                reclaimable = reclaimable_update(job, workload)
+                if reclaimable is not None:
+                    tg.start_soon(limited, limiter, self._write_reclaimable, workload, reclaimable, bound)
+                    continue
                 try:
                     start = start_decision(job, workload, flavors=flavors)
                 except KeyError as missing:
@@ -438,6 +443,15 @@ class JobPasses:
                 del self._finish_owed[key]
                 bound = self._log.bind(workload=text)
                 tg.start_soon(limited, limiter, self._finish_workload, cached, finish, bound, False)
+
+    async def _write_reclaimable(self, workload: Obj, reclaimable: list[dict[str, Any]], bound: Any) -> None:
+        """Kueue's ``status.reclaimablePods``: the quota of the Job's pods that will not run again goes back to the
+        worker's ClusterQueue (and shows in its capacity report)."""
+        body = {"status": {"reclaimablePods": reclaimable or None}}
+        written = await self.writes.patch_status(r.WORKLOADS, workload, body, bound)
+        if written is not None:
+            self.world.workload_writes.remember(written)
+            bound.info("workload.reclaimable_pods", reclaimable=reclaimable)
 
     def _count_finished(self, workload: Obj) -> None:
         queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")

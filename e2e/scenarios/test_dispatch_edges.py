@@ -184,6 +184,34 @@ def test_c2_a_job_created_without_a_workload_priority_class_takes_the_default_on
             federation.kubectl(cluster, "delete", "workloadpriorityclass", "default", "--ignore-not-found")
 
 
+def test_a_jobs_pods_that_will_not_run_again_give_their_quota_back_on_both_sides(federation: Federation) -> None:
+    """Kueue's reclaimable pods: a Job of 3 completions, 2 at a time, needs one pod once two succeeded; its
+    Workload on the worker and on the manager say so (``status.reclaimablePods``), so both ClusterQueues hold quota
+    for one pod while the last runs."""
+    manifest = job_manifest("reclaim", namespace="default", cpu="1", parallelism=2, seconds=10)
+    manifest["spec"]["completions"] = 3
+    federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    reclaimed = [{"name": "main", "count": 1}]
+    workload = wait_for(
+        lambda: workload_of(federation, "reclaim"),
+        until=lambda wl: wl is not None and (wl.get("status") or {}).get("reclaimablePods") == reclaimed,
+        timeout=60,
+        what="the manager Workload to give back the quota of the pod that will not run again",
+    )
+    assert workload is not None
+    assert is_true(workload, "Admitted")
+    assert not is_true(workload, "Finished")
+    worker = workload["status"]["clusterName"]
+    copies = [
+        w for w in items(federation, worker, "workloads") if w["metadata"]["name"] == workload["metadata"]["name"]
+    ]
+    assert [(c.get("status") or {}).get("reclaimablePods") for c in copies] == [reclaimed], "the worker's copy too"
+    job = get(federation, MANAGER, "job", "reclaim")
+    assert job is not None
+    assert (job.get("status") or {}).get("succeeded") == 2, job.get("status")
+    wait_complete(federation, "reclaim")
+
+
 def _flagged(federation: Federation, job: str, what: str) -> tuple[str, Obj]:
     """Wait for Job ``job``'s manager Workload to say ``kfed.io/PodsUnschedulable=True``; its worker and that
     condition. Within 28 s: the shared federation's PodsReady timeout (30 s) evicts the Workload after that."""

@@ -17,6 +17,7 @@ from federation.conditions import find_condition, is_true, parse_time
 from federation.limit_ranges import LimitRangeSummary, spec_as_run
 from federation.podspec import Overheads, pod_requests
 from federation.quantity import parse_quantity
+from federation.reclaimable_pods import usable_count
 from federation.topology.model import TopologyRequest
 
 Obj = dict[str, Any]
@@ -193,17 +194,25 @@ def core_workload(
 
 
 def reserved_usage(obj: Mapping[str, Any]) -> dict[core.FlavorResource, int]:
-    """What a quota-holding workload uses, from ``status.admission`` (``resourceUsage`` per assigned flavor)."""
+    """What a quota-holding workload uses, from ``status.admission`` (``resourceUsage`` per assigned flavor), less
+    what its reclaimable pods gave back (``status.reclaimablePods``, Kueue's ``ReclaimablePods``)."""
     usage: dict[core.FlavorResource, int] = {}
-    admission = (obj.get("status") or {}).get("admission") or {}
+    status = obj.get("status") or {}
+    admission = status.get("admission") or {}
+    reclaims = bool(status.get("reclaimablePods"))
     for assignment in admission.get("podSetAssignments") or ():
         flavors = assignment.get("flavors") or {}
+        count = int(assignment.get("count") or 0)
+        usable = usable_count(obj, str(assignment.get("name")), count) if reclaims and count > 0 else count
         for resource, quantity in (assignment.get("resourceUsage") or {}).items():
             flavor = flavors.get(resource)
             if flavor is None:
                 continue
             key = (str(flavor), str(resource))
-            usage[key] = usage.get(key, 0) + parse_quantity(str(quantity))
+            amount = parse_quantity(str(quantity))
+            if usable != count:
+                amount = amount * usable // count
+            usage[key] = usage.get(key, 0) + amount
     return usage
 
 
