@@ -5,7 +5,8 @@ them in, but the LimitRanger admission plugin does that only when each pod is cr
 stands would charge such a Job no quota at all while its pods take the defaults, and a template above a
 LimitRange's ``max`` would be admitted only to have every pod creation refused. So, as Kueue does, the admission
 code reads a pod set with the defaults of its namespace's LimitRanges laid in (a container's missing limits from
-``default``, its missing requests from ``defaultRequest``) and leaves pending, with the reason, a pod set outside
+``default``, its missing requests from ``defaultRequest`` unless it sets a limit for them, which its pods then
+request) and leaves pending, with the reason, a pod set outside
 the ranges' ``min`` or ``max``, or one whose requests a default limit leaves above its limits. Several
 LimitRanges in one namespace are summarized the way Kueue summarizes them: the lowest ``max``, the highest
 ``min``, and the first ``default`` and ``defaultRequest`` found, by name.
@@ -156,9 +157,15 @@ def _with_defaults(container: Mapping[str, Any], summary: LimitRangeSummary) -> 
     limits = dict(resources.get("limits") or {})
     requests = dict(resources.get("requests") or {})
     missing_limits = [(name, q) for name, q in summary.default_limits if name not in limits]
-    missing_requests = [(name, q) for name, q in summary.default_requests if name not in requests]
+    # A limit the container sets is its missing request too (the pod's own defaulting, before the LimitRanger
+    # admission plugin sees it), so defaultRequest never applies to it; Kueue v0.20 counts it so too (#15023).
+    stand_ins = [(name, q) for name, q in limits.items() if name not in requests]
+    missing_requests = [
+        (name, q) for name, q in summary.default_requests if name not in requests and name not in limits
+    ]
     if not missing_limits and not missing_requests:
         return container
+    requests.update(stand_ins)
     limits.update(missing_limits)
     requests.update(missing_requests)
     return {**container, "resources": {**resources, "limits": limits, "requests": requests}}

@@ -35,6 +35,20 @@ def test_a_container_without_requests_gets_the_defaults_and_one_with_them_keeps_
     assert pod_requests(defaulted) == {"cpu": 4000, "memory": 1024**3 * 2000}
 
 
+def test_a_container_with_only_a_limit_requests_its_limit_not_the_default_request() -> None:
+    """As the pod's own defaulting does before the LimitRanger sees it (Kueue v0.20 counts it so, #15023)."""
+    summary = summarize([limit_range("lr", DEFAULTS)])
+    defaulted = with_defaults({"containers": [container(limits={"cpu": "3"})]}, summary)
+    assert defaulted["containers"][0]["resources"] == {
+        "limits": {"cpu": "3"},
+        "requests": {"cpu": "3", "memory": "1Gi"},
+    }
+    assert pod_requests(defaulted) == {"cpu": 3000, "memory": 1024**3 * 1000}
+    bounded = summarize([limit_range("lr", {**DEFAULTS, "min": {"cpu": "2"}})])
+    only_limit = with_defaults({"containers": [container(limits={"cpu": "3"})]}, bounded)
+    assert violations(only_limit, bounded, path="spec") == [], "its limit is its request: above the min"
+
+
 def test_init_containers_get_the_defaults_too_and_a_spec_needing_none_is_returned_as_is() -> None:
     summary = summarize([limit_range("lr", DEFAULTS)])
     spec = {
