@@ -4,7 +4,8 @@ Effective request per resource = max(sum over containers, max over init containe
 container's limit stands in for a missing request. Sidecar init containers (``restartPolicy: Always``) run
 beside the main containers, so they add to the sum and to every later init container. Pod-level resources
 (``spec.resources``, KEP-2837) replace that sum for the resources they may set (cpu, memory, hugepages), their
-limits standing in for missing requests too, as the scheduler and Kueue count them. Amounts are integer
+limits standing in for missing requests too, as the scheduler and Kueue count them; a pod-level amount below the
+containers' own counts as theirs (as Kueue v0.20 does). Amounts are integer
 milli-units (``federation.quantity``).
 """
 
@@ -55,11 +56,9 @@ def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
     total = dict(main)
     _add(total, sidecars)
     _max(total, init_peak)
-    total.update(
-        (name, amount)
-        for name, amount in container_requests(pod_spec).items()
-        if name in POD_LEVEL_RESOURCES or name.startswith("hugepages-")
-    )
+    for name, amount in container_requests(pod_spec).items():
+        if name in POD_LEVEL_RESOURCES or name.startswith("hugepages-"):
+            total[name] = max(total.get(name, 0), amount)  # never below the containers' own (Kueue v0.20, #16047)
     _add(total, {name: parse_quantity(str(q)) for name, q in (pod_spec.get("overhead") or {}).items()})
     return {name: amount for name, amount in total.items() if amount}
 

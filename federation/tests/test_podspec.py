@@ -46,6 +46,8 @@ def test_pod_level_resources_replace_the_containers_sum_for_cpu_memory_and_hugep
         "nvidia.com/gpu": 1000,
     }
     assert pod_requests({"resources": {}, "containers": spec["containers"]})["cpu"] == 2000
+    below = {"resources": {"limits": {"cpu": "1500m"}}, "containers": spec["containers"]}
+    assert pod_requests(below)["cpu"] == 2000, "never less than the containers' own requests (Kueue v0.20)"
 
 
 def test_a_runtime_class_overhead_is_laid_in_only_where_the_pod_sets_none() -> None:
