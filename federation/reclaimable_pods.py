@@ -4,7 +4,8 @@ A Job running ``parallelism`` pods at once with ``completions`` to reach needs f
 than a full round: with ``remaining = completions - terminal``, the pods past ``remaining`` will never run again, so
 ``parallelism - remaining`` of them are reclaimable. ``terminal`` is ``status.succeeded``; for an Indexed Job, the
 indexes in ``status.completedIndexes`` and ``status.failedIndexes`` together (an index that failed for good, under
-``backoffLimitPerIndex``, is not run again either). A one-pod Job, or one with nothing terminal, reclaims nothing.
+``backoffLimitPerIndex``, is not run again either). A one-pod Job, or one with nothing terminal, reclaims nothing;
+``parallelism`` above ``completions`` counts as ``completions``, the pods the Workload holds quota for.
 This is Kueue's ``ReclaimablePods`` (Beta, on by default since v0.15), including v0.20's counting of failed indexes.
 
 The Workload says it in ``status.reclaimablePods`` (per pod set, Kueue's pod set of a Job is ``main``), and every
@@ -59,6 +60,8 @@ def reclaimable_pods(job: Obj) -> list[dict[str, Any]]:
     given_parallelism, given_completions = spec.get("parallelism"), spec.get("completions")
     parallelism = 1 if given_parallelism is None else int(given_parallelism)
     completions = parallelism if given_completions is None else int(given_completions)
+    # no more pods run at once than there are completions: the Workload's pod count (Kueue v0.20, #16111)
+    parallelism = min(parallelism, completions)
     if spec.get("completionMode") == "Indexed":
         terminal = terminal_indexes(
             str(status.get("completedIndexes") or ""), str(status.get("failedIndexes") or ""), completions

@@ -31,6 +31,8 @@ def _job(parallelism: int | None, completions: int | None, **status: Any) -> dic
         (_job(3, 10, succeeded=12), [{"name": "main", "count": 3}]),  # more than needed: all of them
         (_job(4, None, succeeded=1), [{"name": "main", "count": 1}]),  # completions default to parallelism
         (_job(None, None, succeeded=1), []),  # parallelism defaults to 1
+        # at most 3 pods run at once: one succeeded, two still run and keep their quota (Kueue v0.20)
+        (_job(5, 3, succeeded=1), [{"name": "main", "count": 1}]),
         # Indexed: completed and failed indexes together, each once (Kueue v0.20 counts failed indexes too)
         (
             _job(4, 6, indexed=True, succeeded=9, completedIndexes="0-2", failedIndexes="2,3"),
