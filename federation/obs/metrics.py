@@ -381,7 +381,7 @@ class Metrics:
         self.pod_scheduling_gate_removal = Histogram(
             "kueue_pod_scheduling_gate_removal_seconds",
             "Duration from Workload admission to removal of a Pod scheduling gate.",
-            ["name", "cluster_queue", "is_group"],  # Kueue's: no replica_role on this one
+            ["name", "cluster_queue", "is_group", role_label],  # replica_role since Kueue v0.20 (#14488)
             registry=r,
         )
         self.evicted_workloads = Counter(
@@ -528,9 +528,9 @@ class Metrics:
 
     def gate_removed(self, *, gate: str, cluster_queue: str, is_group: bool, seconds: float) -> None:
         """A pod's scheduling gate ``gate`` was removed ``seconds`` after its workload was admitted."""
-        self.pod_scheduling_gate_removal.labels(gate, cluster_queue, "true" if is_group else "false").observe(
-            max(0.0, seconds)
-        )
+        self.pod_scheduling_gate_removal.labels(
+            gate, cluster_queue, "true" if is_group else "false", self.role
+        ).observe(max(0.0, seconds))
 
     def admitted(
         self,

@@ -121,10 +121,17 @@ def test_cohort_admitted_counts_every_ancestor_once() -> None:
         assert got[("kueue_cohort_subtree_admitted_workloads_total", labels)] == 1
 
 
-def test_gate_removed_has_kueues_labels_without_replica_role() -> None:
+def test_gate_removed_has_kueue_v0_20s_labels_with_replica_role() -> None:
     metrics = Metrics(role="leader")
     metrics.gate_removed(gate="kueue.x-k8s.io/topology", cluster_queue="cq", is_group=False, seconds=2.0)
-    labels = frozenset({"name": "kueue.x-k8s.io/topology", "cluster_queue": "cq", "is_group": "false"}.items())
+    labels = frozenset(
+        {
+            "name": "kueue.x-k8s.io/topology",
+            "cluster_queue": "cq",
+            "is_group": "false",
+            "replica_role": "leader",
+        }.items()
+    )
     got = _samples(metrics)
     assert got[("kueue_pod_scheduling_gate_removal_seconds_count", labels)] == 1
     assert got[("kueue_pod_scheduling_gate_removal_seconds_sum", labels)] == 2
