@@ -392,16 +392,16 @@ def test_a_deleted_capacity_report_is_made_again_at_once(rig: Federation, agent:
     wait_for("the flavor in the capacity report", lambda: reported_flavor(rig, queues.flavor))
     before = get_json(rig, "clustercapacities.kfed.io", "local") or {}
     rig.kubectl(WORKER, "delete", "clustercapacities.kfed.io", "local")
-    again = wait_for(
-        "a new capacity report with the flavor in it",
-        lambda: (
-            (found := get_json(rig, "clustercapacities.kfed.io", "local")) is not None
-            and found["metadata"]["uid"] != before["metadata"]["uid"]
-            and reported_flavor(rig, queues.flavor) is not None
-            and found
-        ),
-        timeout=10,
-    )
+
+    def report_again() -> dict[str, Any] | None:
+        """The new report, once it is filled (its flavors and the time are read from one and the same object)."""
+        found = get_json(rig, "clustercapacities.kfed.io", "local")
+        if found is None or found["metadata"]["uid"] == before["metadata"]["uid"]:
+            return None
+        flavors = (found.get("status") or {}).get("flavors") or ()
+        return found if any(entry["name"] == queues.flavor for entry in flavors) else None
+
+    again = wait_for("a new capacity report with the flavor in it", report_again, timeout=10)
     assert again["status"]["observedTime"]
 
 

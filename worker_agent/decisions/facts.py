@@ -20,6 +20,7 @@ from federation.admission.orphans import left_behind
 from federation.admission.pods_ready import ready_pod_count
 from federation.admission.requeued import may_take_requeued_step
 from federation.protocol import MANAGER_UID_LABEL
+from federation.reclaimable_pods import reclaimable_pods
 from worker_agent.decisions.checks import may_take_checks_step
 from worker_agent.decisions.job_copies import admitted_since, waits_for_job_copy
 from worker_agent.decisions.jobs import job_finished, prebuilt_workload_name
@@ -71,8 +72,9 @@ def job_change_matters(event_type: str, job: Mapping[str, Any], old: Mapping[str
     that leaves what the passes read as it was (the Job controller writes a Job's status several times in its life,
     e.g. ``ready`` or ``uncountedTerminatedPods``, and each woke a whole pass). The passes read the Job's uid, labels
     and spec, the Workload it names, ``status.active`` (a stopped Job of an evicted Workload) and its true
-    ``Complete`` or ``Failed`` condition (``decisions.jobs.job_finished``); and, of a Job that is not one of
-    kfed-manager's copies, how many of its pods are ready (waitForPodsReady, ``federation.admission.pods_ready``)."""
+    ``Complete`` or ``Failed`` condition (``decisions.jobs.job_finished``), how many of its pods are reclaimable
+    (``federation.reclaimable_pods``); and, of a Job that is not one of kfed-manager's copies, how many of its pods
+    are ready (waitForPodsReady, ``federation.admission.pods_ready``)."""
     if old is None or event_type != "MODIFIED":
         return True
     return _read_of(job) != _read_of(old)
@@ -87,6 +89,7 @@ def _read_of(job: Mapping[str, Any]) -> tuple[Any, ...]:
         (job.get("status") or {}).get("active"),
         job_finished(job),
         None if MANAGER_UID_LABEL in ((job.get("metadata") or {}).get("labels") or {}) else ready_pod_count(job),
+        reclaimable_pods(job),
     )
 
 

@@ -146,3 +146,12 @@ def test_an_admitted_workload_with_a_maximum_execution_time_has_a_deadline_until
     deactivated = {**limited, "spec": {**limited["spec"], "active": False}}
     assert workload_facts(deactivated).execution_deadline is None, "deactivated already: its eviction follows"
     assert workload_facts(with_conditions(limited, ("Finished", "True"))).execution_deadline is None
+
+
+def test_a_pod_that_succeeds_wakes_the_passes_only_when_it_makes_pods_reclaimable() -> None:
+    two_of_three = {**RUNNING_JOB, "spec": {**RUNNING_JOB["spec"], "parallelism": 2, "completions": 4}}
+    two_of_three = changed(two_of_three, active=2)
+    one_done = changed(two_of_three, succeeded=1)  # 3 left for 2 at a time: none reclaimable yet
+    assert not job_change_matters("MODIFIED", one_done, two_of_three)
+    three_done = changed(one_done, succeeded=3)  # 1 left: one pod's quota goes back
+    assert job_change_matters("MODIFIED", three_done, one_done)
