@@ -104,21 +104,25 @@ def test_c2_a_job_without_a_workload_priority_class_takes_its_pods_priority_clas
         federation.kubectl(cluster, "apply", "-f", "-", input=json.dumps(priority_class))
     manifest = job_manifest("c2-pc", namespace="default", cpu="1", seconds=1)
     manifest["spec"]["template"]["spec"]["priorityClassName"] = "c2-pod-high"
+    assert _priority_of_new_job(federation, manifest) == (
+        4242,
+        {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "c2-pod-high"},
+    )
+
+
+def _priority_of_new_job(federation: Federation, manifest: Obj) -> tuple[int, Obj]:
+    """Create the Job ``manifest`` on the manager: its Workload's priority and ``priorityClassRef``, once it ran."""
+    name = manifest["metadata"]["name"]
     federation.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
     workload = wait_for(
-        lambda: workload_of(federation, "c2-pc"),
+        lambda: workload_of(federation, name),
         until=lambda wl: wl is not None,
         timeout=30,
-        what="the c2-pc Workload",
+        what=f"the {name} Workload",
     )
     assert workload is not None
-    assert workload["spec"]["priority"] == 4242
-    assert workload["spec"]["priorityClassRef"] == {
-        "group": "scheduling.k8s.io",
-        "kind": "PriorityClass",
-        "name": "c2-pod-high",
-    }
-    wait_complete(federation, "c2-pc")
+    wait_complete(federation, name)
+    return workload["spec"]["priority"], workload["spec"]["priorityClassRef"]
 
 
 def _dry_run_labels(federation: Federation, cluster: str, manifest: Obj) -> dict[str, str]:
@@ -158,27 +162,12 @@ def test_c2_a_job_created_without_a_workload_priority_class_takes_the_default_on
         chosen["metadata"]["labels"][label] = "kfed-test-missing"
         assert _dry_run_labels(federation, MANAGER, chosen)[label] == "kfed-test-missing"
 
-        federation.kubectl(
-            MANAGER,
-            "create",
-            "-f",
-            "-",
-            input=json.dumps(job_manifest("c2-default", namespace="default", cpu="1", seconds=1)),
+        assert _priority_of_new_job(
+            federation, job_manifest("c2-default", namespace="default", cpu="1", seconds=1)
+        ) == (
+            321,
+            {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "default"},
         )
-        workload = wait_for(
-            lambda: workload_of(federation, "c2-default"),
-            until=lambda wl: wl is not None,
-            timeout=30,
-            what="the c2-default Workload",
-        )
-        assert workload is not None
-        assert workload["spec"]["priority"] == 321
-        assert workload["spec"]["priorityClassRef"] == {
-            "group": "kueue.x-k8s.io",
-            "kind": "WorkloadPriorityClass",
-            "name": "default",
-        }
-        wait_complete(federation, "c2-default")
     finally:
         for cluster in federation.clusters:
             federation.kubectl(cluster, "delete", "workloadpriorityclass", "default", "--ignore-not-found")
