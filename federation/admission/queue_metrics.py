@@ -294,7 +294,10 @@ def _since(raw: Mapping[str, Any], condition_type: str, now: dt.datetime) -> flo
 def ready_waits(raw: Mapping[str, Any], *, now: dt.datetime) -> tuple[float, float] | None:
     """Kueue's samples when a workload's ``PodsReady`` turns True at ``now``: seconds since it was created or
     requeued (``kueue_ready_wait_time_seconds``) and since it was admitted
-    (``kueue_admitted_until_ready_wait_time_seconds``); None when it is not admitted."""
+    (``kueue_admitted_until_ready_wait_time_seconds``); None when it is not admitted, or when its pods are ready
+    again after a recovery (reason ``Recovered``), which Kueue v0.20 no longer records (#14626)."""
+    if (find_condition(raw, "PodsReady") or {}).get("reason") == "Recovered":
+        return None
     admitted = _since(raw, "Admitted", now)
     queued = queued_since(raw)
     if admitted is None or not queued:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from typing import Any
 
 import pytest
 
@@ -188,7 +189,7 @@ def test_weighted_share_of_a_borrowing_queue_with_weight_zero_is_nan() -> None:
     assert math.isnan(got[("kueue_cluster_queue_weighted_share", ("small", "co"))])
 
 
-def _conditions(*items: tuple[str, str, str]) -> dict[str, object]:
+def _conditions(*items: tuple[str, str, str]) -> dict[str, Any]:
     return {
         "metadata": {"namespace": "ns", "name": "w", "creationTimestamp": "2026-01-01T00:00:00Z"},
         "status": {
@@ -207,6 +208,11 @@ def test_ready_waits_from_creation_or_requeue_and_from_admission() -> None:
     requeued = ("Requeued", "True", "2026-01-01T00:00:10Z")
     assert ready_waits(_conditions(requeued, admitted), now=now) == (50.0, 40.0)
     assert ready_waits(_conditions(("Admitted", "False", "2026-01-01T00:00:20Z")), now=now) is None
+    ready = _conditions(admitted, ("PodsReady", "True", "2026-01-01T00:01:00Z"))
+    assert ready_waits(ready, now=now) == (60.0, 40.0)
+    recovered = _conditions(admitted, ("PodsReady", "True", "2026-01-01T00:01:00Z"))
+    recovered["status"]["conditions"][-1]["reason"] = "Recovered"
+    assert ready_waits(recovered, now=now) is None, "not again after a recovery (Kueue v0.20)"
 
 
 def test_pods_ready_to_evicted_only_for_ready_pods() -> None:
@@ -227,7 +233,7 @@ def test_workload_creation_latency_from_the_jobs_creation_and_only_at_generation
 def test_eviction_latency_from_the_evicted_transition_to_the_release() -> None:
     now = dt.datetime(2026, 1, 1, 0, 1, 0, tzinfo=dt.UTC)
     before = _conditions(("QuotaReserved", "True", "2026-01-01T00:00:00Z"), ("Evicted", "True", "2026-01-01T00:00:48Z"))
-    before["status"]["admission"] = {"clusterQueue": "cq"}  # type: ignore[index]
+    before["status"]["admission"] = {"clusterQueue": "cq"}
     after = _conditions(("QuotaReserved", "False", "2026-01-01T00:01:00Z"), ("Evicted", "True", "2026-01-01T00:00:48Z"))
     assert eviction_latency(before, after, now=now) == ("cq", "Evicted", 12.0)
     not_held = _conditions(("QuotaReserved", "False", "2026-01-01T00:00:00Z"))
