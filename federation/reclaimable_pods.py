@@ -18,11 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from federation.api.workload import DEFAULT_PODSET_NAME
 from federation.conditions import is_true
 
 Obj = Mapping[str, Any]
-
-JOB_POD_SET = "main"
 
 
 def _index_ranges(text: str, limit: int) -> list[tuple[int, int]]:
@@ -73,7 +72,7 @@ def reclaimable_pods(job: Obj) -> list[dict[str, Any]]:
     remaining = max(completions - terminal, 0)
     if remaining >= parallelism:
         return []
-    return [{"name": JOB_POD_SET, "count": parallelism - remaining}]
+    return [{"name": DEFAULT_PODSET_NAME, "count": parallelism - remaining}]
 
 
 def recorded(workload: Obj) -> list[dict[str, Any]]:
