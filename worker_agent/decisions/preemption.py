@@ -178,8 +178,9 @@ def release_status(workload: Obj, *, now: dt.datetime) -> Obj:
     deactivated Workload (``spec.active: false``: the agent's own ``JobCopyMissing`` eviction, a Rejected check, or
     a user), which is not queued again until it is reactivated, and after the evictions that come with a backoff
     (``federation.admission.requeued``). Its admission checks are reset to ``Pending``, as Kueue's eviction resets
-    them (``federation.admission.check_reset``). The admitted time counts against ``maximumExecutionTimeSeconds``
-    (``accumulatedPastExecutionTimeSeconds``); a deactivated Workload starts afresh once reactivated."""
+    them (``federation.admission.check_reset``), and ``unhealthyNodes`` is cleared. The admitted time counts against
+    ``maximumExecutionTimeSeconds`` (``accumulatedPastExecutionTimeSeconds``); a deactivated Workload starts afresh
+    once reactivated."""
     evicted = find_condition(workload, "Evicted") or {}
     reason = str(evicted.get("reason") or REASON_PREEMPTED)
     message = str(evicted.get("message") or "")
@@ -207,6 +208,8 @@ def release_status(workload: Obj, *, now: dt.datetime) -> Obj:
     reset = checks_reset_on_eviction(checks, now=now)
     if reset != checks:  # as Kueue's eviction: every check not Pending starts over (a Retry one counts a retry)
         patch["admissionChecks"] = reset
+    if (workload.get("status") or {}).get("unhealthyNodes"):  # Kueue's eviction clears them too
+        patch["unhealthyNodes"] = None
     if (workload.get("spec") or {}).get("active") is False:
         if (workload.get("status") or {}).get(ACCUMULATED_FIELD) is not None:
             patch[ACCUMULATED_FIELD] = None

@@ -310,9 +310,9 @@ def plan_repair(
             now=now,
             observed_generation=workload_generation(workload),
         )
-        status: dict[str, Any] = {
+        status: dict[str, Any] = {  # as Kueue's eviction, it clears unhealthyNodes: the message names the nodes
             "conditions": conditions,
-            "unhealthyNodes": [{"name": n} for n in unhealthy],
+            "unhealthyNodes": None,
             "schedulingStats": scheduling_stats_after(workload, NODE_FAILURES_REASON),
         }
         return WorkloadRepair(status, True, message, failed, 0, tuple(pods_on_failed))

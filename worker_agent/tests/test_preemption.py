@@ -163,6 +163,9 @@ def test_an_evicted_workload_stops_its_job_then_releases_its_quota() -> None:
     assert by_type["Admitted"]["status"] == "False"
     assert not evicted_holding_quota({**evicted, "status": {**evicted["status"], **released}})
     assert "admissionChecks" not in released, "no checks, nothing to reset"
+    assert "unhealthyNodes" not in released, "none to clear"
+    repaired = {**evicted, "status": {**evicted["status"], "unhealthyNodes": [{"name": "n1"}]}}
+    assert release_status(repaired, now=NOW)["unhealthyNodes"] is None, "as Kueue's eviction, they are cleared"
     ready = {"name": "prov", "state": "Ready", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"}
     checked = {**evicted, "status": {**evicted["status"], "admissionChecks": [ready]}}
     released = release_status(checked, now=NOW)

@@ -226,6 +226,7 @@ def test_no_room_in_the_required_rack_evicts_with_node_failures_and_recovery_cle
     assert repair.status["schedulingStats"]["evictions"] == [
         {"reason": "NodeFailures", "underlyingCause": "", "count": 1}
     ]
+    assert repair.status["unhealthyNodes"] is None, "Kueue's eviction clears them; the message names the node"
     cleared = plan_repair(
         _workload(assignment.to_dict(), unhealthy=["gone"]),
         [PodSetRepair("main", request, snapshot, assignment, {})],
