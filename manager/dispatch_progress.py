@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from federation.admission.api_drain import admitted_note
 from federation.admission.execution_time import (
     REASON_EXCEEDED,
     exceeded_note,
@@ -29,7 +30,7 @@ from federation.admission.pods_ready import (
     pods_ready_step,
     waiting_for_start,
 )
-from federation.admission.queue_metrics import cohort_ancestors, queued_since, ready_waits, workload_labels
+from federation.admission.queue_metrics import cohort_ancestors, queued_since, readiness_samples, workload_labels
 from federation.admission.requeued import may_take_requeued_step, queues_of, requeued_step
 from federation.conditions import conditions_of, find_condition, is_true, parse_time, set_condition, workload_generation
 from federation.kube.cache import WatchCache
@@ -249,21 +250,11 @@ class DispatchProgress:
             return None
         if step.condition is not None:
             merged = [c for c in conditions_of(workload) if c.get("type") != "PodsReady"]
+            before = workload
             workload = await self._writes.patch_status(workload, {"conditions": [*merged, step.condition]})
             log.info("pods readiness changed", workload=key, cluster=worker, reason=step.condition["reason"])
-            waits = ready_waits(workload, now=now) if step.condition["status"] == "True" else None
-            if waits is not None:
-                namespace, local_queue, priority_class = workload_labels(workload)
-                self._metrics.pods_ready(
-                    cluster_queue=str(
-                        ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or ""
-                    ),
-                    namespace=namespace,
-                    local_queue=local_queue,
-                    priority_class=priority_class,
-                    queued=waits[0],
-                    admitted=waits[1],
-                )
+            if (samples := readiness_samples(before, workload, now=now)) is not None:
+                self._metrics.pods_ready(**samples)
         return workload, step.recheck_after
 
     async def mark_admitted(self, workload: Obj, *, worker: str, remote_workload: Obj | None) -> Obj:
@@ -333,8 +324,7 @@ class DispatchProgress:
         self._events.emit(
             workload,
             reason="Admitted",
-            note=f"Admitted by ClusterQueue {queue}, wait time since reservation was "
-            f"{max(0.0, (now - since).total_seconds()):.0f}s",
+            note=admitted_note(queue, reserved_seconds=(now - since).total_seconds()),
             action="Admit",
         )
         log.info("workload admitted", workload=key, cluster=worker, queue=queue)

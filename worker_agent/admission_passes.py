@@ -31,6 +31,7 @@ from federation.kube.recorder import EventRecorder
 from federation.obs.metrics import Metrics
 from worker_agent.decisions.admission import blocking_veto, plan_admissions
 from worker_agent.decisions.checks import (
+    admitted_event_note,
     admitted_status,
     checks_for,
     checks_step,
@@ -241,7 +242,7 @@ class AdmissionPasses:
                     status, reason, message, event_type = failed, "SecondPassFailed", placed, "Warning"
                 else:
                     status = admitted_status(workload, now=now, topology=placed)
-                    reason, message = "Admitted", "The workload is admitted"
+                    reason, message = "Admitted", admitted_event_note(workload, now=now)
             if step.kind == "deactivate":
                 deactivated = await self.writes.deactivate(workload, bound)
                 if deactivated is None:

@@ -27,6 +27,7 @@ from federation.admission.pods_ready import (
     pods_ready_step,
     waiting_for_start,
 )
+from federation.admission.queue_metrics import readiness_samples
 from federation.conditions import conditions_of, find_condition
 from federation.kube import resources as r
 from federation.kube.recorder import EventRecorder
@@ -123,6 +124,8 @@ class RunLimits:
                 if written is None:
                     continue
                 self.world.workload_writes.remember(written)
+                if (samples := readiness_samples(workload, written, now=now)) is not None:
+                    self.metrics.pods_ready(**samples)
                 workload = written
             if step.deactivate:
                 target = {"conditions": [*conditions_of(workload), deactivation_target(workload, now=now)]}

@@ -5,63 +5,23 @@ must have (counters moved by exactly what the scenario did, gauges equal to the 
 from __future__ import annotations
 
 import datetime as dt
-import urllib.request
-from collections.abc import Callable
+import json
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from e2e.queues import CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE
+from e2e.queues import CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE, job_manifest
 from e2e.rig.federation import MANAGER, Federation
+from e2e.rig.kwok_stages import EXIT_CODE_ANNOTATION
 from e2e.scenarios.helpers import condition, is_true, submit, wait_complete, worker_of, workload_of
+from e2e.scenarios.scraping import changes, get_url, has, port_of, scrape, value
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
-Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return int(response.status), response.read().decode()
-    except urllib.error.HTTPError as err:
-        return int(err.code), err.read().decode()
-
-
-def _port(fed: Federation, process: str, key: str) -> int:
-    release = next(r for r in fed.releases if r.process == process)
-    return int(release.values[key])
-
-
-def scrape(fed: Federation, process: str = "kfed-manager") -> Series:
-    status, text = _get(f"http://127.0.0.1:{_port(fed, process, 'metricsPort')}/metrics")
-    assert status == 200, text
-    series: Series = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            series[(sample.name, frozenset(sample.labels.items()))] = sample.value
-    return series
-
-
-def value(series: Series, name: str, /, **labels: str) -> float:
-    """The sum of ``name`` over the series whose labels include ``labels`` (0 when none)."""
-    wanted = set(labels.items())
-    return sum(v for (n, ls), v in series.items() if n == name and wanted <= ls)
-
-
-def has(series: Series, name: str, /, **labels: str) -> bool:
-    wanted = set(labels.items())
-    return any(n == name and wanted <= ls for (n, ls) in series)
-
 
 def _time(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def _delta(before: Series, after: Series) -> Callable[..., float]:
-    return lambda metric, /, **labels: value(after, metric, **labels) - value(before, metric, **labels)
 
 
 def test_metrics_after_one_job_and_one_job_too_big(federation: Federation) -> None:
@@ -77,11 +37,11 @@ def test_metrics_after_one_job_and_one_job_too_big(federation: Federation) -> No
     # counters: exactly one more of each thing the Job went through (finished is counted when the result comes back)
     after = wait_for(
         lambda: scrape(fed),
-        until=lambda s: _delta(before, s)("kueue_finished_workloads_total", **cq) == 1,
+        until=lambda s: changes(before, s)("kueue_finished_workloads_total", **cq) == 1,
         timeout=30,
         what="kueue_finished_workloads_total to count the Job",
     )
-    delta = _delta(before, after)
+    delta = changes(before, after)
     assert delta("kueue_quota_reserved_workloads_total", **cq, priority_class="") == 1
     assert delta("kueue_quota_reserved_wait_time_seconds_count", **cq) == 1
     assert delta("kueue_admitted_workloads_total", **cq) == 1
@@ -124,7 +84,7 @@ def test_metrics_after_one_job_and_one_job_too_big(federation: Federation) -> No
     assert has(after, "process_cpu_seconds_total")
     assert has(after, "python_gc_collections_total")
     # the worker's agent counts its own admission of the copy, under the same names
-    agent_delta = _delta(agents_before[worker], scrape(fed, f"kfed-agent-{worker}"))
+    agent_delta = changes(agents_before[worker], scrape(fed, f"kfed-agent-{worker}"))
     assert agent_delta("kueue_admitted_workloads_total", cluster_queue=CLUSTER_QUEUE, replica_role="leader") == 1
 
     # a Job bigger than the whole ClusterQueue: tried, found inadmissible, parked — and the gauge says so
@@ -143,7 +103,7 @@ def test_metrics_after_one_job_and_one_job_too_big(federation: Federation) -> No
         assert (
             value(pending, "kueue_cluster_queue_resource_pending", cluster_queue=CLUSTER_QUEUE, resource="cpu") == 200
         )
-        assert _delta(after, pending)("kueue_admission_attempts_total", result="inadmissible") >= 1
+        assert changes(after, pending)("kueue_admission_attempts_total", result="inadmissible") >= 1
     finally:
         fed.kubectl(MANAGER, "delete", "job", "metrics-huge", "--ignore-not-found", "--wait=false")
     wait_for(
@@ -174,7 +134,7 @@ def test_metrics_of_a_running_workload_deactivated(federation: Federation) -> No
         cq = {"cluster_queue": CLUSTER_QUEUE, "replica_role": "leader"}
         lq = {"name": LOCAL_QUEUE, "namespace": "default", "replica_role": "leader"}
         running = scrape(fed)
-        ready_delta = _delta(before, running)
+        ready_delta = changes(before, running)
         assert ready_delta("kueue_ready_wait_time_seconds_count", **cq) == 1
         assert ready_delta("kueue_local_queue_ready_wait_time_seconds_count", **lq) == 1
         assert ready_delta("kueue_admitted_until_ready_wait_time_seconds_count", **cq) == 1
@@ -206,12 +166,12 @@ def test_metrics_of_a_running_workload_deactivated(federation: Federation) -> No
         reason = evicted["reason"]
         after = wait_for(
             lambda: scrape(fed),
-            until=lambda s: _delta(before, s)("kueue_workload_eviction_latency_seconds_count", reason=reason) == 1,
+            until=lambda s: changes(before, s)("kueue_workload_eviction_latency_seconds_count", reason=reason) == 1,
             timeout=30,
             what=f"kueue_workload_eviction_latency_seconds{{reason={reason}}} to count the release",
         )
         scraped_by = dt.datetime.now(dt.UTC)
-        delta = _delta(before, after)
+        delta = changes(before, after)
         assert delta("kueue_evicted_workloads_total", **cq, reason=reason) == 1
         assert delta("kueue_pods_ready_to_evicted_time_seconds_count", **cq, reason=reason) == 1
         evicted_at = _time(evicted["lastTransitionTime"])
@@ -229,6 +189,46 @@ def test_metrics_of_a_running_workload_deactivated(federation: Federation) -> No
         fed.kubectl(MANAGER, "delete", "job", "metrics-stopped", "--ignore-not-found", "--wait=false")
 
 
+def test_a_workload_whose_pods_are_ready_again_records_kueues_recovery_wait(federation: Federation) -> None:
+    """Kueue v0.20's recovery histograms: a Job's only pod fails, the worker's Job controller makes a new one after
+    its 10 s failure backoff, and the Workload's ``PodsReady`` goes ``WaitForRecovery`` then ``Recovered``; one sample
+    each, as long as the wait between the two transitions, and the ready-wait histograms are not recorded again."""
+    fed = federation
+    before = scrape(fed)
+    manifest = job_manifest("metrics-recovered", namespace="default", cpu="1", seconds=8)
+    manifest["spec"]["backoffLimit"] = 1
+    manifest["spec"]["template"]["metadata"]["annotations"][EXIT_CODE_ANNOTATION] = "1"
+    fed.kubectl(MANAGER, "create", "-f", "-", input=json.dumps(manifest))
+    try:
+        waiting = wait_for(
+            lambda: workload_of(fed, "metrics-recovered"),
+            until=lambda wl: (condition(wl, "PodsReady") or {}).get("reason") == "WaitForRecovery",
+            timeout=60,
+            what="metrics-recovered's PodsReady to turn False with WaitForRecovery once its pod failed",
+        )
+        recovered = wait_for(
+            lambda: workload_of(fed, "metrics-recovered"),
+            until=lambda wl: (condition(wl, "PodsReady") or {}).get("reason") == "Recovered",
+            timeout=45,
+            what="metrics-recovered's PodsReady to turn True with Recovered once the new pod runs",
+        )
+        cq = {"cluster_queue": CLUSTER_QUEUE, "replica_role": "leader"}
+        lq = {"name": LOCAL_QUEUE, "namespace": "default", "replica_role": "leader"}
+        delta = changes(before, scrape(fed))
+        assert delta("kueue_workload_recovery_wait_time_seconds_count", **cq) == 1
+        assert delta("kueue_local_queue_workload_recovery_wait_time_seconds_count", **lq) == 1
+        assert delta("kueue_ready_wait_time_seconds_count", **cq) == 1, "recorded once, when first ready"
+        assert delta("kueue_local_queue_admitted_until_ready_wait_time_seconds_count", **lq) == 1
+        waited = delta("kueue_workload_recovery_wait_time_seconds_sum", **cq)
+        span = _time(_condition(recovered, "PodsReady")["lastTransitionTime"]) - _time(
+            _condition(waiting, "PodsReady")["lastTransitionTime"]
+        )
+        assert abs(waited - span.total_seconds()) <= 1.0, (waited, span)
+        assert waited >= 5, "the worker's Job controller waits 10 s before it replaces a failed pod"
+    finally:
+        fed.kubectl(MANAGER, "delete", "job", "metrics-recovered", "--ignore-not-found", "--wait=false")
+
+
 def _condition(workload: dict[str, Any] | None, kind: str) -> dict[str, Any]:
     found = condition(workload, kind)
     assert found is not None, f"no {kind} condition"
@@ -236,11 +236,11 @@ def _condition(workload: dict[str, Any] | None, kind: str) -> dict[str, Any]:
 
 
 def test_readyz_verbose_names_the_connected_workers(federation: Federation) -> None:
-    port = _port(federation, "kfed-manager", "healthPort")
-    status, text = _get(f"http://127.0.0.1:{port}/readyz?verbose")
+    port = port_of(federation, "kfed-manager", "healthPort")
+    status, text = get_url(f"http://127.0.0.1:{port}/readyz?verbose")
     assert status == 200, text
     workers = len(federation.workers)
     assert f"[+]remotes-connected ok: {workers}/{workers} connected" in text, text
     assert "readyz check passed" in text
-    status, plain = _get(f"http://127.0.0.1:{port}/readyz")
+    status, plain = get_url(f"http://127.0.0.1:{port}/readyz")
     assert (status, plain) == (200, "ok")

@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 
-from e2e.queues import apply_sample_queues, job_manifest
+from e2e.queues import CLUSTER_QUEUE, LOCAL_QUEUE, apply_sample_queues, job_manifest
 from e2e.rig.federation import Federation, FederationSpec, running
+from e2e.rig.kwok_stages import EXIT_CODE_ANNOTATION
 from e2e.rig.nodes import NodeShape
 from e2e.scenarios.helpers import condition, get, is_true, items
+from e2e.scenarios.scraping import changes, scrape
 from e2e.toolchain import ensure_built
 from e2e.waiting import wait_for
 
@@ -29,12 +31,14 @@ CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 waitForPodsReady:
   timeout: 8s
+  recoveryTimeout: 40s
   blockAdmission: true
   requeuingStrategy:
     backoffLimitCount: 1
     backoffBaseSeconds: 1
 """
-"""All of it applies to the Jobs queued on the worker itself."""
+"""All of it applies to the Jobs queued on the worker itself. The recovery timeout outlasts the worker's Job
+controller's 10 s backoff before it replaces a failed pod."""
 
 
 @pytest.fixture(scope="module")
@@ -155,3 +159,36 @@ def test_block_admission_holds_a_job_back_while_another_holds_quota_without_read
         assert any(e.get("reason") == "PodsReadyTimeout" for e in evictions), first.get("status")
     finally:
         waiting.kubectl(WORKER, "delete", "job", "stuck", "-n", "default", "--wait=false", check=False)
+
+
+def test_a_worker_queued_job_whose_pod_is_replaced_recovers_and_kueues_wait_histograms_count_it(
+    waiting: Federation,
+) -> None:
+    """A worker-queued Job's only pod fails and the Job controller replaces it after its 10 s backoff: the Workload's
+    ``PodsReady`` goes ``WaitForRecovery`` then ``Recovered`` (not evicted: the recovery timeout is longer), and
+    kfed-agent records Kueue's ready-wait histograms once and the v0.20 recovery histograms once."""
+    agent = f"kfed-agent-{WORKER}"
+    before = scrape(waiting, agent)
+    manifest = job_manifest("recovering", namespace="default", cpu="1", seconds=8)
+    manifest["spec"]["backoffLimit"] = 1
+    manifest["spec"]["template"]["metadata"]["annotations"][EXIT_CODE_ANNOTATION] = "1"
+    job = _create(waiting, manifest)
+    try:
+        recovered = wait_for(
+            lambda: _workload_of(waiting, job),
+            until=lambda wl: wl is not None and (condition(wl, "PodsReady") or {}).get("reason") == "Recovered",
+            timeout=60,
+            what="the recovering Job's PodsReady to turn True with Recovered once its pod was replaced",
+        )
+        assert recovered is not None
+        assert not recovered["status"].get("schedulingStats"), "never evicted"
+        cq = {"cluster_queue": CLUSTER_QUEUE, "replica_role": "leader"}
+        lq = {"name": LOCAL_QUEUE, "namespace": "default", "replica_role": "leader"}
+        delta = changes(before, scrape(waiting, agent))
+        assert delta("kueue_ready_wait_time_seconds_count", **cq) == 1
+        assert delta("kueue_local_queue_admitted_until_ready_wait_time_seconds_count", **lq) == 1
+        assert delta("kueue_workload_recovery_wait_time_seconds_count", **cq) == 1
+        assert delta("kueue_local_queue_workload_recovery_wait_time_seconds_count", **lq) == 1
+        assert 5 <= delta("kueue_workload_recovery_wait_time_seconds_sum", **cq) < 40
+    finally:
+        waiting.kubectl(WORKER, "delete", "job", "recovering", "-n", "default", "--wait=false", check=False)

@@ -84,6 +84,14 @@ def reserved_message(cluster_queue: str) -> str:
     return f"Quota reserved in ClusterQueue {cluster_queue}"
 
 
+def admitted_note(cluster_queue: str, *, reserved_seconds: float) -> str:
+    """Kueue's ``Admitted`` Event: the ClusterQueue and the whole seconds since the quota was reserved (0 when both
+    came in one write; since v0.20 the real wait when admission checks came between, #15829)."""
+    return (
+        f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was {max(0.0, reserved_seconds):.0f}s"
+    )
+
+
 def reserved_conditions(raw: Obj, *, cluster_queue: str, now: dt.datetime) -> Conditions:
     """The workload's conditions once it holds quota in ``cluster_queue``: ``QuotaReserved=True`` ("Quota reserved in
     ClusterQueue …"), and each condition of ``ENDED_BY_RESERVATION`` that was True turned False with reason

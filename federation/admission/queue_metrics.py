@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from federation.admission import model as core
 from federation.admission.api_state import QuotaState
@@ -303,6 +303,53 @@ def ready_waits(raw: Mapping[str, Any], *, now: dt.datetime) -> tuple[float, flo
     if admitted is None or not queued:
         return None
     return max(0.0, (now - parse_time(queued)).total_seconds()), admitted
+
+
+def recovery_wait(before: Mapping[str, Any], after: Mapping[str, Any], *, now: dt.datetime) -> float | None:
+    """Kueue v0.20's ``kueue_workload_recovery_wait_time_seconds`` sample (#14766) when a workload's ``PodsReady``
+    turns True at ``now`` with reason ``Recovered`` (``after``): seconds since it turned False with reason
+    ``WaitForRecovery`` (``before``); None for any other change."""
+    waiting, ready = find_condition(before, "PodsReady") or {}, find_condition(after, "PodsReady") or {}
+    if ready.get("status") != "True" or ready.get("reason") != "Recovered":
+        return None
+    if waiting.get("status") != "False" or waiting.get("reason") != "WaitForRecovery":
+        return None
+    since = str(waiting.get("lastTransitionTime") or "")
+    return max(0.0, (now - parse_time(since)).total_seconds()) if since else None
+
+
+class ReadinessSamples(TypedDict):
+    """What a change of a workload's ``PodsReady`` records (``federation.obs.metrics.Metrics.pods_ready``)."""
+
+    cluster_queue: str
+    namespace: str
+    local_queue: str
+    priority_class: str
+    waits: tuple[float, float] | None
+    recovered: float | None
+
+
+def readiness_samples(
+    before: Mapping[str, Any], after: Mapping[str, Any], *, now: dt.datetime
+) -> ReadinessSamples | None:
+    """Kueue's samples when a write at ``now`` changed a workload's ``PodsReady`` from ``before``'s to ``after``'s:
+    :func:`ready_waits` the first time it turns True, :func:`recovery_wait` when it turns True again; None when
+    neither applies."""
+    if not is_true(after, "PodsReady") or is_true(before, "PodsReady"):
+        return None
+    waits, recovered = ready_waits(after, now=now), recovery_wait(before, after, now=now)
+    if waits is None and recovered is None:
+        return None
+    namespace, local_queue, priority_class = workload_labels(after)
+    cluster_queue = str(((after.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+    return ReadinessSamples(
+        cluster_queue=cluster_queue,
+        namespace=namespace,
+        local_queue=local_queue,
+        priority_class=priority_class,
+        waits=waits,
+        recovered=recovered,
+    )
 
 
 def pods_ready_to_evicted(raw: Mapping[str, Any], *, now: dt.datetime) -> float | None:

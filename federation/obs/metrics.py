@@ -351,6 +351,20 @@ class Metrics:
             buckets=_exponential(14),
             registry=r,
         )
+        self.recovery_wait_time = Histogram(
+            "kueue_workload_recovery_wait_time_seconds",
+            "The time a workload's pods took to be ready again after one stopped being so, per 'cluster_queue'",
+            cq,
+            buckets=_exponential(14),
+            registry=r,
+        )
+        self.local_queue_recovery_wait_time = Histogram(
+            "kueue_local_queue_workload_recovery_wait_time_seconds",
+            "The time a workload's pods took to be ready again after one stopped being so, per 'local_queue'",
+            lq,
+            buckets=_exponential(14),
+            registry=r,
+        )
         self.cohort_subtree_admitted_workloads = Counter(
             "kueue_cohort_subtree_admitted_workloads_total",
             "The total number of admitted workloads per cohort's subtree",
@@ -567,18 +581,27 @@ class Metrics:
         namespace: str,
         local_queue: str,
         priority_class: str,
-        queued: float,
-        admitted: float,
+        waits: tuple[float, float] | None = None,
+        recovered: float | None = None,
     ) -> None:
-        """A workload's ``PodsReady`` turned True: ``queued`` seconds after it was created or requeued, ``admitted``
-        seconds after it was admitted (Kueue records both only with waitForPodsReady, which keeps that condition)."""
+        """A workload's ``PodsReady`` turned True. ``waits``: seconds since it was created or requeued and since it
+        was admitted, the first time its pods are ready. ``recovered``: seconds since it turned False with
+        ``WaitForRecovery``, when they are ready again (Kueue v0.20). Kueue records these only with
+        waitForPodsReady, which keeps that condition."""
         role = self.role
-        self.ready_wait_time.labels(cluster_queue, priority_class, role).observe(max(0.0, queued))
-        self.admitted_until_ready_wait_time.labels(cluster_queue, priority_class, role).observe(max(0.0, admitted))
-        self.local_queue_ready_wait_time.labels(local_queue, namespace, priority_class, role).observe(max(0.0, queued))
-        self.local_queue_admitted_until_ready_wait_time.labels(local_queue, namespace, priority_class, role).observe(
-            max(0.0, admitted)
-        )
+        if waits is not None:
+            queued, admitted = max(0.0, waits[0]), max(0.0, waits[1])
+            self.ready_wait_time.labels(cluster_queue, priority_class, role).observe(queued)
+            self.admitted_until_ready_wait_time.labels(cluster_queue, priority_class, role).observe(admitted)
+            self.local_queue_ready_wait_time.labels(local_queue, namespace, priority_class, role).observe(queued)
+            self.local_queue_admitted_until_ready_wait_time.labels(
+                local_queue, namespace, priority_class, role
+            ).observe(admitted)
+        if recovered is not None:
+            self.recovery_wait_time.labels(cluster_queue, priority_class, role).observe(max(0.0, recovered))
+            self.local_queue_recovery_wait_time.labels(local_queue, namespace, priority_class, role).observe(
+                max(0.0, recovered)
+            )
 
     def evicted(
         self,

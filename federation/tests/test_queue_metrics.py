@@ -18,6 +18,7 @@ from federation.admission.queue_metrics import (
     queue_samples,
     queued_since,
     ready_waits,
+    recovery_wait,
     workload_creation_latency,
 )
 from federation.tests.api_builders import admitted_status, cluster_queue, flavor, local_queue, state, workload
@@ -213,6 +214,25 @@ def test_ready_waits_from_creation_or_requeue_and_from_admission() -> None:
     recovered = _conditions(admitted, ("PodsReady", "True", "2026-01-01T00:01:00Z"))
     recovered["status"]["conditions"][-1]["reason"] = "Recovered"
     assert ready_waits(recovered, now=now) is None, "not again after a recovery (Kueue v0.20)"
+
+
+def test_recovery_wait_from_wait_for_recovery_to_recovered_only() -> None:
+    now = dt.datetime(2026, 1, 1, 0, 1, 0, tzinfo=dt.UTC)
+    admitted = ("Admitted", "True", "2026-01-01T00:00:20Z")
+
+    def with_ready(status: str, reason: str, at: str) -> dict[str, Any]:
+        raw = _conditions(admitted, ("PodsReady", status, at))
+        raw["status"]["conditions"][-1]["reason"] = reason
+        return raw
+
+    waiting = with_ready("False", "WaitForRecovery", "2026-01-01T00:00:45Z")
+    recovered = with_ready("True", "Recovered", "2026-01-01T00:01:00Z")
+    assert recovery_wait(waiting, recovered, now=now) == 15.0
+    started = with_ready("True", "Started", "2026-01-01T00:01:00Z")
+    assert recovery_wait(with_ready("False", "WaitForStart", "2026-01-01T00:00:30Z"), started, now=now) is None
+    assert recovery_wait(waiting, waiting, now=now) is None, "still waiting"
+    assert recovery_wait(recovered, recovered, now=now) is None, "recorded once, at the change"
+    assert recovery_wait(_conditions(admitted), recovered, now=now) is None
 
 
 def test_pods_ready_to_evicted_only_for_ready_pods() -> None:

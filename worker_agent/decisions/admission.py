@@ -19,6 +19,7 @@ from federation.admission.api_drain import (
     Veto,
     WorkloadUpdate,
     admission_status,
+    admitted_note,
     drain,
     pending_update,
     reserved_conditions,
@@ -74,7 +75,7 @@ def admit_update(
             now=now,
             observed_generation=generation,
         )
-        events += (EventSpec(REASON_ADMITTED, f"Admitted by ClusterQueue {queue}, wait time since reservation was 0s"),)
+        events += (EventSpec(REASON_ADMITTED, admitted_note(queue, reserved_seconds=0)),)
     admission = admission_status(assignment)
     for item in admission["podSetAssignments"]:
         placed = (topology or {}).get(item["name"])

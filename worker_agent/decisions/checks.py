@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from federation.admission.api_drain import admitted_note
 from federation.admission.check_reset import checks_reset_on_eviction, no_reservation_terms
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.api.provisioning import PROVISIONING_REQUEST_CONTROLLER_NAME
@@ -230,7 +231,17 @@ def checks_step(workload: Mapping[str, Any], *, now: dt.datetime) -> ChecksStep 
         return None
     if delayed_pending(workload):
         return ChecksStep("place", {}, "", "")
-    return ChecksStep("admit", admitted_status(workload, now=now), "The workload is admitted", REASON_ADMITTED)
+    return ChecksStep(
+        "admit", admitted_status(workload, now=now), admitted_event_note(workload, now=now), REASON_ADMITTED
+    )
+
+
+def admitted_event_note(workload: Mapping[str, Any], *, now: dt.datetime) -> str:
+    """Kueue's ``Admitted`` Event once the last check is Ready: the wait since the quota was reserved (v0.20)."""
+    reserved_at = str((find_condition(workload, QUOTA_RESERVED) or {}).get("lastTransitionTime") or "")
+    waited = (now - parse_time(reserved_at)).total_seconds() if reserved_at else 0.0
+    queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+    return admitted_note(queue, reserved_seconds=waited)
 
 
 def admitted_status(

@@ -234,6 +234,13 @@ def test_all_ready_admits_and_a_delayed_topology_is_placed_first() -> None:
     assert step is not None
     assert step.kind == "admit"
     assert is_true({"status": step.status}, "Admitted")
+    assert step.message == "Admitted by ClusterQueue cq, wait time since reservation was 0s", "no reservation time"
+    reserved = workload(checks=[check("Ready")])
+    reserved["status"]["conditions"][0]["lastTransitionTime"] = format_time(NOW - dt.timedelta(seconds=42))
+    step = checks_step(reserved, now=NOW)
+    assert step is not None
+    # Kueue v0.20 (#15829): the Event says how long the checks took, not 0s
+    assert step.message == "Admitted by ClusterQueue cq, wait time since reservation was 42s"
     delayed = workload(checks=[check("Ready")])
     delayed["status"]["admission"]["podSetAssignments"][0]["delayedTopologyRequest"] = "Pending"
     step = checks_step(delayed, now=NOW)

@@ -45,9 +45,21 @@ def test_build_info_is_exported_with_kueues_label_names_and_the_python_version_i
     assert python["version"] == platform.python_version()
 
 
+def test_a_recovery_observes_kueues_two_recovery_histograms_only() -> None:
+    metrics = Metrics(role="follower")
+    metrics.pods_ready(cluster_queue="cq", namespace="ns", local_queue="lq", priority_class="p", recovered=12)
+    got = _samples(metrics)
+    cq = frozenset({"cluster_queue": "cq", "priority_class": "p", "replica_role": "follower"}.items())
+    lq = frozenset({"name": "lq", "namespace": "ns", "priority_class": "p", "replica_role": "follower"}.items())
+    assert got[("kueue_workload_recovery_wait_time_seconds_sum", cq)] == 12
+    assert got[("kueue_workload_recovery_wait_time_seconds_count", cq)] == 1
+    assert got[("kueue_local_queue_workload_recovery_wait_time_seconds_sum", lq)] == 12
+    assert ("kueue_ready_wait_time_seconds_count", cq) not in got, "a recovery is no ready wait (Kueue v0.20)"
+
+
 def test_pods_ready_observes_kueues_four_ready_histograms() -> None:
     metrics = Metrics(role="leader")
-    metrics.pods_ready(cluster_queue="cq", namespace="ns", local_queue="lq", priority_class="", queued=7, admitted=3)
+    metrics.pods_ready(cluster_queue="cq", namespace="ns", local_queue="lq", priority_class="", waits=(7, 3))
     got = _samples(metrics)
     cq = frozenset({"cluster_queue": "cq", "priority_class": "", "replica_role": "leader"}.items())
     lq = frozenset({"name": "lq", "namespace": "ns", "priority_class": "", "replica_role": "leader"}.items())
