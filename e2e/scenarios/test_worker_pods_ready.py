@@ -51,6 +51,7 @@ def waiting() -> Iterator[Federation]:
             node_shapes={WORKER: NodeShape(count=2)},
             job_seconds=2,
             controllers=True,
+            from_charts=True,  # as installed: with its ServiceAccount's token, and its /metrics served
             agent_args=("--config", str(config)),
         )
         with running(Path(tmp) / "rig", ensure_built(), spec) as fed:
