@@ -555,7 +555,10 @@ def test_job_admission_policy_is_the_file_the_rig_applies(case: tuple[str, Path,
     ]
     if chart == MANAGER_CHART and values.get("jobAdmissionPolicy.enabled", True):
         text = (MANAGER_CHART / "files" / "job-admission-policy.yaml").read_text()
-        expected = list(yaml.safe_load_all(text.replace("namespace: kfed-system", f"namespace: {NAMESPACE}")))
+        text = text.replace("namespace: kfed-system", f"namespace: {NAMESPACE}")
+        # Kueue's default managedJobsNamespaceSelector leaves out kfed's own namespace, the release's here
+        text = text.replace('values: ["kube-system", "kfed-system"]', f'values: ["kube-system", "{NAMESPACE}"]')
+        expected = list(yaml.safe_load_all(text))
         assert sorted(policies, key=_kind_and_name) == sorted(expected, key=_kind_and_name)
         [params] = [c for c in find(objects, "ConfigMap") if c["metadata"]["name"] == "kfed-local-queues"]
         assert params["metadata"]["namespace"] == NAMESPACE
@@ -564,6 +567,37 @@ def test_job_admission_policy_is_the_file_the_rig_applies(case: tuple[str, Path,
         assert sorted(policies, key=_kind_and_name) == sorted(yaml.safe_load_all(text), key=_kind_and_name)
     else:
         assert not policies
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [{"matchLabels": {"team": "ml"}}, {"matchExpressions": [{"key": "tier", "operator": "Exists"}]}, {}],
+    ids=["labels", "expressions", "every-namespace"],
+)
+def test_the_default_priority_class_follows_the_config_files_managed_jobs_namespace_selector(
+    bins: Path, tmp_path: Path, selector: dict[str, Any]
+) -> None:
+    """Kueue v0.20 (#15851): the default WorkloadPriorityClass is given only in the namespaces of
+    managedJobsNamespaceSelector; the chart renders the configuration file's into that policy, and only there."""
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                "kind": "Configuration",
+                "managedJobsNamespaceSelector": selector,
+            }
+        )
+    )
+    args = ["template", "kfed-test", str(MANAGER_CHART), f"--namespace={NAMESPACE}", f"--kube-version={KUBE_VERSION}"]
+    rendered = helm(bins, *args, f"--set-file=managerConfig.controllerManagerConfigYaml={config}").stdout
+    objects = [o for o in yaml.safe_load_all(rendered) if o]
+    policies = {p["metadata"]["name"]: p for p in find(objects, "MutatingAdmissionPolicy")}
+    constraints = policies["kfed-default-workload-priority-class"]["spec"]["matchConstraints"]
+    assert constraints["namespaceSelector"] == selector
+    others = [p for name, p in policies.items() if name != "kfed-default-workload-priority-class"]
+    assert others
+    assert all("namespaceSelector" not in p["spec"]["matchConstraints"] for p in others)
 
 
 @pytest.mark.parametrize(

@@ -158,6 +158,8 @@ def test_c2_a_job_created_without_a_workload_priority_class_takes_the_default_on
         copy = job_manifest("c2-copy", namespace="default", cpu="1")
         copy["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] = "job-c2-copy-00000"
         assert label not in _dry_run_labels(federation, worker, copy), "a manager's copy keeps its manager's labels"
+        own = job_manifest("c2-own", namespace="kfed-system", cpu="1")
+        assert label not in _dry_run_labels(federation, MANAGER, own), "outside managedJobsNamespaceSelector (#15851)"
         chosen = job_manifest("c2-chosen", namespace="default", cpu="1")
         chosen["metadata"]["labels"][label] = "kfed-test-missing"
         assert _dry_run_labels(federation, MANAGER, chosen)[label] == "kfed-test-missing"

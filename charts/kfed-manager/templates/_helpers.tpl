@@ -59,3 +59,17 @@ app.kubernetes.io/component: manager
 true
 {{- end -}}
 {{- end -}}
+
+{{/*
+Kueue's managedJobsNamespaceSelector, as a namespaceSelector block: the one in managerConfig.controllerManagerConfigYaml,
+else Kueue's default (every namespace but kube-system and the release's own).
+*/}}
+{{- define "kfed-manager.managedJobsNamespaceSelector" -}}
+{{- $config := fromYaml (.Values.managerConfig.controllerManagerConfigYaml | default "") -}}
+{{- $selector := dict "matchExpressions" (list (dict "key" "kubernetes.io/metadata.name" "operator" "NotIn" "values" (list "kube-system" .Release.Namespace))) -}}
+{{- if hasKey $config "managedJobsNamespaceSelector" -}}
+{{- $selector = get $config "managedJobsNamespaceSelector" | default dict -}}
+{{- end -}}
+namespaceSelector:
+{{ toYaml $selector | indent 2 }}
+{{ end -}}
