@@ -70,8 +70,16 @@ CAPACITY_HEARTBEAT_SECONDS: Final = 30.0
 CAPACITY_STALE_SECONDS: Final = 120.0
 
 # Reasons kfed writes in conditions (Kueue's where Kueue has one).
-REASON_INADMISSIBLE: Final = "Inadmissible"
-REASON_PENDING: Final = "Pending"
+# QuotaReserved=False: Kueue v0.20's granular reasons (UnadmittedWorkloadsObservability, on by default there),
+# besides the scheduler's NoMatchingFlavor, WaitingForQuota and ExceedsMaxQuota (federation.admission.decisions).
+REASON_PENDING_EVALUATION: Final = "PendingEvaluation"
+"""Back in the queue, not yet looked at again (after an eviction, in a requeue backoff)."""
+REASON_MISCONFIGURED: Final = "Misconfigured"
+"""Its LocalQueue or ClusterQueue does not exist, or it cannot be admitted as it is (namespace, LimitRange)."""
+REASON_SUSPENDED: Final = "Suspended"
+"""Its LocalQueue or ClusterQueue is stopped or inactive."""
+REASON_WAITING_FOR_PREEMPTED: Final = "WaitingForPreemptedWorkloads"
+REASON_TOPOLOGY_PLACEMENT_FAILED: Final = "TopologyPlacementFailed"
 REASON_QUOTA_RESERVED: Final = "QuotaReserved"
 REASON_ADMITTED: Final = "Admitted"
 REASON_SUCCEEDED: Final = "Succeeded"

@@ -27,14 +27,14 @@ import anyio.abc
 import anyio.lowlevel
 import structlog
 
-from federation.admission.api_drain import EventSpec, WorkloadUpdate, drain, pending_update
+from federation.admission.api_drain import EventSpec, WorkloadUpdate, drain, pending_update, unadmitted_reason
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.api_workloads import ResourceRules
 from federation.admission.check_problems import cluster_queue_check_problems, mark_inactive
 from federation.admission.decisions import Admit, Preempt, Wait
 from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot
-from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
+from federation.admission.pods_ready import admission_blocked
 from federation.admission.queue_metrics import Sample, queue_samples, queued_wait_seconds
 from federation.conditions import is_true
 from federation.kube.api import KubeApi
@@ -45,7 +45,6 @@ from federation.kube.trigger import Trigger
 from federation.limit_ranges import resources_signature
 from federation.obs.metrics import Metrics
 from federation.podspec import Overheads
-from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
 from manager.config import ManagerConfig
 from manager.decisions.dispatch import (
     Dispatch,
@@ -653,11 +652,7 @@ class GlobalScheduler:
                     )
                 )
                 continue
-            reason = (
-                REASON_INADMISSIBLE if isinstance(decision, Wait) and decision.reason == "Inactive" else REASON_PENDING
-            )
-            if decision.message == BLOCK_ADMISSION_MESSAGE:
-                reason = REASON_WAITING_FOR_PODS_READY
+            reason = unadmitted_reason(decision)
             message = decision.message
             if isinstance(decision, Preempt):
                 updates.extend(self._preempt(decision, now=now, already=preempting))

@@ -29,6 +29,7 @@ from federation.conditions import find_condition, parse_time
 from federation.kube import resources as r
 from federation.kube.recorder import EventRecorder
 from federation.obs.metrics import Metrics
+from federation.protocol import REASON_PENDING_EVALUATION
 from worker_agent.decisions.admission import blocking_veto, plan_admissions
 from worker_agent.decisions.checks import (
     admitted_event_note,
@@ -234,7 +235,7 @@ class AdmissionPasses:
                 placed = problem if problem is not None else placer.place_delayed(workload) if placer else {}
                 if problem is not None:
                     status = requeue_invalid(workload, problem, now=now)
-                    reason, message, event_type = "Pending", f"Requeued: {problem}", "Warning"
+                    reason, message, event_type = REASON_PENDING_EVALUATION, f"Requeued: {problem}", "Warning"
                 elif isinstance(placed, str):
                     failed = second_pass_failed(workload, placed, now=now)
                     if failed is None:

@@ -415,7 +415,7 @@ def test_workload_too_big_for_the_quota_stays_pending_with_a_reason(
         lambda: condition(get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns), "QuotaReserved"),
     )
     assert pending["status"] == "False"
-    assert pending["reason"] == "Pending"
+    assert pending["reason"] == "ExceedsMaxQuota", "Kueue v0.20's reason"
     assert "insufficient quota for cpu in flavor" in pending["message"]
     assert (
         "previously considered podsets requests (0) + current podset request (8) > maximum capacity (4)"
@@ -429,7 +429,7 @@ def test_workload_too_big_for_the_quota_stays_pending_with_a_reason(
         return bool(wl) and wl["metadata"]["resourceVersion"] == version and job["spec"]["suspend"] is True
 
     holds_for("the workload staying pending without further writes and its Job suspended", unchanged, seconds=3)
-    assert "Pending" in event_reasons(rig, ns, name)
+    assert "ExceedsMaxQuota" in event_reasons(rig, ns, name), "Kueue v0.20's Warning Event names the reason"
 
 
 def test_missing_local_queue_is_reported(rig: Federation, agent: RunningAgent, queues: Queues) -> None:
@@ -439,7 +439,7 @@ def test_missing_local_queue_is_reported(rig: Federation, agent: RunningAgent, q
         "an inadmissible condition",
         lambda: condition(get_json(rig, "workloads.kueue.x-k8s.io", name, "-n", ns), "QuotaReserved"),
     )
-    assert (pending["status"], pending["reason"]) == ("False", "Inadmissible")
+    assert (pending["status"], pending["reason"]) == ("False", "Misconfigured"), "Kueue v0.20's reason"
     assert pending["message"] == "LocalQueue missing-lq doesn't exist"
 
 

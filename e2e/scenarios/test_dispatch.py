@@ -455,7 +455,7 @@ def test_a_job_for_a_missing_local_queue_waits_with_a_condition_saying_so(federa
     pending = condition(wl, "QuotaReserved")
     assert pending is not None
     assert pending["status"] == "False"
-    assert pending["reason"] == "Inadmissible"
+    assert pending["reason"] == "Misconfigured", "Kueue v0.20's reason"
     assert pending["message"] == "LocalQueue no-such-queue doesn't exist"
     assert remote_copies(federation, "i2") == {}
     federation.kubectl(MANAGER, "delete", "job", "i2", "--wait=false")

@@ -23,13 +23,14 @@ from typing import Any, Literal
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import workload_key
 from federation.admission.cycle import DEFAULT_CYCLE_CONFIG, CycleConfig, apply_admission, run_cycle
-from federation.admission.decisions import Admit, Assignment, Decision, Wait
+from federation.admission.decisions import Admit, Assignment, Decision, PendingReason, Preempt, Wait
 from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot, Stamp, Verdict, tree_stamps
+from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY
 from federation.admission.snapshot import ClusterQueueNode
 from federation.api.workload import BLOCKED_ON_PREEMPTION_GATES, EVICTED, PREEMPTED, QUOTA_RESERVED
 from federation.conditions import Conditions, conditions_of, find_condition, set_condition, workload_generation
-from federation.protocol import REASON_PENDING, REASON_QUOTA_RESERVED
+from federation.protocol import REASON_QUOTA_RESERVED, REASON_WAITING_FOR_PREEMPTED
 from federation.quantity import format_amount
 
 Veto = Callable[[Admit], str | None]
@@ -121,6 +122,17 @@ def reserved_conditions(raw: Obj, *, cluster_queue: str, now: dt.datetime) -> Co
     return conditions
 
 
+def unadmitted_reason(decision: Wait | Preempt) -> str:
+    """Kueue v0.20's ``QuotaReserved=False`` reason (and Warning Event reason) for a decision that keeps its
+    workload pending: the wait's own, ``WaitingForPodsReady`` while ``waitForPodsReady.blockAdmission`` holds it, and
+    ``WaitingForPreemptedWorkloads`` for a preemptor whose victims are being evicted."""
+    if decision.message == BLOCK_ADMISSION_MESSAGE:
+        return REASON_WAITING_FOR_PODS_READY
+    if isinstance(decision, Preempt):
+        return REASON_WAITING_FOR_PREEMPTED
+    return decision.reason
+
+
 def pending_update(
     raw: Obj, *, reason: str, message: str, now: dt.datetime, cluster_queue: str | None
 ) -> WorkloadUpdate | None:
@@ -136,7 +148,7 @@ def pending_update(
     )
     if not changed:
         return None
-    events = (EventSpec(REASON_PENDING, message, "Warning"),)  # Kueue's scheduler records each as a Warning
+    events = (EventSpec(reason, message, "Warning"),)  # Kueue's scheduler records each as a Warning, by its reason
     return WorkloadUpdate(workload_key(raw), raw, {"conditions": conditions}, "pending", cluster_queue, message, events)
 
 
@@ -145,6 +157,7 @@ def drain(
     *,
     now_seconds: float,
     veto: Veto | None = None,
+    veto_reason: PendingReason = "WaitingForQuota",
     config: CycleConfig = DEFAULT_CYCLE_CONFIG,
     parking: ParkingLot | None = None,
     workers: object = None,
@@ -158,7 +171,8 @@ def drain(
     ``fairSharing`` configuration).
 
     ``veto(admit)`` may refuse an admission the core would make (the manager does when no worker has room): it
-    returns why, the workload gets a ``Wait`` with that message, and its usage never enters the snapshot.
+    returns why, the workload gets a ``Wait`` with that message and ``veto_reason``, and its usage never enters the
+    snapshot.
 
     With ``parking`` (kept by the caller across passes), Workloads parked by an earlier pass get no decision unless
     something that could change their verdict happened (``federation.admission.parking``); ``workers`` is the
@@ -199,7 +213,7 @@ def drain(
                     node = snapshot.cluster_queues[workload.cluster_queue]
                     admitted_roots[id(snapshot.root_of(node))] = (node, cycle)
                     continue
-                decision = Wait(workload=workload, reason="Pending", message=refused)
+                decision = Wait(workload=workload, reason=veto_reason, message=refused)
                 vetoed = True
             if isinstance(decision, Wait) and decision.retry_immediately and workload.key not in retried:
                 retried.add(workload.key)
@@ -207,7 +221,7 @@ def drain(
                 continue
             final.append(decision)
             node = snapshot.cluster_queues.get(workload.cluster_queue)
-            inactive = isinstance(decision, Wait) and decision.reason == "Inactive"
+            inactive = isinstance(decision, Wait) and decision.reason in ("Misconfigured", "Suspended")
             strict = node is not None and node.spec.queueing_strategy == "StrictFIFO" and not inactive
             if isinstance(decision, Wait):
                 verdicts.append((decision, cycle, vetoed, strict))

@@ -45,7 +45,7 @@ from federation.api.workload import EVICTED
 from federation.conditions import is_true, parse_time
 from federation.limit_ranges import LimitRangeSummary, by_namespace, pod_set_as_run, workload_violations
 from federation.podspec import Overheads, runtime_overheads
-from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
+from federation.protocol import REASON_MISCONFIGURED, REASON_PENDING_EVALUATION, REASON_SUSPENDED
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -448,39 +448,41 @@ def _verdict(
 
     namespace, queue_name = str(meta.get("namespace", "")), str(spec.get("queueName") or "")
     if not queue_name:
-        return _blocked(raw, REASON_INADMISSIBLE, "Workload has no spec.queueName (LocalQueue)")
+        return _blocked(raw, REASON_MISCONFIGURED, "Workload has no spec.queueName (LocalQueue)")
     local_queue = state.local_queues.get(f"{namespace}/{queue_name}")
     if local_queue is None:
-        return _blocked(raw, REASON_INADMISSIBLE, f"LocalQueue {queue_name} doesn't exist")
+        return _blocked(raw, REASON_MISCONFIGURED, f"LocalQueue {queue_name} doesn't exist")
     if local_queue.stopped:
-        return _blocked(raw, REASON_INADMISSIBLE, f"LocalQueue {queue_name} is inactive")
+        return _blocked(raw, REASON_SUSPENDED, f"LocalQueue {queue_name} is inactive")
     queue = state.queues.get(local_queue.cluster_queue)
     if queue is None:
-        return _blocked(raw, REASON_INADMISSIBLE, f"ClusterQueue {local_queue.cluster_queue} doesn't exist")
+        return _blocked(raw, REASON_MISCONFIGURED, f"ClusterQueue {local_queue.cluster_queue} doesn't exist")
     if queue.spec is None:
-        return _blocked(raw, REASON_INADMISSIBLE, f"ClusterQueue {queue.name} is inactive: {queue.problem}")
+        return _blocked(raw, REASON_SUSPENDED, f"ClusterQueue {queue.name} is inactive: {queue.problem}")
     if not selector_matches(queue.namespace_selector, namespace_labels.get(namespace, {})):
-        # Kueue's scheduler finds this one: reason Pending, its error's words
-        return _blocked(raw, REASON_PENDING, "workload namespace doesn't match ClusterQueue selector")
+        # Kueue's scheduler finds this one (its admissibility check): its error's words
+        return _blocked(raw, REASON_MISCONFIGURED, "workload namespace doesn't match ClusterQueue selector")
     limits = state.limit_ranges.get(namespace)
     if limits is not None:
         try:
             outside = workload_violations(raw, limits, state.runtime_overheads)
         except (ValueError, TypeError) as exc:
-            return _blocked(raw, REASON_INADMISSIBLE, f"Workload pod sets cannot be read: {exc}")
+            return _blocked(raw, REASON_MISCONFIGURED, f"Workload pod sets cannot be read: {exc}")
         if outside:
-            return _blocked(raw, REASON_INADMISSIBLE, outside)
+            return _blocked(raw, REASON_MISCONFIGURED, outside)
     backoff_until = requeue_at(raw) if now_seconds is not None else None
     if backoff_until is not None and now_seconds is not None and backoff_until > now_seconds:
         at = (raw.get("status") or {}).get("requeueState", {}).get("requeueAt")
-        return _Timed(Blocked(raw, REASON_PENDING, f"Waiting for the requeuing backoff until {at}"), backoff_until)
+        return _Timed(
+            Blocked(raw, REASON_PENDING_EVALUATION, f"Waiting for the requeuing backoff until {at}"), backoff_until
+        )
     refused = unsupported_topology_request(raw)
     if refused:
-        return _blocked(raw, REASON_INADMISSIBLE, refused)
+        return _blocked(raw, REASON_MISCONFIGURED, refused)
     try:
         workload = parse(raw, queue.name)
     except (ValueError, TypeError) as exc:
-        return _blocked(raw, REASON_INADMISSIBLE, f"Workload pod sets cannot be read: {exc}")
+        return _blocked(raw, REASON_MISCONFIGURED, f"Workload pod sets cannot be read: {exc}")
     return _Outcome(queue.name, (workload, raw), None)
 
 

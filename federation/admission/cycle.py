@@ -68,12 +68,12 @@ def run_cycle(
     for workload in heads:
         queue = snapshot.cluster_queues.get(workload.cluster_queue)
         if queue is None:
-            decisions.append(Wait(workload, "Inactive", f"ClusterQueue {workload.cluster_queue} doesn't exist"))
+            decisions.append(Wait(workload, "Misconfigured", f"ClusterQueue {workload.cluster_queue} doesn't exist"))
         elif queue.inactive_reason is not None:
             message = f"ClusterQueue {queue.name} is inactive: {queue.inactive_reason}"
-            decisions.append(Wait(workload, "Inactive", message))
+            decisions.append(Wait(workload, "Suspended", message))
         elif snapshot.admitted(workload.key) is not None:
-            decisions.append(Wait(workload, "Pending", f"workload {workload.key} already holds quota"))
+            decisions.append(Wait(workload, "PendingEvaluation", f"workload {workload.key} already holds quota"))
         else:
             entries.append(_nominate(snapshot, workload, queue=queue, config=config))
     with snapshot.what_if():
@@ -174,9 +174,11 @@ def _process(snapshot: Snapshot, entry: _Entry, *, preempted: set[str]) -> Decis
         return Wait(workload, outcome.reason, outcome.message or "insufficient quota")
     victim_keys = {victim.key for victim in entry.victims}
     if victim_keys & preempted:
-        return Wait(workload, "Pending", "Workload has overlapping preemption targets with another workload", True)
+        return Wait(
+            workload, "WaitingForQuota", "Workload has overlapping preemption targets with another workload", True
+        )
     if not _fits_without(snapshot, assignment, queue=queue, gone=preempted | victim_keys):
-        return Wait(workload, "Pending", "Workload no longer fits after processing another workload", True)
+        return Wait(workload, "WaitingForQuota", "Workload no longer fits after processing another workload", True)
     preempted |= victim_keys
     snapshot.add_usage(queue, assignment.usage)
     if entry.victims:

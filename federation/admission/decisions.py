@@ -26,7 +26,17 @@ __all__ = [
     "Wait",
 ]
 
-PendingReason = Literal["Pending", "NoMatchingFlavor", "WaitingForQuota", "ExceedsMaxQuota", "Inactive"]
+PendingReason = Literal[
+    "PendingEvaluation",
+    "NoMatchingFlavor",
+    "WaitingForQuota",
+    "ExceedsMaxQuota",
+    "Misconfigured",
+    "Suspended",
+    "TopologyPlacementFailed",
+]
+"""Kueue v0.20's ``QuotaReserved=False`` reasons a scheduling cycle gives (``Misconfigured``: the ClusterQueue does
+not exist; ``Suspended``: it is inactive; ``TopologyPlacementFailed``: a TAS placement refused it)."""
 PreemptionReason = Literal[
     "InClusterQueue", "InCohortReclamation", "InCohortReclaimWhileBorrowing", "InCohortFairSharing"
 ]

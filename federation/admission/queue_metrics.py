@@ -23,7 +23,12 @@ from federation.admission.api_workloads import core_workload, epoch_seconds, res
 from federation.admission.fair_sharing import precise_weighted_share
 from federation.admission.snapshot import ClusterQueueNode, CohortNode, QuotaNode
 from federation.conditions import find_condition, is_true, parse_time
-from federation.protocol import REASON_INADMISSIBLE, REASON_PENDING
+from federation.protocol import (
+    REASON_MISCONFIGURED,
+    REASON_SUSPENDED,
+    REASON_TOPOLOGY_PLACEMENT_FAILED,
+    REASON_WAITING_FOR_PREEMPTED,
+)
 
 Sample = tuple[str, tuple[str, ...], float]
 """Metric name, label values in the metric's label order (``federation.obs.metrics.GAUGES``), value."""
@@ -37,9 +42,26 @@ def _amount(milli: int | None) -> float:
     return math.inf if milli is None else milli / _MILLI
 
 
+TRIED_REASONS = frozenset(
+    (
+        "NoMatchingFlavor",
+        "WaitingForQuota",
+        "ExceedsMaxQuota",
+        REASON_MISCONFIGURED,
+        REASON_SUSPENDED,
+        REASON_TOPOLOGY_PLACEMENT_FAILED,
+        REASON_WAITING_FOR_PREEMPTED,
+        "Pending",  # Kueue before v0.20 (and kfed before it), on Workloads written then
+        "Inadmissible",
+    )
+)
+"""The ``QuotaReserved=False`` reasons of a scheduling verdict (Kueue v0.20's), as opposed to ``PendingEvaluation``
+and ``WaitingForPodsReady``, which leave the workload active in its queue."""
+
+
 def inadmissible_by_condition(state: QuotaState) -> set[str]:
-    """Pending workloads a scheduling pass has already tried: their ``QuotaReserved`` is False with kfed's
-    ``Pending``/``Inadmissible`` reason (a new or requeued workload has no such verdict yet)."""
+    """Pending workloads a scheduling pass has already tried: their ``QuotaReserved`` is False with one of
+    :data:`TRIED_REASONS` (a new or requeued workload has no such verdict yet: ``PendingEvaluation``)."""
     tried: set[str] = set()
     for items in state.pending.values():
         for workload, raw in items:
@@ -47,7 +69,7 @@ def inadmissible_by_condition(state: QuotaState) -> set[str]:
             if (
                 condition is not None
                 and condition.get("status") == "False"
-                and condition.get("reason") in (REASON_PENDING, REASON_INADMISSIBLE)
+                and condition.get("reason") in TRIED_REASONS
                 and not is_true(raw, "Evicted")
             ):
                 tried.add(workload.key)

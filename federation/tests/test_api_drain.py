@@ -168,7 +168,7 @@ def test_a_workload_asking_for_topology_spreading_is_refused_with_a_reason_not_a
     }
     quota = _state(spreading, workload("plain"))
     assert [blocked.raw["metadata"]["name"] for blocked in quota.blocked] == ["spread"]
-    assert quota.blocked[0].reason == "Inadmissible"
+    assert quota.blocked[0].reason == "Misconfigured"
     assert "kueue.x-k8s.io/podset-topology-spreading" in quota.blocked[0].message
     assert "pod set main" in quota.blocked[0].message
     assert [d.workload.key for d in drain(quota, now_seconds=0) if isinstance(d, Admit)] == ["ns/plain"]

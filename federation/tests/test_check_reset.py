@@ -49,11 +49,9 @@ def test_pending_stays_and_every_other_state_is_reset_saying_what_it_was() -> No
     assert checks[1]["state"] == "Ready", "the input is left as it was"
 
 
-def test_admitted_false_says_the_checks_are_not_all_ready_when_the_workload_has_any() -> None:
-    """Kueue's SyncAdmittedCondition after an eviction (its checks are reset, so none is Ready)."""
+def test_admitted_false_says_there_is_no_reservation_with_or_without_checks() -> None:
+    """Kueue v0.20's SyncAdmittedCondition after an eviction (UnadmittedWorkloadsObservability, on by default: its
+    checks are reset, so none is Ready, and it still says NoReservation, not v0.19's NoReservationUnsatisfiedChecks)."""
     with_checks = {"status": {"admissionChecks": [{"name": "mk", "state": "Ready"}]}}
-    assert no_reservation_terms(with_checks) == (
-        "NoReservationUnsatisfiedChecks",
-        "The workload has no reservation and not all checks ready",
-    )
+    assert no_reservation_terms(with_checks) == ("NoReservation", "The workload has no reservation")
     assert no_reservation_terms({"status": {}}) == ("NoReservation", "The workload has no reservation")

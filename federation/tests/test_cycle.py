@@ -17,7 +17,9 @@ def test_each_admission_updates_the_snapshot_before_the_next_head() -> None:
     first, second, third = run_cycle(snapshot, heads)
     assert isinstance(first, Admit)
     assert isinstance(second, Admit)
-    assert third == Wait(heads[2], "Pending", "Workload no longer fits after processing another workload", True)
+    assert third == Wait(
+        heads[2], "WaitingForQuota", "Workload no longer fits after processing another workload", True
+    ), "Kueue v0.20's reason"
     assert snapshot.state() == before  # the cycle itself changes nothing
     apply_admission(snapshot, first, now=10.0)
     assert snapshot.usage_of("a") == {("default", "cpu"): 4000}
@@ -66,7 +68,7 @@ def test_overlapping_victims_are_claimed_once() -> None:
     first, second = run_cycle(snapshot, heads)
     assert isinstance(first, Preempt)
     assert second == Wait(
-        heads[1], "Pending", "Workload has overlapping preemption targets with another workload", True
+        heads[1], "WaitingForQuota", "Workload has overlapping preemption targets with another workload", True
     )
 
 
@@ -92,5 +94,6 @@ def test_inactive_and_unknown_queues() -> None:
         snapshot,
         [make_workload("a").queue("held").request("cpu", "1").obj(), make_workload("b").queue("nope").obj()],
     )
-    assert stopped == Wait(stopped.workload, "Inactive", "ClusterQueue held is inactive: ClusterQueue is stopped")
-    assert unknown == Wait(unknown.workload, "Inactive", "ClusterQueue nope doesn't exist")
+    # Kueue v0.20's reasons (UnadmittedWorkloadsObservability, on by default)
+    assert stopped == Wait(stopped.workload, "Suspended", "ClusterQueue held is inactive: ClusterQueue is stopped")
+    assert unknown == Wait(unknown.workload, "Misconfigured", "ClusterQueue nope doesn't exist")

@@ -163,7 +163,7 @@ def test_a_pending_workload_outside_its_namespaces_limit_range_is_blocked_with_t
     assert state.pending.get("cq", []) == []
     assert [(b.reason, b.message) for b in state.blocked] == [
         (
-            "Inadmissible",
+            "Misconfigured",
             "resources didn't satisfy LimitRange constraints: spec.podSets[0].template.spec: "
             'Invalid value: ["cpu"]: requests must not be above the limitRange max',
         )

@@ -368,7 +368,7 @@ def test_the_same_entries_under_an_unchanged_lot_yield_the_same_and_a_newly_park
     lot = ParkingLot()
 
     def park(workload_: Any, raw: Obj) -> None:
-        wait = Wait(workload=workload_, reason="Pending", message="no room")
+        wait = Wait(workload=workload_, reason="WaitingForQuota", message="no room")
         lot.settle(
             pending={"cq": items},
             verdicts=[Verdict(workload_, raw, wait, cycle=1, vetoed=False, blocks_queue=False)],

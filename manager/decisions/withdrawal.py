@@ -32,7 +32,12 @@ from federation.conditions import (
     set_condition,
     workload_generation,
 )
-from federation.protocol import REASON_OUT_OF_SYNC, REASON_OWNER_NOT_FOUND, SENT_AT_ANNOTATION
+from federation.protocol import (
+    REASON_OUT_OF_SYNC,
+    REASON_OWNER_NOT_FOUND,
+    REASON_PENDING_EVALUATION,
+    SENT_AT_ANNOTATION,
+)
 from manager.decisions.refusals import refusal_end, refused_message, refused_until, refused_workers
 from manager.decisions.sync import job_finish
 from manager.decisions.worker_lists import workers_in
@@ -411,7 +416,7 @@ def requeue_status(workload: Obj, *, reason: str, message: str, now: dt.datetime
     conditions: Sequence[Mapping[str, Any]] = list(conditions_of(workload))
     changes: list[tuple[str, bool, str]] = [
         ("Evicted", True, reason),
-        ("QuotaReserved", False, "Pending"),
+        ("QuotaReserved", False, REASON_PENDING_EVALUATION),  # Kueue v0.20's (before: Pending)
         ("Requeued", requeued_on_release(workload, reason=reason), reason),
     ]
     for condition_type, status, why in changes:
@@ -468,14 +473,15 @@ def foreign_reservation(workload: Obj, *, multikueue_checks: Collection[str]) ->
 
 
 def foreign_reservation_release(workload: Obj, *, message: str, now: dt.datetime) -> dict[str, Any]:
-    """The status patch that releases such a reservation: ``QuotaReserved=False`` (reason ``Pending``, ``message``),
+    """The status patch that releases such a reservation: ``QuotaReserved=False`` (reason ``PendingEvaluation``,
+    ``message``),
     no admission, no nominated workers, the checks back to Pending. Nothing ran, so it is not an eviction."""
     generation = workload_generation(workload)
     conditions, _ = set_condition(
         conditions_of(workload),
         condition_type="QuotaReserved",
         status=False,
-        reason="Pending",
+        reason=REASON_PENDING_EVALUATION,
         message=message,
         now=now,
         observed_generation=generation,

@@ -138,12 +138,12 @@ def test_requeue_status_releases_the_reservation_and_says_why() -> None:
     status = requeue_status(ADMITTED, reason="AdmissionCheck", message="copy deleted", now=NOW)
     by_type = {c["type"]: c for c in status["conditions"]}
     assert by_type["QuotaReserved"]["status"] == "False"
-    assert by_type["QuotaReserved"]["reason"] == "Pending"
+    assert by_type["QuotaReserved"]["reason"] == "PendingEvaluation"
     assert by_type["Admitted"]["status"] == "False"
-    # Kueue: its checks reset to Pending, Admitted says they are not all ready
+    # Kueue v0.20: its checks reset to Pending, and Admitted says there is no reservation
     assert (by_type["Admitted"]["reason"], by_type["Admitted"]["message"]) == (
-        "NoReservationUnsatisfiedChecks",
-        "The workload has no reservation and not all checks ready",
+        "NoReservation",
+        "The workload has no reservation",
     )
     assert by_type["Evicted"]["status"] == "True"
     assert by_type["Evicted"]["reason"] == "AdmissionCheck"

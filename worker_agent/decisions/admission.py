@@ -24,16 +24,17 @@ from federation.admission.api_drain import (
     pending_update,
     reserved_conditions,
     reserved_message,
+    unadmitted_reason,
 )
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import workload_key
 from federation.admission.cycle import DEFAULT_CYCLE_CONFIG, CycleConfig
-from federation.admission.decisions import Admit, Assignment, Preempt, Wait
-from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY, admission_blocked
+from federation.admission.decisions import Admit, Assignment, Preempt
+from federation.admission.pods_ready import admission_blocked
 from federation.admission.queue_metrics import queued_wait_seconds
 from federation.api.workload import ADMITTED
 from federation.conditions import set_condition, workload_generation
-from federation.protocol import REASON_ADMITTED, REASON_INADMISSIBLE, REASON_PENDING, REASON_QUOTA_RESERVED
+from federation.protocol import REASON_ADMITTED, REASON_QUOTA_RESERVED
 from worker_agent.decisions.checks import DELAYED_PENDING, pending_checks
 from worker_agent.decisions.preemption import (
     gated_update,
@@ -141,7 +142,10 @@ def plan_admissions(
             updates.append(update)
     raw_of = {workload.key: raw for items in state.pending.values() for workload, raw in items}
     now_seconds = now.timestamp()
-    for decision in drain(state, now_seconds=now_seconds, veto=veto, config=config):
+    # the veto here is the TAS placer's (blockAdmission's refusal has a reason of its own: unadmitted_reason)
+    for decision in drain(
+        state, now_seconds=now_seconds, veto=veto, veto_reason="TopologyPlacementFailed", config=config
+    ):
         raw = raw_of[decision.workload.key]
         queue = decision.workload.cluster_queue
         if isinstance(decision, Admit):
@@ -159,9 +163,7 @@ def plan_admissions(
                 )
             )
             continue
-        reason = REASON_INADMISSIBLE if isinstance(decision, Wait) and decision.reason == "Inactive" else REASON_PENDING
-        if decision.message == BLOCK_ADMISSION_MESSAGE:
-            reason = REASON_WAITING_FOR_PODS_READY
+        reason = unadmitted_reason(decision)
         if isinstance(decision, Preempt):
             if has_closed_preemption_gate(raw):
                 gated = gated_update(raw, now=now, cluster_queue=queue)

@@ -31,7 +31,7 @@ from federation.conditions import (
     set_condition,
     workload_generation,
 )
-from federation.protocol import REASON_ADMITTED
+from federation.protocol import REASON_ADMITTED, REASON_PENDING_EVALUATION
 
 Obj = dict[str, Any]
 
@@ -326,7 +326,7 @@ def requeue_invalid(workload: Mapping[str, Any], problem: str, *, now: dt.dateti
         conditions_of(workload),
         condition_type=QUOTA_RESERVED,
         status=False,
-        reason="Pending",
+        reason=REASON_PENDING_EVALUATION,
         message=message,
         now=now,
         observed_generation=generation,

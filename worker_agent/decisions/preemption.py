@@ -45,6 +45,7 @@ from federation.conditions import (
     workload_generation,
 )
 from federation.pod_injection import pod_count_patch, requested_count
+from federation.protocol import REASON_PENDING_EVALUATION
 from worker_agent.decisions.jobs import job_finished
 
 Obj = dict[str, Any]
@@ -188,7 +189,7 @@ def release_status(workload: Obj, *, now: dt.datetime) -> Obj:
     conditions: list[Obj] = [dict(c) for c in conditions_of(workload)]
     requeued = requeued_on_release(workload, reason=reason)
     changes = [
-        (QUOTA_RESERVED, False, "Pending", message),
+        (QUOTA_RESERVED, False, REASON_PENDING_EVALUATION, message),  # Kueue v0.20's (before: Pending)
         ("Requeued", requeued, reason, message),
     ]
     if find_condition(workload, ADMITTED) is not None:

@@ -100,7 +100,15 @@ def test_too_big_for_the_quota_is_pending_with_kueue_reason_and_message() -> Non
     outcome, status = plan([workload("big", cpu="8")])["ns/big"]
     condition = reserved(status)
     assert outcome == "pending"
-    assert (condition["status"], condition["reason"]) == ("False", "Pending")
+    # Kueue v0.20's reason (UnadmittedWorkloadsObservability, on by default), also the Warning Event's
+    assert (condition["status"], condition["reason"]) == ("False", "ExceedsMaxQuota")
+    defaults = {
+        "flavors": [flavor("rf", nodeLabels={"pool": "a"})],
+        "queues": [cluster_queue("cq", {"rf": {"cpu": 4}})],
+        "local_queues": [local_queue("ns", "lq", "cq")],
+    }
+    [update] = plan_admissions(state(workloads=[workload("big", cpu="8")], **defaults), now=NOW)
+    assert [(e.reason, e.event_type) for e in update.events] == [("ExceedsMaxQuota", "Warning")]
     assert condition["message"] == (
         "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor rf, "
         "previously considered podsets requests (0) + current podset request (8) > maximum capacity (4)"
@@ -133,9 +141,9 @@ def test_unreachable_queues_are_inadmissible_with_a_clear_message(overrides: dic
     outcome, status = plan([workload("w")], **overrides)["ns/w"]
     condition = reserved(status)
     assert outcome == "pending"
-    # Kueue's workload controller says Inadmissible for a queue that cannot be reached; its scheduler says Pending
-    # for a namespace its ClusterQueue does not select
-    reason = "Pending" if message.startswith("workload namespace") else "Inadmissible"
+    # Kueue v0.20: Misconfigured for a queue that does not exist or a namespace its ClusterQueue does not select,
+    # Suspended for an inactive one
+    reason = "Suspended" if " is inactive" in message else "Misconfigured"
     assert (condition["reason"], condition["message"]) == (reason, message)
 
 

@@ -158,7 +158,7 @@ def test_an_evicted_workload_stops_its_job_then_releases_its_quota() -> None:
     released = release_status(evicted, now=NOW)
     assert released["admission"] is None
     by_type = conditions(released)
-    assert (by_type["QuotaReserved"]["status"], by_type["QuotaReserved"]["reason"]) == ("False", "Pending")
+    assert (by_type["QuotaReserved"]["status"], by_type["QuotaReserved"]["reason"]) == ("False", "PendingEvaluation")
     assert (by_type["Requeued"]["status"], by_type["Requeued"]["reason"]) == ("True", "Preempted")
     assert by_type["Admitted"]["status"] == "False"
     assert not evicted_holding_quota({**evicted, "status": {**evicted["status"], **released}})
@@ -178,7 +178,7 @@ def test_an_evicted_workload_stops_its_job_then_releases_its_quota() -> None:
             "lastTransitionTime": "2026-01-01T00:01:00Z",
         }
     ]
-    assert conditions(released)["Admitted"]["reason"] == "NoReservationUnsatisfiedChecks"
+    assert conditions(released)["Admitted"]["reason"] == "NoReservation"
 
 
 @pytest.mark.parametrize(
