@@ -104,13 +104,23 @@ def test_metrics_after_one_job_and_one_job_too_big(federation: Federation) -> No
             value(pending, "kueue_cluster_queue_resource_pending", cluster_queue=CLUSTER_QUEUE, resource="cpu") == 200
         )
         assert changes(after, pending)("kueue_admission_attempts_total", result="inadmissible") >= 1
+        # Kueue v0.20: the reason it is not admitted, and the reason it has no quota (its QuotaReserved=False)
+        unadmitted = {"cluster_queue": CLUSTER_QUEUE, "reason": "NoReservation", "underlying_cause": "ExceedsMaxQuota"}
+        assert value(pending, "kueue_unadmitted_workloads", **unadmitted, replica_role="leader") == 1
+        assert value(pending, "kueue_local_queue_unadmitted_workloads", name=LOCAL_QUEUE, **unadmitted) == 1
+        huge = workload_of(fed, "metrics-huge")
+        reserved = condition(huge, "QuotaReserved") or {}
+        assert (reserved.get("status"), reserved.get("reason")) == ("False", "ExceedsMaxQuota")
     finally:
         fed.kubectl(MANAGER, "delete", "job", "metrics-huge", "--ignore-not-found", "--wait=false")
     wait_for(
         lambda: scrape(fed),
-        until=lambda s: value(s, "kueue_pending_workloads", cluster_queue=CLUSTER_QUEUE) == 0,
+        until=lambda s: (
+            value(s, "kueue_pending_workloads", cluster_queue=CLUSTER_QUEUE) == 0
+            and not has(s, "kueue_unadmitted_workloads", cluster_queue=CLUSTER_QUEUE)
+        ),
         timeout=30,
-        what="kueue_pending_workloads to drop to 0 once the Job is deleted",
+        what="kueue_pending_workloads to drop to 0 and kueue_unadmitted_workloads to go once the Job is deleted",
     )
 
 

@@ -153,6 +153,7 @@ def queue_samples(
         if fair_sharing:
             add(("kueue_cluster_queue_weighted_share", (name, cohort), _weighted_share(node, nan_if_infinite=True)))
     samples.extend(_local_queue_samples(state, lq_pending, queue_of_local))
+    samples.extend(_unadmitted_samples(state, queue_of_local, admitted=admitted))
     samples.extend(_hierarchy_samples(state))
     samples.extend(_cohort_samples(state, fair_sharing=fair_sharing))
     return samples
@@ -229,6 +230,58 @@ def _hierarchy_samples(state: QuotaState) -> Iterable[Sample]:
     for name, cohort in state.snapshot.cohorts.items():
         parent, root = chain(cohort.parent_name)
         yield ("kueue_cohort_info", (name, parent, root or name), 1.0)
+
+
+def unadmitted_labels(raw: Mapping[str, Any]) -> tuple[str, str]:
+    """Kueue v0.20's ``(reason, underlying_cause)`` of ``kueue_unadmitted_workloads`` for a workload not admitted:
+    the ``Admitted=False`` reason Kueue's SyncAdmittedCondition gives it (``NoReservation`` without quota,
+    ``UnsatisfiedAdmissionChecks`` while its checks are not all Ready, ``PendingDelayedTopologyRequests`` while a
+    topology waits for them), and its ``QuotaReserved=False`` reason ("" with quota reserved, ``PendingEvaluation``
+    before any verdict)."""
+    reserved = find_condition(raw, "QuotaReserved")
+    if reserved is None:
+        return "NoReservation", "PendingEvaluation"
+    if reserved.get("status") != "True":
+        return "NoReservation", str(reserved.get("reason") or "")
+    status = raw.get("status") or {}
+    if any(check.get("state") != "Ready" for check in status.get("admissionChecks") or ()):
+        return "UnsatisfiedAdmissionChecks", ""
+    assignments = (status.get("admission") or {}).get("podSetAssignments") or ()
+    if any(item.get("delayedTopologyRequest") == "Pending" for item in assignments):
+        return "PendingDelayedTopologyRequests", ""
+    return "UnsatisfiedAdmissionChecks", ""
+
+
+def _unadmitted_samples(
+    state: QuotaState, queue_of_local: Mapping[str, str], *, admitted: Collection[str]
+) -> Iterable[Sample]:
+    """``kueue_unadmitted_workloads`` and ``kueue_local_queue_unadmitted_workloads`` (Kueue v0.20): every workload
+    pending, parked or holding quota without being admitted, counted by :func:`unadmitted_labels`; only the
+    combinations that have one (Kueue deletes a series whose count drops to 0). A workload whose LocalQueue does not
+    resolve to a ClusterQueue counts in neither, as in Kueue."""
+    unadmitted: list[tuple[str, Mapping[str, Any]]] = []
+    for name, items in state.pending.items():
+        unadmitted.extend((name, raw) for workload, raw in items if workload.key not in admitted)
+    for blocked in state.blocked:
+        unadmitted.append((queue_of_local.get(_local_queue_key(blocked.raw), ""), blocked.raw))
+    for name, holding in state.reserving.items():
+        unadmitted.extend((name, raw) for raw in holding if not is_true(raw, "Admitted"))
+    per_queue: dict[tuple[str, str, str], int] = {}
+    per_local: dict[tuple[str, str, str, str, str], int] = {}
+    for cluster_queue, raw in unadmitted:
+        if not cluster_queue:
+            continue
+        reason, cause = unadmitted_labels(raw)
+        per_queue[(cluster_queue, reason, cause)] = per_queue.get((cluster_queue, reason, cause), 0) + 1
+        key = _local_queue_key(raw)
+        if key in state.local_queues:
+            namespace, name = key.split("/", 1)
+            labels = (name, namespace, cluster_queue, reason, cause)
+            per_local[labels] = per_local.get(labels, 0) + 1
+    for queue_labels, count in sorted(per_queue.items()):
+        yield ("kueue_unadmitted_workloads", queue_labels, float(count))
+    for local_labels, count in sorted(per_local.items()):
+        yield ("kueue_local_queue_unadmitted_workloads", local_labels, float(count))
 
 
 def _local_queue_samples(

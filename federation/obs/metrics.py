@@ -168,6 +168,17 @@ GAUGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
         "The number of pending workloads, per 'local_queue' and 'status'.",
         ("name", "namespace", "status"),
     ),
+    "kueue_unadmitted_workloads": (
+        "The number of unadmitted workloads, per 'cluster_queue', 'reason', and 'underlying_cause' (Kueue v0.20, "
+        "with UnadmittedWorkloadsObservability: 'reason' is the Admitted=False reason, 'underlying_cause' the "
+        "QuotaReserved=False one).",
+        ("cluster_queue", "reason", "underlying_cause"),
+    ),
+    "kueue_local_queue_unadmitted_workloads": (
+        "The number of unadmitted workloads, per 'name', 'namespace', 'cluster_queue', 'reason', and "
+        "'underlying_cause'.",
+        ("name", "namespace", "cluster_queue", "reason", "underlying_cause"),
+    ),
     "kueue_local_queue_reserving_active_workloads": (
         "The number of Workloads that are reserving quota, per 'localQueue'",
         ("name", "namespace"),

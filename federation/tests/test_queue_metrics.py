@@ -95,6 +95,39 @@ def test_workloads_the_pass_admitted_are_not_pending() -> None:
     assert got[("kueue_pending_workloads", ("cq", "active"))] == 0
 
 
+def test_unadmitted_workloads_by_their_admitted_and_quota_reserved_reasons() -> None:
+    """Kueue v0.20's kueue_unadmitted_workloads: reason from Admitted=False, underlying_cause from QuotaReserved."""
+    held = admitted_status("cq", "f", "1")
+    held["conditions"] = held["conditions"][:1]  # quota reserved, not admitted: its check is not Ready yet
+    held["admissionChecks"] = [
+        {"name": "mk", "state": "Pending", "message": "", "lastTransitionTime": "2026-01-01T00:00:01Z"}
+    ]
+    st = state(
+        flavors=[flavor("f")],
+        queues=[cluster_queue("cq", {"f": {"cpu": 10}})],
+        local_queues=[local_queue("ns", "lq", "cq")],
+        workloads=[
+            workload("running", cpu="3", status=admitted_status("cq", "f", "3")),
+            workload("too-big", cpu="20", status=_pending_condition("ExceedsMaxQuota")),
+            workload("also-too-big", cpu="30", status=_pending_condition("ExceedsMaxQuota")),
+            workload("new", cpu="1"),
+            workload("dispatching", cpu="1", status=held),
+            workload("lost", cpu="1", queue="no-such-queue"),  # its LocalQueue resolves to no ClusterQueue
+        ],
+    )
+    got = _as_dict(queue_samples(st, inadmissible=inadmissible_by_condition(st)))
+    unadmitted = {labels: v for (name, labels), v in got.items() if name == "kueue_unadmitted_workloads"}
+    assert unadmitted == {
+        ("cq", "NoReservation", "ExceedsMaxQuota"): 2,
+        ("cq", "NoReservation", "PendingEvaluation"): 1,
+        ("cq", "UnsatisfiedAdmissionChecks", ""): 1,
+    }
+    local = {labels: v for (name, labels), v in got.items() if name == "kueue_local_queue_unadmitted_workloads"}
+    assert local == {("lq", "ns", *labels): v for labels, v in unadmitted.items()}
+    got = _as_dict(queue_samples(st, inadmissible=set(), admitted={"ns/new"}))
+    assert ("kueue_unadmitted_workloads", ("cq", "NoReservation", "PendingEvaluation")) not in got, "admitted now"
+
+
 def test_eviction_labels_split_kueue_deactivation_causes() -> None:
     assert eviction_labels("Preempted") == ("Preempted", "")
     assert eviction_labels("DeactivatedDueToRequeuingLimitExceeded") == ("Deactivated", "RequeuingLimitExceeded")

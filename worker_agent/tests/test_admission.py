@@ -102,7 +102,7 @@ def test_too_big_for_the_quota_is_pending_with_kueue_reason_and_message() -> Non
     assert outcome == "pending"
     # Kueue v0.20's reason (UnadmittedWorkloadsObservability, on by default), also the Warning Event's
     assert (condition["status"], condition["reason"]) == ("False", "ExceedsMaxQuota")
-    defaults = {
+    defaults: dict[str, Any] = {
         "flavors": [flavor("rf", nodeLabels={"pool": "a"})],
         "queues": [cluster_queue("cq", {"rf": {"cpu": 4}})],
         "local_queues": [local_queue("ns", "lq", "cq")],
