@@ -22,13 +22,14 @@ from typing import Any, Literal
 
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import workload_key
+from federation.admission.check_reset import no_reservation_terms
 from federation.admission.cycle import DEFAULT_CYCLE_CONFIG, CycleConfig, apply_admission, run_cycle
 from federation.admission.decisions import Admit, Assignment, Decision, PendingReason, Preempt, Wait
 from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot, Stamp, Verdict, tree_stamps
 from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY
 from federation.admission.snapshot import ClusterQueueNode
-from federation.api.workload import BLOCKED_ON_PREEMPTION_GATES, EVICTED, PREEMPTED, QUOTA_RESERVED
+from federation.api.workload import ADMITTED, BLOCKED_ON_PREEMPTION_GATES, EVICTED, PREEMPTED, QUOTA_RESERVED
 from federation.conditions import Conditions, conditions_of, find_condition, set_condition, workload_generation
 from federation.protocol import REASON_QUOTA_RESERVED, REASON_WAITING_FOR_PREEMPTED
 from federation.quantity import format_amount
@@ -136,7 +137,9 @@ def unadmitted_reason(decision: Wait | Preempt) -> str:
 def pending_update(
     raw: Obj, *, reason: str, message: str, now: dt.datetime, cluster_queue: str | None
 ) -> WorkloadUpdate | None:
-    """``QuotaReserved=False`` with ``reason``/``message``, or None when the workload already says exactly that."""
+    """``QuotaReserved=False`` with ``reason``/``message``, and ``Admitted=False`` ``NoReservation`` (Kueue v0.20
+    writes it once a workload has a ``QuotaReserved`` condition); None when the workload already says exactly that."""
+    generation = workload_generation(raw)
     conditions, changed = set_condition(
         conditions_of(raw),
         condition_type=QUOTA_RESERVED,
@@ -144,10 +147,20 @@ def pending_update(
         reason=reason,
         message=message,
         now=now,
-        observed_generation=workload_generation(raw),
+        observed_generation=generation,
     )
     if not changed:
         return None
+    unadmitted, unadmitted_message = no_reservation_terms(raw)
+    conditions, _ = set_condition(
+        conditions,
+        condition_type=ADMITTED,
+        status=False,
+        reason=unadmitted,
+        message=unadmitted_message,
+        now=now,
+        observed_generation=generation,
+    )
     events = (EventSpec(reason, message, "Warning"),)  # Kueue's scheduler records each as a Warning, by its reason
     return WorkloadUpdate(workload_key(raw), raw, {"conditions": conditions}, "pending", cluster_queue, message, events)
 

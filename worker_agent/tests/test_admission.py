@@ -102,6 +102,12 @@ def test_too_big_for_the_quota_is_pending_with_kueue_reason_and_message() -> Non
     assert outcome == "pending"
     # Kueue v0.20's reason (UnadmittedWorkloadsObservability, on by default), also the Warning Event's
     assert (condition["status"], condition["reason"]) == ("False", "ExceedsMaxQuota")
+    admitted = next(c for c in status["conditions"] if c["type"] == "Admitted")
+    assert (admitted["status"], admitted["reason"], admitted["message"]) == (
+        "False",
+        "NoReservation",
+        "The workload has no reservation",
+    ), "Kueue v0.20 says it once the workload has a QuotaReserved condition"
     defaults: dict[str, Any] = {
         "flavors": [flavor("rf", nodeLabels={"pool": "a"})],
         "queues": [cluster_queue("cq", {"rf": {"cpu": 4}})],
