@@ -39,6 +39,15 @@ def checks_reset_on_eviction(checks: Iterable[Mapping[str, Any]], *, now: dt.dat
     return out
 
 
+def released_terms(workload: Mapping[str, Any], message: str) -> tuple[str, str]:
+    """Kueue v0.20's ``QuotaReserved=False`` (reason, message) once an eviction released ``workload``'s quota:
+    ``PendingEvaluation`` with the eviction's ``message`` (it is back in its queue), or ``Deactivated``, "The workload
+    is deactivated", for one that is not active (it waits for reactivation, not for the scheduler)."""
+    if (workload.get("spec") or {}).get("active") is False:
+        return "Deactivated", "The workload is deactivated"
+    return "PendingEvaluation", message
+
+
 def no_reservation_terms(workload: Mapping[str, Any]) -> tuple[str, str]:
     """Kueue's ``Admitted=False`` (reason, message) once ``workload``'s reservation is released by an eviction:
     "The workload has no reservation" (``NoReservation``), also when its checks were reset with it, as Kueue v0.20

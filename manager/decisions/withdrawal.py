@@ -17,7 +17,7 @@ import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from federation.admission.check_reset import checks_reset_on_eviction, no_reservation_terms
+from federation.admission.check_reset import checks_reset_on_eviction, no_reservation_terms, released_terms
 from federation.admission.deactivation import deactivation_eviction
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.execution_time import ACCUMULATED_FIELD, accumulated_on_release
@@ -414,18 +414,18 @@ def requeue_status(workload: Obj, *, reason: str, message: str, now: dt.datetime
     ``PodsReadyTimeout`` eviction until the backoff ends (``federation.admission.requeued``)."""
     generation = workload_generation(workload)
     conditions: Sequence[Mapping[str, Any]] = list(conditions_of(workload))
-    changes: list[tuple[str, bool, str]] = [
-        ("Evicted", True, reason),
-        ("QuotaReserved", False, REASON_PENDING_EVALUATION),  # Kueue v0.20's (before: Pending)
-        ("Requeued", requeued_on_release(workload, reason=reason), reason),
+    changes: list[tuple[str, bool, str, str]] = [
+        ("Evicted", True, reason, message),
+        ("QuotaReserved", False, *released_terms(workload, message)),  # Kueue v0.20's (before: Pending)
+        ("Requeued", requeued_on_release(workload, reason=reason), reason, message),
     ]
-    for condition_type, status, why in changes:
+    for condition_type, status, why, text in changes:
         conditions, _ = set_condition(
             conditions,
             condition_type=condition_type,
             status=status,
             reason=why,
-            message=message,
+            message=text,
             now=now,
             observed_generation=generation,
         )

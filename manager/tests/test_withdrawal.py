@@ -205,6 +205,13 @@ def test_a_deactivation_after_an_earlier_requeue_turns_requeued_false() -> None:
         "The workload is deactivated",
     )
     assert phase_of({**wl, "status": {**wl["status"], **patch}}) is Phase.DEACTIVATED
+    reserved = next(c for c in patch["conditions"] if c["type"] == "QuotaReserved")
+    # Kueue v0.20: a deactivated workload waits for reactivation, not for the scheduler
+    assert (reserved["status"], reserved["reason"], reserved["message"]) == (
+        "False",
+        "Deactivated",
+        "The workload is deactivated",
+    )
 
 
 def test_a_copy_a_kueue_worker_finished_as_orphaned_is_withdrawn_and_dispatched_again() -> None:

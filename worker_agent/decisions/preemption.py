@@ -30,7 +30,7 @@ from typing import Any
 
 from federation.admission.api_drain import EventSpec, WorkloadUpdate
 from federation.admission.api_workloads import workload_key
-from federation.admission.check_reset import checks_reset_on_eviction, no_reservation_terms
+from federation.admission.check_reset import checks_reset_on_eviction, no_reservation_terms, released_terms
 from federation.admission.decisions import Victim
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.execution_time import ACCUMULATED_FIELD, accumulated_on_release, limit_of
@@ -45,7 +45,6 @@ from federation.conditions import (
     workload_generation,
 )
 from federation.pod_injection import pod_count_patch, requested_count
-from federation.protocol import REASON_PENDING_EVALUATION
 from worker_agent.decisions.jobs import job_finished
 
 Obj = dict[str, Any]
@@ -189,7 +188,7 @@ def release_status(workload: Obj, *, now: dt.datetime) -> Obj:
     conditions: list[Obj] = [dict(c) for c in conditions_of(workload)]
     requeued = requeued_on_release(workload, reason=reason)
     changes = [
-        (QUOTA_RESERVED, False, REASON_PENDING_EVALUATION, message),  # Kueue v0.20's (before: Pending)
+        (QUOTA_RESERVED, False, *released_terms(workload, message)),  # Kueue v0.20's (before: Pending)
         ("Requeued", requeued, reason, message),
     ]
     if find_condition(workload, ADMITTED) is not None:

@@ -210,6 +210,8 @@ def test_a_deactivated_workload_releases_its_quota_without_being_requeued(reason
     requeued = by_type["Requeued"]
     assert (requeued["status"], requeued["reason"], requeued["message"]) == ("False", reason, message)
     assert (by_type["QuotaReserved"]["status"], by_type["Admitted"]["status"]) == ("False", "False")
+    reserved = by_type["QuotaReserved"]
+    assert (reserved["reason"], reserved["message"]) == ("Deactivated", "The workload is deactivated"), "v0.20"
     assert by_type["Evicted"]["status"] == "True"
     assert released["admission"] is None
 
