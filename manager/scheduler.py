@@ -29,7 +29,7 @@ import structlog
 
 from federation.admission.api_drain import EventSpec, WorkloadUpdate, drain, pending_update, unadmitted_reason
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
-from federation.admission.api_workloads import ResourceRules
+from federation.admission.api_workloads import ResourceRules, workload_key
 from federation.admission.check_problems import cluster_queue_check_problems, mark_inactive
 from federation.admission.decisions import Admit, Preempt, Wait
 from federation.admission.model import Workload
@@ -213,6 +213,8 @@ class GlobalScheduler:
         computed from it when Prometheus scrapes (``queue_gauges``), never during a pass."""
         self.last_admitted: frozenset[str] = frozenset()
         self._last_waiting: frozenset[str] = frozenset()
+        self._last_reasons: dict[str, str] = {}
+        """The QuotaReserved=False reason the last pass gave each Workload it kept pending (its state predates them)."""
         self.parking = ParkingLot()
         """Pending Workloads that did not fit, left out of later passes until something that could change the
         answer happens (``federation.admission.parking``)."""
@@ -463,6 +465,7 @@ class GlobalScheduler:
             self.last_state,
             inadmissible=self.last_inadmissible,
             admitted=self.last_admitted,
+            reasons=self._last_reasons,
             fair_sharing=self._config.cycle.fair_sharing,
         )
 
@@ -668,6 +671,8 @@ class GlobalScheduler:
         self.last_state, self.last_admitted = state, admitted
         # a workload waiting for its preemptions stays active in Kueue (requeued at once); one that cannot fit is parked
         self._last_waiting = frozenset(d.workload.key for d in decisions if isinstance(d, Wait))
+        self._last_reasons = {workload_key(b.raw): b.reason for b in state.blocked}
+        self._last_reasons.update((d.workload.key, unadmitted_reason(d)) for d in decisions if not isinstance(d, Admit))
         for count, update in enumerate(updates, 1):
             if count % VERDICTS_PER_STEP == 0:
                 await anyio.lowlevel.checkpoint()  # the first writes are sent meanwhile

@@ -90,13 +90,16 @@ def test_metrics_after_one_job_and_one_job_too_big(federation: Federation) -> No
     # a Job bigger than the whole ClusterQueue: tried, found inadmissible, parked — and the gauge says so
     submit(fed, "metrics-huge", cpu="200", seconds=1)
     try:
+        # Kueue v0.20: the reason it is not admitted, and the reason it has no quota (its QuotaReserved=False)
+        unadmitted = {"cluster_queue": CLUSTER_QUEUE, "reason": "NoReservation", "underlying_cause": "ExceedsMaxQuota"}
         pending = wait_for(
             lambda: scrape(fed),
             until=lambda s: (
                 value(s, "kueue_pending_workloads", cluster_queue=CLUSTER_QUEUE, status="inadmissible") == 1
+                and value(s, "kueue_unadmitted_workloads", **unadmitted) == 1
             ),
             timeout=30,
-            what="kueue_pending_workloads{status=inadmissible} to count the Job that cannot fit",
+            what="kueue_pending_workloads{status=inadmissible} and kueue_unadmitted_workloads to count the Job",
         )
         assert value(pending, "kueue_pending_workloads", cluster_queue=CLUSTER_QUEUE, status="active") == 0
         assert value(pending, "kueue_local_queue_pending_workloads", name=LOCAL_QUEUE, status="inadmissible") == 1
@@ -104,8 +107,6 @@ def test_metrics_after_one_job_and_one_job_too_big(federation: Federation) -> No
             value(pending, "kueue_cluster_queue_resource_pending", cluster_queue=CLUSTER_QUEUE, resource="cpu") == 200
         )
         assert changes(after, pending)("kueue_admission_attempts_total", result="inadmissible") >= 1
-        # Kueue v0.20: the reason it is not admitted, and the reason it has no quota (its QuotaReserved=False)
-        unadmitted = {"cluster_queue": CLUSTER_QUEUE, "reason": "NoReservation", "underlying_cause": "ExceedsMaxQuota"}
         assert value(pending, "kueue_unadmitted_workloads", **unadmitted, replica_role="leader") == 1
         assert value(pending, "kueue_local_queue_unadmitted_workloads", name=LOCAL_QUEUE, **unadmitted) == 1
         huge = workload_of(fed, "metrics-huge")

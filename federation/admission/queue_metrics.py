@@ -19,7 +19,7 @@ from typing import Any, TypedDict
 
 from federation.admission import model as core
 from federation.admission.api_state import QuotaState
-from federation.admission.api_workloads import core_workload, epoch_seconds, reserved_usage
+from federation.admission.api_workloads import core_workload, epoch_seconds, reserved_usage, workload_key
 from federation.admission.fair_sharing import precise_weighted_share
 from federation.admission.snapshot import ClusterQueueNode, CohortNode, QuotaNode
 from federation.conditions import find_condition, is_true, parse_time
@@ -81,13 +81,19 @@ def _local_queue_key(raw: Mapping[str, Any]) -> str:
 
 
 def queue_samples(
-    state: QuotaState, *, inadmissible: Collection[str], admitted: Collection[str] = (), fair_sharing: bool = False
+    state: QuotaState,
+    *,
+    inadmissible: Collection[str],
+    admitted: Collection[str] = (),
+    reasons: Mapping[str, str] | None = None,
+    fair_sharing: bool = False,
 ) -> list[Sample]:
     """Every ClusterQueue, Cohort and LocalQueue gauge for ``state``.
 
     ``inadmissible`` holds the keys of pending workloads the last pass tried and could not admit; ``admitted`` the
-    keys it admitted (still pending in ``state``, which was built before the pass). The weighted shares are
-    reported only with ``fair_sharing`` on, as Kueue does.
+    keys it admitted (still pending in ``state``, which was built before the pass); ``reasons`` the
+    ``QuotaReserved=False`` reason it gave those it kept pending (their conditions in ``state`` predate it). The
+    weighted shares are reported only with ``fair_sharing`` on, as Kueue does.
     """
     samples: list[Sample] = []
     add = samples.append
@@ -153,7 +159,7 @@ def queue_samples(
         if fair_sharing:
             add(("kueue_cluster_queue_weighted_share", (name, cohort), _weighted_share(node, nan_if_infinite=True)))
     samples.extend(_local_queue_samples(state, lq_pending, queue_of_local))
-    samples.extend(_unadmitted_samples(state, queue_of_local, admitted=admitted))
+    samples.extend(_unadmitted_samples(state, queue_of_local, admitted=admitted, reasons=reasons or {}))
     samples.extend(_hierarchy_samples(state))
     samples.extend(_cohort_samples(state, fair_sharing=fair_sharing))
     return samples
@@ -232,13 +238,15 @@ def _hierarchy_samples(state: QuotaState) -> Iterable[Sample]:
         yield ("kueue_cohort_info", (name, parent, root or name), 1.0)
 
 
-def unadmitted_labels(raw: Mapping[str, Any]) -> tuple[str, str]:
+def unadmitted_labels(raw: Mapping[str, Any], *, decided: str | None = None) -> tuple[str, str]:
     """Kueue v0.20's ``(reason, underlying_cause)`` of ``kueue_unadmitted_workloads`` for a workload not admitted:
     the ``Admitted=False`` reason Kueue's SyncAdmittedCondition gives it (``NoReservation`` without quota,
     ``UnsatisfiedAdmissionChecks`` while its checks are not all Ready, ``PendingDelayedTopologyRequests`` while a
     topology waits for them), and its ``QuotaReserved=False`` reason ("" with quota reserved, ``PendingEvaluation``
-    before any verdict)."""
+    before any verdict; ``decided``, a verdict not written into ``raw`` yet, wins)."""
     reserved = find_condition(raw, "QuotaReserved")
+    if decided is not None and not (reserved is not None and reserved.get("status") == "True"):
+        return "NoReservation", decided
     if reserved is None:
         return "NoReservation", "PendingEvaluation"
     if reserved.get("status") != "True":
@@ -253,7 +261,7 @@ def unadmitted_labels(raw: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _unadmitted_samples(
-    state: QuotaState, queue_of_local: Mapping[str, str], *, admitted: Collection[str]
+    state: QuotaState, queue_of_local: Mapping[str, str], *, admitted: Collection[str], reasons: Mapping[str, str]
 ) -> Iterable[Sample]:
     """``kueue_unadmitted_workloads`` and ``kueue_local_queue_unadmitted_workloads`` (Kueue v0.20): every workload
     pending, parked or holding quota without being admitted, counted by :func:`unadmitted_labels`; only the
@@ -271,7 +279,7 @@ def _unadmitted_samples(
     for cluster_queue, raw in unadmitted:
         if not cluster_queue:
             continue
-        reason, cause = unadmitted_labels(raw)
+        reason, cause = unadmitted_labels(raw, decided=reasons.get(workload_key(raw)))
         per_queue[(cluster_queue, reason, cause)] = per_queue.get((cluster_queue, reason, cause), 0) + 1
         key = _local_queue_key(raw)
         if key in state.local_queues:

@@ -126,6 +126,10 @@ def test_unadmitted_workloads_by_their_admitted_and_quota_reserved_reasons() -> 
     assert local == {("lq", "ns", *labels): v for labels, v in unadmitted.items()}
     got = _as_dict(queue_samples(st, inadmissible=set(), admitted={"ns/new"}))
     assert ("kueue_unadmitted_workloads", ("cq", "NoReservation", "PendingEvaluation")) not in got, "admitted now"
+    # the last pass's verdict, not written into the state it decided from yet, is the one counted
+    got = _as_dict(queue_samples(st, inadmissible=set(), reasons={"ns/new": "WaitingForQuota"}))
+    assert got[("kueue_unadmitted_workloads", ("cq", "NoReservation", "WaitingForQuota"))] == 1
+    assert ("kueue_unadmitted_workloads", ("cq", "NoReservation", "PendingEvaluation")) not in got
 
 
 def test_eviction_labels_split_kueue_deactivation_causes() -> None:
