@@ -22,14 +22,14 @@ from typing import Any, Literal
 
 from federation.admission.api_state import QuotaState
 from federation.admission.api_workloads import workload_key
-from federation.admission.check_reset import no_reservation_terms
+from federation.admission.check_reset import without_reservation
 from federation.admission.cycle import DEFAULT_CYCLE_CONFIG, CycleConfig, apply_admission, run_cycle
 from federation.admission.decisions import Admit, Assignment, Decision, PendingReason, Preempt, Wait
 from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot, Stamp, Verdict, tree_stamps
 from federation.admission.pods_ready import BLOCK_ADMISSION_MESSAGE, REASON_WAITING_FOR_PODS_READY
 from federation.admission.snapshot import ClusterQueueNode
-from federation.api.workload import ADMITTED, BLOCKED_ON_PREEMPTION_GATES, EVICTED, PREEMPTED, QUOTA_RESERVED
+from federation.api.workload import BLOCKED_ON_PREEMPTION_GATES, EVICTED, PREEMPTED, QUOTA_RESERVED
 from federation.conditions import Conditions, conditions_of, find_condition, set_condition, workload_generation
 from federation.protocol import REASON_QUOTA_RESERVED, REASON_WAITING_FOR_PREEMPTED
 from federation.quantity import format_amount
@@ -151,16 +151,7 @@ def pending_update(
     )
     if not changed:
         return None
-    unadmitted, unadmitted_message = no_reservation_terms(raw)
-    conditions, _ = set_condition(
-        conditions,
-        condition_type=ADMITTED,
-        status=False,
-        reason=unadmitted,
-        message=unadmitted_message,
-        now=now,
-        observed_generation=generation,
-    )
+    conditions = without_reservation(conditions, now=now, observed_generation=generation)
     events = (EventSpec(reason, message, "Warning"),)  # Kueue's scheduler records each as a Warning, by its reason
     return WorkloadUpdate(workload_key(raw), raw, {"conditions": conditions}, "pending", cluster_queue, message, events)
 

@@ -10,10 +10,10 @@ counts one more retry (``retryCount``), and the others lose their count.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from federation.conditions import format_time
+from federation.conditions import Conditions, format_time, set_condition
 
 PENDING, RETRY = "Pending", "Retry"
 
@@ -48,9 +48,24 @@ def released_terms(workload: Mapping[str, Any], message: str) -> tuple[str, str]
     return "PendingEvaluation", message
 
 
-def no_reservation_terms(workload: Mapping[str, Any]) -> tuple[str, str]:
-    """Kueue's ``Admitted=False`` (reason, message) once ``workload``'s reservation is released by an eviction:
-    "The workload has no reservation" (``NoReservation``), also when its checks were reset with it, as Kueue v0.20
-    says with its default gates (v0.19's was ``NoReservationUnsatisfiedChecks`` for a workload with checks)."""
-    del workload  # the same for every workload since v0.20
-    return "NoReservation", "The workload has no reservation"
+NO_RESERVATION = ("NoReservation", "The workload has no reservation")
+"""Kueue v0.20's ``Admitted=False`` (reason, message) for a workload without a reservation: a pending one, and one
+whose reservation an eviction released, also when its checks were reset with it (v0.19 said
+``NoReservationUnsatisfiedChecks`` for a workload with checks; v0.20's default gates do not)."""
+
+
+def without_reservation(
+    conditions: Sequence[Mapping[str, Any]], *, now: dt.datetime, observed_generation: int | None
+) -> Conditions:
+    """``conditions`` with ``Admitted=False`` :data:`NO_RESERVATION`."""
+    reason, message = NO_RESERVATION
+    updated, _ = set_condition(
+        conditions,
+        condition_type="Admitted",
+        status=False,
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=observed_generation,
+    )
+    return updated

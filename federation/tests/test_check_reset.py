@@ -3,7 +3,7 @@
 import datetime as dt
 from typing import Any
 
-from federation.admission.check_reset import checks_reset_on_eviction, no_reservation_terms
+from federation.admission.check_reset import checks_reset_on_eviction, without_reservation
 
 NOW = dt.datetime(2026, 11, 25, 2, 30, tzinfo=dt.UTC)
 EARLIER = "2026-11-25T01:00:00Z"
@@ -49,9 +49,15 @@ def test_pending_stays_and_every_other_state_is_reset_saying_what_it_was() -> No
     assert checks[1]["state"] == "Ready", "the input is left as it was"
 
 
-def test_admitted_false_says_there_is_no_reservation_with_or_without_checks() -> None:
-    """Kueue v0.20's SyncAdmittedCondition after an eviction (UnadmittedWorkloadsObservability, on by default: its
-    checks are reset, so none is Ready, and it still says NoReservation, not v0.19's NoReservationUnsatisfiedChecks)."""
-    with_checks = {"status": {"admissionChecks": [{"name": "mk", "state": "Ready"}]}}
-    assert no_reservation_terms(with_checks) == ("NoReservation", "The workload has no reservation")
-    assert no_reservation_terms({"status": {}}) == ("NoReservation", "The workload has no reservation")
+def test_admitted_false_says_there_is_no_reservation() -> None:
+    """Kueue v0.20's SyncAdmittedCondition without a reservation (UnadmittedWorkloadsObservability, on by default):
+    NoReservation, also after an eviction reset the checks (not v0.19's NoReservationUnsatisfiedChecks)."""
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    admitted = {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted"}
+    [condition] = without_reservation([admitted], now=now, observed_generation=3)
+    assert (condition["status"], condition["reason"], condition["message"]) == (
+        "False",
+        "NoReservation",
+        "The workload has no reservation",
+    )
+    assert (condition["observedGeneration"], condition["lastTransitionTime"]) == (3, "2026-01-01T00:00:00Z")

@@ -17,7 +17,7 @@ import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from federation.admission.check_reset import checks_reset_on_eviction, no_reservation_terms, released_terms
+from federation.admission.check_reset import checks_reset_on_eviction, released_terms, without_reservation
 from federation.admission.deactivation import deactivation_eviction
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.execution_time import ACCUMULATED_FIELD, accumulated_on_release
@@ -430,16 +430,7 @@ def requeue_status(workload: Obj, *, reason: str, message: str, now: dt.datetime
             observed_generation=generation,
         )
     if find_condition(workload, "Admitted") is not None:
-        unadmitted, unadmitted_message = no_reservation_terms(workload)
-        conditions, _ = set_condition(
-            conditions,
-            condition_type="Admitted",
-            status=False,
-            reason=unadmitted,
-            message=unadmitted_message,
-            now=now,
-            observed_generation=generation,
-        )
+        conditions = without_reservation(conditions, now=now, observed_generation=generation)
     patch = _released(workload, conditions, now=now)
     if deactivated(workload):
         # Deactivation is done: its target marker goes, and a reactivated workload starts its requeue count and its

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.admission.api_drain import admitted_note
-from federation.admission.check_reset import checks_reset_on_eviction, no_reservation_terms
+from federation.admission.check_reset import checks_reset_on_eviction, without_reservation
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.api.provisioning import PROVISIONING_REQUEST_CONTROLLER_NAME
 from federation.api.workload import ADMITTED, EVICTED, QUOTA_RESERVED, REQUEUED
@@ -162,16 +162,7 @@ def _released(workload: Mapping[str, Any], *, reason: str, message: str, now: dt
         observed_generation=generation,
     )
     if find_condition(workload, ADMITTED) is not None:
-        unadmitted, unadmitted_message = no_reservation_terms(workload)  # this workload has checks: "not all ready"
-        conditions, _ = set_condition(
-            conditions,
-            condition_type=ADMITTED,
-            status=False,
-            reason=unadmitted,
-            message=unadmitted_message,
-            now=now,
-            observed_generation=generation,
-        )
+        conditions = without_reservation(conditions, now=now, observed_generation=generation)
     return {"conditions": conditions, "admission": None, "schedulingStats": scheduling_stats_after(workload, reason)}
 
 

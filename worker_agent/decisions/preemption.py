@@ -30,7 +30,7 @@ from typing import Any
 
 from federation.admission.api_drain import EventSpec, WorkloadUpdate
 from federation.admission.api_workloads import workload_key
-from federation.admission.check_reset import checks_reset_on_eviction, no_reservation_terms, released_terms
+from federation.admission.check_reset import NO_RESERVATION, checks_reset_on_eviction, released_terms
 from federation.admission.decisions import Victim
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.admission.execution_time import ACCUMULATED_FIELD, accumulated_on_release, limit_of
@@ -192,7 +192,7 @@ def release_status(workload: Obj, *, now: dt.datetime) -> Obj:
         ("Requeued", requeued, reason, message),
     ]
     if find_condition(workload, ADMITTED) is not None:
-        changes.append((ADMITTED, False, *no_reservation_terms(workload)))
+        changes.append((ADMITTED, False, *NO_RESERVATION))
     for condition_type, status, why, text in changes:
         conditions, _ = set_condition(
             conditions,
