@@ -31,7 +31,7 @@ from federation.admission.api_drain import EventSpec, WorkloadUpdate, drain, pen
 from federation.admission.api_state import QuotaState, QuotaStateBuilder
 from federation.admission.api_workloads import ResourceRules, workload_key
 from federation.admission.check_problems import cluster_queue_check_problems, mark_inactive
-from federation.admission.decisions import Admit, Preempt, Wait
+from federation.admission.decisions import Admit, Decision, Preempt, Wait
 from federation.admission.model import Workload
 from federation.admission.parking import ParkingLot
 from federation.admission.pods_ready import admission_blocked
@@ -213,8 +213,7 @@ class GlobalScheduler:
         computed from it when Prometheus scrapes (``queue_gauges``), never during a pass."""
         self.last_admitted: frozenset[str] = frozenset()
         self._last_waiting: frozenset[str] = frozenset()
-        self._last_reasons: dict[str, str] = {}
-        """The QuotaReserved=False reason the last pass gave each Workload it kept pending (its state predates them)."""
+        self._last_decisions: list[Decision] = []
         self.parking = ParkingLot()
         """Pending Workloads that did not fit, left out of later passes until something that could change the
         answer happens (``federation.admission.parking``)."""
@@ -457,6 +456,14 @@ class GlobalScheduler:
         parked Workloads, a set of them per pass cost more than the pass)."""
         return self._last_waiting | frozenset(parked.workload.key for parked in self.parking.parked())
 
+    def _last_reasons(self) -> dict[str, str]:
+        """The QuotaReserved=False reason the last pass gave each Workload it kept pending (the state it decided from
+        predates them; computed when asked, at scrape time, not in every pass)."""
+        blocked = self.last_state.blocked if self.last_state is not None else ()
+        reasons = {workload_key(b.raw): b.reason for b in blocked}
+        reasons.update((d.workload.key, unadmitted_reason(d)) for d in self._last_decisions if not isinstance(d, Admit))
+        return reasons
+
     def queue_gauges(self) -> list[Sample]:
         """Kueue's ClusterQueue and LocalQueue gauges as the last pass left them (read at scrape time)."""
         if self.last_state is None:
@@ -465,7 +472,7 @@ class GlobalScheduler:
             self.last_state,
             inadmissible=self.last_inadmissible,
             admitted=self.last_admitted,
-            reasons=self._last_reasons,
+            reasons=self._last_reasons(),
             fair_sharing=self._config.cycle.fair_sharing,
         )
 
@@ -671,8 +678,7 @@ class GlobalScheduler:
         self.last_state, self.last_admitted = state, admitted
         # a workload waiting for its preemptions stays active in Kueue (requeued at once); one that cannot fit is parked
         self._last_waiting = frozenset(d.workload.key for d in decisions if isinstance(d, Wait))
-        self._last_reasons = {workload_key(b.raw): b.reason for b in state.blocked}
-        self._last_reasons.update((d.workload.key, unadmitted_reason(d)) for d in decisions if not isinstance(d, Admit))
+        self._last_decisions = decisions
         for count, update in enumerate(updates, 1):
             if count % VERDICTS_PER_STEP == 0:
                 await anyio.lowlevel.checkpoint()  # the first writes are sent meanwhile

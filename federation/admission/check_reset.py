@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from federation.conditions import Conditions, format_time, set_condition
+from federation.protocol import REASON_PENDING_EVALUATION
 
 PENDING, RETRY = "Pending", "Retry"
 
@@ -45,7 +46,7 @@ def released_terms(workload: Mapping[str, Any], message: str) -> tuple[str, str]
     is deactivated", for one that is not active (it waits for reactivation, not for the scheduler)."""
     if (workload.get("spec") or {}).get("active") is False:
         return "Deactivated", "The workload is deactivated"
-    return "PendingEvaluation", message
+    return REASON_PENDING_EVALUATION, message
 
 
 NO_RESERVATION = ("NoReservation", "The workload has no reservation")

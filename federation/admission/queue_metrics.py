@@ -19,7 +19,13 @@ from typing import Any, TypedDict
 
 from federation.admission import model as core
 from federation.admission.api_state import QuotaState
-from federation.admission.api_workloads import core_workload, epoch_seconds, reserved_usage, workload_key
+from federation.admission.api_workloads import (
+    core_workload,
+    epoch_seconds,
+    reserved_cluster_queue,
+    reserved_usage,
+    workload_key,
+)
 from federation.admission.fair_sharing import precise_weighted_share
 from federation.admission.snapshot import ClusterQueueNode, CohortNode, QuotaNode
 from federation.conditions import find_condition, is_true, parse_time
@@ -424,9 +430,8 @@ def readiness_samples(
     if waits is None and recovered is None:
         return None
     namespace, local_queue, priority_class = workload_labels(after)
-    cluster_queue = str(((after.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
     return ReadinessSamples(
-        cluster_queue=cluster_queue,
+        cluster_queue=reserved_cluster_queue(after) or "",
         namespace=namespace,
         local_queue=local_queue,
         priority_class=priority_class,

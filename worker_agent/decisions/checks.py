@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.admission.api_drain import admitted_note
+from federation.admission.api_workloads import reserved_cluster_queue
 from federation.admission.check_reset import checks_reset_on_eviction, without_reservation
 from federation.admission.eviction_counts import scheduling_stats_after
 from federation.api.provisioning import PROVISIONING_REQUEST_CONTROLLER_NAME
@@ -231,8 +232,7 @@ def admitted_event_note(workload: Mapping[str, Any], *, now: dt.datetime) -> str
     """Kueue's ``Admitted`` Event once the last check is Ready: the wait since the quota was reserved (v0.20)."""
     reserved_at = str((find_condition(workload, QUOTA_RESERVED) or {}).get("lastTransitionTime") or "")
     waited = (now - parse_time(reserved_at)).total_seconds() if reserved_at else 0.0
-    queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
-    return admitted_note(queue, reserved_seconds=waited)
+    return admitted_note(reserved_cluster_queue(workload) or "", reserved_seconds=waited)
 
 
 def admitted_status(
